@@ -1,0 +1,30 @@
+# The two commands of the README. Both install what is missing, configure and build.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?= -DNNPERF_WERROR=ON
+
+.PHONY: deps build run test bench asan format clean
+
+deps:
+	bash scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The main job on the embedded default data (Fashion-MNIST from Debian's package).
+run: build
+	./$(BUILD)/nnperf devices
+
+# The whole test suite.
+test: build
+	bash scripts/test.sh $(BUILD)
+
+asan:
+	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DNNPERF_WERROR=ON -DNNPERF_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo"
+
+format:
+	clang-format -i $$(git ls-files '*.cc' '*.h')
+
+clean:
+	rm -rf $(BUILD) build-asan

@@ -1,0 +1,48 @@
+// Errors for people: nnperf::Error carries a message that names the input (file, flag, layer) and
+// what was expected. Only main() catches it; it prints one line and exits 1 (runtime) or 2 (usage).
+#pragma once
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace nnperf {
+
+class Error : public std::runtime_error {
+ public:
+  enum class Kind { kRuntime, kUsage };
+  explicit Error(const std::string& what, Kind kind = Kind::kRuntime)
+      : std::runtime_error(what), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+// A usage error (bad flag or value): main() exits with code 2.
+class UsageError : public Error {
+ public:
+  explicit UsageError(const std::string& what) : Error(what, Kind::kUsage) {}
+};
+
+// Thrown when training diverges (NaN/Inf loss or parameters).
+class DivergenceError : public Error {
+ public:
+  using Error::Error;
+};
+
+template <typename... Args>
+[[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) {
+  throw Error(fmt::format(f, std::forward<Args>(args)...));
+}
+
+}  // namespace nnperf
+
+// Precondition checks at plan time: the message names file:line so a broken invariant is found fast.
+#define NNPERF_CHECK(cond, ...)                                                            \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
+      throw ::nnperf::Error(::fmt::format("{}:{}: {}", __FILE__, __LINE__,                 \
+                                          ::fmt::format(__VA_ARGS__)));                    \
+    }                                                                                      \
+  } while (0)

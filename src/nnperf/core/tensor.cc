@@ -1,0 +1,82 @@
+// Tensor storage: aligned allocation with std::aligned_alloc, rounded up to the alignment.
+#include "nnperf/core/tensor.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "nnperf/core/error.h"
+
+namespace nnperf {
+
+int64_t Shape::numel() const {
+  int64_t n = 1;
+  for (int64_t d : dims_) n *= d;
+  return n;
+}
+
+std::string Shape::str() const { return fmt::format("[{}]", fmt::join(dims_, ", ")); }
+
+void Tensor::Free::operator()(float* p) const { std::free(p); }
+
+namespace {
+float* allocate_floats(int64_t n) {
+  if (n <= 0) return nullptr;
+  std::size_t bytes = static_cast<std::size_t>(n) * sizeof(float);
+  bytes = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+  void* p = std::aligned_alloc(kTensorAlignment, bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  return static_cast<float*>(p);
+}
+}  // namespace
+
+Tensor::Tensor(Shape shape) : shape_(std::move(shape)) {
+  for (int64_t d : shape_.dims()) NNPERF_CHECK(d >= 0, "negative dimension in shape {}", shape_.str());
+  numel_ = shape_.numel();
+  capacity_ = numel_;
+  data_.reset(allocate_floats(numel_));
+}
+
+Tensor Tensor::zeros(Shape shape) {
+  Tensor t(std::move(shape));
+  t.zero();
+  return t;
+}
+
+Tensor::Tensor(const Tensor& other) : Tensor(other.shape_) {
+  if (numel_ > 0) std::memcpy(data(), other.data(), static_cast<std::size_t>(numel_) * sizeof(float));
+}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this != &other) {
+    resize(other.shape_);
+    if (numel_ > 0) std::memcpy(data(), other.data(), static_cast<std::size_t>(numel_) * sizeof(float));
+  }
+  return *this;
+}
+
+void Tensor::fill(float v) { std::fill_n(data(), numel_, v); }
+void Tensor::zero() {
+  if (numel_ > 0) std::memset(data(), 0, static_cast<std::size_t>(numel_) * sizeof(float));
+}
+
+void Tensor::reshape(Shape shape) {
+  NNPERF_CHECK(shape.numel() == numel_, "cannot reshape {} to {}", shape_.str(), shape.str());
+  shape_ = std::move(shape);
+}
+
+void Tensor::resize(Shape shape) {
+  const int64_t n = shape.numel();
+  if (n > capacity_) {
+    data_.reset(allocate_floats(n));
+    capacity_ = n;
+  }
+  shape_ = std::move(shape);
+  numel_ = n;
+}
+
+}  // namespace nnperf

@@ -1,0 +1,64 @@
+// Data sets in memory: images as float32 N x C x H x W (scaled to [0,1]), labels as int32.
+// Readers validate magic numbers, dimensions, counts and file length, and name the file and the
+// problem in every error.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "nnperf/core/rng.h"
+#include "nnperf/core/tensor.h"
+
+namespace nnperf {
+
+struct Dataset {
+  std::string name;            // "fashion-mnist/train"
+  Tensor images;               // N x C x H x W, float32 in [0,1]
+  std::vector<int32_t> labels; // N
+  int num_classes = 10;
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+  int64_t sample_numel() const { return size() == 0 ? 0 : images.numel() / size(); }
+};
+
+// A raw IDX array (any element type is widened to double only on request; we keep bytes).
+struct IdxArray {
+  uint8_t type_code = 0;            // 0x08 ubyte, 0x09 byte, 0x0B short, 0x0C int, 0x0D float, 0x0E double
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> bytes;       // big-endian payload as in the file
+};
+
+// Reads an IDX file, raw or gzip (detected from the first bytes, not the name).
+IdxArray read_idx(const std::filesystem::path& path);
+
+// Finds and loads `<dir>/<prefix>-images-idx3-ubyte[.gz]` and the matching labels
+// (prefix "train" or "t10k"). Refuses label files whose count differs from the images'.
+Dataset load_mnist(const std::filesystem::path& dir, const std::string& prefix);
+
+// Deterministic synthetic classification data (learnable: class-dependent means plus noise).
+Dataset make_synthetic(int64_t n, int channels, int height, int width, int num_classes, uint64_t seed);
+
+// Splits off the last `n_second` samples after a seeded shuffle (random_split semantics).
+std::pair<Dataset, Dataset> split_dataset(const Dataset& all, int64_t n_second, uint64_t seed);
+
+// Mini-batches over a Dataset: shuffled each epoch (seeded), last partial batch kept.
+class Batcher {
+ public:
+  Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed);
+  void start_epoch();                  // reshuffles when shuffle is on
+  // Fills x (mb x C x H x W, or mb x features when flatten) and labels; returns false at epoch end.
+  bool next(Tensor& x, std::vector<int32_t>& labels, bool flatten);
+  int64_t batches_per_epoch() const;
+
+ private:
+  const Dataset& data_;
+  int64_t batch_size_;
+  bool shuffle_;
+  Rng rng_;
+  std::vector<int64_t> order_;
+  int64_t pos_ = 0;
+};
+
+std::filesystem::path default_data_dir();  // $NNPERF_DATA or /usr/share/datasets/fashion-mnist
+
+}  // namespace nnperf

@@ -1,0 +1,16 @@
+// Files that survive a crash: whole-file writes go to a temp file and are renamed into place;
+// appends write whole lines and flush. Every error names the path and what went wrong.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace nnperf {
+
+// Writes `content` to `path` atomically (temp file in the same folder, fsync, rename).
+void write_file_atomic(const std::filesystem::path& path, std::string_view content);
+std::string read_file(const std::filesystem::path& path);
+// Creates the folder (and parents) and checks that it is writable; throws naming it otherwise.
+void ensure_writable_dir(const std::filesystem::path& dir);
+
+}  // namespace nnperf

@@ -1,0 +1,38 @@
+// Plots through gnuplot: we write the data file and the script beside the outputs (so a person can
+// re-render or tweak them), then run gnuplot for SVG and PNG. Without gnuplot on PATH the data and
+// script are still written and the call reports that the images were not rendered.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace nnperf {
+
+struct Series {
+  std::string title;
+  std::vector<double> x;
+  std::vector<double> y;
+};
+
+struct PlotSpec {
+  std::string title;
+  std::string xlabel, ylabel;
+  enum class Kind { kLines, kPoints, kBars, kHeatmap } kind = Kind::kLines;
+  std::vector<Series> series;  // kLines/kPoints: one per curve; kBars: one series, x = index
+  std::vector<std::string> categories;  // kBars x labels / kHeatmap row labels
+  std::vector<std::string> columns;     // kHeatmap column labels
+  std::vector<std::vector<double>> matrix;  // kHeatmap values [row][column]
+  bool logx = false, logy = false;
+  bool label_points = false;  // kPoints: write each point's series title beside it
+};
+
+struct PlotResult {
+  bool rendered = false;  // SVG and PNG produced
+  std::string message;    // why not, when not
+};
+
+// Writes <stem>.dat, <stem>.gp and renders <stem>.svg and <stem>.png.
+PlotResult render_plot(const PlotSpec& spec, const std::filesystem::path& stem);
+bool gnuplot_available();
+
+}  // namespace nnperf

@@ -1,0 +1,20 @@
+// run.json and the {context, records} JSON convention: who ran what, where, with which build.
+#pragma once
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace nnperf {
+
+// Machine, build, threads, commit, date, library versions (OpenBLAS, FFTW when linked, compiler).
+nlohmann::json run_context();
+// Writes <dir>/run.json = run_context() + {"command": cmdline} + extra, atomically.
+void write_run_json(const std::filesystem::path& dir, const std::string& command_line,
+                    const nlohmann::json& extra = nlohmann::json::object());
+// Writes JSON with 4-space indent, atomically.
+void write_json_atomic(const std::filesystem::path& path, const nlohmann::json& j);
+std::string iso8601_now();
+std::string timestamp_compact();  // YYYYmmdd_HHMMSS (seed-000 run-folder suffix)
+std::string hostname();
+
+}  // namespace nnperf

@@ -1,0 +1,64 @@
+// GEMM algorithms, one registry. Letters: m, n, k.
+//   C[m x n] = alpha * op(A)[m x k] * op(B)[k x n] + beta * C, all row-major.
+//   op(A) = A (stored m x k, lda >= k) or A^T (A stored k x m, lda >= m); likewise B.
+// FLOPs = 2*m*n*k (one multiply-add = 2 FLOPs, the convention used everywhere in nnperf).
+// A new algorithm is one file in this folder plus one row in gemm_registry.cc.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace nnperf {
+
+enum class Device { kCpu, kCuda };
+
+struct GemmShape {
+  bool trans_a = false;
+  bool trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  std::string str() const;  // benchdnn-like: "m64n128k784" with "ta"/"tb" suffixes when transposed
+  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+};
+
+struct GemmArgs {
+  GemmShape shape;
+  float alpha = 1.0f;
+  float beta = 0.0f;
+  const float* a = nullptr;
+  int64_t lda = 0;
+  const float* b = nullptr;
+  int64_t ldb = 0;
+  float* c = nullptr;
+  int64_t ldc = 0;
+  // At least workspace_bytes(shape, threads) bytes, 64-byte aligned; may be null when that is 0.
+  void* workspace = nullptr;
+  int threads = 1;  // threads the algorithm may use (algorithms that are single-threaded ignore it)
+};
+
+struct GemmAlgorithm {
+  const char* name;
+  const char* description;
+  Device device;
+  void (*run)(const GemmArgs& args);
+  // "" when the algorithm can serve the shape, otherwise the reason it cannot.
+  std::string (*why_not)(const GemmShape& shape);
+  std::size_t (*workspace_bytes)(const GemmShape& shape, int threads);
+  // c_algo in |y - ref| <= c_algo * k * eps * sum|a*b| + eps * |ref| (see docs/conventions.md).
+  double tolerance_factor;
+};
+
+std::span<const GemmAlgorithm> gemm_algorithms();
+// Throws UsageError naming the valid algorithms when `name` is unknown.
+const GemmAlgorithm& find_gemm(std::string_view name);
+std::string gemm_algorithm_names();  // "naive, parallel, blocked, blas"
+
+// Convenience for tests and one-off calls: sizes a thread-local workspace and runs.
+void gemm_run(const GemmAlgorithm& algo, GemmArgs args);
+
+// Plain float64 reference: c_ref[m x n] (dense, ld = n) = alpha*op(A)*op(B) + beta*C_in.
+// Also returns, per element, sum |a*b| (for the error bound) into abs_sum when non-null.
+void gemm_reference(const GemmArgs& args, double* c_ref, double* abs_sum);
+
+}  // namespace nnperf

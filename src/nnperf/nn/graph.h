@@ -1,0 +1,68 @@
+// Graph: a small DAG of layers. Nodes are added in topological order (a node's inputs must exist
+// already), forward runs in that order, backward in reverse with gradient accumulation where a
+// node feeds several consumers (residual and dense connections in the CNN work).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nnperf/nn/layer.h"
+
+namespace nnperf {
+
+enum class Phase { kForward, kBackward };
+
+// Called around every node execution; the profiler implements it (profile/). Node 0.. are the
+// graph's nodes; the input node is never reported.
+class GraphHook {
+ public:
+  virtual ~GraphHook() = default;
+  virtual void before(int node, Phase phase) = 0;
+  virtual void after(int node, Phase phase) = 0;
+};
+
+class Graph {
+ public:
+  Graph();
+  ~Graph();
+  Graph(Graph&&) noexcept;
+  Graph& operator=(Graph&&) noexcept;
+
+  static constexpr int kInput = 0;  // node 0 is the graph input
+  // Adds a node fed by `inputs` (node ids < this node's id); returns its id. The last node added
+  // is the output.
+  int add(std::string name, std::unique_ptr<Layer> layer, std::vector<int> inputs);
+  int add(std::string name, std::unique_ptr<Layer> layer) { return add(std::move(name), std::move(layer), {size() - 1}); }
+
+  // Plans every node for this input shape (including the batch dimension).
+  void plan(const Shape& input_shape, const PlanContext& ctx);
+  bool planned() const;
+  const Shape& input_shape() const;
+
+  // Runs forward; `x` must have the planned shape and stay alive until backward.
+  const Tensor& forward(const Tensor& x);
+  // Runs backward from dL/d output; fills every parameter's grad.
+  void backward(const Tensor& d_output);
+
+  void init(Rng& rng);
+  std::vector<Param> params();
+  int64_t num_params() const;
+  double forward_flops() const;  // sum over nodes for the planned shape
+
+  int size() const;  // number of nodes, the input included
+  const std::string& name(int node) const;
+  Layer& layer(int node);  // node >= 1
+  const Layer& layer(int node) const;
+  const std::vector<int>& inputs(int node) const;
+  const Shape& output_shape(int node) const;
+  const Tensor& output() const;
+  const Tensor& value(int node) const;  // the node's output from the last forward
+
+  void set_hook(GraphHook* hook);  // null to remove
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nnperf

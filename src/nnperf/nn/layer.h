@@ -1,0 +1,49 @@
+// Layers with explicit forward/backward pairs. A layer is planned once per input shape (validate,
+// pick algorithms, size workspaces); forward/backward then only compute.
+#pragma once
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nnperf/core/rng.h"
+#include "nnperf/core/tensor.h"
+#include "nnperf/kernels/gemm/gemm.h"
+
+namespace nnperf {
+
+// A trainable parameter: value and gradient of the same shape. Gradients are overwritten by each
+// backward pass (not accumulated across passes).
+struct Param {
+  std::string name;  // "fc1.weight"
+  Tensor* value = nullptr;
+  Tensor* grad = nullptr;
+};
+
+struct PlanContext {
+  const GemmAlgorithm* gemm = nullptr;  // algorithm for Linear (and later im2col conv) layers
+  int threads = 1;
+  bool training = true;  // when false, layers may skip saving what backward needs
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual std::string kind() const = 0;      // "Linear", "Activation"
+  virtual std::string describe() const = 0;  // "Linear(784->512)", "GELU"
+  // Validates the input shapes and returns the output shape. Throws nnperf::Error naming the
+  // layer and the expected shape on a mismatch.
+  virtual Shape plan(std::span<const Shape> src, const PlanContext& ctx) = 0;
+  virtual void forward(std::span<const Tensor* const> src, Tensor& dst) = 0;
+  // d_src[i] receives dL/d src[i] (overwritten); it is null when no gradient is needed there.
+  virtual void backward(std::span<const Tensor* const> src, const Tensor& dst, const Tensor& d_dst,
+                        std::span<Tensor* const> d_src) = 0;
+  virtual std::vector<Param> params() { return {}; }
+  // Deterministic initialisation from rng (no-op for layers without parameters).
+  virtual void init(Rng& /*rng*/) {}
+  // Forward FLOPs for one pass on the planned shapes (2 per multiply-add).
+  virtual double forward_flops() const { return 0.0; }
+  virtual bool is_activation() const { return false; }
+};
+
+}  // namespace nnperf

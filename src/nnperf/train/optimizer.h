@@ -1,0 +1,44 @@
+// Optimizers: SGD with momentum (PyTorch semantics) and Adam (bias-corrected, PyTorch semantics).
+#pragma once
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nnperf/nn/layer.h"
+
+namespace nnperf {
+
+struct OptimizerOptions {
+  std::string name = "adam";  // "sgd" | "adam"
+  float lr = 1e-3f;
+  float momentum = 0.9f;       // sgd
+  float weight_decay = 0.0f;   // L2 added to the gradient (both, as torch.optim.SGD/Adam)
+  bool nesterov = false;       // sgd
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // adam
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  virtual std::string name() const = 0;
+  // One update of every parameter from its grad. The parameter list must be the same (same order,
+  // same shapes) on every call; state is created on the first call.
+  virtual void step(std::span<const Param> params) = 0;
+  void set_lr(float lr) { lr_ = lr; }
+  float lr() const { return lr_; }
+  int64_t steps() const { return steps_; }
+  // State for checkpoints: named buffers (e.g. "exp_avg.3") and the step counter.
+  virtual std::vector<std::pair<std::string, const Tensor*>> state() const = 0;
+  virtual void load_state(const std::vector<std::pair<std::string, Tensor>>& state, int64_t steps) = 0;
+
+ protected:
+  float lr_ = 1e-3f;
+  int64_t steps_ = 0;
+};
+
+// Throws UsageError for an unknown name ("expected sgd or adam").
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options);
+
+}  // namespace nnperf

@@ -1,0 +1,46 @@
+// Shared test helpers: seeded random tensors (never zeros), float64 comparisons with stated
+// bounds, temp folders, and running the nnperf binary.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "nnperf/core/rng.h"
+#include "nnperf/core/tensor.h"
+
+namespace nnperf::test {
+
+inline constexpr double kEps = 0x1.0p-23;  // float32 unit roundoff (2^-23)
+
+// Uniform in [lo, hi), seeded; for inputs that must not be zero.
+std::vector<float> random_vector(int64_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+
+// A fresh empty folder under the system temp dir, removed by the destructor.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag = "nnperf");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+// Runs a shell command line; captures stdout and stderr separately.
+CommandResult run_command(const std::string& command_line);
+// Runs the nnperf binary built alongside the tests with the given arguments.
+CommandResult run_nnperf(const std::string& args);
+
+std::string read_text(const std::filesystem::path& path);
+
+}  // namespace nnperf::test
