@@ -14,7 +14,7 @@ build: deps
 
 # The main job on the embedded default data (Fashion-MNIST from Debian's package).
 run: build
-	./$(BUILD)/nnperf devices
+	./$(BUILD)/nnperf activations --quick
 
 # The whole test suite.
 test: build

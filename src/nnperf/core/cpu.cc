@@ -36,13 +36,28 @@ CpuInfo detect() {
       return v;
     };
     if (info.model_name.empty() && line.rfind("model name", 0) == 0) info.model_name = value();
-    if (info.nominal_mhz == 0.0 && line.rfind("cpu MHz", 0) == 0) info.nominal_mhz = std::atof(value().c_str());
+    if (info.nominal_mhz == 0.0 && line.rfind("cpu MHz", 0) == 0)
+      info.nominal_mhz = std::atof(value().c_str());
   }
   if (info.model_name.empty()) info.model_name = "unknown";
+  // Caches from sysfs (what lscpu reads); sysconf's CPUID-based figures are wrong in some VMs.
+  for (int idx = 0; idx < 8; ++idx) {
+    const std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx) + "/";
+    std::ifstream level_f(base + "level"), type_f(base + "type"), size_f(base + "size");
+    int level = 0;
+    std::string type, size;
+    if (!(level_f >> level) || !(type_f >> type) || !(size_f >> size)) continue;
+    long bytes = std::atol(size.c_str());
+    if (!size.empty() && (size.back() == 'K')) bytes *= 1024;
+    if (!size.empty() && (size.back() == 'M')) bytes *= 1024 * 1024;
+    if (level == 1 && type == "Data") info.l1d_bytes = bytes;
+    if (level == 2) info.l2_bytes = bytes;
+    if (level == 3) info.l3_bytes = bytes;
+  }
 #ifdef _SC_LEVEL1_DCACHE_SIZE
-  info.l1d_bytes = sysconf(_SC_LEVEL1_DCACHE_SIZE);
-  info.l2_bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  info.l3_bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (info.l1d_bytes == 0) info.l1d_bytes = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  if (info.l2_bytes == 0) info.l2_bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (info.l3_bytes == 0) info.l3_bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
 #endif
   return info;
 }
@@ -55,9 +70,12 @@ const CpuInfo& cpu_info() {
 
 const char* to_string(SimdLevel level) {
   switch (level) {
-    case SimdLevel::kAvx512: return "avx512";
-    case SimdLevel::kAvx2: return "avx2";
-    default: return "scalar";
+    case SimdLevel::kAvx512:
+      return "avx512";
+    case SimdLevel::kAvx2:
+      return "avx2";
+    default:
+      return "scalar";
   }
 }
 

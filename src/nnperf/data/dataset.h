@@ -13,9 +13,9 @@
 namespace nnperf {
 
 struct Dataset {
-  std::string name;            // "fashion-mnist/train"
-  Tensor images;               // N x C x H x W, float32 in [0,1]
-  std::vector<int32_t> labels; // N
+  std::string name;             // "fashion-mnist/train"
+  Tensor images;                // N x C x H x W, float32 in [0,1]
+  std::vector<int32_t> labels;  // N
   int num_classes = 10;
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
   int64_t sample_numel() const { return size() == 0 ? 0 : images.numel() / size(); }
@@ -23,20 +23,29 @@ struct Dataset {
 
 // A raw IDX array (any element type is widened to double only on request; we keep bytes).
 struct IdxArray {
-  uint8_t type_code = 0;            // 0x08 ubyte, 0x09 byte, 0x0B short, 0x0C int, 0x0D float, 0x0E double
+  uint8_t type_code = 0;  // 0x08 ubyte, 0x09 byte, 0x0B short, 0x0C int, 0x0D float, 0x0E double
   std::vector<int64_t> dims;
-  std::vector<uint8_t> bytes;       // big-endian payload as in the file
+  std::vector<uint8_t> bytes;  // big-endian payload as in the file
 };
 
-// Reads an IDX file, raw or gzip (detected from the first bytes, not the name).
+// Reads an IDX file, raw or gzip (detected from the first bytes, not the name). Checks the magic
+// (00 00 type ndims, type in {08,09,0B,0C,0D,0E}, 1..4 dims, each >= 1) and that the payload is
+// exactly prod(dims) * element size; errors name the file and the problem ("truncated: header
+// says 60000x28x28 ubyte (47040000 bytes) but the file holds only 1234 ...").
 IdxArray read_idx(const std::filesystem::path& path);
+int idx_element_size(uint8_t type_code);       // 0 for an unknown code
+const char* idx_type_name(uint8_t type_code);  // "ubyte", ... or "unknown"
 
 // Finds and loads `<dir>/<prefix>-images-idx3-ubyte[.gz]` and the matching labels
 // (prefix "train" or "t10k"). Refuses label files whose count differs from the images'.
+// Images must be ubyte N x H x W (-> N x 1 x H x W floats in [0,1], value / 255), labels ubyte
+// N with values 0..9. A missing folder or file names the path and how to get the data.
 Dataset load_mnist(const std::filesystem::path& dir, const std::string& prefix);
 
-// Deterministic synthetic classification data (learnable: class-dependent means plus noise).
-Dataset make_synthetic(int64_t n, int channels, int height, int width, int num_classes, uint64_t seed);
+// Deterministic synthetic classification data (learnable: a smooth class-dependent prototype
+// image plus uniform noise, clamped to [0,1]; classes balanced, in a seeded order).
+Dataset make_synthetic(int64_t n, int channels, int height, int width, int num_classes,
+                       uint64_t seed);
 
 // Splits off the last `n_second` samples after a seeded shuffle (random_split semantics).
 std::pair<Dataset, Dataset> split_dataset(const Dataset& all, int64_t n_second, uint64_t seed);
@@ -44,9 +53,15 @@ std::pair<Dataset, Dataset> split_dataset(const Dataset& all, int64_t n_second, 
 // Mini-batches over a Dataset: shuffled each epoch (seeded), last partial batch kept.
 class Batcher {
  public:
+  // The Dataset must outlive the Batcher. batch_size < 1 throws.
   Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed);
-  void start_epoch();                  // reshuffles when shuffle is on
+  void start_epoch();  // reshuffles when shuffle is on
+  // Starts a given epoch: its order depends only on (seed, epoch), so a resumed run sees the
+  // same batches as an uninterrupted one. start_epoch() is start_epoch(epoch() + 1).
+  void start_epoch(int64_t epoch);
+  int64_t epoch() const { return epoch_; }  // -1 before the first start (next() starts epoch 0)
   // Fills x (mb x C x H x W, or mb x features when flatten) and labels; returns false at epoch end.
+  // x is resized only when its shape changes (the last, partial batch of an epoch).
   bool next(Tensor& x, std::vector<int32_t>& labels, bool flatten);
   int64_t batches_per_epoch() const;
 
@@ -57,6 +72,8 @@ class Batcher {
   Rng rng_;
   std::vector<int64_t> order_;
   int64_t pos_ = 0;
+  uint64_t seed_;
+  int64_t epoch_ = -1;
 };
 
 std::filesystem::path default_data_dir();  // $NNPERF_DATA or /usr/share/datasets/fashion-mnist

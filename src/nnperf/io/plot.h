@@ -18,9 +18,11 @@ struct PlotSpec {
   std::string title;
   std::string xlabel, ylabel;
   enum class Kind { kLines, kPoints, kBars, kHeatmap } kind = Kind::kLines;
-  std::vector<Series> series;  // kLines/kPoints: one per curve; kBars: one series, x = index
-  std::vector<std::string> categories;  // kBars x labels / kHeatmap row labels
-  std::vector<std::string> columns;     // kHeatmap column labels
+  // kLines/kPoints: one per curve. kBars: y per category (x unused); several series are drawn
+  // as clustered bars with a legend.
+  std::vector<Series> series;
+  std::vector<std::string> categories;      // kBars x labels / kHeatmap row labels
+  std::vector<std::string> columns;         // kHeatmap column labels
   std::vector<std::vector<double>> matrix;  // kHeatmap values [row][column]
   bool logx = false, logy = false;
   bool label_points = false;  // kPoints: write each point's series title beside it
@@ -31,8 +33,13 @@ struct PlotResult {
   std::string message;    // why not, when not
 };
 
-// Writes <stem>.dat, <stem>.gp and renders <stem>.svg and <stem>.png.
+// Writes <stem>.dat, <stem>.gp and renders <stem>.svg and <stem>.png (PNG through pngcairo when
+// gnuplot has it, else libgd's png). A malformed spec (x/y sizes differ, ragged matrix, label
+// count off) throws nnperf::Error; a missing or failing gnuplot only makes rendered=false.
 PlotResult render_plot(const PlotSpec& spec, const std::filesystem::path& stem);
+// gnuplot's path: $NNPERF_GNUPLOT (a path, or a name looked up on PATH) else "gnuplot" on PATH;
+// empty when not found.
+std::filesystem::path find_gnuplot();
 bool gnuplot_available();
 
 }  // namespace nnperf

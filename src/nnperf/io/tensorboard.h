@@ -25,6 +25,10 @@ class TensorBoardWriter {
   std::FILE* file_ = nullptr;
 };
 
+// CRC-32C (Castagnoli), as TFRecord uses: SSE4.2 instruction when the CPU has it, else a table.
 uint32_t crc32c(const void* data, std::size_t n);
+uint32_t crc32c_portable(const void* data, std::size_t n);  // the table path, for tests
+// TFRecord's masking of stored CRCs: ((crc >> 15) | (crc << 17)) + 0xa282ead8.
+uint32_t crc32c_masked(uint32_t crc);
 
 }  // namespace nnperf

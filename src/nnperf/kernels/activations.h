@@ -25,6 +25,9 @@ struct ActivationKernel {
   // Stated tolerance vs the float64 reference: |y - ref| <= abs_tol + rel_tol * |ref|.
   double abs_tol;
   double rel_tol;
+  // Backward: |d_src - ref'(x) * d_dst| <= grad_abs_tol * |d_dst| + grad_rel_tol * |ref' * d_dst|.
+  double grad_abs_tol;
+  double grad_rel_tol;
 };
 
 std::span<const ActivationKernel> activation_kernels();  // in the seed's order

@@ -32,7 +32,9 @@ class Graph {
   // Adds a node fed by `inputs` (node ids < this node's id); returns its id. The last node added
   // is the output.
   int add(std::string name, std::unique_ptr<Layer> layer, std::vector<int> inputs);
-  int add(std::string name, std::unique_ptr<Layer> layer) { return add(std::move(name), std::move(layer), {size() - 1}); }
+  int add(std::string name, std::unique_ptr<Layer> layer) {
+    return add(std::move(name), std::move(layer), {size() - 1});
+  }
 
   // Plans every node for this input shape (including the batch dimension).
   void plan(const Shape& input_shape, const PlanContext& ctx);

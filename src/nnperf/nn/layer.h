@@ -15,7 +15,7 @@ namespace nnperf {
 // A trainable parameter: value and gradient of the same shape. Gradients are overwritten by each
 // backward pass (not accumulated across passes).
 struct Param {
-  std::string name;  // "fc1.weight"
+  std::string name;  // a layer returns "weight"; Graph::params() prefixes the node: "fc1.weight"
   Tensor* value = nullptr;
   Tensor* grad = nullptr;
 };

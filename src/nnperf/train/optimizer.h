@@ -13,9 +13,9 @@ namespace nnperf {
 struct OptimizerOptions {
   std::string name = "adam";  // "sgd" | "adam"
   float lr = 1e-3f;
-  float momentum = 0.9f;       // sgd
-  float weight_decay = 0.0f;   // L2 added to the gradient (both, as torch.optim.SGD/Adam)
-  bool nesterov = false;       // sgd
+  float momentum = 0.9f;      // sgd
+  float weight_decay = 0.0f;  // L2 added to the gradient (both, as torch.optim.SGD/Adam)
+  bool nesterov = false;      // sgd
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // adam
 };
 
@@ -29,9 +29,12 @@ class Optimizer {
   void set_lr(float lr) { lr_ = lr; }
   float lr() const { return lr_; }
   int64_t steps() const { return steps_; }
-  // State for checkpoints: named buffers (e.g. "exp_avg.3") and the step counter.
+  // State for checkpoints: named buffers and the step counter. Names are torch.optim's state
+  // keys with the parameter index: "momentum_buffer.<i>" (sgd, momentum > 0), "exp_avg.<i>" and
+  // "exp_avg_sq.<i>" (adam). load_state checks the names; shapes are checked on the next step.
   virtual std::vector<std::pair<std::string, const Tensor*>> state() const = 0;
-  virtual void load_state(const std::vector<std::pair<std::string, Tensor>>& state, int64_t steps) = 0;
+  virtual void load_state(const std::vector<std::pair<std::string, Tensor>>& state,
+                          int64_t steps) = 0;
 
  protected:
   float lr_ = 1e-3f;

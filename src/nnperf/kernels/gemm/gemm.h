@@ -19,7 +19,9 @@ struct GemmShape {
   bool trans_b = false;
   int64_t m = 0, n = 0, k = 0;
   std::string str() const;  // benchdnn-like: "m64n128k784" with "ta"/"tb" suffixes when transposed
-  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+  double flops() const {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  }
 };
 
 struct GemmArgs {

@@ -1,0 +1,89 @@
+// `nnperf mlp-bench`: the seed-001 implementation benchmark (see runs/mlp_bench.h).
+#include "nnperf/runs/mlp_bench.h"
+
+#include <fmt/format.h>
+
+#include "command.h"
+#include "nnperf/core/error.h"
+#include "nnperf/io/run_info.h"
+#include "nnperf/runs/train_run.h"
+
+namespace nnperf::app {
+namespace {
+
+struct Flags {
+  MlpBenchOptions o;
+  std::string impls, batches = "32,64,128,1024", hidden = "128,128,128", out_dir, json, csv, data;
+};
+
+int run(Flags& f) {
+  MlpBenchOptions& o = f.o;
+  if (!f.impls.empty()) {
+    std::size_t pos = 0;
+    while (pos <= f.impls.size()) {
+      const std::size_t c = std::min(f.impls.find(',', pos), f.impls.size());
+      o.impls.push_back(f.impls.substr(pos, c - pos));
+      pos = c + 1;
+    }
+  }
+  o.batch_sizes = parse_int_list(f.batches, "--batch-sizes");
+  o.hidden = parse_int_list(f.hidden, "--hidden");
+  o.data_dir = f.data;
+  o.out_dir =
+      f.out_dir.empty() ? fmt::format("results/mlp-bench_{}", timestamp_compact()) : f.out_dir;
+  o.command_line = command_line();
+  const MlpBenchResult r = run_mlp_bench(o);
+  write_mlp_bench_outputs(r, o, f.json, f.csv);
+  fmt::print("{}", format_mlp_bench(r.json));
+  fmt::print("outputs: {}\n", o.out_dir.string());
+  if (!r.consistent) {
+    fmt::print(stderr,
+               "nnperf: error: implementations disagree beyond the tolerance (see the consistency "
+               "table)\n");
+    return 1;
+  }
+  return 0;
+}
+
+const Registrar reg{Command{
+    "mlp-bench", 30, [](CLI::App& sub) -> std::function<int()> {
+      sub.description(
+          "Benchmark the MLP per GEMM implementation: iteration time, speedups, accuracy "
+          "consistency");
+      auto f = std::make_shared<Flags>();
+      sub.add_option("--impls", f->impls,
+                     "Comma-separated GEMM implementations (default: all CPU ones)");
+      sub.add_option("--batch-sizes", f->batches, "Batch sizes")->capture_default_str();
+      sub.add_option("--hidden", f->hidden, "Hidden widths")->capture_default_str();
+      sub.add_option("--activation", f->o.activation, "Activation")->capture_default_str();
+      sub.add_option("--optimizer", f->o.optimizer, "sgd or adam")->capture_default_str();
+      sub.add_option("--warmup", f->o.warmup, "Warm-up iterations per case")->capture_default_str();
+      sub.add_option("--measure", f->o.measure, "Measured iterations per case")
+          ->capture_default_str();
+      sub.add_option("--max-seconds", f->o.max_seconds_per_case,
+                     "Stop measuring a case after this many seconds (min 3 reps)")
+          ->capture_default_str();
+      sub.add_option("--threads", f->o.threads, "Threads (0 = all logical CPUs)")
+          ->capture_default_str();
+      sub.add_option("--consistency-steps", f->o.consistency_steps,
+                     "Training steps of the consistency check (0 = skip)")
+          ->capture_default_str();
+      sub.add_option("--consistency-tolerance", f->o.consistency_tolerance,
+                     "Max |loss - loss_blas| over the curve")
+          ->capture_default_str();
+      sub.add_option("--overhead-reps", f->o.overhead_reps,
+                     "Iterations for the instrumentation-overhead figure (0 = skip)")
+          ->capture_default_str();
+      sub.add_option("--data", f->data,
+                     "MNIST-format folder for the consistency check (default: Fashion-MNIST)");
+      sub.add_flag("--synthetic", f->o.synthetic, "Synthetic data for the consistency check");
+      sub.add_option("--seed", f->o.seed, "Seed")->capture_default_str();
+      sub.add_option("--out-dir", f->out_dir,
+                     "Output folder (default results/mlp-bench_<timestamp>)");
+      sub.add_option("--json", f->json, "Also write the {context, records} JSON here");
+      sub.add_option("--csv", f->csv, "Also write the records CSV here");
+      return [f] { return run(*f); };
+    }}};
+
+}  // namespace
+}  // namespace nnperf::app

@@ -1,0 +1,59 @@
+#include "train_flags.h"
+
+#include "nnperf/kernels/gemm/gemm.h"
+
+namespace nnperf::app {
+
+void add_train_flags(CLI::App& sub, TrainFlags& f, bool with_activation) {
+  TrainRunOptions& r = f.run;
+  sub.add_option("--data", f.data_dir,
+                 "MNIST-format IDX folder (raw or .gz; default $NNPERF_DATA or "
+                 "/usr/share/datasets/fashion-mnist)");
+  sub.add_flag("--synthetic", r.data.synthetic,
+               "Use deterministic synthetic 28x28 data (dry runs)");
+  sub.add_option("--hidden", f.hidden, "Hidden layer widths, comma-separated")
+      ->capture_default_str();
+  if (with_activation)
+    sub.add_option("--activation", r.activation,
+                   "Activation (ReLU, GELU, Sigmoid, Tanh, ELU, LeakyReLU, SiLU, Mish)")
+        ->capture_default_str();
+  sub.add_option("--optimizer", r.optimizer.name, "sgd (with momentum) or adam")
+      ->capture_default_str();
+  sub.add_option("--lr", r.optimizer.lr, "Learning rate")->capture_default_str();
+  sub.add_option("--momentum", r.optimizer.momentum, "SGD momentum")->capture_default_str();
+  sub.add_option("--weight-decay", r.optimizer.weight_decay, "L2 weight decay")
+      ->capture_default_str();
+  sub.add_option("--label-smoothing", r.label_smoothing, "Label smoothing in [0,1)")
+      ->capture_default_str();
+  sub.add_option("--batch-size", r.batch_size, "Training mini-batch size")->capture_default_str();
+  sub.add_option("--epochs", r.epochs, "Epochs")->capture_default_str();
+  sub.add_option("--warmup-epochs", r.warmup_epochs,
+                 "Epochs trained before per-layer timing starts")
+      ->capture_default_str();
+  sub.add_option("--val-split", r.data.val_split, "Validation samples held out of the training set")
+      ->capture_default_str();
+  sub.add_option("--limit-train", r.data.limit_train,
+                 "Use only this many training samples (0 = all)")
+      ->capture_default_str();
+  sub.add_option("--limit-test", r.data.limit_test, "Use only this many test samples (0 = all)")
+      ->capture_default_str();
+  sub.add_option("--seed", r.seed, "Random seed (data split, shuffling, initialisation)")
+      ->capture_default_str();
+  sub.add_option("--threads", r.threads, "Threads for OpenMP and OpenBLAS (0 = all logical CPUs)")
+      ->capture_default_str();
+  sub.add_option("--impl", r.gemm, "GEMM algorithm: " + gemm_algorithm_names())
+      ->capture_default_str();
+  sub.add_option("--init", r.init, "Weight initialisation: pytorch (nn.Linear default) or he")
+      ->capture_default_str();
+  sub.add_option("--progress", f.progress, "auto | bar | lines | quiet")->capture_default_str();
+  sub.add_flag("--no-tensorboard", f.no_tensorboard, "Do not write TensorBoard event files");
+}
+
+void finish_train_flags(TrainFlags& f) {
+  f.run.hidden = parse_int_list(f.hidden, "--hidden");
+  f.run.data.dir = f.data_dir;
+  f.run.progress = parse_progress_mode(f.progress);
+  f.run.tensorboard = !f.no_tensorboard;
+}
+
+}  // namespace nnperf::app

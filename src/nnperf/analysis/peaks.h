@@ -1,0 +1,35 @@
+// Measured machine peaks: FMA throughput (one thread and all threads), STREAM-triad bandwidth
+// and OpenBLAS SGEMM. Each figure is the median of several timed rounds; the roofline and every
+// "% of peak" in nnperf use these measured numbers, not a datasheet.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace nnperf {
+
+struct PeakOptions {
+  int threads = 0;                                // 0 = all logical CPUs
+  int rounds = 7;                                 // medians over this many rounds
+  double seconds_per_round = 0.1;                 // FMA loop length
+  int64_t triad_bytes = 3 * (int64_t{64} << 20);  // three 64 MiB arrays: far beyond the caches
+  int64_t sgemm_n = 1024;                         // 0 = skip the BLAS figure
+};
+
+struct Peaks {
+  std::string simd;
+  int threads = 1;
+  double fma_gflops_1thread = 0;  // fp32, one thread
+  double fma_gflops = 0;          // fp32, `threads` threads
+  double triad_gbps = 0;          // `threads` threads
+  double sgemm_gflops_1thread = 0;
+  double sgemm_gflops = 0;
+  double flops_per_cycle_estimate = 0;  // fma_gflops_1thread / nominal GHz, when the clock is known
+};
+
+Peaks measure_peaks(const PeakOptions& options);
+// The seed-003 peaks.json layout: {env: {description, peak_gbps, peak_gflops: {fp32: ...}}} plus
+// a "measured" object with every figure above.
+nlohmann::json peaks_to_json(const Peaks& p, const std::string& env);
+
+}  // namespace nnperf

@@ -1,0 +1,200 @@
+// CSV writing (whole rows, one fwrite + fflush each, so a killed run leaves only complete lines)
+// and an RFC 4180 reader for tests, resume and re-rendering reports from saved files.
+#include "nnperf/io/csv.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cerrno>
+#include <cmath>
+#include <system_error>
+
+#include "nnperf/core/error.h"
+#include "nnperf/io/files.h"
+
+namespace nnperf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
+
+// One record parsed from `s` starting at `i`. `line` counts physical lines (for messages).
+struct Record {
+  std::vector<std::string> fields;
+  int first_line = 0;
+  bool blank = false;  // an empty physical line
+};
+
+bool parse_record(const std::string& s, std::size_t& i, int& line, Record& rec,
+                  const fs::path& path) {
+  const std::size_t n = s.size();
+  if (i >= n) return false;
+  rec.fields.clear();
+  rec.first_line = line;
+  rec.blank = s[i] == '\n' || s[i] == '\r';
+  std::string field;
+  for (;;) {
+    field.clear();
+    if (i < n && s[i] == '"') {
+      const int quote_line = line;
+      ++i;
+      for (;;) {
+        if (i >= n) fail("{}:{}: unterminated quoted field", path.string(), quote_line);
+        const char c = s[i];
+        if (c == '"') {
+          if (i + 1 < n && s[i + 1] == '"') {
+            field += '"';
+            i += 2;
+            continue;
+          }
+          ++i;
+          break;
+        }
+        if (c == '\n') ++line;
+        field += c;
+        ++i;
+      }
+      if (i < n && s[i] != ',' && s[i] != '\n' && s[i] != '\r') {
+        fail("{}:{}: unexpected character '{}' after a closing quote (expected , or end of line)",
+             path.string(), line, s[i]);
+      }
+    } else {
+      // Unquoted: a stray quote inside is kept literally (lenient, as most readers are).
+      while (i < n && s[i] != ',' && s[i] != '\n' && s[i] != '\r') field += s[i++];
+    }
+    rec.fields.push_back(field);
+    if (i >= n) return true;
+    if (s[i] == ',') {
+      ++i;
+      continue;
+    }
+    if (s[i] == '\r') ++i;
+    if (i < n && s[i] == '\n') ++i;
+    ++line;
+    return true;
+  }
+}
+
+std::string join_line(const std::vector<std::string>& fields) {
+  std::string line;
+  for (std::size_t k = 0; k < fields.size(); ++k) {
+    if (k > 0) line += ',';
+    line += csv_field(fields[k]);
+  }
+  line += '\n';
+  return line;
+}
+
+}  // namespace
+
+std::string csv_field(const std::string& field) {
+  if (field.find_first_of(",\"\r\n") == std::string::npos) return field;
+  std::string out = "\"";
+  for (char c : field) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+std::string csv_number(double v, int precision) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (v == 0.0) return "0";  // also for -0.0, which reads as noise in a report
+  // fmt never consults the C locale unless asked ('L'), so "0.5" stays "0.5" under de_DE.
+  if (precision <= 0) return fmt::format("{}", v);
+  return fmt::format("{:.{}g}", v, precision);
+}
+
+CsvWriter::CsvWriter(const fs::path& path, std::vector<std::string> header, Mode mode)
+    : path_(path), header_(std::move(header)), columns_(header_.size()) {
+  if (columns_ == 0) fail("{}: a CSV file needs at least one column", path_.string());
+  bool write_header = true;
+  bool add_newline = false;
+  if (mode == Mode::kAppend) {
+    std::error_code ec;
+    if (fs::exists(path_, ec) && fs::file_size(path_, ec) > 0 && !ec) {
+      const std::string text = read_file(path_);
+      std::size_t i = 0;
+      int line = 1;
+      Record first;
+      parse_record(text, i, line, first, path_);
+      if (first.fields != header_) {
+        fail(
+            "{}: cannot append: the existing header is\n  {}\nbut this run writes\n  {}\n"
+            "(move the old file away or write to another folder)",
+            path_.string(), fmt::join(first.fields, ","), fmt::join(header_, ","));
+      }
+      write_header = false;
+      add_newline = text.back() != '\n';  // a line cut by a crash: start ours on a fresh line
+    }
+  }
+  file_ = std::fopen(path_.c_str(), mode == Mode::kAppend ? "ab" : "wb");
+  if (file_ == nullptr) {
+    fail("{}: cannot open for writing: {}", path_.string(), errno_text(errno));
+  }
+  std::string first_write;
+  if (add_newline) first_write += '\n';
+  if (write_header) first_write += join_line(header_);
+  if (!first_write.empty()) {
+    if (std::fwrite(first_write.data(), 1, first_write.size(), file_) != first_write.size() ||
+        std::fflush(file_) != 0) {
+      const int err = errno;
+      std::fclose(file_);
+      file_ = nullptr;
+      fail("{}: cannot write the header: {}", path_.string(), errno_text(err));
+    }
+  }
+}
+
+CsvWriter::~CsvWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+void CsvWriter::row(const std::vector<std::string>& fields) {
+  if (fields.size() != columns_) {
+    fail("{}: a row has {} fields but the header has {} ({})", path_.string(), fields.size(),
+         columns_, fmt::join(header_, ","));
+  }
+  const std::string line = join_line(fields);
+  // One fwrite of the whole line, then a flush: a kill between rows never leaves half a row.
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
+    fail("{}: cannot write a row: {}", path_.string(), errno_text(errno));
+  }
+}
+
+int CsvTable::column(const std::string& name) const {
+  for (std::size_t k = 0; k < header.size(); ++k) {
+    if (header[k] == name) return static_cast<int>(k);
+  }
+  return -1;
+}
+
+CsvTable read_csv(const fs::path& path) {
+  std::string text = read_file(path);
+  std::size_t i = 0;
+  if (text.starts_with("\xEF\xBB\xBF")) i = 3;  // UTF-8 byte-order mark from spreadsheets
+  int line = 1;
+  CsvTable table;
+  Record rec;
+  bool have_header = false;
+  while (parse_record(text, i, line, rec, path)) {
+    if (rec.blank) continue;
+    if (!have_header) {
+      table.header = rec.fields;
+      have_header = true;
+      continue;
+    }
+    if (rec.fields.size() != table.header.size()) {
+      fail("{}:{}: row has {} fields but the header has {}", path.string(), rec.first_line,
+           rec.fields.size(), table.header.size());
+    }
+    table.rows.push_back(std::move(rec.fields));
+  }
+  return table;
+}
+
+}  // namespace nnperf

@@ -1,0 +1,119 @@
+// Whole-file writes that survive a crash (temp file in the same folder, fsync, rename) and
+// reads/checks that name the path and the OS error when they fail.
+#include "nnperf/io/files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <system_error>
+
+#include "nnperf/core/error.h"
+
+namespace nnperf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
+
+// Writes all of `content` to fd, retrying short writes and EINTR. Returns 0 or an errno value.
+int write_all(int fd, std::string_view content) {
+  const char* p = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+// Makes the rename itself durable; failure here is not worth an error (the data is in place).
+void fsync_dir(const fs::path& dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+void write_file_atomic(const fs::path& path, std::string_view content) {
+  const fs::path dir = path.parent_path();
+  // mkstemp gives a unique name, so concurrent writers of the same target never share a temp.
+  std::string tmpl = (dir / ("." + path.filename().string() + ".tmp-XXXXXX")).string();
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) {
+    fail("{}: cannot create a temporary file in {} for an atomic write: {}", path.string(),
+         dir.empty() ? std::string(".") : dir.string(), errno_text(errno));
+  }
+  // mkstemp creates 0600; give the file the usual permissions (0666 minus umask).
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
+
+  int err = write_all(fd, content);
+  const char* step = "write";
+  if (err == 0 && ::fsync(fd) != 0) {
+    err = errno;
+    step = "fsync";
+  }
+  if (::close(fd) != 0 && err == 0) {
+    err = errno;
+    step = "close";
+  }
+  if (err == 0 && ::rename(tmpl.c_str(), path.c_str()) != 0) {
+    err = errno;
+    step = "rename";
+  }
+  if (err != 0) {
+    ::unlink(tmpl.c_str());
+    fail("{}: atomic write failed at {} ({} bytes): {}", path.string(), step, content.size(),
+         errno_text(err));
+  }
+  fsync_dir(dir);
+}
+
+std::string read_file(const fs::path& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) fail("{}: cannot open for reading: {}", path.string(), errno_text(errno));
+  std::string out;
+  struct stat st {};
+  if (::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    out.reserve(static_cast<std::size_t>(st.st_size));
+  }
+  char buf[1 << 16];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  const bool bad = std::ferror(f) != 0;
+  const int err = errno;
+  std::fclose(f);
+  if (bad) fail("{}: read error: {}", path.string(), errno_text(err));
+  return out;
+}
+
+void ensure_writable_dir(const fs::path& dir) {
+  if (dir.empty()) fail("an output folder is required but an empty path was given");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail("{}: cannot create the folder: {}", dir.string(), ec.message());
+  if (!fs::is_directory(dir, ec)) fail("{}: exists but is not a folder", dir.string());
+  // access(W_OK) is wrong on read-only mounts and for root, so create and remove a real file.
+  std::string probe = (dir / ".nnperf-write-probe-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) fail("{}: folder is not writable: {}", dir.string(), errno_text(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+}  // namespace nnperf

@@ -1,0 +1,111 @@
+// The GEMM registry: one row per algorithm, in the order users see them (naive, parallel,
+// blocked, blas), plus the problem descriptor, the workspace-sizing convenience runner and the
+// float64 reference every test compares against.
+#include <fmt/format.h>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "nnperf/core/error.h"
+#include "nnperf/core/workspace.h"
+#include "nnperf/kernels/gemm/gemm.h"
+#include "nnperf/kernels/gemm/gemm_internal.h"
+
+namespace nnperf {
+
+namespace {
+
+std::string serves_any_shape(const GemmShape& s) {
+  if (s.m < 0 || s.n < 0 || s.k < 0) return fmt::format("negative size in {}", s.str());
+  return "";
+}
+
+std::size_t no_workspace(const GemmShape&, int) { return 0; }
+
+// tolerance_factor: the worst |y - ref| / (k * eps * sum|a*b| + eps * |ref|) measured by
+// tests/kernels/gemm_test.cc over all its shapes, transposes, alpha/beta and thread counts was
+// XXX_MEASURE: float32
+// accumulation errors grow like sqrt(k) in practice, far inside the k * eps worst case. So 1.
+constexpr std::array<GemmAlgorithm, 4> kGemmAlgorithms = {{
+    {"naive", "plain i-k-j loops, one thread (the seed's low-level loops)", Device::kCpu,
+     gemm_naive, serves_any_shape, no_workspace, 1.0},
+    {"parallel", "the naive loops split over rows of C with OpenMP (the seed's parallel numba)",
+     Device::kCpu, gemm_parallel, serves_any_shape, no_workspace, 1.0},
+    {"blocked",
+     "own BLIS-style GEMM: cache blocking, packed panels, FMA register-tiled micro-kernel, OpenMP",
+     Device::kCpu, gemm_blocked, serves_any_shape, gemm_blocked_workspace_bytes, 1.0},
+    {"blas", "OpenBLAS cblas_sgemm (vendor baseline; threads set by nnperf::set_threads)",
+     Device::kCpu, gemm_blas, serves_any_shape, no_workspace, 1.0},
+}};
+
+}  // namespace
+
+std::string GemmShape::str() const {
+  return fmt::format("m{}n{}k{}{}{}", m, n, k, trans_a ? "_ta" : "", trans_b ? "_tb" : "");
+}
+
+std::span<const GemmAlgorithm> gemm_algorithms() { return kGemmAlgorithms; }
+
+std::string gemm_algorithm_names() {
+  std::string names;
+  for (const GemmAlgorithm& algo : kGemmAlgorithms) {
+    if (!names.empty()) names += ", ";
+    names += algo.name;
+  }
+  return names;
+}
+
+const GemmAlgorithm& find_gemm(std::string_view name) {
+  for (const GemmAlgorithm& algo : kGemmAlgorithms) {
+    if (name == algo.name) return algo;
+  }
+  throw UsageError(fmt::format("unknown GEMM algorithm '{}'; expected one of: {}", name,
+                               gemm_algorithm_names()));
+}
+
+void gemm_scale_c(const GemmArgs& g) {
+  for (int64_t i = 0; i < g.shape.m; ++i) {
+    float* c = g.c + i * g.ldc;
+    for (int64_t j = 0; j < g.shape.n; ++j) c[j] = g.beta == 0.0f ? 0.0f : g.beta * c[j];
+  }
+}
+
+void gemm_run(const GemmAlgorithm& algo, GemmArgs args) {
+  const std::string reason = algo.why_not(args.shape);
+  if (!reason.empty()) throw Error(fmt::format("GEMM '{}' cannot run: {}", algo.name, reason));
+  thread_local Workspace workspace;
+  const std::size_t bytes = algo.workspace_bytes(args.shape, args.threads);
+  if (args.workspace == nullptr && bytes > 0) {
+    workspace.reserve(bytes);
+    args.workspace = workspace.data();
+  }
+  algo.run(args);
+}
+
+// abs_sum[i][j] = sum_p |alpha * a_ip * b_pj| + |beta * c_ij|: every term that enters the
+// result, so the error bound stays right when alpha or beta is not 1.
+void gemm_reference(const GemmArgs& g, double* c_ref, double* abs_sum) {
+  const GemmShape& s = g.shape;
+  for (int64_t i = 0; i < s.m; ++i) {
+    for (int64_t j = 0; j < s.n; ++j) {
+      double acc = 0.0;
+      double abs_acc = 0.0;
+      for (int64_t p = 0; p < s.k; ++p) {
+        const double a = s.trans_a ? g.a[p * g.lda + i] : g.a[i * g.lda + p];
+        const double b = s.trans_b ? g.b[j * g.ldb + p] : g.b[p * g.ldb + j];
+        acc += a * b;
+        abs_acc += std::fabs(a * b);
+      }
+      // As in BLAS, C is not read when beta == 0 (it may hold NaN).
+      const double c_in = g.beta == 0.0f ? 0.0 : static_cast<double>(g.beta) * g.c[i * g.ldc + j];
+      c_ref[i * s.n + j] = static_cast<double>(g.alpha) * acc + c_in;
+      if (abs_sum != nullptr) {
+        abs_sum[i * s.n + j] = std::fabs(static_cast<double>(g.alpha)) * abs_acc + std::fabs(c_in);
+      }
+    }
+  }
+}
+
+}  // namespace nnperf

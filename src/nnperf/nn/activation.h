@@ -1,0 +1,30 @@
+// Activation layer: one row of the activation table (kernels/activations.h) applied element-wise
+// to a tensor of any shape. The profiler finds these nodes through is_activation().
+#pragma once
+#include "nnperf/kernels/activations.h"
+#include "nnperf/nn/layer.h"
+
+namespace nnperf {
+
+class Activation : public Layer {
+ public:
+  explicit Activation(const ActivationKernel& kernel) : kernel_(&kernel) {}
+
+  std::string kind() const override { return "Activation"; }
+  std::string describe() const override { return kernel_->name; }
+  Shape plan(std::span<const Shape> src, const PlanContext& ctx) override;
+  void forward(std::span<const Tensor* const> src, Tensor& dst) override;
+  void backward(std::span<const Tensor* const> src, const Tensor& dst, const Tensor& d_dst,
+                std::span<Tensor* const> d_src) override;
+  double forward_flops() const override {
+    return static_cast<double>(n_) * kernel_->flops_per_element;
+  }
+  bool is_activation() const override { return true; }
+  const ActivationKernel& kernel() const { return *kernel_; }
+
+ private:
+  const ActivationKernel* kernel_;
+  int64_t n_ = 0;
+};
+
+}  // namespace nnperf

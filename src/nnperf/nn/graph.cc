@@ -1,0 +1,291 @@
+// Graph: plan() sizes every node's output and gradient once and fixes, for every edge, where
+// backward writes its gradient: the first consumer to run backward (the latest node) overwrites
+// the producer's gradient, every later one writes a scratch tensor that is then added in. So
+// forward() and backward() allocate nothing and the hooks bracket only the layer's own work (plus
+// its gradient accumulation).
+#include "nnperf/nn/graph.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "nnperf/core/error.h"
+#include "nnperf/kernels/elementwise.h"
+
+namespace nnperf {
+
+struct Graph::Impl {
+  struct Accumulate {
+    Tensor* dst;
+    const Tensor* src;
+  };
+  struct Node {
+    std::string name;
+    std::unique_ptr<Layer> layer;  // null for the input node
+    std::vector<int> inputs;
+    Shape shape;
+    Tensor value;
+    Tensor grad;  // dL/d value; unused for the input and the output node
+    // Fixed at plan time (slots fed by the graph input are refreshed by every forward).
+    std::vector<const Tensor*> src;
+    std::vector<Tensor*> d_src;
+    std::vector<Accumulate> accumulate;
+  };
+
+  std::vector<Node> nodes;
+  // Scratch gradients for fan-out edges, one per (shape, concurrent use); owned here so the
+  // pointers in Node::d_src stay valid.
+  std::vector<std::unique_ptr<Tensor>> scratch;
+  bool planned = false;
+  bool training = true;
+  const Tensor* input = nullptr;
+  GraphHook* hook = nullptr;
+
+  void check_node(int node, bool allow_input) const {
+    const int lo = allow_input ? 0 : 1;
+    if (node < lo || node >= static_cast<int>(nodes.size())) {
+      throw Error(fmt::format("graph: node {} out of range [{}, {})", node, lo, nodes.size()));
+    }
+  }
+  void require_planned(const char* what) const {
+    if (!planned) throw Error(fmt::format("graph: {} before plan()", what));
+  }
+};
+
+Graph::Graph() : impl_(std::make_unique<Impl>()) {
+  impl_->nodes.push_back(Impl::Node{});
+  impl_->nodes[0].name = "input";
+}
+Graph::~Graph() = default;
+Graph::Graph(Graph&&) noexcept = default;
+Graph& Graph::operator=(Graph&&) noexcept = default;
+
+int Graph::add(std::string name, std::unique_ptr<Layer> layer, std::vector<int> inputs) {
+  const int id = size();
+  if (layer == nullptr) throw Error(fmt::format("graph: node '{}' has no layer", name));
+  if (name.empty()) throw Error(fmt::format("graph: node {} needs a name", id));
+  for (const Impl::Node& n : impl_->nodes) {
+    if (n.name == name) throw Error(fmt::format("graph: duplicate node name '{}'", name));
+  }
+  if (inputs.empty()) throw Error(fmt::format("graph: node '{}' has no inputs", name));
+  for (int in : inputs) {
+    if (in < 0 || in >= id) {
+      throw Error(
+          fmt::format("graph: node '{}' (id {}) takes input {}; inputs must be earlier "
+                      "nodes, 0..{}",
+                      name, id, in, id - 1));
+    }
+  }
+  Impl::Node node;
+  node.name = std::move(name);
+  node.layer = std::move(layer);
+  node.inputs = std::move(inputs);
+  impl_->nodes.push_back(std::move(node));
+  impl_->planned = false;
+  return id;
+}
+
+void Graph::plan(const Shape& input_shape, const PlanContext& ctx) {
+  Impl& g = *impl_;
+  const int count = size();
+  g.planned = false;
+  if (count < 2) throw Error("graph: nothing to plan, the graph has no layers");
+  std::vector<int> consumers(static_cast<std::size_t>(count), 0);
+  for (int i = 1; i < count; ++i) {
+    for (int in : g.nodes[i].inputs) ++consumers[in];
+  }
+  for (int i = 0; i + 1 < count; ++i) {
+    if (consumers[i] == 0) {
+      throw Error(
+          fmt::format("graph: node {} '{}' feeds no later node; only the last node (the "
+                      "output) may be unused",
+                      i, g.nodes[i].name));
+    }
+  }
+
+  g.nodes[0].shape = input_shape;
+  g.training = ctx.training;
+  for (int i = 1; i < count; ++i) {
+    Impl::Node& node = g.nodes[i];
+    std::vector<Shape> src_shapes;
+    for (int in : node.inputs) src_shapes.push_back(g.nodes[in].shape);
+    try {
+      node.shape = node.layer->plan(src_shapes, ctx);
+    } catch (const Error& e) {
+      throw Error(fmt::format("graph node {} '{}': {}", i, node.name, e.what()), e.kind());
+    }
+    node.value.resize(node.shape);
+    const bool needs_grad = ctx.training && i + 1 < count;
+    node.grad.resize(needs_grad ? node.shape : Shape{0});
+    node.src.assign(node.inputs.size(), nullptr);
+    for (std::size_t s = 0; s < node.inputs.size(); ++s) {
+      if (node.inputs[s] != kInput) node.src[s] = &g.nodes[node.inputs[s]].value;
+    }
+    node.d_src.assign(node.inputs.size(), nullptr);
+    node.accumulate.clear();
+  }
+
+  // Gradient routing, in backward order. The graph input gets none (no one reads it), so
+  // layers fed by it skip that work (Linear skips its dX GEMM).
+  g.scratch.clear();
+  if (ctx.training) {
+    std::vector<bool> written(static_cast<std::size_t>(count), false);
+    for (int j = count - 1; j >= 1; --j) {
+      Impl::Node& node = g.nodes[j];
+      std::vector<const Tensor*> used;  // scratch tensors taken by this node's backward call
+      for (std::size_t s = 0; s < node.inputs.size(); ++s) {
+        const int k = node.inputs[s];
+        if (k == kInput) continue;
+        if (!written[k]) {
+          node.d_src[s] = &g.nodes[k].grad;
+          written[k] = true;
+          continue;
+        }
+        Tensor* t = nullptr;
+        for (const auto& candidate : g.scratch) {
+          if (candidate->shape() == g.nodes[k].shape &&
+              std::find(used.begin(), used.end(), candidate.get()) == used.end()) {
+            t = candidate.get();
+            break;
+          }
+        }
+        if (t == nullptr) {
+          g.scratch.push_back(std::make_unique<Tensor>(g.nodes[k].shape));
+          t = g.scratch.back().get();
+        }
+        used.push_back(t);
+        node.d_src[s] = t;
+        node.accumulate.push_back({&g.nodes[k].grad, t});
+      }
+    }
+  }
+  g.input = nullptr;
+  g.planned = true;
+}
+
+bool Graph::planned() const { return impl_->planned; }
+
+const Shape& Graph::input_shape() const {
+  impl_->require_planned("input_shape()");
+  return impl_->nodes[0].shape;
+}
+
+const Tensor& Graph::forward(const Tensor& x) {
+  Impl& g = *impl_;
+  g.require_planned("forward()");
+  if (x.shape() != g.nodes[0].shape) {
+    throw Error(fmt::format("graph input: expected shape {} (as planned), got {}",
+                            g.nodes[0].shape.str(), x.shape().str()));
+  }
+  g.input = &x;
+  const int count = size();
+  for (int i = 1; i < count; ++i) {
+    Impl::Node& node = g.nodes[i];
+    for (std::size_t s = 0; s < node.inputs.size(); ++s) {
+      if (node.inputs[s] == kInput) node.src[s] = &x;
+    }
+    if (g.hook != nullptr) g.hook->before(i, Phase::kForward);
+    node.layer->forward(node.src, node.value);
+    if (g.hook != nullptr) g.hook->after(i, Phase::kForward);
+  }
+  return g.nodes.back().value;
+}
+
+void Graph::backward(const Tensor& d_output) {
+  Impl& g = *impl_;
+  g.require_planned("backward()");
+  if (!g.training) throw Error("graph: backward() on a graph planned for inference (training off)");
+  if (g.input == nullptr) throw Error("graph: backward() before forward()");
+  const Impl::Node& out = g.nodes.back();
+  if (d_output.shape() != out.shape) {
+    throw Error(fmt::format("graph output gradient: expected shape {}, got {}", out.shape.str(),
+                            d_output.shape().str()));
+  }
+  for (int i = size() - 1; i >= 1; --i) {
+    Impl::Node& node = g.nodes[i];
+    const Tensor& d_dst = i == size() - 1 ? d_output : node.grad;
+    if (g.hook != nullptr) g.hook->before(i, Phase::kBackward);
+    node.layer->backward(node.src, node.value, d_dst, node.d_src);
+    for (const Impl::Accumulate& a : node.accumulate) {
+      add_inplace(a.dst->data(), a.src->data(), a.dst->numel());
+    }
+    if (g.hook != nullptr) g.hook->after(i, Phase::kBackward);
+  }
+}
+
+void Graph::init(Rng& rng) {
+  for (int i = 1; i < size(); ++i) impl_->nodes[i].layer->init(rng);
+}
+
+std::vector<Param> Graph::params() {
+  std::vector<Param> all;
+  for (int i = 1; i < size(); ++i) {
+    Impl::Node& node = impl_->nodes[i];
+    for (Param p : node.layer->params()) {
+      p.name = node.name + "." + p.name;
+      all.push_back(std::move(p));
+    }
+  }
+  return all;
+}
+
+int64_t Graph::num_params() const {
+  int64_t n = 0;
+  // Layer::params() is not const (it hands out mutable tensors); counting does not mutate.
+  for (const Param& p : const_cast<Graph*>(this)->params()) n += p.value->numel();
+  return n;
+}
+
+double Graph::forward_flops() const {
+  impl_->require_planned("forward_flops()");
+  double flops = 0.0;
+  for (int i = 1; i < size(); ++i) flops += impl_->nodes[i].layer->forward_flops();
+  return flops;
+}
+
+int Graph::size() const { return static_cast<int>(impl_->nodes.size()); }
+
+const std::string& Graph::name(int node) const {
+  impl_->check_node(node, true);
+  return impl_->nodes[node].name;
+}
+
+Layer& Graph::layer(int node) {
+  impl_->check_node(node, false);
+  return *impl_->nodes[node].layer;
+}
+
+const Layer& Graph::layer(int node) const {
+  impl_->check_node(node, false);
+  return *impl_->nodes[node].layer;
+}
+
+const std::vector<int>& Graph::inputs(int node) const {
+  impl_->check_node(node, true);
+  return impl_->nodes[node].inputs;
+}
+
+const Shape& Graph::output_shape(int node) const {
+  impl_->require_planned("output_shape()");
+  impl_->check_node(node, true);
+  return impl_->nodes[node].shape;
+}
+
+const Tensor& Graph::output() const {
+  impl_->require_planned("output()");
+  return impl_->nodes.back().value;
+}
+
+const Tensor& Graph::value(int node) const {
+  impl_->check_node(node, true);
+  if (node == kInput) {
+    if (impl_->input == nullptr) throw Error("graph: value(0) before forward()");
+    return *impl_->input;
+  }
+  return impl_->nodes[node].value;
+}
+
+void Graph::set_hook(GraphHook* hook) { impl_->hook = hook; }
+
+}  // namespace nnperf

@@ -1,0 +1,62 @@
+// Clocks: the one place nnperf reads time. CPU work is timed with the steady clock (vDSO
+// clock_gettime, ~20 ns a read here); device work will be timed with events recorded in the
+// stream and resolved after the pass (IntervalTimer), so no per-layer synchronisation is needed.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+namespace nnperf {
+
+inline int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+inline double seconds_since(int64_t start_ns) {
+  return static_cast<double>(now_ns() - start_ns) * 1e-9;
+}
+
+// Records begin/end marks of numbered intervals and resolves their durations later. The CPU
+// implementation reads the clock at once; a CUDA implementation records events into the stream
+// and resolves with cudaEventElapsedTime after one synchronisation per pass.
+class IntervalTimer {
+ public:
+  virtual ~IntervalTimer() = default;
+  virtual const char* name() const = 0;
+  virtual void begin(int slot) = 0;
+  virtual void end(int slot) = 0;
+  // Adds each slot's elapsed milliseconds since the last resolve() to ms[slot] and counts[slot].
+  virtual void resolve(std::vector<double>& ms, std::vector<int64_t>& counts) = 0;
+};
+
+class CpuIntervalTimer final : public IntervalTimer {
+ public:
+  explicit CpuIntervalTimer(int slots)
+      : start_(static_cast<std::size_t>(slots), 0),
+        acc_ns_(static_cast<std::size_t>(slots), 0),
+        n_(static_cast<std::size_t>(slots), 0) {}
+  const char* name() const override { return "cpu-steady-clock"; }
+  void begin(int slot) override { start_[static_cast<std::size_t>(slot)] = now_ns(); }
+  void end(int slot) override {
+    const auto s = static_cast<std::size_t>(slot);
+    acc_ns_[s] += now_ns() - start_[s];
+    ++n_[s];
+  }
+  void resolve(std::vector<double>& ms, std::vector<int64_t>& counts) override {
+    ms.resize(acc_ns_.size(), 0.0);
+    counts.resize(acc_ns_.size(), 0);
+    for (std::size_t i = 0; i < acc_ns_.size(); ++i) {
+      ms[i] += static_cast<double>(acc_ns_[i]) * 1e-6;
+      counts[i] += n_[i];
+      acc_ns_[i] = 0;
+      n_[i] = 0;
+    }
+  }
+
+ private:
+  std::vector<int64_t> start_, acc_ns_, n_;
+};
+
+}  // namespace nnperf

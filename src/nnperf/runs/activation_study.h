@@ -1,0 +1,29 @@
+// The activation study (seed 000): the same MLP trained once per activation, each run in its own
+// folder (MLP_<Activation>_<YYYYmmdd_HHMMSS>) with the `train` outputs, then an analysis rebuilt
+// from those saved files: summary.csv, plots (SVG + PNG through gnuplot) and report.md.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "nnperf/runs/train_run.h"
+
+namespace nnperf {
+
+struct ActivationStudyOptions {
+  TrainRunOptions base;  // hidden, optimizer, epochs, ... (activation is set per run)
+  std::vector<std::string> activations;  // empty = all, in the seed's order
+  std::filesystem::path out_dir;
+  bool quick = false;
+};
+
+// Runs every activation, then analyse_activation_study(out_dir). Returns the report path.
+std::filesystem::path run_activation_study(const ActivationStudyOptions& options);
+
+// Reads every MLP_* run folder under `dir` (final_results.json + activation_timings.csv), and
+// writes summary.csv, plots/ and report.md there. Throws naming the folder when a run is
+// incomplete. Returns the report path.
+std::filesystem::path analyse_activation_study(const std::filesystem::path& dir,
+                                               const std::string& command_line);
+
+}  // namespace nnperf

@@ -1,0 +1,49 @@
+// The seed-001 benchmark: time per training iteration (forward, loss, backward, optimizer step)
+// and per forward pass, for every GEMM implementation and batch size; speedups vs `naive` and
+// `blas`; accuracy consistency (every implementation trained from the same initial weights on
+// the same batches reaches the same loss); and the cost of full per-layer instrumentation.
+#pragma once
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace nnperf {
+
+struct MlpBenchOptions {
+  std::vector<std::string> impls;  // empty = every CPU algorithm in the GEMM registry
+  std::vector<int64_t> batch_sizes = {32, 64, 128, 1024};
+  std::vector<int64_t> hidden = {128, 128, 128};
+  std::string activation = "ReLU";
+  std::string optimizer = "adam";
+  int warmup = 5;
+  int measure = 30;
+  double max_seconds_per_case = 20.0;  // stop measuring a (impl, batch) early past this
+  int threads = 0;
+  int consistency_steps = 200;  // 0 = skip the consistency check
+  int64_t consistency_batch = 64;
+  double consistency_tolerance = 1e-3;  // max |loss_impl - loss_blas| over the loss curve
+  int overhead_reps = 300;              // 0 = skip the instrumentation-overhead measurement
+  std::filesystem::path data_dir;       // real data for the consistency check; synthetic if missing
+  bool synthetic = false;
+  uint64_t seed = 1;
+  std::filesystem::path out_dir;
+  std::string command_line;
+};
+
+struct MlpBenchResult {
+  nlohmann::json
+      json;  // {"context": {...}, "records": [...], "consistency": [...], "overhead": {...}}
+  bool consistent = true;
+};
+
+MlpBenchResult run_mlp_bench(const MlpBenchOptions& options);
+// Writes <out_dir>/mlp_bench.json, mlp_bench.csv, plots/iteration_time.{svg,png}, run.json, and
+// the extra --json/--csv paths when given (empty = skip).
+void write_mlp_bench_outputs(const MlpBenchResult& result, const MlpBenchOptions& options,
+                             const std::filesystem::path& json_path,
+                             const std::filesystem::path& csv_path);
+// The terminal table of a result.
+std::string format_mlp_bench(const nlohmann::json& result);
+
+}  // namespace nnperf

@@ -1,0 +1,84 @@
+#include "nnperf/train/trainer.h"
+
+#include <cmath>
+
+#include "nnperf/core/error.h"
+#include "nnperf/kernels/elementwise.h"
+#include "nnperf/kernels/softmax.h"
+
+namespace nnperf {
+
+Trainer::Trainer(Graph& graph, std::unique_ptr<Optimizer> optimizer, PlanContext plan,
+                 float label_smoothing)
+    : graph_(graph),
+      optimizer_(std::move(optimizer)),
+      plan_(plan),
+      label_smoothing_(label_smoothing) {
+  NNPERF_CHECK(optimizer_ != nullptr, "Trainer needs an optimizer");
+}
+
+void Trainer::ensure_planned(const Shape& x_shape) {
+  if (!graph_.planned() || graph_.input_shape() != x_shape) {
+    graph_.plan(x_shape, plan_);
+    params_.clear();
+  }
+  // The graph may have been planned by the caller: the parameter list is taken lazily.
+  if (params_.empty()) params_ = graph_.params();
+}
+
+BatchResult Trainer::loss_and_grad(std::span<const int32_t> labels, bool want_grad) {
+  const Tensor& logits = graph_.output();
+  NNPERF_CHECK(logits.shape().rank() == 2, "classifier output must be 2-D, got {}",
+               logits.shape().str());
+  const int64_t mb = logits.size(0), classes = logits.size(1);
+  NNPERF_CHECK(static_cast<int64_t>(labels.size()) == mb, "{} labels for a batch of {}",
+               labels.size(), mb);
+  for (const int32_t l : labels) {
+    if (l < 0 || l >= classes)
+      fail("label {} out of range: the model has {} classes (0..{})", l, classes, classes - 1);
+  }
+  if (want_grad) d_logits_.resize(logits.shape());
+  const LossResult r = softmax_cross_entropy(logits.data(), labels.data(), mb, classes,
+                                             want_grad ? d_logits_.data() : nullptr,
+                                             1.0f / static_cast<float>(mb), label_smoothing_);
+  if (!std::isfinite(r.loss_sum) || !all_finite(logits.data(), logits.numel())) {
+    throw DivergenceError(fmt::format(
+        "training diverged at step {}: loss is {} (non-finite logits or loss); try a lower --lr",
+        steps_ + 1, r.loss_sum / static_cast<double>(mb)));
+  }
+  return BatchResult{r.loss_sum, r.correct, mb};
+}
+
+BatchResult Trainer::step(const Tensor& x, std::span<const int32_t> labels) {
+  ensure_planned(x.shape());
+  graph_.forward(x);
+  const BatchResult r = loss_and_grad(labels, true);
+  graph_.backward(d_logits_);
+  for (const Param& p : params_) {
+    if (!all_finite(p.grad->data(), p.grad->numel())) {
+      throw DivergenceError(fmt::format(
+          "training diverged at step {}: gradient of {} is not finite; try a lower --lr",
+          steps_ + 1, p.name));
+    }
+  }
+  optimizer_->step(params_);
+  ++steps_;
+  return r;
+}
+
+BatchResult Trainer::evaluate(const Tensor& x, std::span<const int32_t> labels) {
+  ensure_planned(x.shape());
+  graph_.forward(x);
+  return loss_and_grad(labels, false);
+}
+
+BatchResult Trainer::evaluate(const Dataset& data, int64_t batch_size) {
+  Batcher batcher(data, batch_size, /*shuffle=*/false, 0);
+  batcher.start_epoch();
+  const bool flatten = graph_.planned() ? graph_.input_shape().rank() == 2 : true;
+  BatchResult total;
+  while (batcher.next(eval_x_, eval_labels_, flatten)) total += evaluate(eval_x_, eval_labels_);
+  return total;
+}
+
+}  // namespace nnperf

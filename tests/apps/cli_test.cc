@@ -1,0 +1,214 @@
+// End-to-end tests of the nnperf program: real runs on small synthetic data, exact output
+// formats, and bad input (clear message, non-zero exit, earlier outputs intact).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "nnperf/io/csv.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_nnperf;
+using test::TempDir;
+
+std::string last_line(const std::string& s) {
+  std::string t = s;
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  const auto pos = t.rfind('\n');
+  return pos == std::string::npos ? t : t.substr(pos + 1);
+}
+
+const char* kSmall =
+    "--synthetic --hidden 32,16 --batch-size 32 --threads 1 --progress lines --val-split 500 "
+    "--limit-test 300";
+
+TEST(Cli, TrainWritesEveryOutputWithExactColumns) {
+  TempDir dir;
+  const auto r =
+      run_nnperf(fmt::format("train --model mlp {} --epochs 2 --activation GELU --out-dir '{}'",
+                             kSmall, dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_TRUE(std::regex_match(
+      last_line(r.out),
+      std::regex(
+          R"(MEASURED_SEC=[0-9]+\.[0-9]{6} IMGS_PER_SEC=[0-9]+\.[0-9]{2} BATCH=32 ARCH=mlp BACKEND=cpu)")))
+      << last_line(r.out);
+
+  const CsvTable m = read_csv(dir / "training_metrics.csv");
+  EXPECT_EQ(m.header,
+            (std::vector<std::string>{"epoch", "train_loss", "train_acc", "val_loss", "val_acc"}));
+  ASSERT_EQ(m.rows.size(), 2u);
+  EXPECT_EQ(m.rows[1][0], "2");
+  for (const auto& row : m.rows) {
+    const double acc = std::stod(row[2]);
+    EXPECT_GT(acc, 0.0);
+    EXPECT_LE(acc, 1.0);
+  }
+
+  const CsvTable t = read_csv(dir / "activation_timings.csv");
+  EXPECT_EQ(t.header, (std::vector<std::string>{"epoch", "layer_1", "layer_2", "total_time"}));
+  ASSERT_EQ(t.rows.size(), 2u);
+  for (const auto& row : t.rows) {
+    const double l1 = std::stod(row[1]), l2 = std::stod(row[2]), total = std::stod(row[3]);
+    EXPECT_GT(l1, 0.0);
+    EXPECT_GT(l2, 0.0);
+    EXPECT_NEAR(total, l1 + l2, 1e-6 * total + 1e-9);
+  }
+
+  const auto j = nlohmann::json::parse(test::read_text(dir / "final_results.json"));
+  for (const char* key : {"activation", "final_train_loss", "final_train_acc", "final_val_loss",
+                          "final_val_acc", "final_test_loss", "final_test_acc", "activation_times",
+                          "total_activation_time", "hyperparameters"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["activation"], "GELU");
+  EXPECT_EQ(j["activation_times"].size(), 2u);
+  for (const char* key :
+       {"batch_size", "total_epochs", "warmup_epochs", "timing_epochs", "learning_rate"}) {
+    EXPECT_TRUE(j["hyperparameters"].contains(key)) << key;
+  }
+  EXPECT_EQ(j["hyperparameters"]["timing_epochs"], 2);
+  const auto run = nlohmann::json::parse(test::read_text(dir / "run.json"));
+  EXPECT_TRUE(run.contains("command"));
+  EXPECT_TRUE(run.contains("machine"));
+  bool has_events = false;
+  for (const auto& e : fs::directory_iterator(dir / "tensorboard")) {
+    has_events |= e.path().filename().string().rfind("events.out.tfevents.", 0) == 0 &&
+                  fs::file_size(e.path()) > 0;
+  }
+  EXPECT_TRUE(has_events);
+}
+
+TEST(Cli, WarmupEpochsAreNotTimed) {
+  TempDir dir;
+  const auto r = run_nnperf(fmt::format("train {} --epochs 3 --warmup-epochs 2 --out-dir '{}'",
+                                        kSmall, dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const CsvTable t = read_csv(dir / "activation_timings.csv");
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.rows[0][0], "3");
+  EXPECT_EQ(read_csv(dir / "training_metrics.csv").rows.size(), 3u);
+}
+
+TEST(Cli, UnknownNamesAreUsageErrorsListingTheChoices) {
+  TempDir dir;
+  auto r = run_nnperf(
+      fmt::format("train {} --activation Softsign --out-dir '{}'", kSmall, dir.path().string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("Softsign"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Mish"), std::string::npos) << r.err;
+  r = run_nnperf(
+      fmt::format("train {} --impl strassen --out-dir '{}'", kSmall, dir.path().string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("blocked"), std::string::npos) << r.err;
+  r = run_nnperf(fmt::format("train {} --hidden 32,x --out-dir '{}'", kSmall, dir.path().string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--hidden"), std::string::npos) << r.err;
+  r = run_nnperf(fmt::format("train {} --epochs 2 --warmup-epochs 2 --out-dir '{}'", kSmall,
+                             dir.path().string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--warmup-epochs"), std::string::npos) << r.err;
+  r = run_nnperf("train --no-such-flag");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(Cli, MissingDataFolderNamesThePath) {
+  TempDir dir;
+  const auto r = run_nnperf(
+      fmt::format("train --data /nonexistent/mnist --out-dir '{}'", dir.path().string()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("/nonexistent/mnist"), std::string::npos) << r.err;
+}
+
+TEST(Cli, DivergenceStopsWithAClearErrorAndKeepsWholeRows) {
+  TempDir dir;
+  const auto r = run_nnperf(fmt::format(
+      "train {} --epochs 3 --optimizer sgd --lr 1e12 --out-dir '{}'", kSmall, dir.path().string()));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("diverged"), std::string::npos) << r.err;
+  // Whatever was written is whole: the header, and only complete rows.
+  const CsvTable m = read_csv(dir / "training_metrics.csv");
+  EXPECT_EQ(m.header.size(), 5u);
+  for (const auto& row : m.rows) EXPECT_EQ(row.size(), 5u);
+  EXPECT_FALSE(fs::exists(dir / "final_results.json"));
+}
+
+TEST(Cli, ActivationStudyWritesSummaryPlotsAndReport) {
+  TempDir dir;
+  const auto r = run_nnperf(
+      fmt::format("activations --quick {} --activations relu,tanh --epochs 2 --warmup-epochs 1 "
+                  "--limit-train 1000 --out-dir '{}'",
+                  kSmall, dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const CsvTable s = read_csv(dir / "summary.csv");
+  ASSERT_EQ(s.rows.size(), 2u);
+  EXPECT_EQ(s.header[0], "Activation");
+  EXPECT_EQ(s.header[1], "Final (ms)");
+  EXPECT_EQ(s.rows[0][0], "ReLU");
+  EXPECT_EQ(s.rows[1][0], "Tanh");
+  EXPECT_GE(s.column("acc_per_ms"), 0);
+  const std::string report = test::read_text(dir / "report.md");
+  EXPECT_NE(report.find("## Recommendations"), std::string::npos);
+  EXPECT_NE(report.find("Fastest:"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir / "plots" / "timing_comparison.gp"));
+  int runs = 0;
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    runs += e.path().filename().string().rfind("MLP_", 0) == 0;
+  EXPECT_EQ(runs, 2);
+  // The analysis can be rebuilt from the saved runs alone.
+  fs::remove(dir / "report.md");
+  const auto again = run_nnperf(fmt::format("activations --analyze '{}'", dir.path().string()));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_TRUE(fs::exists(dir / "report.md"));
+}
+
+TEST(Cli, AnalyzeRefusesAFolderWithoutRuns) {
+  TempDir dir;
+  const auto r = run_nnperf(fmt::format("activations --analyze '{}'", dir.path().string()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("MLP_"), std::string::npos) << r.err;
+}
+
+TEST(Cli, MlpBenchWritesRecordsJsonAndCsv) {
+  TempDir dir;
+  const auto r = run_nnperf(fmt::format(
+      "mlp-bench --impls naive,blocked,blas --batch-sizes 8,33 --warmup 1 --measure 3 --threads 1 "
+      "--consistency-steps 20 --overhead-reps 5 --synthetic --out-dir '{}' --json '{}' --csv '{}'",
+      dir.path().string(), (dir / "b.json").string(), (dir / "b.csv").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto j = nlohmann::json::parse(test::read_text(dir / "b.json"));
+  ASSERT_TRUE(j.contains("context"));
+  ASSERT_EQ(j["records"].size(), 3u * 2u * 2u);
+  for (const auto& rec : j["records"]) {
+    for (const char* key : {"impl", "batch_size", "step", "time_ms_median", "time_ms_min",
+                            "time_ms_max", "gflops_per_s"}) {
+      ASSERT_TRUE(rec.contains(key)) << key;
+    }
+    EXPECT_LE(rec["time_ms_min"].get<double>(), rec["time_ms_median"].get<double>());
+    EXPECT_LE(rec["time_ms_median"].get<double>(), rec["time_ms_max"].get<double>());
+    EXPECT_GT(rec["gflops_per_s"].get<double>(), 0.0);
+  }
+  ASSERT_EQ(j["consistency"].size(), 3u);
+  for (const auto& c : j["consistency"]) EXPECT_TRUE(c["pass"].get<bool>()) << c.dump();
+  EXPECT_TRUE(j["overhead"].contains("overhead_percent"));
+  const CsvTable c = read_csv(dir / "b.csv");
+  EXPECT_EQ(c.header[0], "impl");
+  EXPECT_EQ(c.rows.size(), 12u);
+}
+
+TEST(Cli, DevicesReportsCpuAndBlas) {
+  const auto r = run_nnperf("devices --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("cpu:"), std::string::npos);
+  EXPECT_NE(r.out.find("OpenBLAS"), std::string::npos);
+  EXPECT_NE(r.out.find("cuda:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nnperf

@@ -1,0 +1,513 @@
+// Tests for data/: IDX reading (raw and gzip fixtures written at run time into a TempDir, every
+// malformed case checked for the file name and the problem), MNIST loading, the real
+// Fashion-MNIST when installed, synthetic data, splits and the Batcher.
+#include "nnperf/data/dataset.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "nnperf/core/error.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+
+std::string idx_header(uint8_t type, const std::vector<uint32_t>& dims) {
+  std::string h = {0, 0, static_cast<char>(type), static_cast<char>(dims.size())};
+  for (uint32_t d : dims) {
+    for (int s = 24; s >= 0; s -= 8) h += static_cast<char>((d >> s) & 0xFF);
+  }
+  return h;
+}
+
+std::string random_bytes(std::size_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng.below(256));
+  return s;
+}
+
+void write_raw(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(out.good()) << p;
+}
+
+void write_gz(const fs::path& p, const std::string& bytes) {
+  gzFile f = gzopen(p.c_str(), "wb");
+  ASSERT_NE(f, nullptr) << p;
+  ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
+            static_cast<int>(bytes.size()));
+  ASSERT_EQ(gzclose(f), Z_OK);
+}
+
+// Runs f, expects an nnperf::Error whose message contains every needle; returns the message.
+template <typename F>
+std::string expect_error(F&& f, const std::vector<std::string>& needles) {
+  try {
+    f();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const auto& n : needles)
+      EXPECT_NE(msg.find(n), std::string::npos) << "missing '" << n << "' in: " << msg;
+    return msg;
+  }
+  ADD_FAILURE() << "no nnperf::Error thrown (expected one mentioning " << needles.at(0) << ")";
+  return {};
+}
+
+TEST(ReadIdx, RawAndGzipOfEveryTypeRoundTrip) {
+  TempDir dir("nnperf-idx");
+  struct Case {
+    uint8_t type;
+    std::vector<uint32_t> dims;
+    std::size_t elem;
+  };
+  const Case cases[] = {{0x08, {3, 7, 5}, 1},    {0x09, {11}, 1},   {0x0B, {2, 3}, 2},
+                        {0x0C, {4, 1, 3, 2}, 4}, {0x0D, {6, 5}, 4}, {0x0E, {3, 3}, 8}};
+  int k = 0;
+  for (const auto& c : cases) {
+    const std::size_t n =
+        std::accumulate(c.dims.begin(), c.dims.end(), std::size_t{1}, std::multiplies<>()) * c.elem;
+    const std::string payload = random_bytes(n, 100 + k);
+    // Detection is by magic bytes: the gzip file has no .gz suffix, the raw one has it.
+    const fs::path raw = dir / fmt::format("case{}.gz", k);
+    const fs::path gz = dir / fmt::format("case{}.idx", k);
+    write_raw(raw, idx_header(c.type, c.dims) + payload);
+    write_gz(gz, idx_header(c.type, c.dims) + payload);
+    for (const auto& p : {raw, gz}) {
+      const IdxArray a = read_idx(p);
+      EXPECT_EQ(a.type_code, c.type) << p;
+      ASSERT_EQ(a.dims.size(), c.dims.size()) << p;
+      for (std::size_t d = 0; d < c.dims.size(); ++d) EXPECT_EQ(a.dims[d], c.dims[d]) << p;
+      ASSERT_EQ(a.bytes.size(), n) << p;
+      EXPECT_EQ(std::string(a.bytes.begin(), a.bytes.end()), payload) << p;
+    }
+    ++k;
+  }
+}
+
+TEST(ReadIdx, TruncatedPayloadNamesFileShapeAndSizes) {
+  TempDir dir("nnperf-idx");
+  const std::string bytes = idx_header(0x08, {3, 4, 5}) + random_bytes(50, 1);
+  write_raw(dir / "short-images-idx3-ubyte", bytes);
+  expect_error(
+      [&] { read_idx(dir / "short-images-idx3-ubyte"); },
+      {"short-images-idx3-ubyte", "truncated", "3x4x5 ubyte", "(60 bytes)", "only 50 bytes"});
+  write_gz(dir / "short.gz", bytes);
+  expect_error([&] { read_idx(dir / "short.gz"); },
+               {"short.gz", "truncated", "3x4x5 ubyte", "only 50 bytes"});
+}
+
+TEST(ReadIdx, TruncatedHeaderAndEmptyFile) {
+  TempDir dir("nnperf-idx");
+  write_raw(dir / "empty", "");
+  expect_error([&] { read_idx(dir / "empty"); }, {"empty", "truncated", "0 bytes"});
+  write_raw(dir / "half-header", idx_header(0x08, {3, 4, 5}).substr(0, 9));
+  expect_error([&] { read_idx(dir / "half-header"); },
+               {"half-header", "truncated", "inside the IDX header", "9 of 16"});
+}
+
+TEST(ReadIdx, TooLongNamesTheExtraBytes) {
+  TempDir dir("nnperf-idx");
+  const std::string bytes = idx_header(0x0D, {2, 3}) + random_bytes(24 + 7, 2);
+  write_raw(dir / "long.idx", bytes);
+  expect_error([&] { read_idx(dir / "long.idx"); },
+               {"long.idx", "too long", "2x3 float", "(24 bytes)", "7 more bytes"});
+  write_gz(dir / "long.idx.gz", bytes);
+  expect_error([&] { read_idx(dir / "long.idx.gz"); }, {"long.idx.gz", "too long", "7 more bytes"});
+}
+
+TEST(ReadIdx, WrongMagicTypeAndDimensions) {
+  TempDir dir("nnperf-idx");
+  write_raw(dir / "zip.idx", std::string("PK\x03\x04", 4) + random_bytes(40, 3));
+  expect_error([&] { read_idx(dir / "zip.idx"); }, {"zip.idx", "not an IDX file", "50 4b 03 04"});
+  write_raw(dir / "type.idx", idx_header(0x0A, {4}) + random_bytes(4, 4));
+  expect_error([&] { read_idx(dir / "type.idx"); },
+               {"type.idx", "unknown IDX element type 0x0A", "08 ubyte"});
+  write_raw(dir / "dims5.idx", idx_header(0x08, {1, 1, 1, 1, 1}) + "x");
+  expect_error([&] { read_idx(dir / "dims5.idx"); }, {"dims5.idx", "5 dimensions", "1 to 4"});
+  write_raw(dir / "dims0.idx", idx_header(0x08, {}));
+  expect_error([&] { read_idx(dir / "dims0.idx"); }, {"dims0.idx", "0 dimensions"});
+  write_raw(dir / "zero.idx", idx_header(0x08, {3, 0, 2}));
+  expect_error([&] { read_idx(dir / "zero.idx"); }, {"zero.idx", "dimension 2 of 3 is 0"});
+  expect_error([&] { read_idx(dir / "missing.idx"); }, {"missing.idx", "cannot open"});
+}
+
+TEST(ReadIdx, CorruptAndCutGzip) {
+  TempDir dir("nnperf-idx");
+  // Random payload of moderate size so the deflate stream spans several blocks.
+  const std::string bytes = idx_header(0x08, {40, 50}) + random_bytes(2000, 5);
+  write_gz(dir / "good.gz", bytes);
+  const std::string gz = test::read_text(dir / "good.gz");
+  ASSERT_GT(gz.size(), 100u);
+  ASSERT_EQ(read_idx(dir / "good.gz").bytes.size(), 2000u);
+
+  std::string bad_crc = gz;
+  bad_crc[gz.size() - 6] ^= 0x5A;  // inside the CRC-32 of the gzip trailer
+  write_raw(dir / "crc.gz", bad_crc);
+  expect_error([&] { read_idx(dir / "crc.gz"); },
+               {"crc.gz", "corrupt gzip", "incorrect data check"});
+
+  std::string bad_method = gz;
+  bad_method[2] = 0x07;  // compression method: only 8 (deflate) exists
+  write_raw(dir / "method.gz", bad_method);
+  expect_error([&] { read_idx(dir / "method.gz"); }, {"method.gz", "corrupt gzip"});
+
+  std::string flipped = gz;
+  for (std::size_t i = 20; i < 40; ++i) flipped[i] = static_cast<char>(~flipped[i]);
+  write_raw(dir / "flipped.gz", flipped);
+  expect_error([&] { read_idx(dir / "flipped.gz"); }, {"flipped.gz", "gzip"});
+
+  write_raw(dir / "cut.gz", gz.substr(0, gz.size() / 2));
+  expect_error([&] { read_idx(dir / "cut.gz"); }, {"cut.gz", "truncated gzip stream"});
+}
+
+// Writes a small MNIST-style pair; returns the image bytes.
+std::string write_mnist(const fs::path& dir, const std::string& prefix, uint32_t n, uint32_t h,
+                        uint32_t w, const std::string& labels, bool gz_images) {
+  const std::string pixels = random_bytes(static_cast<std::size_t>(n) * h * w, 7);
+  const std::string images = idx_header(0x08, {n, h, w}) + pixels;
+  if (gz_images) {
+    write_gz(dir / (prefix + "-images-idx3-ubyte.gz"), images);
+  } else {
+    write_raw(dir / (prefix + "-images-idx3-ubyte"), images);
+  }
+  write_raw(dir / (prefix + "-labels-idx1-ubyte"),
+            idx_header(0x08, {static_cast<uint32_t>(labels.size())}) + labels);
+  return pixels;
+}
+
+TEST(LoadMnist, ScalesImagesAndKeepsLabels) {
+  TempDir dir("nnperf-mnist");
+  const std::string labels = {3, 0, 9, 1, 1, 7, 2};
+  const std::string pixels = write_mnist(dir.path(), "train", 7, 5, 6, labels, true);
+  const Dataset ds = load_mnist(dir.path(), "train");
+  EXPECT_EQ(ds.size(), 7);
+  EXPECT_EQ(ds.images.shape(), Shape({7, 1, 5, 6}));
+  EXPECT_EQ(ds.num_classes, 10);
+  EXPECT_EQ(ds.sample_numel(), 30);
+  EXPECT_NE(ds.name.find("/train"), std::string::npos) << ds.name;
+  for (std::size_t i = 0; i < labels.size(); ++i) EXPECT_EQ(ds.labels[i], labels[i]);
+  for (std::size_t i = 0; i < pixels.size(); ++i) {
+    const double want = static_cast<unsigned char>(pixels[i]) / 255.0;
+    ASSERT_NEAR(ds.images[static_cast<int64_t>(i)], want, 1e-7) << "pixel " << i;
+  }
+  // The same data raw instead of gzip gives the same tensor.
+  TempDir raw("nnperf-mnist");
+  write_mnist(raw.path(), "t10k", 7, 5, 6, labels, false);
+  const Dataset ds2 = load_mnist(raw.path(), "t10k");
+  ASSERT_EQ(ds2.images.numel(), ds.images.numel());
+  for (int64_t i = 0; i < ds.images.numel(); ++i) ASSERT_EQ(ds.images[i], ds2.images[i]);
+}
+
+TEST(LoadMnist, RejectsMismatchedCountsRangesAndTypes) {
+  {
+    TempDir dir("nnperf-mnist");
+    write_mnist(dir.path(), "train", 7, 4, 4, std::string(6, 1), false);
+    expect_error([&] { load_mnist(dir.path(), "train"); },
+                 {"train-images-idx3-ubyte", "7 images", "train-labels-idx1-ubyte", "6 labels"});
+  }
+  {
+    TempDir dir("nnperf-mnist");
+    write_mnist(dir.path(), "train", 5, 4, 4, std::string{1, 2, 3, 12, 4}, false);
+    expect_error([&] { load_mnist(dir.path(), "train"); },
+                 {"train-labels-idx1-ubyte", "label 12 at index 3", "0 to 9"});
+  }
+  {
+    TempDir dir("nnperf-mnist");
+    write_mnist(dir.path(), "train", 2, 4, 4, std::string{1, 2}, false);
+    write_raw(dir / "train-images-idx3-ubyte",
+              idx_header(0x0D, {2, 4, 4}) + random_bytes(2 * 16 * 4, 8));
+    expect_error([&] { load_mnist(dir.path(), "train"); },
+                 {"train-images-idx3-ubyte", "expected ubyte images", "float", "2x4x4"});
+  }
+  {
+    TempDir dir("nnperf-mnist");
+    write_mnist(dir.path(), "train", 2, 4, 4, std::string{1, 2}, false);
+    write_raw(dir / "train-labels-idx1-ubyte", idx_header(0x08, {2, 1}) + std::string{1, 2});
+    expect_error([&] { load_mnist(dir.path(), "train"); },
+                 {"train-labels-idx1-ubyte", "expected ubyte labels", "2x1"});
+  }
+}
+
+TEST(LoadMnist, MissingFolderOrFileSaysWhereToGetData) {
+  TempDir dir("nnperf-mnist");
+  const fs::path nowhere = dir / "no-such-folder";
+  expect_error([&] { load_mnist(nowhere, "train"); },
+               {nowhere.string(), "--data DIR", "--synthetic", "dataset-fashion-mnist"});
+  write_raw(dir / "train-images-idx3-ubyte", idx_header(0x08, {1, 2, 2}) + "abcd");
+  expect_error([&] { load_mnist(dir.path(), "train"); },
+               {(dir / "train-labels-idx1-ubyte").string(), "not found", "--data DIR",
+                "dataset-fashion-mnist"});
+}
+
+TEST(LoadMnist, RealFashionMnist) {
+  const fs::path dir = "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(dir / "train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << dir << " is missing (Debian package dataset-fashion-mnist)";
+  }
+  const Dataset train = load_mnist(dir, "train");
+  const Dataset test = load_mnist(dir, "t10k");
+  EXPECT_EQ(train.images.shape(), Shape({60000, 1, 28, 28}));
+  EXPECT_EQ(test.images.shape(), Shape({10000, 1, 28, 28}));
+  ASSERT_EQ(train.size(), 60000);
+  ASSERT_EQ(test.size(), 10000);
+  // Known facts of the data set: both splits start with an ankle boot (9); the first training
+  // image's bytes sum to 76247; classes are balanced; the mean pixel is 0.2860 (train) and
+  // 0.2868 (test), the normalisation constants everyone uses.
+  EXPECT_EQ(train.labels[0], 9);
+  EXPECT_EQ(test.labels[0], 9);
+  double first = 0;
+  for (int64_t i = 0; i < 784; ++i) first += train.images[i];
+  EXPECT_EQ(std::lround(first * 255.0), 76247);
+  for (const Dataset* ds : {&train, &test}) {
+    std::map<int, int64_t> counts;
+    for (int32_t l : ds->labels) ++counts[l];
+    ASSERT_EQ(counts.size(), 10u);
+    for (const auto& [label, c] : counts) EXPECT_EQ(c, ds->size() / 10) << "label " << label;
+    double sum = 0;
+    float lo = 1, hi = 0;
+    for (int64_t i = 0; i < ds->images.numel(); ++i) {
+      sum += ds->images[i];
+      lo = std::min(lo, ds->images[i]);
+      hi = std::max(hi, ds->images[i]);
+    }
+    EXPECT_EQ(lo, 0.0f);
+    EXPECT_EQ(hi, 1.0f);
+    const double mean = sum / static_cast<double>(ds->images.numel());
+    EXPECT_NEAR(mean, ds == &train ? 0.28604 : 0.28685, 5e-5) << ds->name;
+  }
+}
+
+TEST(DefaultDataDir, EnvironmentOverrides) {
+  const char* old = std::getenv("NNPERF_DATA");
+  const std::string saved = old != nullptr ? old : "";
+  unsetenv("NNPERF_DATA");
+  EXPECT_EQ(default_data_dir(), fs::path("/usr/share/datasets/fashion-mnist"));
+  setenv("NNPERF_DATA", "/tmp/my-data", 1);
+  EXPECT_EQ(default_data_dir(), fs::path("/tmp/my-data"));
+  if (old != nullptr) {
+    setenv("NNPERF_DATA", saved.c_str(), 1);
+  } else {
+    unsetenv("NNPERF_DATA");
+  }
+}
+
+// Nearest-centroid accuracy of `test` given centroids from `train` (float64 sums).
+double nearest_centroid_accuracy(const Dataset& train, const Dataset& test) {
+  const int64_t per = train.sample_numel();
+  const int k = train.num_classes;
+  std::vector<double> centroid(static_cast<std::size_t>(k * per), 0.0);
+  std::vector<int64_t> count(static_cast<std::size_t>(k), 0);
+  for (int64_t i = 0; i < train.size(); ++i) {
+    const int l = train.labels[static_cast<std::size_t>(i)];
+    ++count[static_cast<std::size_t>(l)];
+    for (int64_t j = 0; j < per; ++j)
+      centroid[static_cast<std::size_t>(l * per + j)] += train.images[i * per + j];
+  }
+  for (int l = 0; l < k; ++l) {
+    for (int64_t j = 0; j < per; ++j)
+      centroid[static_cast<std::size_t>(l * per + j)] /=
+          std::max<int64_t>(1, count[static_cast<std::size_t>(l)]);
+  }
+  int64_t correct = 0;
+  for (int64_t i = 0; i < test.size(); ++i) {
+    int best = -1;
+    double best_d = 1e300;
+    for (int l = 0; l < k; ++l) {
+      double d = 0;
+      for (int64_t j = 0; j < per; ++j) {
+        const double diff =
+            test.images[i * per + j] - centroid[static_cast<std::size_t>(l * per + j)];
+        d += diff * diff;
+      }
+      if (d < best_d) {
+        best_d = d;
+        best = l;
+      }
+    }
+    correct += best == test.labels[static_cast<std::size_t>(i)];
+  }
+  return static_cast<double>(correct) / static_cast<double>(test.size());
+}
+
+TEST(Synthetic, DeterministicBoundedBalancedAndLearnable) {
+  struct Case {
+    int64_t n;
+    int c, h, w, k;
+  };
+  for (const Case& cs : {Case{600, 1, 28, 28, 10}, Case{301, 3, 7, 5, 4}, Case{97, 2, 1, 13, 3}}) {
+    const Dataset a = make_synthetic(cs.n, cs.c, cs.h, cs.w, cs.k, 42);
+    const Dataset b = make_synthetic(cs.n, cs.c, cs.h, cs.w, cs.k, 42);
+    const Dataset other = make_synthetic(cs.n, cs.c, cs.h, cs.w, cs.k, 43);
+    ASSERT_EQ(a.images.shape(), Shape({cs.n, cs.c, cs.h, cs.w}));
+    ASSERT_EQ(a.size(), cs.n);
+    EXPECT_EQ(a.num_classes, cs.k);
+    EXPECT_EQ(a.labels, b.labels);
+    int64_t differ = 0;
+    double sum = 0;
+    for (int64_t i = 0; i < a.images.numel(); ++i) {
+      ASSERT_EQ(a.images[i], b.images[i]);
+      ASSERT_GE(a.images[i], 0.0f);
+      ASSERT_LE(a.images[i], 1.0f);
+      differ += a.images[i] != other.images[i];
+      sum += a.images[i];
+    }
+    EXPECT_GT(differ, a.images.numel() / 2) << "another seed should give other data";
+    const double mean = sum / static_cast<double>(a.images.numel());
+    EXPECT_GT(mean, 0.05);
+    EXPECT_LT(mean, 0.9);
+    std::map<int, int64_t> counts;
+    for (int32_t l : a.labels) ++counts[l];
+    ASSERT_EQ(static_cast<int>(counts.size()), cs.k);
+    for (const auto& [l, c] : counts) EXPECT_LE(std::abs(c - cs.n / cs.k), 1) << "class " << l;
+    // Learnable: class centroids from 80% of the samples classify the other 20% well.
+    const auto [fit, held] = split_dataset(a, cs.n / 5, 7);
+    EXPECT_GT(nearest_centroid_accuracy(fit, held), 0.9) << cs.c << "x" << cs.h << "x" << cs.w;
+  }
+  expect_error([] { make_synthetic(0, 1, 2, 2, 10, 1); }, {"synthetic", "n >= 1"});
+  expect_error([] { make_synthetic(10, 1, 2, 2, 1, 1); }, {"synthetic", "2 classes"});
+}
+
+// A data set whose sample i holds the value i in every element: batches reveal the indices.
+Dataset indexed_dataset(int64_t n, int c, int h, int w) {
+  Dataset ds;
+  ds.name = "indexed";
+  ds.images = Tensor(Shape{n, c, h, w});
+  const int64_t per = static_cast<int64_t>(c) * h * w;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < per; ++j) ds.images[i * per + j] = static_cast<float>(i);
+    ds.labels.push_back(static_cast<int32_t>(i % 10));
+  }
+  return ds;
+}
+
+TEST(Split, SizesCoverageAndDeterminism) {
+  const Dataset all = indexed_dataset(53, 2, 3, 3);
+  for (int64_t n2 : {int64_t{0}, int64_t{1}, int64_t{10}, int64_t{53}}) {
+    const auto [a, b] = split_dataset(all, n2, 11);
+    EXPECT_EQ(a.size(), 53 - n2);
+    EXPECT_EQ(b.size(), n2);
+    EXPECT_EQ(a.images.shape(), Shape({53 - n2, 2, 3, 3}));
+    std::set<int64_t> seen;
+    for (const Dataset* part : {&a, &b}) {
+      for (int64_t i = 0; i < part->size(); ++i) {
+        const auto idx = static_cast<int64_t>(part->images[i * 18]);
+        EXPECT_EQ(part->images[i * 18 + 17], static_cast<float>(idx));
+        EXPECT_EQ(part->labels[static_cast<std::size_t>(i)], idx % 10);
+        EXPECT_TRUE(seen.insert(idx).second) << "sample " << idx << " twice";
+      }
+    }
+    EXPECT_EQ(seen.size(), 53u);
+  }
+  const auto [a1, b1] = split_dataset(all, 10, 11);
+  const auto [a2, b2] = split_dataset(all, 10, 11);
+  const auto [a3, b3] = split_dataset(all, 10, 12);
+  EXPECT_EQ(b1.labels, b2.labels);
+  bool same = true;
+  for (int64_t i = 0; i < 10; ++i) same = same && b1.images[i * 18] == b3.images[i * 18];
+  EXPECT_FALSE(same) << "another seed should pick other samples";
+  expect_error([&] { split_dataset(all, 54, 1); }, {"indexed", "54", "0 to 53"});
+}
+
+std::vector<int64_t> epoch_order(Batcher& b, int64_t per, bool flatten,
+                                 std::vector<int64_t>* sizes) {
+  Tensor x;
+  std::vector<int32_t> labels;
+  std::vector<int64_t> order;
+  const float* storage = nullptr;
+  while (b.next(x, labels, flatten)) {
+    const int64_t mb = x.size(0);
+    if (sizes != nullptr) sizes->push_back(mb);
+    EXPECT_EQ(static_cast<int64_t>(labels.size()), mb);
+    EXPECT_EQ(x.numel(), mb * per);
+    // Storage is allocated by the first batch and reused (the last, smaller batch fits in it).
+    if (storage == nullptr) storage = x.data();
+    EXPECT_EQ(x.data(), storage);
+    for (int64_t i = 0; i < mb; ++i) {
+      const auto idx = static_cast<int64_t>(x[i * per]);
+      EXPECT_EQ(x[i * per + per - 1], static_cast<float>(idx));
+      EXPECT_EQ(labels[static_cast<std::size_t>(i)], idx % 10);
+      order.push_back(idx);
+    }
+  }
+  return order;
+}
+
+TEST(Batcher, EverySampleOncePerEpochPartialLastBatchDeterministicShuffle) {
+  const Dataset ds = indexed_dataset(23, 1, 3, 2);
+  Batcher b(ds, 5, true, 99);
+  EXPECT_EQ(b.batches_per_epoch(), 5);
+  std::vector<std::vector<int64_t>> orders;
+  for (int e = 0; e < 3; ++e) {
+    b.start_epoch();
+    EXPECT_EQ(b.epoch(), e);
+    std::vector<int64_t> sizes;
+    orders.push_back(epoch_order(b, 6, false, &sizes));
+    EXPECT_EQ(sizes, (std::vector<int64_t>{5, 5, 5, 5, 3}));
+    std::vector<int64_t> sorted = orders.back();
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<int64_t> all(23);
+    std::iota(all.begin(), all.end(), 0);
+    EXPECT_EQ(sorted, all) << "epoch " << e << " must cover every sample exactly once";
+    Tensor x;
+    std::vector<int32_t> l;
+    EXPECT_FALSE(b.next(x, l, false)) << "epoch end";
+  }
+  EXPECT_NE(orders[0], orders[1]);
+  EXPECT_NE(orders[1], orders[2]);
+  // Same seed -> same sequence; a resumed run (start at epoch 2) sees epoch 2's order.
+  Batcher again(ds, 5, true, 99);
+  EXPECT_EQ(epoch_order(again, 6, false, nullptr), orders[0]);  // next() starts epoch 0 itself
+  Batcher resumed(ds, 5, true, 99);
+  resumed.start_epoch(2);
+  EXPECT_EQ(epoch_order(resumed, 6, false, nullptr), orders[2]);
+  Batcher other_seed(ds, 5, true, 100);
+  EXPECT_NE(epoch_order(other_seed, 6, false, nullptr), orders[0]);
+}
+
+TEST(Batcher, ShapesFlattenAndNoShuffle) {
+  const Dataset ds = indexed_dataset(7, 2, 3, 5);
+  Batcher b(ds, 4, false, 1);
+  Tensor x;
+  std::vector<int32_t> labels;
+  ASSERT_TRUE(b.next(x, labels, false));
+  EXPECT_EQ(x.shape(), Shape({4, 2, 3, 5}));
+  ASSERT_TRUE(b.next(x, labels, false));
+  EXPECT_EQ(x.shape(), Shape({3, 2, 3, 5}));
+  EXPECT_FALSE(b.next(x, labels, false));
+  b.start_epoch();
+  std::vector<int64_t> sizes;
+  EXPECT_EQ(epoch_order(b, 30, true, &sizes), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6}));
+  Batcher flat(ds, 7, false, 1);
+  ASSERT_TRUE(flat.next(x, labels, true));
+  EXPECT_EQ(x.shape(), Shape({7, 30}));
+  Batcher big(ds, 100, true, 1);
+  EXPECT_EQ(big.batches_per_epoch(), 1);
+  ASSERT_TRUE(big.next(x, labels, false));
+  EXPECT_EQ(x.shape(), Shape({7, 2, 3, 5}));
+  expect_error([&] { Batcher bad(ds, 0, true, 1); }, {"indexed", "batch size", "got 0"});
+  // A split that holds nothing out gives an empty part: no batches, no error.
+  const auto [all, none] = split_dataset(ds, 0, 3);
+  Batcher empty(none, 4, true, 1);
+  EXPECT_EQ(empty.batches_per_epoch(), 0);
+  EXPECT_FALSE(empty.next(x, labels, false));
+  Dataset mismatched = ds;
+  mismatched.labels.pop_back();
+  expect_error([&] { Batcher bad(mismatched, 2, true, 1); }, {"indexed", "do not match 6 labels"});
+}
+
+}  // namespace
+}  // namespace nnperf

@@ -1,0 +1,84 @@
+// Element-wise kernels against plain double loops: bias add and row sums with a leading dimension
+// larger than the row (a sub-matrix), add_inplace, all_finite on inf/NaN at every position.
+#include "nnperf/kernels/elementwise.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+TEST(Elementwise, AddBiasRowsTouchesOnlyTheSubMatrix) {
+  for (auto [mb, n, ld] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
+                           {3, 5, 7},
+                           {64, 512, 512},
+                           {17, 300, 301}}) {
+    std::vector<float> dst = test::random_vector(mb * ld, 1 + n);
+    const std::vector<float> before = dst;
+    const std::vector<float> bias = test::random_vector(n, 2 + n);
+    add_bias_rows(dst.data(), bias.data(), mb, n, ld);
+    for (int64_t r = 0; r < mb; ++r) {
+      for (int64_t c = 0; c < ld; ++c) {
+        const float expect = c < n ? before[r * ld + c] + bias[c] : before[r * ld + c];
+        ASSERT_EQ(dst[r * ld + c], expect) << r << "," << c;
+      }
+    }
+  }
+}
+
+TEST(Elementwise, SumRowsMatchesDoubleSums) {
+  // Widths around the 256-column tile, and a long reduction.
+  for (auto [mb, n, ld] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
+                           {5, 3, 4},
+                           {64, 255, 255},
+                           {7, 256, 260},
+                           {9, 257, 257},
+                           {4000, 10, 10}}) {
+    const std::vector<float> d = test::random_vector(mb * ld, 10 + n);
+    std::vector<float> out(n, 123.0f);
+    sum_rows(d.data(), out.data(), mb, n, ld);
+    for (int64_t c = 0; c < n; ++c) {
+      double ref = 0, abs_sum = 0;
+      for (int64_t r = 0; r < mb; ++r) ref += d[r * ld + c], abs_sum += std::fabs(d[r * ld + c]);
+      // Double accumulation: only the final rounding to float remains.
+      ASSERT_NEAR(out[c], ref, test::kEps * std::fabs(ref) + 1e-12 * abs_sum) << "column " << c;
+    }
+  }
+}
+
+TEST(Elementwise, AddInplace) {
+  for (int64_t n : {0, 1, 7, 8, 1001}) {
+    std::vector<float> a = test::random_vector(n, 20 + n), b = test::random_vector(n, 30 + n);
+    const std::vector<float> a0 = a;
+    add_inplace(a.data(), b.data(), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(a[i], a0[i] + b[i]);
+  }
+}
+
+TEST(Elementwise, AllFiniteFindsInfAndNaNAnywhere) {
+  const float bad[] = {std::numeric_limits<float>::infinity(),
+                       -std::numeric_limits<float>::infinity(),
+                       std::numeric_limits<float>::quiet_NaN()};
+  for (int64_t n : {1, 7, 33, 1000}) {
+    std::vector<float> x = test::random_vector(n, 40 + n, -3e38f, 3e38f);
+    x[0] = std::numeric_limits<float>::denorm_min();  // finite edge cases stay finite
+    if (n > 1) x[1] = std::numeric_limits<float>::max();
+    EXPECT_TRUE(all_finite(x.data(), n));
+    for (int64_t pos : {int64_t{0}, n / 2, n - 1}) {
+      for (float b : bad) {
+        std::vector<float> y = x;
+        y[pos] = b;
+        EXPECT_FALSE(all_finite(y.data(), n)) << "value " << b << " at " << pos << " of " << n;
+      }
+    }
+  }
+  EXPECT_TRUE(all_finite(nullptr, 0));
+}
+
+}  // namespace
+}  // namespace nnperf

@@ -1,0 +1,273 @@
+// Graph: a two-branch DAG whose fan-out node needs gradient accumulation, checked by finite
+// differences of a float64 interpretation of the same graph; a node feeding one consumer twice;
+// hook order; input shape errors; no heap allocation in forward/backward; plan-time errors.
+#include "nnperf/nn/graph.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "nn/graph_reference.h"
+#include "nnperf/core/error.h"
+#include "nnperf/kernels/activations.h"
+#include "nnperf/nn/activation.h"
+#include "nnperf/nn/add.h"
+#include "nnperf/nn/flatten.h"
+#include "nnperf/nn/linear.h"
+#include "test_util.h"
+
+// Counting replacement of the global operator new (this test binary only): forward/backward
+// must not allocate.
+namespace {
+std::atomic<bool> g_count_allocations{false};
+std::atomic<long> g_allocations{0};
+}  // namespace
+
+// GCC cannot see that this operator new is malloc-based when it inlines the pair at call sites.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void* operator new(std::size_t n) {
+  if (g_count_allocations.load(std::memory_order_relaxed)) g_allocations.fetch_add(1);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
+
+namespace nnperf {
+namespace {
+
+// x[mb, 4] -> h = Linear(4, 6) -> { a = Linear(6, 6)(h), b = Tanh(h) } -> s = Add(a, b)
+//   -> out = Linear(6, 3). dL/dh needs the sum of both branches' gradients.
+Graph two_branch_graph() {
+  Graph g;
+  const int h = g.add("h", std::make_unique<Linear>(4, 6), {Graph::kInput});
+  const int a = g.add("a", std::make_unique<Linear>(6, 6), {h});
+  const int b = g.add("b", std::make_unique<Activation>(find_activation("Tanh")), {h});
+  const int s = g.add("sum", std::make_unique<Add>(), {a, b});
+  g.add("out", std::make_unique<Linear>(6, 3), {s});
+  return g;
+}
+
+// Float graph gradients against float64 finite differences, for L = sum(r * output).
+void check_gradients(Graph& g, const Shape& input_shape, uint64_t seed) {
+  g.plan(input_shape, PlanContext{});
+  Rng rng(seed);
+  g.init(rng);
+  Tensor x = test::random_tensor(input_shape, seed + 1);
+  const Tensor& y = g.forward(x);
+  Tensor r = test::random_tensor(y.shape(), seed + 2);
+  g.backward(r);
+
+  test::GraphReference ref(g);
+  const std::vector<double> xd(x.data(), x.data() + x.numel());
+  const std::vector<double> rd(r.data(), r.data() + r.numel());
+  const std::vector<double> yd = ref.forward(xd);
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    ASSERT_NEAR(y[i], yd[i], 1e-5 * (1 + std::fabs(yd[i]))) << "output " << i;
+  }
+  const std::vector<Param> params = g.params();
+  for (size_t p = 0; p < params.size(); ++p) {
+    std::vector<double> fd(ref.params[p].size());
+    double scale = 0;
+    for (size_t e = 0; e < fd.size(); ++e) {
+      fd[e] = ref.fd_gradient(p, e, xd, rd);
+      scale = std::max(scale, std::fabs(fd[e]));
+    }
+    ASSERT_GT(scale, 0.0) << params[p].name << " has an all-zero gradient: check is vacuous";
+    for (size_t e = 0; e < fd.size(); ++e) {
+      // Float forward and backward against the exact gradient: a few eps times the depth and
+      // the reduction lengths (<= 8 here), relative to the tensor's largest gradient.
+      ASSERT_NEAR((*params[p].grad)[static_cast<int64_t>(e)], fd[e], 2e-5 * scale)
+          << params[p].name << "[" << e << "]";
+    }
+  }
+}
+
+TEST(Graph, TwoBranchGradientAccumulationMatchesFiniteDifferences) {
+  Graph g = two_branch_graph();
+  check_gradients(g, Shape{5, 4}, 100);
+}
+
+TEST(Graph, NodeFeedingOneConsumerTwice) {
+  // s = Add(h, h, t): the second and third use of h's gradient go through scratch tensors.
+  Graph g;
+  const int h = g.add("h", std::make_unique<Linear>(3, 5), {Graph::kInput});
+  const int t = g.add("t", std::make_unique<Activation>(find_activation("GELU")), {h});
+  const int s = g.add("s", std::make_unique<Add>(), {h, h, t});
+  g.add("out", std::make_unique<Linear>(5, 2), {s});
+  check_gradients(g, Shape{4, 3}, 200);
+}
+
+TEST(Graph, GradientsAreOverwrittenNotAccumulatedAcrossSteps) {
+  Graph g = two_branch_graph();
+  g.plan(Shape{5, 4}, PlanContext{});
+  Rng rng(1);
+  g.init(rng);
+  Tensor x = test::random_tensor({5, 4}, 2);
+  Tensor r = test::random_tensor({5, 3}, 3);
+  g.forward(x);
+  g.backward(r);
+  const Tensor first = *g.params()[0].grad;
+  g.forward(x);
+  g.backward(r);
+  const Tensor& second = *g.params()[0].grad;
+  for (int64_t i = 0; i < first.numel(); ++i) ASSERT_EQ(first[i], second[i]);
+}
+
+struct Event {
+  int node;
+  Phase phase;
+  bool before;
+  bool operator==(const Event&) const = default;
+};
+
+class RecordingHook : public GraphHook {
+ public:
+  void before(int node, Phase phase) override { events.push_back({node, phase, true}); }
+  void after(int node, Phase phase) override { events.push_back({node, phase, false}); }
+  std::vector<Event> events;
+};
+
+TEST(Graph, HooksBracketEveryNodeInOrder) {
+  Graph g = two_branch_graph();
+  g.plan(Shape{2, 4}, PlanContext{});
+  Rng rng(5);
+  g.init(rng);
+  RecordingHook hook;
+  g.set_hook(&hook);
+  Tensor x = test::random_tensor({2, 4}, 6);
+  g.forward(x);
+  g.backward(test::random_tensor({2, 3}, 7));
+  std::vector<Event> expected;
+  for (int i = 1; i <= 5; ++i) {
+    expected.push_back({i, Phase::kForward, true});
+    expected.push_back({i, Phase::kForward, false});
+  }
+  for (int i = 5; i >= 1; --i) {
+    expected.push_back({i, Phase::kBackward, true});
+    expected.push_back({i, Phase::kBackward, false});
+  }
+  EXPECT_EQ(hook.events, expected);
+  g.set_hook(nullptr);
+  hook.events.clear();
+  g.forward(x);
+  EXPECT_TRUE(hook.events.empty());
+}
+
+TEST(Graph, WrongInputShapeThrowsNamingTheExpectedShape) {
+  Graph g = two_branch_graph();
+  g.plan(Shape{8, 4}, PlanContext{});
+  Tensor x({8, 5});
+  try {
+    g.forward(x);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("[8, 4]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[8, 5]"), std::string::npos) << msg;
+  }
+  Tensor ok({8, 4});
+  ok.fill(0.5f);
+  g.forward(ok);
+  EXPECT_THROW(g.backward(Tensor({8, 2})), Error);  // output gradient of the wrong shape
+}
+
+TEST(Graph, PlanErrorsNameTheNode) {
+  Graph g = two_branch_graph();
+  try {
+    g.plan(Shape{8, 7}, PlanContext{});  // h expects 4 features
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("'h'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Linear(4->6)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[8, 7]"), std::string::npos) << msg;
+  }
+  EXPECT_FALSE(g.planned());
+  EXPECT_THROW(g.forward(Tensor({8, 4})), Error);  // not planned
+
+  Graph dangling;
+  dangling.add("a", std::make_unique<Linear>(4, 4), {Graph::kInput});
+  dangling.add("b", std::make_unique<Linear>(4, 4), {Graph::kInput});  // "a" feeds nothing
+  EXPECT_THROW(dangling.plan(Shape{2, 4}, PlanContext{}), Error);
+
+  Graph bad;
+  EXPECT_THROW(bad.add("x", std::make_unique<Flatten>(), {1}), Error);  // not an earlier node
+  bad.add("x", std::make_unique<Flatten>(), {0});
+  EXPECT_THROW(bad.add("x", std::make_unique<Flatten>()), Error);  // duplicate name
+  EXPECT_THROW(Graph().plan(Shape{1, 2}, PlanContext{}), Error);   // no layers
+}
+
+TEST(Graph, ForwardAndBackwardAllocateNothingAndKeepTheirBuffers) {
+  Graph g = two_branch_graph();
+  g.plan(Shape{16, 4}, PlanContext{});
+  Rng rng(8);
+  g.init(rng);
+  Tensor x = test::random_tensor({16, 4}, 9);
+  Tensor r = test::random_tensor({16, 3}, 10);
+  g.forward(x);  // warm up (BLAS and OpenMP initialise on first use)
+  g.backward(r);
+  std::vector<const float*> buffers;
+  for (int i = 1; i < g.size(); ++i) buffers.push_back(g.value(i).data());
+  g_allocations = 0;
+  g_count_allocations = true;
+  for (int step = 0; step < 3; ++step) {
+    g.forward(x);
+    g.backward(r);
+  }
+  g_count_allocations = false;
+  EXPECT_EQ(g_allocations.load(), 0);
+  for (int i = 1; i < g.size(); ++i) EXPECT_EQ(g.value(i).data(), buffers[i - 1]);
+}
+
+TEST(Graph, InferencePlanRunsForwardOnly) {
+  Graph g = two_branch_graph();
+  g.plan(Shape{3, 4}, PlanContext{nullptr, 1, false});
+  Rng rng(11);
+  g.init(rng);
+  Tensor x = test::random_tensor({3, 4}, 12);
+  EXPECT_EQ(g.forward(x).shape(), (Shape{3, 3}));
+  EXPECT_THROW(g.backward(Tensor({3, 3})), Error);
+}
+
+TEST(Graph, Accessors) {
+  Graph g = two_branch_graph();
+  g.plan(Shape{5, 4}, PlanContext{});
+  EXPECT_EQ(g.size(), 6);
+  EXPECT_EQ(g.name(0), "input");
+  EXPECT_EQ(g.name(4), "sum");
+  EXPECT_EQ(g.inputs(4), (std::vector<int>{2, 3}));
+  EXPECT_EQ(g.output_shape(5), (Shape{5, 3}));
+  EXPECT_EQ(g.input_shape(), (Shape{5, 4}));
+  EXPECT_EQ(g.layer(3).describe(), "Tanh");
+  EXPECT_TRUE(g.layer(3).is_activation());
+  EXPECT_FALSE(g.layer(1).is_activation());
+  EXPECT_THROW(g.layer(0), Error);
+  EXPECT_THROW(g.value(0), Error);  // no forward yet
+  const auto params = g.params();
+  ASSERT_EQ(params.size(), 6u);
+  EXPECT_EQ(params[0].name, "h.weight");
+  EXPECT_EQ(params[5].name, "out.bias");
+  EXPECT_EQ(g.num_params(), 4 * 6 + 6 + 6 * 6 + 6 + 6 * 3 + 3);
+  const double flops = 2.0 * 5 * (4 * 6 + 6 * 6 + 6 * 3) + 5 * (6 + 6 + 3)  // Linear + bias
+                       + 5 * 6 * find_activation("Tanh").flops_per_element  // Tanh
+                       + 5 * 6;                                             // Add
+  EXPECT_DOUBLE_EQ(g.forward_flops(), flops);
+  Tensor x = test::random_tensor({5, 4}, 13);
+  g.forward(x);
+  EXPECT_EQ(&g.value(0), &x);
+  EXPECT_EQ(&g.output(), &g.value(5));
+  Graph moved = std::move(g);
+  EXPECT_EQ(moved.size(), 6);
+  EXPECT_EQ(&moved.value(0), &x);
+}
+
+}  // namespace
+}  // namespace nnperf
