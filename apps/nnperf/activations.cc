@@ -20,11 +20,11 @@ struct Flags {
 };
 
 // --quick: a few epochs on a subset, about a minute for all eight activations on 2 cores.
-constexpr int kQuickEpochs = 3;
+constexpr int kQuickEpochs = 4;
 constexpr int kQuickWarmup = 1;
-constexpr int64_t kQuickTrain = 6000;
-constexpr int64_t kQuickVal = 2000;
-constexpr int64_t kQuickTest = 2000;
+constexpr int64_t kQuickTrain = 15000;
+constexpr int64_t kQuickVal = 3000;
+constexpr int64_t kQuickTest = 5000;
 
 int run_activations(Flags& f, CLI::App& sub) {
   if (!f.analyze.empty()) {
