@@ -20,6 +20,10 @@ run: build
 test: build
 	bash scripts/test.sh $(BUILD)
 
+# The measured targets (GEMM vs OpenBLAS, mlp-bench, training vs PyTorch and NumPy).
+bench: build
+	bash scripts/bench.sh $(BUILD)
+
 asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DNNPERF_WERROR=ON -DNNPERF_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo"
 

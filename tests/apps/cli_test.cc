@@ -202,6 +202,15 @@ TEST(Cli, MlpBenchWritesRecordsJsonAndCsv) {
   EXPECT_EQ(c.rows.size(), 12u);
 }
 
+TEST(Cli, VerboseDispatchNamesEachLayersAlgorithm) {
+  TempDir dir;
+  const auto r = test::run_command(fmt::format("NNPERF_VERBOSE=dispatch '{}' train {} --epochs 1 --impl naive --out-dir '{}'",
+                                               NNPERF_BINARY, kSmall, dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("nnperf dispatch: node 2 'fc1' Linear(784->32)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("gemm=naive forward m32n32k784"), std::string::npos) << r.err;
+}
+
 TEST(Cli, DevicesReportsCpuAndBlas) {
   const auto r = run_nnperf("devices --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -8,12 +8,25 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 #include <utility>
 
 #include "nnperf/core/error.h"
 #include "nnperf/kernels/elementwise.h"
 
 namespace nnperf {
+
+namespace {
+// NNPERF_VERBOSE=dispatch (or a comma list containing it) prints each layer's plan-time choice.
+bool verbose_dispatch() {
+  static const bool on = [] {
+    const char* v = std::getenv("NNPERF_VERBOSE");
+    return v != nullptr && std::string_view(v).find("dispatch") != std::string_view::npos;
+  }();
+  return on;
+}
+}  // namespace
 
 struct Graph::Impl {
   struct Accumulate {
@@ -114,6 +127,11 @@ void Graph::plan(const Shape& input_shape, const PlanContext& ctx) {
       node.shape = node.layer->plan(src_shapes, ctx);
     } catch (const Error& e) {
       throw Error(fmt::format("graph node {} '{}': {}", i, node.name, e.what()), e.kind());
+    }
+    if (verbose_dispatch()) {
+      const std::string d = node.layer->dispatch();
+      fmt::print(stderr, "nnperf dispatch: node {} '{}' {} -> {}{}{}\n", i, node.name, node.layer->describe(),
+                 node.shape.str(), d.empty() ? "" : ": ", d);
     }
     node.value.resize(node.shape);
     const bool needs_grad = ctx.training && i + 1 < count;

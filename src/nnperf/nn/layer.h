@@ -44,6 +44,9 @@ class Layer {
   // Forward FLOPs for one pass on the planned shapes (2 per multiply-add).
   virtual double forward_flops() const { return 0.0; }
   virtual bool is_activation() const { return false; }
+  // After plan(): the algorithm chosen for this layer and why, for NNPERF_VERBOSE=dispatch and
+  // the per-layer CSVs ("gemm=blocked m64n128k784"); empty for layers without a choice.
+  virtual std::string dispatch() const { return {}; }
 };
 
 }  // namespace nnperf

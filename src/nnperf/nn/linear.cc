@@ -28,6 +28,14 @@ std::string Linear::describe() const {
   return fmt::format("Linear({}->{}{})", in_, out_, has_bias_ ? "" : ", no bias");
 }
 
+std::string Linear::dispatch() const {
+  if (gemm_ == nullptr) return {};
+  const GemmShape fwd{false, false, mb_, out_, in_};
+  const GemmShape dw{true, false, in_, out_, mb_};
+  const GemmShape dx{false, true, mb_, in_, out_};
+  return fmt::format("gemm={} forward {} weight-grad {} input-grad {}", gemm_->name, fwd.str(), dw.str(), dx.str());
+}
+
 Shape Linear::plan(std::span<const Shape> src, const PlanContext& ctx) {
   if (src.size() != 1) {
     throw Error(fmt::format("{}: expected 1 input, got {}", describe(), src.size()));

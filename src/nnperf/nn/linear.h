@@ -21,6 +21,7 @@ class Linear : public Layer {
 
   std::string kind() const override { return "Linear"; }
   std::string describe() const override;  // "Linear(784->512)"
+  std::string dispatch() const override;  // "gemm=blocked m64n512k784 (+ backward shapes)"
   Shape plan(std::span<const Shape> src, const PlanContext& ctx) override;
   void forward(std::span<const Tensor* const> src, Tensor& dst) override;
   void backward(std::span<const Tensor* const> src, const Tensor& dst, const Tensor& d_dst,
