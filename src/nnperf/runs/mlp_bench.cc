@@ -239,6 +239,18 @@ MlpBenchResult run_mlp_bench(const MlpBenchOptions& o) {
       }
     }
     g.set_hook(nullptr);
+    // Where the time goes: per-node means from the instrumented iterations (warm-up included in
+    // the totals is negligible: 20 of overhead_reps + 20 iterations).
+    const LayerProfiler::Totals tot = prof.take();
+    nlohmann::json breakdown = nlohmann::json::array();
+    double nodes_ms = 0;
+    for (int i = 1; i < g.size(); ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      const double f = tot.forward_count[k] ? tot.forward_ms[k] / static_cast<double>(tot.forward_count[k]) : 0.0;
+      const double b = tot.backward_count[k] ? tot.backward_ms[k] / static_cast<double>(tot.backward_count[k]) : 0.0;
+      nodes_ms += f + b;
+      breakdown.push_back({{"node", g.name(i)}, {"layer", g.layer(i).describe()}, {"forward_ms", f}, {"backward_ms", b}});
+    }
     const TimerOverhead to = measure_timer_overhead();
     const double mp = median(plain), mh = median(hooked);
     overhead = {{"impl", best->name},
@@ -249,7 +261,10 @@ MlpBenchResult run_mlp_bench(const MlpBenchOptions& o) {
                 {"overhead_percent", 100 * (mh / mp - 1)},
                 {"timer_empty_interval_ns", to.empty_interval_ns},
                 {"timer_pair_cost_ns", to.pair_cost_ns},
-                {"reps", o.overhead_reps}};
+                {"reps", o.overhead_reps},
+                {"breakdown", breakdown},
+                {"other_ms", median(hooked) - nodes_ms},
+                {"other_note", "loss, optimizer step and the timer's own cost"}};
   }
 
   nlohmann::json ctx = run_context();
@@ -371,6 +386,13 @@ std::string format_mlp_bench(const nlohmann::json& j) {
         o["impl"].get<std::string>(), o["timed_intervals_per_iteration"].get<int>(),
         o["uninstrumented_ms_median"].get<double>(), o["instrumented_ms_median"].get<double>(),
         o["overhead_percent"].get<double>(), o["timer_empty_interval_ns"].get<double>());
+    s += fmt::format("\nwhere the time goes ({} at batch 64, ms per iteration):\n", o["impl"].get<std::string>());
+    s += fmt::format("  {:<10} {:<22} {:>10} {:>10}\n", "node", "layer", "forward", "backward");
+    for (const auto& b : o["breakdown"]) {
+      s += fmt::format("  {:<10} {:<22} {:>10.4f} {:>10.4f}\n", b["node"].get<std::string>(), b["layer"].get<std::string>(),
+                       b["forward_ms"].get<double>(), b["backward_ms"].get<double>());
+    }
+    s += fmt::format("  {:<33} {:>10.4f}  ({})\n", "other", o["other_ms"].get<double>(), o["other_note"].get<std::string>());
   }
   return s;
 }

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <map>
 
+#include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
+#include "nnperf/train/optimizer_internal.h"
 
 #if defined(__SSE2__)
 #include <immintrin.h>
@@ -158,18 +160,13 @@ class Sgd : public Optimizer {
   BufferSet momentum_buffer_;
 };
 
-struct AdamCoefficients {
-  float beta1, one_minus_beta1, beta2, one_minus_beta2, weight_decay;
-  float step_size;     // lr / (1 - beta1^t)
-  float inv_sqrt_bc2;  // 1 / sqrt(1 - beta2^t)
-  float eps;
-};
+
 
 // m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; w -= step_size * m / (sqrt(v) / sqrt(bc2) + eps)
 // with g = grad + wd * w. std::sqrt keeps errno semantics in our flags (no -fno-math-errno), which
 // stops GCC from vectorising the loop, so the body is written with SSE (baseline x86-64); the
 // scalar tail does the same operations in the same order.
-void adam_update(float* w, const float* grad, float* m, float* v, int64_t n,
+void adam_update_sse(float* w, const float* grad, float* m, float* v, int64_t n,
                  const AdamCoefficients& c) {
   int64_t j = 0;
 #if defined(__SSE2__)
@@ -195,6 +192,16 @@ void adam_update(float* w, const float* grad, float* m, float* v, int64_t n,
     v[j] = c.beta2 * v[j] + (c.one_minus_beta2 * g) * g;
     const float denom = std::sqrt(v[j]) * c.inv_sqrt_bc2 + c.eps;
     w[j] -= (c.step_size * m[j]) / denom;
+  }
+}
+
+// The widest path this CPU has; all paths do the same operations in the same order (no FMA
+// contraction: the build is ISO C++, -ffp-contract=off), so results do not depend on the path.
+void adam_update(float* w, const float* grad, float* m, float* v, int64_t n, const AdamCoefficients& c) {
+  if (active_simd() >= SimdLevel::kAvx2) {
+    adam_update_avx2(w, grad, m, v, n, c);
+  } else {
+    adam_update_sse(w, grad, m, v, n, c);
   }
 }
 
