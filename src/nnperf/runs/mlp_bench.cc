@@ -39,7 +39,7 @@ struct Case {
 };
 
 Graph make_graph(const MlpBenchOptions& o, int64_t features, uint64_t seed) {
-  Graph g = build_mlp(features, o.hidden, 10, find_activation(o.activation));
+  Graph g = build_mlp(features, o.hidden, 10, find_activation(o.activation), /*flatten=*/false);
   Rng rng(seed);
   g.init(rng);
   return g;

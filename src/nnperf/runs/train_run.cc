@@ -107,6 +107,9 @@ double mean(const std::vector<double>& v) {
 }  // namespace
 
 TrainRunResult run_training(const TrainRunOptions& o) {
+  if (o.init != "pytorch" && o.init != "he") {
+    throw UsageError(fmt::format("--init '{}': expected pytorch or he", o.init));
+  }
   if (o.epochs <= 0)
     throw UsageError(fmt::format("--epochs {}: expected a positive number", o.epochs));
   if (o.warmup_epochs < 0 || o.warmup_epochs >= o.epochs) {
@@ -128,14 +131,14 @@ TrainRunResult run_training(const TrainRunOptions& o) {
                             data.train.size(), data.val.size(), data.test.size()));
 
   const int64_t features = data.train.sample_numel();
-  Graph graph = build_mlp(features, o.hidden, data.train.num_classes, act);
+  // Batches arrive flattened (mb x features), so the graph needs no Flatten copy.
+  Graph graph = build_mlp(features, o.hidden, data.train.num_classes, act, /*flatten=*/false,
+                          o.init == "he" ? LinearInit::kHeNormal : LinearInit::kTorchDefault);
   Rng init_rng(o.seed);
   graph.init(init_rng);
   PlanContext plan{&gemm, threads, true};
   Trainer trainer(graph, make_optimizer(o.optimizer), plan, o.label_smoothing);
-  graph.plan(Shape{o.batch_size, data.train.images.size(1), data.train.images.size(2),
-                   data.train.images.size(3)},
-             plan);
+  graph.plan(Shape{o.batch_size, features}, plan);
 
   std::vector<int> act_nodes;
   for (int i = 1; i < graph.size(); ++i) {
@@ -188,7 +191,7 @@ TrainRunResult run_training(const TrainRunOptions& o) {
     int64_t step_ns = 0;
     graph.set_hook(rec.timed ? &profiler : nullptr);
     profiler.take();  // discard anything stale
-    while (batcher.next(x, labels, /*flatten=*/false)) {
+    while (batcher.next(x, labels, /*flatten=*/true)) {
       const int64_t t0 = now_ns();
       train_acc += trainer.step(x, labels);
       step_ns += now_ns() - t0;
