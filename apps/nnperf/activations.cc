@@ -83,7 +83,8 @@ const Registrar reg{Command{
       sub.add_option(
           "--analyze", f->analyze,
           "Only rebuild summary.csv, plots and report.md from the runs saved in this folder");
-      add_train_flags(sub, f->train, /*with_activation=*/false);
+      add_list_flags(sub);
+  add_train_flags(sub, f->train, /*with_activation=*/false);
       CLI::App* self = &sub;
       return [f, self] { return run_activations(*f, *self); };
     }}};

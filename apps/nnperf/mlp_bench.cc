@@ -7,6 +7,7 @@
 #include "nnperf/core/error.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/runs/train_run.h"
+#include "train_flags.h"
 
 namespace nnperf::app {
 namespace {
@@ -51,7 +52,8 @@ const Registrar reg{Command{
           "Benchmark the MLP per GEMM implementation: iteration time, speedups, accuracy "
           "consistency");
       auto f = std::make_shared<Flags>();
-      sub.add_option("--impls", f->impls,
+      add_list_flags(sub);
+  sub.add_option("--impls", f->impls,
                      "Comma-separated GEMM implementations (default: all CPU ones)");
       sub.add_option("--batch-sizes", f->batches, "Batch sizes")->capture_default_str();
       sub.add_option("--hidden", f->hidden, "Hidden widths")->capture_default_str();

@@ -41,7 +41,8 @@ const Registrar reg{Command{
       f->train.run.epochs = 5;
       sub.add_option("--model", f->model, "Model to train")->capture_default_str();
       sub.add_option("--out-dir", f->out_dir, "Output folder (default runs/mlp_<timestamp>)");
-      add_train_flags(sub, f->train, /*with_activation=*/true);
+      add_list_flags(sub);
+  add_train_flags(sub, f->train, /*with_activation=*/true);
       return [f] { return run_train(*f); };
     }}};
 

@@ -1,5 +1,8 @@
 #include "train_flags.h"
 
+#include <fmt/format.h>
+
+#include "nnperf/kernels/activations.h"
 #include "nnperf/kernels/gemm/gemm.h"
 
 namespace nnperf::app {
@@ -47,6 +50,29 @@ void add_train_flags(CLI::App& sub, TrainFlags& f, bool with_activation) {
       ->capture_default_str();
   sub.add_option("--progress", f.progress, "auto | bar | lines | quiet")->capture_default_str();
   sub.add_flag("--no-tensorboard", f.no_tensorboard, "Do not write TensorBoard event files");
+}
+
+void add_list_flags(CLI::App& sub) {
+  sub.add_flag_callback(
+      "--list-algorithms",
+      [] {
+        fmt::print("GEMM algorithms (--impl):\n");
+        for (const auto& a : gemm_algorithms()) {
+          fmt::print("  {:<10} {:<5} {}\n", a.name, a.device == Device::kCpu ? "cpu" : "cuda", a.description);
+        }
+        throw CLI::Success();
+      },
+      "List the GEMM algorithms and exit");
+  sub.add_flag_callback(
+      "--list-activations",
+      [] {
+        fmt::print("activations (--activation):\n");
+        for (const auto& a : activation_kernels()) {
+          fmt::print("  {:<10} {:<40} {:>4} FLOP/element\n", a.name, a.formula, a.flops_per_element);
+        }
+        throw CLI::Success();
+      },
+      "List the activations and exit");
 }
 
 void finish_train_flags(TrainFlags& f) {

@@ -18,6 +18,8 @@ struct TrainFlags {
 
 // Adds the shared flags; defaults come from `flags` as given.
 void add_train_flags(CLI::App& sub, TrainFlags& flags, bool with_activation);
+// --list-algorithms and --list-activations: print the registries (GEMM, activations) and exit.
+void add_list_flags(CLI::App& sub);
 // Turns the parsed strings into options (throws UsageError on a bad value).
 void finish_train_flags(TrainFlags& flags);
 

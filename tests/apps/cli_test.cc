@@ -211,6 +211,17 @@ TEST(Cli, VerboseDispatchNamesEachLayersAlgorithm) {
   EXPECT_NE(r.err.find("gemm=naive forward m32n32k784"), std::string::npos) << r.err;
 }
 
+TEST(Cli, ListingsComeFromTheRegistries) {
+  auto r = run_nnperf("train --list-algorithms");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name : {"naive", "parallel", "blocked", "blas"}) EXPECT_NE(r.out.find(name), std::string::npos) << name;
+  r = run_nnperf("mlp-bench --list-activations");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name : {"ReLU", "GELU", "Sigmoid", "Tanh", "ELU", "LeakyReLU", "SiLU", "Mish"}) {
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
+  }
+}
+
 TEST(Cli, DevicesReportsCpuAndBlas) {
   const auto r = run_nnperf("devices --threads 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
