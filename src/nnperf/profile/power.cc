@@ -1,0 +1,287 @@
+#include "nnperf/profile/power.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+
+#include "nnperf/core/error.h"
+#include "nnperf/profile/clock.h"
+
+namespace nnperf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<std::string> read_line(const fs::path& p) {
+  std::ifstream in(p);
+  std::string s;
+  if (!in || !std::getline(in, s)) return std::nullopt;
+  return s;
+}
+
+std::optional<uint64_t> read_u64(const fs::path& p) {
+  auto s = read_line(p);
+  if (!s || s->empty()) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const uint64_t v = std::stoull(*s, &used);
+    if (used != s->size()) return std::nullopt;
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+RaplReader::RaplReader(fs::path root) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) {
+    reason_ =
+        fmt::format("no RAPL powercap interface ({} does not exist; common in VMs and containers)",
+                    root.string());
+    return;
+  }
+  std::vector<fs::path> zones;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("intel-rapl:", 0) == 0) zones.push_back(e.path());
+  }
+  std::sort(zones.begin(), zones.end());
+  std::string unreadable;
+  for (const auto& z : zones) {
+    const std::string id = z.filename().string();
+    const bool top = std::count(id.begin(), id.end(), ':') == 1;
+    const auto energy = read_u64(z / "energy_uj");
+    const auto range = read_u64(z / "max_energy_range_uj");
+    if (!energy || !range || *range == 0) {
+      unreadable = (z / "energy_uj").string();
+      continue;
+    }
+    RaplDomain d;
+    d.name = read_line(z / "name").value_or(id);
+    if (!top) {
+      const std::string parent_id = id.substr(0, id.rfind(':'));
+      d.name = read_line(root / parent_id / "name").value_or(parent_id) + "/" + d.name;
+    }
+    d.energy_file = z / "energy_uj";
+    d.max_range_uj = *range;
+    d.top_level = top;
+    domains_.push_back(d);
+  }
+  if (domains_.empty()) {
+    reason_ =
+        zones.empty()
+            ? fmt::format("no intel-rapl zones under {}", root.string())
+            : fmt::format(
+                  "RAPL counters not readable ({}; reading them needs root on recent kernels)",
+                  unreadable);
+  }
+}
+
+std::vector<uint64_t> RaplReader::read() const {
+  std::vector<uint64_t> out;
+  out.reserve(domains_.size());
+  for (const auto& d : domains_) {
+    const auto v = read_u64(d.energy_file);
+    if (!v)
+      throw Error(
+          fmt::format("{}: could not read the RAPL energy counter", d.energy_file.string()));
+    out.push_back(*v);
+  }
+  return out;
+}
+
+double RaplReader::delta_joules(uint64_t before, uint64_t after, uint64_t max_range_uj) {
+  // The counter runs from 0 to max_range_uj and wraps; one wrap per window is assumed (a package
+  // at 200 W wraps a 262 J range in about 20 minutes, far longer than a sampling interval).
+  const uint64_t d = after >= before ? after - before : (max_range_uj - before) + after + 1;
+  return static_cast<double>(d) * 1e-6;
+}
+
+double RaplReader::package_joules(const std::vector<uint64_t>& before,
+                                  const std::vector<uint64_t>& after) const {
+  double j = 0;
+  for (std::size_t i = 0; i < domains_.size() && i < before.size() && i < after.size(); ++i) {
+    if (domains_[i].top_level) j += delta_joules(before[i], after[i], domains_[i].max_range_uj);
+  }
+  return j;
+}
+
+// NVML entry points by their documented C signatures (no header on this machine).
+NvmlReader::NvmlReader() {
+  lib_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib_ == nullptr) {
+    reason_ = "NVML not available (libnvidia-ml.so.1 not found)";
+    return;
+  }
+  auto init = reinterpret_cast<int (*)()>(dlsym(lib_, "nvmlInit_v2"));
+  auto count = reinterpret_cast<int (*)(unsigned int*)>(dlsym(lib_, "nvmlDeviceGetCount_v2"));
+  auto handle =
+      reinterpret_cast<int (*)(unsigned int, void**)>(dlsym(lib_, "nvmlDeviceGetHandleByIndex_v2"));
+  get_power_ =
+      reinterpret_cast<int (*)(void*, unsigned int*)>(dlsym(lib_, "nvmlDeviceGetPowerUsage"));
+  shutdown_ = reinterpret_cast<int (*)()>(dlsym(lib_, "nvmlShutdown"));
+  if (!init || !count || !handle || !get_power_) {
+    reason_ = "NVML library lacks the expected entry points";
+    return;
+  }
+  if (const int rc = init(); rc != 0) {
+    reason_ = fmt::format("nvmlInit failed (error {})", rc);
+    shutdown_ = nullptr;
+    return;
+  }
+  unsigned int n = 0;
+  count(&n);
+  for (unsigned int i = 0; i < n; ++i) {
+    void* h = nullptr;
+    if (handle(i, &h) == 0) handles_.push_back(h);
+  }
+  devices_ = static_cast<int>(handles_.size());
+  if (devices_ == 0) reason_ = "NVML reports no device";
+}
+
+NvmlReader::~NvmlReader() {
+  if (shutdown_ != nullptr) shutdown_();
+  if (lib_ != nullptr) dlclose(lib_);
+}
+
+std::optional<double> NvmlReader::power_watts() const {
+  if (devices_ == 0) return std::nullopt;
+  double w = 0;
+  for (void* h : handles_) {
+    unsigned int mw = 0;
+    if (get_power_(h, &mw) != 0) return std::nullopt;
+    w += mw * 1e-3;
+  }
+  return w;
+}
+
+double trapezoid_joules(const std::vector<PowerSample>& s, double t_end) {
+  if (s.empty()) return 0.0;
+  double j = s.front().power_w * std::max(0.0, s.front().t_s);
+  for (std::size_t i = 1; i < s.size(); ++i)
+    j += 0.5 * (s[i - 1].power_w + s[i].power_w) * (s[i].t_s - s[i - 1].t_s);
+  j += s.back().power_w * std::max(0.0, t_end - s.back().t_s);
+  return j;
+}
+
+PowerWindow summarize_power(double seconds, std::optional<double> counter_energy_j,
+                            const std::vector<PowerSample>& samples, const std::string& source) {
+  PowerWindow w;
+  w.seconds = seconds;
+  w.samples = static_cast<int64_t>(samples.size());
+  w.source = source.empty() ? "none" : source;
+  if (counter_energy_j) {
+    w.energy_j = counter_energy_j;
+  } else if (!samples.empty()) {
+    w.energy_j = trapezoid_joules(samples, seconds);
+  } else {
+    return w;
+  }
+  if (seconds > 0) w.power_mean_w = *w.energy_j / seconds;
+  if (!samples.empty()) {
+    double lo = samples[0].power_w, hi = lo, mean = 0;
+    for (const auto& p : samples) {
+      lo = std::min(lo, p.power_w);
+      hi = std::max(hi, p.power_w);
+      mean += p.power_w;
+    }
+    mean /= static_cast<double>(samples.size());
+    double ss = 0;
+    for (const auto& p : samples) ss += (p.power_w - mean) * (p.power_w - mean);
+    w.power_std_w = std::sqrt(ss / static_cast<double>(samples.size()));
+    w.power_min_w = lo;
+    w.power_max_w = hi;
+  }
+  return w;
+}
+
+PowerMonitor::PowerMonitor(const PowerOptions& options)
+    : options_(options), rapl_(options.rapl_root) {
+  const std::string& src = options_.source;
+  if (src != "auto" && src != "rapl" && src != "nvml") {
+    throw UsageError(fmt::format("power source '{}': expected auto, rapl or nvml", src));
+  }
+  if ((src == "auto" || src == "rapl") && rapl_.available()) {
+    active_ = "rapl";
+  } else if (src == "auto" || src == "nvml") {
+    nvml_ = std::make_unique<NvmlReader>();
+    if (nvml_->available()) active_ = "nvml";
+  }
+}
+
+PowerMonitor::~PowerMonitor() {
+  if (running_) {
+    running_ = false;
+    if (thread_.joinable()) thread_.join();
+  }
+}
+
+bool PowerMonitor::available() const { return !active_.empty(); }
+std::string PowerMonitor::source() const { return active_.empty() ? "none" : active_; }
+
+std::string PowerMonitor::unavailable_reason() const {
+  if (available()) return {};
+  std::string r = rapl_.unavailable_reason();
+  if (nvml_) r += "; " + nvml_->unavailable_reason();
+  return r;
+}
+
+void PowerMonitor::begin() {
+  NNPERF_CHECK(!running_, "PowerMonitor::begin() called twice");
+  samples_.clear();
+  t0_ns_ = now_ns();
+  if (active_ == "rapl") {
+    rapl_begin_ = rapl_.read();
+    rapl_last_ = rapl_begin_;
+    rapl_last_t_ = 0;
+  }
+  if (active_.empty()) return;
+  running_ = true;
+  thread_ = std::thread([this] { sample_loop(); });
+}
+
+void PowerMonitor::sample_loop() {
+  const auto interval =
+      std::chrono::microseconds(static_cast<int64_t>(options_.interval_ms * 1000));
+  while (running_) {
+    std::this_thread::sleep_for(interval);
+    const double t = static_cast<double>(now_ns() - t0_ns_) * 1e-9;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (active_ == "rapl") {
+      // A failed read skips this sample (the next one spans the gap); exceptions must not
+      // escape the thread.
+      try {
+        const auto cur = rapl_.read();
+        const double dt = t - rapl_last_t_;
+        if (dt > 0) samples_.push_back({t, rapl_.package_joules(rapl_last_, cur) / dt});
+        rapl_last_ = cur;
+        rapl_last_t_ = t;
+      } catch (const Error&) {
+        ++failed_reads_;
+      }
+    } else if (auto w = nvml_->power_watts()) {
+      samples_.push_back({t, *w});
+    }
+  }
+}
+
+PowerWindow PowerMonitor::end() {
+  if (running_) {
+    running_ = false;
+    thread_.join();
+  }
+  const double seconds = static_cast<double>(now_ns() - t0_ns_) * 1e-9;
+  std::optional<double> energy;
+  if (active_ == "rapl") energy = rapl_.package_joules(rapl_begin_, rapl_.read());
+  std::lock_guard<std::mutex> lock(mutex_);
+  return summarize_power(seconds, energy, samples_, active_);
+}
+
+}  // namespace nnperf

@@ -1,0 +1,131 @@
+// Power and energy: Linux RAPL energy counters (powercap sysfs, wrap-around handled) and, where
+// present, NVML (loaded at run time). Energy over a window is a counter difference; power samples
+// are the derivative between consecutive readings; mean power is energy / time (time-weighted),
+// and NVML power readings are integrated by the trapezoidal rule inside each window only (never
+// across the gap between windows, the seed-002 program's mistake). Where nothing can be read (VMs,
+// containers) every figure is absent and `unavailable_reason` says why; nothing is made up.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace nnperf {
+
+// One RAPL zone: /sys/class/powercap/intel-rapl:0 ("package-0"), its sub-zones (core, dram, ...).
+struct RaplDomain {
+  std::string name;                   // "package-0", "package-0/dram"
+  std::filesystem::path energy_file;  // .../energy_uj
+  uint64_t max_range_uj = 0;          // counter wraps to 0 after this value
+  bool top_level = true;              // package zones are summed; sub-zones are reported only
+};
+
+class RaplReader {
+ public:
+  // Scans `root` (default /sys/class/powercap) for intel-rapl zones (AMD's kernels use the same
+  // names). Unreadable energy_uj files (root-only on recent kernels) make the zone unavailable.
+  explicit RaplReader(std::filesystem::path root = "/sys/class/powercap");
+  bool available() const { return !domains_.empty(); }
+  const std::string& unavailable_reason() const { return reason_; }
+  const std::vector<RaplDomain>& domains() const { return domains_; }
+  // Current counters (µJ), one per domain. Throws nnperf::Error naming the file when a read fails.
+  std::vector<uint64_t> read() const;
+  // Joules between two readings of one domain, allowing one wrap-around.
+  static double delta_joules(uint64_t before, uint64_t after, uint64_t max_range_uj);
+  // Sum over top-level domains of delta_joules.
+  double package_joules(const std::vector<uint64_t>& before,
+                        const std::vector<uint64_t>& after) const;
+
+ private:
+  std::vector<RaplDomain> domains_;
+  std::string reason_;
+};
+
+// NVML through dlopen("libnvidia-ml.so.1"): total board power (mW) of every GPU.
+class NvmlReader {
+ public:
+  NvmlReader();
+  ~NvmlReader();
+  NvmlReader(const NvmlReader&) = delete;
+  NvmlReader& operator=(const NvmlReader&) = delete;
+  bool available() const { return devices_ > 0; }
+  const std::string& unavailable_reason() const { return reason_; }
+  int devices() const { return devices_; }
+  std::optional<double> power_watts() const;  // summed over devices
+
+ private:
+  void* lib_ = nullptr;
+  int devices_ = 0;
+  std::string reason_;
+  std::vector<void*> handles_;
+  int (*get_power_)(void*, unsigned int*) = nullptr;
+  int (*shutdown_)() = nullptr;
+};
+
+struct PowerSample {
+  double t_s = 0;      // seconds since the window began
+  double power_w = 0;  // average power since the previous sample (RAPL) or instantaneous (NVML)
+};
+
+struct PowerWindow {
+  double seconds = 0;
+  std::optional<double> energy_j;  // absent when no counter could be read
+  std::optional<double> power_mean_w, power_std_w, power_min_w, power_max_w;
+  int64_t samples = 0;
+  std::string source;  // "rapl", "nvml", "rapl+nvml" or "none"
+};
+
+// Statistics of a window from its samples and (when known) its counter energy. Pure function,
+// used by PowerMonitor and tested directly.
+// With a counter (RAPL) the energy is the counter difference and the samples give std/min/max;
+// without one (NVML power readings) the energy is the trapezoidal integral of the samples.
+PowerWindow summarize_power(double seconds, std::optional<double> counter_energy_j,
+                            const std::vector<PowerSample>& samples, const std::string& source);
+
+// Trapezoidal integral of samples (t, w) over [0, t_end]: the first sample's value is held from
+// 0 and the last one's to t_end.
+double trapezoid_joules(const std::vector<PowerSample>& samples, double t_end);
+
+struct PowerOptions {
+  std::filesystem::path rapl_root = "/sys/class/powercap";
+  // Which meter measures the run: "rapl" (the CPU package: CPU runs), "nvml" (the GPU board:
+  // GPU runs), or "auto" (RAPL when readable, else NVML). One meter per window: adding a GPU
+  // board's power to a CPU package's would measure neither.
+  std::string source = "auto";
+  double interval_ms =
+      20.0;  // RAPL's sysfs counter updates about every 1 ms; NVML's power every 20-100 ms
+};
+
+class PowerMonitor {
+ public:
+  explicit PowerMonitor(const PowerOptions& options = {});
+  ~PowerMonitor();
+  bool available() const;
+  std::string unavailable_reason() const;  // why no source, for run.json
+  std::string source() const;
+  // A window: a sampler thread reads the sources every interval between begin() and end().
+  void begin();
+  PowerWindow end();
+
+ private:
+  void sample_loop();
+  PowerOptions options_;
+  RaplReader rapl_;
+  std::unique_ptr<NvmlReader> nvml_;
+  std::thread thread_;
+  std::atomic<bool> running_{false};
+  std::mutex mutex_;
+  int64_t t0_ns_ = 0;
+  std::vector<uint64_t> rapl_begin_, rapl_last_;
+  double rapl_last_t_ = 0;
+  std::vector<PowerSample> samples_;
+  std::string active_;  // "rapl", "nvml" or "" (none)
+  int64_t failed_reads_ = 0;
+};
+
+}  // namespace nnperf

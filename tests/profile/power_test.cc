@@ -1,0 +1,146 @@
+// Power readers against fixture sysfs trees (no RAPL in these VMs) and the window statistics.
+#include "nnperf/profile/power.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "nnperf/core/error.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Replaces the file atomically, as sysfs attributes read whole.
+void write(const fs::path& p, const std::string& s) {
+  fs::create_directories(p.parent_path());
+  const fs::path tmp = p.string() + ".tmp";
+  std::ofstream(tmp) << s << "\n";
+  fs::rename(tmp, p);
+}
+
+// A powercap tree like a two-socket Intel machine's: two packages, one with core and dram zones.
+void make_tree(const fs::path& root, uint64_t pkg0, uint64_t pkg1, uint64_t range = 262143328850) {
+  write(root / "intel-rapl:0" / "name", "package-0");
+  write(root / "intel-rapl:0" / "energy_uj", std::to_string(pkg0));
+  write(root / "intel-rapl:0" / "max_energy_range_uj", std::to_string(range));
+  write(root / "intel-rapl:0:0" / "name", "core");
+  write(root / "intel-rapl:0:0" / "energy_uj", "1000");
+  write(root / "intel-rapl:0:0" / "max_energy_range_uj", std::to_string(range));
+  write(root / "intel-rapl:1" / "name", "package-1");
+  write(root / "intel-rapl:1" / "energy_uj", std::to_string(pkg1));
+  write(root / "intel-rapl:1" / "max_energy_range_uj", std::to_string(range));
+  write(root / "intel-rapl-mmio:0" / "name", "not-a-rapl-zone-we-read");
+}
+
+TEST(Rapl, FindsZonesAndNamesSubZonesAfterTheirPackage) {
+  test::TempDir dir;
+  make_tree(dir.path(), 5'000'000, 7'000'000);
+  RaplReader r(dir.path());
+  ASSERT_TRUE(r.available()) << r.unavailable_reason();
+  ASSERT_EQ(r.domains().size(), 3u);
+  EXPECT_EQ(r.domains()[0].name, "package-0");
+  EXPECT_TRUE(r.domains()[0].top_level);
+  EXPECT_EQ(r.domains()[1].name, "package-0/core");
+  EXPECT_FALSE(r.domains()[1].top_level);
+  EXPECT_EQ(r.domains()[2].name, "package-1");
+  const auto v = r.read();
+  EXPECT_EQ(v, (std::vector<uint64_t>{5'000'000, 1000, 7'000'000}));
+}
+
+TEST(Rapl, DeltaHandlesWrapAround) {
+  EXPECT_DOUBLE_EQ(RaplReader::delta_joules(1'000'000, 3'500'000, 10'000'000), 2.5);
+  // 10 µJ to the top, the wrap itself (max -> 0 is one step), then 5 µJ.
+  EXPECT_NEAR(RaplReader::delta_joules(9'999'990, 5, 10'000'000), 16e-6, 1e-12);
+}
+
+TEST(Rapl, PackageEnergySumsTopLevelZonesOnly) {
+  test::TempDir dir;
+  make_tree(dir.path(), 100, 200, 1'000'000);
+  RaplReader r(dir.path());
+  const auto before = r.read();
+  make_tree(dir.path(), 2'000'100, 999'990, 1'000'000);   // package-1 wrapped
+  write(dir / "intel-rapl:0:0" / "energy_uj", "900000");  // sub-zone: must not be added
+  const auto after = r.read();
+  // package-0: 2.0 J; package-1: from 200 up to 999,990 = 0.99979 J (no wrap here since after >
+  // before)
+  EXPECT_NEAR(r.package_joules(before, after), 2.0 + 0.99979, 1e-9);
+}
+
+TEST(Rapl, MissingOrUnreadableTreesAreReportedNotInvented) {
+  RaplReader none("/nonexistent/powercap");
+  EXPECT_FALSE(none.available());
+  EXPECT_NE(none.unavailable_reason().find("/nonexistent/powercap"), std::string::npos);
+  test::TempDir dir;
+  write(dir / "intel-rapl:0" / "name", "package-0");
+  write(dir / "intel-rapl:0" / "energy_uj", "garbage");
+  write(dir / "intel-rapl:0" / "max_energy_range_uj", "100");
+  RaplReader bad(dir.path());
+  EXPECT_FALSE(bad.available());
+  EXPECT_NE(bad.unavailable_reason().find("energy_uj"), std::string::npos)
+      << bad.unavailable_reason();
+}
+
+TEST(PowerMonitor, WindowEnergyIsTheCounterDifference) {
+  test::TempDir dir;
+  make_tree(dir.path(), 0, 0);
+  PowerOptions o;
+  o.rapl_root = dir.path();
+  o.interval_ms = 2;
+  PowerMonitor m(o);
+  ASSERT_TRUE(m.available());
+  EXPECT_EQ(m.source(), "rapl");
+  m.begin();
+  // The "hardware": package-0 gains 1 J per step, package-1 0.5 J.
+  for (int step = 1; step <= 10; ++step) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    write(dir / "intel-rapl:0" / "energy_uj", std::to_string(step * 1'000'000));
+    write(dir / "intel-rapl:1" / "energy_uj", std::to_string(step * 500'000));
+  }
+  const PowerWindow w = m.end();
+  ASSERT_TRUE(w.energy_j.has_value());
+  EXPECT_NEAR(*w.energy_j, 15.0, 1e-9);
+  ASSERT_TRUE(w.power_mean_w.has_value());
+  EXPECT_NEAR(*w.power_mean_w, 15.0 / w.seconds, 1e-9);
+  EXPECT_GT(w.samples, 0);
+  EXPECT_EQ(w.source, "rapl");
+  ASSERT_TRUE(w.power_min_w && w.power_max_w && w.power_std_w);
+  EXPECT_LE(*w.power_min_w, *w.power_max_w);
+}
+
+TEST(PowerMonitor, NoSourceMeansEmptyFiguresAndAReason) {
+  PowerOptions o;
+  o.rapl_root = "/nonexistent/powercap";
+  o.source = "rapl";
+  PowerMonitor m(o);
+  EXPECT_FALSE(m.available());
+  EXPECT_FALSE(m.unavailable_reason().empty());
+  m.begin();
+  const PowerWindow w = m.end();
+  EXPECT_FALSE(w.energy_j.has_value());
+  EXPECT_FALSE(w.power_mean_w.has_value());
+  EXPECT_EQ(w.samples, 0);
+  EXPECT_EQ(w.source, "none");
+  EXPECT_THROW(PowerMonitor(PowerOptions{.rapl_root = "/x", .source = "smart-plug"}), Error);
+}
+
+TEST(PowerStats, TrapezoidIntegratesInsideTheWindowOnly) {
+  // 50 W held for 2 s: 100 J whatever the sample spacing.
+  EXPECT_NEAR(trapezoid_joules({{0.5, 50}, {1.0, 50}, {1.7, 50}}, 2.0), 100.0, 1e-12);
+  // A ramp 0 -> 100 W over 1 s sampled at both ends: 50 J.
+  EXPECT_NEAR(trapezoid_joules({{0.0, 0}, {1.0, 100}}, 1.0), 50.0, 1e-12);
+  const PowerWindow w =
+      summarize_power(2.0, std::nullopt, {{0.0, 40}, {1.0, 60}, {2.0, 40}}, "nvml");
+  ASSERT_TRUE(w.energy_j.has_value());
+  EXPECT_NEAR(*w.energy_j, 100.0, 1e-12);     // 50 + 50
+  EXPECT_NEAR(*w.power_mean_w, 50.0, 1e-12);  // time-weighted, not the sample mean (46.7)
+  EXPECT_NEAR(*w.power_min_w, 40.0, 1e-12);
+  EXPECT_NEAR(*w.power_max_w, 60.0, 1e-12);
+  EXPECT_EQ(w.samples, 3);
+}
+
+}  // namespace
+}  // namespace nnperf
