@@ -53,6 +53,9 @@ int main(int argc, char** argv) {
       if (sub->parsed()) return action();
     }
     return 2;
+  } catch (const InterruptedError& e) {
+    fmt::print(stderr, "nnperf: interrupted: {}\n", e.what());
+    return 130;
   } catch (const UsageError& e) {
     fmt::print(stderr, "nnperf: error: {}\n", e.what());
     return 2;

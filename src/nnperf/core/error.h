@@ -31,6 +31,12 @@ class DivergenceError : public Error {
   using Error::Error;
 };
 
+// The user interrupted (Ctrl-C): main() exits 130, as the seed's program did.
+class InterruptedError : public Error {
+ public:
+  using Error::Error;
+};
+
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) {
   throw Error(fmt::format(f, std::forward<Args>(args)...));

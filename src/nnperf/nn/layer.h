@@ -20,10 +20,21 @@ struct Param {
   Tensor* grad = nullptr;
 };
 
+struct ConvAlgorithm;  // kernels/conv/conv.h
+struct ConvProblem;
+
 struct PlanContext {
   const GemmAlgorithm* gemm = nullptr;  // algorithm for Linear (and later im2col conv) layers
   int threads = 1;
   bool training = true;  // when false, layers may skip saving what backward needs
+  // Conv2d layers: a conv registry name, "guess" (the supported algorithm with the lowest cost())
+  // or "find" (time every supported algorithm once per problem and threads, keep the fastest).
+  std::string conv_algorithm = "guess";
+  // A named algorithm that cannot serve a layer: throw (strict) or fall back to the best guess.
+  bool strict = false;
+  // Milliseconds of one run, for "find"; nn/ reads no clocks, so profile/conv_timer.h provides
+  // it (time_conv_ms). Null makes "find" an error.
+  double (*time_conv)(const ConvAlgorithm& algo, const ConvProblem& p, int threads) = nullptr;
 };
 
 class Layer {

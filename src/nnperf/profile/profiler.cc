@@ -59,6 +59,31 @@ double LayerProfiler::Totals::forward_mean_ms(int node) const {
   return forward_count[i] > 0 ? forward_ms[i] / static_cast<double>(forward_count[i]) : 0.0;
 }
 
+LayerRecorder::LayerRecorder(int num_nodes)
+    : ms_(static_cast<std::size_t>(num_nodes)), begin_(static_cast<std::size_t>(num_nodes), 0) {}
+
+void LayerRecorder::before(int node, Phase phase) {
+  if (phase == Phase::kForward) begin_[static_cast<std::size_t>(node)] = now_ns();
+}
+
+void LayerRecorder::after(int node, Phase phase) {
+  if (phase != Phase::kForward) return;
+  const int64_t end = now_ns();
+  const auto i = static_cast<std::size_t>(node);
+  ms_[i].push_back(static_cast<double>(end - begin_[i]) * 1e-6);
+  last_.push_back(Span{node, begin_[i], end});
+}
+
+void LayerRecorder::reserve(int passes) {
+  for (auto& v : ms_) v.reserve(v.size() + static_cast<std::size_t>(passes));
+  last_.reserve(ms_.size());
+}
+
+void LayerRecorder::start_pass() {
+  last_.clear();
+  pass_begin_ = now_ns();
+}
+
 TimerOverhead measure_timer_overhead(int rounds, int per_round) {
   CpuIntervalTimer timer(1);
   std::vector<double> empty, pair;

@@ -36,6 +36,30 @@ class LayerProfiler final : public GraphHook {
   std::unique_ptr<IntervalTimer> timer_;
 };
 
+// LayerRecorder: a GraphHook keeping every timed execution of every node (forward only), for
+// per-layer statistics (std needs each pass, not a sum) and for the trace of the last pass.
+class LayerRecorder final : public GraphHook {
+ public:
+  explicit LayerRecorder(int num_nodes);
+  void before(int node, Phase phase) override;
+  void after(int node, Phase phase) override;
+  void reserve(int passes);  // so recording allocates nothing while timing
+  void start_pass();  // marks the beginning of one forward pass (clears the last-pass events)
+  struct Span {
+    int node;
+    int64_t begin_ns, end_ns;
+  };
+  const std::vector<std::vector<double>>& ms() const { return ms_; }  // [node][pass]
+  const std::vector<Span>& last_pass() const { return last_; }
+  int64_t pass_begin_ns() const { return pass_begin_; }
+
+ private:
+  std::vector<std::vector<double>> ms_;
+  std::vector<int64_t> begin_;
+  std::vector<Span> last_;
+  int64_t pass_begin_ = 0;
+};
+
 // The timer's own cost, measured: `empty_interval_ns` is what an interval with no work between
 // begin and end reads (a bias inside every reported per-layer value), `pair_cost_ns` the wall
 // time one begin/end pair adds to the run. Medians over `rounds` rounds of `per_round` pairs.

@@ -42,8 +42,10 @@ struct Portable {
   static V mul(V a, V b) { return a * b; }
 };
 
-// Below this many FLOPs per thread a second thread costs more (OpenMP wake-up and barriers, a
-// few microseconds each) than it saves: 4 MFLOP is ~50 us of one Zen3 core at ~80 GFLOP/s.
+// Below this many FLOPs per thread a second thread costs more than it saves: waking a spinning
+// OpenMP team and joining it costs ~1-2 us, and 0.5 MFLOP is ~6 us of one Zen3 core at ~85
+// GFLOP/s (OpenBLAS uses the same threshold). Measured on a quiet machine: m64n64k128 (1 MFLOP)
+// runs at ~130 GFLOP/s on 2 threads against ~70 on 1.
 constexpr double kMinFlopsPerThread = 0.5e6;
 
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
@@ -79,15 +81,15 @@ BlockSizes block_sizes(SimdLevel level) {
   BlockSizes bs{t.mr, t.nr, 0, 0, 0};
   // kc: the kc x nr micro-panel of B is reused by every micro-kernel call of the ir loop, so it
   // stays in L1 beside the streaming A micro-panel: kc * nr * 4 <= L1 / 2. Zen3 AVX2: 32 KiB / 2
-  // / 64 B = kc 256 (BLIS's zen3 choice too); each micro-kernel call then does 6*16*256 FMAs on
-  // 6 + 16 floats per k step, 4.4 FMAs per load.
+  // / 64 B = kc 256 (BLIS's zen3 choice too). Each k step loads 2 vectors of B and broadcasts 6
+  // floats of A for 12 vector FMAs, and a call's 256 k steps amortise the C tile's update.
   bs.kc = std::clamp<int64_t>(l1 / 2 / (t.nr * f) / 8 * 8, 64, 512);
   // mc: the packed mc x kc block of A is reused by every jr micro-panel, so it stays in L2 with
   // room for the B micro-panels streaming through: mc * kc * 4 <= L2 / 2. Zen3: 512 KiB / 2 /
   // 1 KiB = 256 rows, rounded down to the tile (252 for mr = 6).
   bs.mc = std::clamp<int64_t>(l2 / 2 / (bs.kc * f) / t.mr * t.mr, t.mr, 1024 / t.mr * t.mr);
-  // nc: the kc x nc packed panel of B is shared by the threads from L3: kc * nc * 4 <= L3 / 4,
-  // capped at 4096 columns (4 MiB at kc 256), a multiple of nr.
+  // nc: each thread's kc x nc packed panel of B is re-read from L3 for every mc block of A:
+  // kc * nc * 4 <= L3 / 4, capped at 4096 columns (4 MiB at kc 256), a multiple of nr.
   bs.nc = std::clamp<int64_t>(l3 / 4 / (bs.kc * f) / t.nr * t.nr, t.nr, 4096 / t.nr * t.nr);
   return bs;
 }
@@ -103,7 +105,7 @@ Plan plan_shape(SimdLevel level, const GemmShape& s, int threads) {
   // Balanced blocks: k = 300 with kc <= 256 runs 2 x 150 rather than 256 + 44.
   pl.kc = s.k == 0 ? 0 : ceil_div(s.k, ceil_div(s.k, bs.kc));
   pl.nc = s.n == 0 ? 0 : round_up(ceil_div(s.n, ceil_div(s.n, bs.nc)), bs.nr);
-  // Threads: at most args.threads, at least kMinFlopsPerThread each, at most one per tile.
+  // Threads: at most `threads`, at least kMinFlopsPerThread each, at most one per tile.
   const int64_t m_panels = ceil_div(s.m, bs.mr);
   const int64_t n_panels = ceil_div(pl.nc, bs.nr);
   int64_t t = std::max(1, threads);

@@ -18,7 +18,7 @@ struct GemmShape {
   bool trans_a = false;
   bool trans_b = false;
   int64_t m = 0, n = 0, k = 0;
-  std::string str() const;  // benchdnn-like: "m64n128k784" with "ta"/"tb" suffixes when transposed
+  std::string str() const;  // benchdnn-like: "m64n128k784", "m784n512k64_ta", "..._ta_tb"
   double flops() const {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   }
@@ -60,7 +60,8 @@ std::string gemm_algorithm_names();  // "naive, parallel, blocked, blas"
 void gemm_run(const GemmAlgorithm& algo, GemmArgs args);
 
 // Plain float64 reference: c_ref[m x n] (dense, ld = n) = alpha*op(A)*op(B) + beta*C_in.
-// Also returns, per element, sum |a*b| (for the error bound) into abs_sum when non-null.
+// Also returns, per element, sum |a*b| (for the error bound) into abs_sum when non-null; that sum
+// includes alpha and the |beta * C_in| term: sum_p |alpha * a_ip * b_pj| + |beta * c_ij|.
 void gemm_reference(const GemmArgs& args, double* c_ref, double* abs_sum);
 
 }  // namespace nnperf

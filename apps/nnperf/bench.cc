@@ -1,0 +1,61 @@
+// `nnperf bench conv2d --problem DESC`: times every supported algorithm on one problem
+// (alternating, median of --measure runs after --warmup) with GFLOP/s and % of the FMA peak.
+#include <fmt/format.h>
+
+#include "command.h"
+#include "nnperf/core/error.h"
+#include "nnperf/io/run_info.h"
+#include "nnperf/runs/conv_tools.h"
+
+namespace nnperf::app {
+namespace {
+
+struct Flags {
+  std::string op, problem, algorithms, json;
+  ConvBenchOptions o;
+};
+
+int run(Flags& f) {
+  if (f.op != "conv2d") throw UsageError(fmt::format("bench '{}': expected conv2d", f.op));
+  const ConvProblem p = parse_conv_problem(f.problem);
+  if (!f.algorithms.empty()) {
+    std::size_t pos = 0;
+    while (pos <= f.algorithms.size()) {
+      const std::size_t c = std::min(f.algorithms.find(',', pos), f.algorithms.size());
+      f.o.algorithms.push_back(f.algorithms.substr(pos, c - pos));
+      pos = c + 1;
+    }
+  }
+  const nlohmann::json j = bench_conv(p, f.o);
+  fmt::print("problem {} ({:.3f} GFLOP), {} thread(s), peak {:.1f} GFLOP/s\n", p.str(), p.flops() * 1e-9,
+             j["context"]["threads"].get<int>(), j["context"]["peak_gflops_per_s"].get<double>());
+  fmt::print("{:<22} {:>11} {:>10} {:>10} {:>9} {:>8}\n", "algorithm", "median_ms", "min_ms", "max_ms", "GFLOP/s", "%peak");
+  for (const auto& r : j["records"]) {
+    if (r["status"] != "ok") {
+      fmt::print("{:<22} skipped: {}\n", r["algorithm"].get<std::string>(), r["reason"].get<std::string>());
+      continue;
+    }
+    fmt::print("{:<22} {:>11.3f} {:>10.3f} {:>10.3f} {:>9.1f} {:>7.1f}%\n", r["algorithm"].get<std::string>(),
+               r["time_ms_median"].get<double>(), r["time_ms_min"].get<double>(), r["time_ms_max"].get<double>(),
+               r["gflops_per_s"].get<double>(), r["percent_of_peak"].get<double>());
+  }
+  if (!f.json.empty()) write_json_atomic(f.json, j);
+  return 0;
+}
+
+const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int()> {
+  sub.description("Time every supported algorithm of an op on one problem");
+  auto f = std::make_shared<Flags>();
+  sub.add_option("op", f->op, "Operation: conv2d")->required();
+  sub.add_option("--problem", f->problem, "benchdnn-style descriptor, e.g. mb1ic64ih56oc64kh3ph1")->required();
+  sub.add_option("--algorithms", f->algorithms, "Comma-separated subset (default: all)");
+  sub.add_option("--warmup", f->o.warmup, "Untimed runs per algorithm")->capture_default_str();
+  sub.add_option("--measure", f->o.measure, "Timed runs per algorithm")->capture_default_str();
+  sub.add_option("--threads", f->o.threads, "Threads")->capture_default_str();
+  sub.add_option("--peak-gflops", f->o.peak_gflops, "FMA peak for %peak (0 = measure per thread x threads)");
+  sub.add_option("--json", f->json, "Write {context, records} JSON here");
+  return [f] { return run(*f); };
+}}};
+
+}  // namespace
+}  // namespace nnperf::app

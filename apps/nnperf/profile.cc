@@ -1,0 +1,124 @@
+// `nnperf profile`: the seed-002 convolution-algorithm profiler (see runs/profile_run.h), and
+// `nnperf status [DIR]`: the progress of the sweeps under DIR.
+#include <fmt/format.h>
+
+#include <csignal>
+
+#include "command.h"
+#include "nnperf/core/error.h"
+#include "nnperf/kernels/conv/conv.h"
+#include "nnperf/models/registry.h"
+#include "nnperf/runs/profile_run.h"
+#include "nnperf/runs/train_run.h"
+
+namespace nnperf::app {
+namespace {
+
+struct Flags {
+  ProfileOptions o;
+  std::string sizes, output_dir, progress = "auto";
+  bool no_layers = false;
+};
+
+std::vector<int64_t> parse_sizes(const std::string& s) {
+  const auto colon = s.find(':');
+  if (colon == std::string::npos) return parse_int_list(s, "--sizes");
+  // start:stop:step, inclusive of stop when it falls on a step.
+  std::vector<int64_t> parts;
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    const std::size_t c = std::min(s.find(':', pos), s.size());
+    parts.push_back(parse_int_list(s.substr(pos, c - pos), "--sizes").front());
+    pos = c + 1;
+  }
+  if (parts.size() != 3 || parts[0] > parts[1]) {
+    throw UsageError(fmt::format("--sizes '{}': expected a list (32,64,224) or a range start:stop:step", s));
+  }
+  std::vector<int64_t> out;
+  for (int64_t v = parts[0]; v <= parts[1]; v += parts[2]) out.push_back(v);
+  return out;
+}
+
+void on_sigint(int) { request_interrupt(); }
+
+int run(Flags& f) {
+  if (!f.sizes.empty()) f.o.sizes = parse_sizes(f.sizes);
+  f.o.output_dir = f.output_dir;
+  f.o.layers = !f.no_layers;
+  f.o.progress = parse_progress_mode(f.progress);
+  f.o.command_line = command_line();
+  std::signal(SIGINT, on_sigint);
+  const ProfileResult r = run_profile(f.o);
+  fmt::print("outputs: {} ({} sizes profiled, {} already done)\n", r.output_dir.string(), r.sizes_done, r.sizes_skipped);
+  return 0;
+}
+
+void list_models() {
+  fmt::print("{:<14} {:>13}  {:<12} {:>8}  {}\n", "model", "parameters", "input", "min size", "description");
+  for (const auto& m : model_registry()) {
+    fmt::print("{:<14} {:>13}  {:<12} {:>8}  {}\n", m.name, m.params,
+               fmt::format("{}x{}x{}", m.default_input[0], m.default_input[1], m.default_input[2]), m.min_input_size,
+               m.description);
+  }
+}
+
+void list_algorithms() {
+  fmt::print("convolution algorithms (--algorithm):\n");
+  for (const auto& a : conv_algorithms()) fmt::print("  {:<22} {}\n", a.name, a.description);
+  fmt::print("  {:<22} {}\n", "guess", "per layer, the supported algorithm with the lowest modelled cost");
+  fmt::print("  {:<22} {}\n", "find", "per layer shape, time every supported algorithm once and keep the fastest (cached)");
+  fmt::print("what each supports (why_not on representative layers):\n");
+  const char* probes[] = {"mb1ic64ih56oc64kh3ph1", "mb1ic64ih56oc64kh3sh2ph1", "mb1ic3ih224oc64kh7sh2ph3",
+                          "mb1ic256ih56oc64kh1", "g32mb1ic32ih112oc32kh3ph1", "mb1ic64ih56oc64kh3ph2dh2"};
+  for (const auto& a : conv_algorithms()) {
+    std::string line;
+    for (const char* d : probes) {
+      const std::string why = a.why_not(parse_conv_problem(d));
+      line += fmt::format("\n      {:<28} {}", d, why.empty() ? "yes" : "no: " + why);
+    }
+    fmt::print("  {}:{}\n", a.name, line);
+  }
+}
+
+const Registrar reg{Command{"profile", 40, [](CLI::App& sub) -> std::function<int()> {
+  sub.description("Profile CNN inference per layer with one convolution algorithm over input sizes (seed 002)");
+  auto f = std::make_shared<Flags>();
+  ProfileOptions& o = f->o;
+  sub.add_flag_callback("--list-models", [] { list_models(); throw CLI::Success(); }, "List the models and exit");
+  sub.add_flag_callback("--list-algorithms", [] { list_algorithms(); throw CLI::Success(); },
+                        "List the convolution algorithms and what they support, and exit");
+  sub.add_option("--model", o.model, "Model (see --list-models)")->capture_default_str();
+  sub.add_option("--algorithm", o.algorithm, "Convolution algorithm, guess or find (see --list-algorithms)")->capture_default_str();
+  sub.add_option("--stage", o.stage, "sanity (1 size, warm-up 1, measure 2) | quick (10, 5, 10) | full (100, 10, 20)")->capture_default_str();
+  sub.add_option("--num-sizes", o.num_sizes, "Number of sizes between --min-size and --max-size");
+  sub.add_option("--sizes", f->sizes, "Explicit sizes: 32,64,224 or start:stop:step");
+  sub.add_option("--min-size", o.min_size, "Smallest input size")->capture_default_str();
+  sub.add_option("--max-size", o.max_size, "Largest input size")->capture_default_str();
+  sub.add_option("--batch-size", o.batch_size, "Batch size")->capture_default_str();
+  sub.add_option("--warmup", o.warmup, "Warm-up passes per size (default: the stage's)");
+  sub.add_option("--measure", o.measure, "Measured passes per size (default: the stage's)");
+  sub.add_option("--threads", o.threads, "Threads (0 = all logical CPUs)")->capture_default_str();
+  sub.add_option("--output-dir", f->output_dir, "Default results/<stage>/<model>_<algorithm>_<machine>/");
+  sub.add_flag("--resume", o.resume, "Continue an interrupted sweep in --output-dir");
+  sub.add_flag("--strict", o.strict, "Fail on a layer the algorithm cannot serve instead of falling back");
+  sub.add_flag("--fold-bn", o.fold_bn, "Fold BatchNorm into the preceding convolution");
+  sub.add_flag("--no-layers", f->no_layers, "Skip the per-layer passes");
+  sub.add_option("--power-source", o.power_source, "auto | rapl | nvml")->capture_default_str();
+  sub.add_option("--machine", o.machine, "Machine name in the default output folder (default: hostname)");
+  sub.add_option("--seed", o.seed, "Seed for weights and inputs")->capture_default_str();
+  sub.add_option("--progress", f->progress, "auto | bar | lines | quiet")->capture_default_str();
+  return [f] { return run(*f); };
+}}};
+
+const Registrar reg_status{Command{"status", 45, [](CLI::App& sub) -> std::function<int()> {
+  sub.description("Show the progress of the profile sweeps under a folder (default: results)");
+  auto dir = std::make_shared<std::string>("results");
+  sub.add_option("dir", *dir, "Folder to scan")->capture_default_str();
+  return [dir] {
+    fmt::print("{}", profile_status(*dir));
+    return 0;
+  };
+}}};
+
+}  // namespace
+}  // namespace nnperf::app

@@ -1,0 +1,126 @@
+// Entry points of the convolution algorithms, named once here for the registry table in
+// conv_registry.cc, plus small helpers the algorithm files share. Not part of the public
+// interface: layers go through conv_algorithms() / find_conv(). One block per algorithm file.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "nnperf/kernels/conv/conv.h"
+
+namespace nnperf {
+
+// ---- shared helpers (conv_registry.cc) ----
+// "" for any well-formed problem, else its invalid_reason() (algorithms that serve everything).
+std::string conv_serves_any(const ConvProblem& p);
+std::size_t conv_no_workspace(const ConvProblem& p, int threads);
+// Threads worth using for `flops` of work split into `jobs` independent pieces (never more than
+// asked): a second thread costs an OpenMP fork/join, a few microseconds.
+int conv_useful_threads(int threads, double flops, int64_t jobs);
+// dst[n][o][:] += bias[o] for every image and output channel (no-op when bias is null).
+void conv_add_bias(const ConvProblem& p, const float* bias, float* dst, int threads);
+inline int64_t conv_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// Fraction of its large-shape rate a GEMM keeps at m x n x k (for the cost models): short
+// reductions and narrow panels leave the micro-kernel in its prologue/epilogue and edge tiles.
+// Fitted on the VGG16/ResNet-50 layers (bench/conv_bench.cc): OpenBLAS needs k >= ~128 for its
+// full rate (k = 64: ~0.75), our implicit GEMMs k >= ~64; k = 27 (3-channel stems) ~0.5 and
+// n = 49 (7x7 maps) ~0.75 for both.
+inline double conv_gemm_shape_efficiency(int64_t m, int64_t n, int64_t k, double k_full = 128.0) {
+  auto clamp01 = [](double x) { return x < 1.0 ? x : 1.0; };
+  return clamp01(static_cast<double>(m) / 48.0) *
+         __builtin_sqrt(clamp01(static_cast<double>(k) / k_full)) *
+         __builtin_sqrt(clamp01(static_cast<double>(n) / 96.0));
+}
+inline int64_t conv_round_up(int64_t a, int64_t b) { return conv_ceil_div(a, b) * b; }
+
+// ---- direct.cc ----
+std::string conv_direct_why_not(const ConvProblem& p);
+std::size_t conv_direct_workspace_bytes(const ConvProblem& p, int threads);
+std::size_t conv_direct_packed_floats(const ConvProblem& p);
+void conv_direct_pack(const ConvProblem& p, const float* wei, float* packed);
+void conv_direct_run(const ConvArgs& args);
+double conv_direct_cost(const ConvProblem& p, int threads);
+
+// ---- im2col_gemm.cc ----
+std::string conv_gemm_why_not(const ConvProblem& p);
+std::size_t conv_gemm_workspace_bytes(const ConvProblem& p, int threads);
+void conv_gemm_run(const ConvArgs& args);
+double conv_gemm_cost(const ConvProblem& p, int threads);
+
+// ---- implicit_gemm.cc ----
+std::string conv_implicit_gemm_why_not(const ConvProblem& p);
+std::size_t conv_implicit_gemm_workspace_bytes(const ConvProblem& p, int threads);
+std::size_t conv_implicit_gemm_packed_floats(const ConvProblem& p);
+void conv_implicit_gemm_pack(const ConvProblem& p, const float* wei, float* packed);
+void conv_implicit_gemm_run(const ConvArgs& args);
+double conv_implicit_gemm_cost(const ConvProblem& p, int threads);
+
+// Shared by implicit_gemm.cc and implicit_precomp_gemm.cc (one loop nest, implicit_gemm_impl.h).
+namespace conv_igemm {
+struct Plan;
+struct Geometry {
+  int64_t kc, kblocks, m_panels, mc_panels, nc_panels;
+  int64_t hp, wph, rs;       // padded phase-split plane (precomp only)
+  std::size_t bpack_floats;  // per thread
+  std::size_t bpack_bytes, xpad_bytes;
+  std::size_t a_floats, table_floats;  // packed weights; int32 offset tables (precomp only)
+};
+Geometry geometry(const ConvProblem& p, int threads, bool precomp);
+// Weights -> [g][k block][6-row panel][kc][6] (rows past ocg zero).
+void pack_weight_panels(const ConvProblem& p, const float* wei, float* packed);
+// Fills a Plan for args (tables: precomp offsets or null) and runs it on the active SIMD level.
+void run(const ConvArgs& args, bool precomp, const int32_t* koff, const int32_t* noff);
+}  // namespace conv_igemm
+
+// ---- implicit_precomp_gemm.cc ----
+std::string conv_implicit_precomp_gemm_why_not(const ConvProblem& p);
+std::size_t conv_implicit_precomp_gemm_workspace_bytes(const ConvProblem& p, int threads);
+std::size_t conv_implicit_precomp_gemm_packed_floats(const ConvProblem& p);
+void conv_implicit_precomp_gemm_pack(const ConvProblem& p, const float* wei, float* packed);
+void conv_implicit_precomp_gemm_run(const ConvArgs& args);
+double conv_implicit_precomp_gemm_cost(const ConvProblem& p, int threads);
+
+// ---- other algorithm files: add one block each below ----
+
+// ---- fft.cc, fft_tiling.cc (shared pipeline in fft_engine.cc, internals in fft_internal.h) ----
+// tolerance_factor of both rows. An FFT's rounding error is normwise (~eps log2(th*tw) times the
+// tile's magnitudes), not tied to each output's products: tests/kernels/conv_fft_test.cc measured
+// a worst |y - ref| / (K eps sum|a*b| + eps |ref|) of 5.7 (fft) and 4.3 (fft_tiling) over its
+// outputs that sum >= 4 products, 7.8 on 75k outputs of exactly 4 (1x1, 4 channels, 3 seeds) and
+// 0.81 over conv_test.cc's shapes; real layers sum >= 27 (3x3 depthwise corners: 4, ratio <= 1.9).
+// Outputs of 1-3 products have no finite factor (the test checks them normwise instead).
+inline constexpr double kConvFftTolerance = 16.0;
+std::string conv_fft_why_not(const ConvProblem& p);
+std::size_t conv_fft_workspace_bytes(const ConvProblem& p, int threads);
+std::size_t conv_fft_packed_floats(const ConvProblem& p);
+void conv_fft_pack(const ConvProblem& p, const float* wei, float* packed);
+void conv_fft_run(const ConvArgs& args);
+double conv_fft_cost(const ConvProblem& p, int threads);
+std::string conv_fft_tiling_why_not(const ConvProblem& p);
+std::size_t conv_fft_tiling_workspace_bytes(const ConvProblem& p, int threads);
+std::size_t conv_fft_tiling_packed_floats(const ConvProblem& p);
+void conv_fft_tiling_pack(const ConvProblem& p, const float* wei, float* packed);
+void conv_fft_tiling_run(const ConvArgs& args);
+double conv_fft_tiling_cost(const ConvProblem& p, int threads);
+
+// ---- winograd.cc, winograd_nonfused.cc (stage kernels and internals in winograd_internal.h) --
+// tolerance_factor of both rows. Winograd's rounding error scales with the whole 6x6 input tile
+// while the bound's sum|a*b| covers an output's own 3x3 window, so the worst ratio
+// |y - ref| / (K eps sum|a*b| + eps |ref|) sits in a thin tail at few input channels: measured
+// 44.1 at ic=1 over 67M outputs (16 seeds of mb8ic1ih64oc128, F(4x4,3x3), AVX2 and portable),
+// 6.3 at ic=2, 3.1 at ic=3, 0.57 at ic=8 (tests/kernels/conv_winograd_test.cc reaches 21).
+inline constexpr double kConvWinogradTolerance = 50.0;
+std::string conv_winograd_why_not(const ConvProblem& p);
+std::size_t conv_winograd_workspace_bytes(const ConvProblem& p, int threads);
+std::size_t conv_winograd_packed_floats(const ConvProblem& p);
+void conv_winograd_pack(const ConvProblem& p, const float* wei, float* packed);
+void conv_winograd_run(const ConvArgs& args);
+double conv_winograd_cost(const ConvProblem& p, int threads);
+std::string conv_winograd_nonfused_why_not(const ConvProblem& p);
+std::size_t conv_winograd_nonfused_workspace_bytes(const ConvProblem& p, int threads);
+std::size_t conv_winograd_nonfused_packed_floats(const ConvProblem& p);
+void conv_winograd_nonfused_pack(const ConvProblem& p, const float* wei, float* packed);
+void conv_winograd_nonfused_run(const ConvArgs& args);
+double conv_winograd_nonfused_cost(const ConvProblem& p, int threads);
+
+}  // namespace nnperf

@@ -1,0 +1,194 @@
+// The convolution problem descriptor: benchdnn-style strings both ways ("mb1ic64ih56oc64kh3ph1"),
+// FLOP/MAC counts (2 FLOPs per multiply-add) and validation. The same string names a layer in
+// logs, CSVs, test failures and repro lines, so parse(str(p)) == p for every valid problem.
+#include <fmt/format.h>
+
+#include <array>
+#include <cctype>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "nnperf/core/error.h"
+#include "nnperf/kernels/conv/conv.h"
+
+namespace nnperf {
+
+namespace {
+
+constexpr const char* kValidTerms =
+    "g, mb, ic, ih, iw, oc, kh, kw, sh, sw, ph, pw, dh, dw (plus oh, ow as checks); "
+    "e.g. mb1ic64ih56oc64kh3ph1 or g32mb1ic32ih112oc32kh3ph1";
+
+// Sizes beyond this are typos, not layers (and would overflow int64 products).
+constexpr int64_t kMaxTerm = int64_t{1} << 30;
+
+struct Term {
+  std::string_view name;
+  int64_t ConvProblem::*field;  // null for oh / ow (checked, not stored)
+};
+constexpr std::array<Term, 16> kTerms = {{
+    {"g", &ConvProblem::g},
+    {"mb", &ConvProblem::mb},
+    {"ic", &ConvProblem::ic},
+    {"ih", &ConvProblem::ih},
+    {"iw", &ConvProblem::iw},
+    {"oc", &ConvProblem::oc},
+    {"oh", nullptr},
+    {"ow", nullptr},
+    {"kh", &ConvProblem::kh},
+    {"kw", &ConvProblem::kw},
+    {"sh", &ConvProblem::sh},
+    {"sw", &ConvProblem::sw},
+    {"ph", &ConvProblem::ph},
+    {"pw", &ConvProblem::pw},
+    {"dh", &ConvProblem::dh},
+    {"dw", &ConvProblem::dw},
+}};
+
+}  // namespace
+
+double ConvProblem::macs() const {
+  return static_cast<double>(mb) * static_cast<double>(oc) * static_cast<double>(oh()) *
+         static_cast<double>(ow()) * static_cast<double>(icg()) * static_cast<double>(kh) *
+         static_cast<double>(kw);
+}
+
+double ConvProblem::flops() const { return 2.0 * macs(); }
+
+std::string ConvProblem::str() const {
+  std::string s;
+  if (g != 1) s += fmt::format("g{}", g);
+  s += fmt::format("mb{}ic{}ih{}", mb, ic, ih);
+  if (iw != ih) s += fmt::format("iw{}", iw);
+  s += fmt::format("oc{}kh{}", oc, kh);
+  if (kw != kh) s += fmt::format("kw{}", kw);
+  // A width term is written when it differs from its height term (which the parser copies);
+  // a height term when it differs from its default.
+  if (sh != 1) s += fmt::format("sh{}", sh);
+  if (sw != sh) s += fmt::format("sw{}", sw);
+  if (ph != 0) s += fmt::format("ph{}", ph);
+  if (pw != ph) s += fmt::format("pw{}", pw);
+  if (dh != 1) s += fmt::format("dh{}", dh);
+  if (dw != dh) s += fmt::format("dw{}", dw);
+  return s;
+}
+
+std::string ConvProblem::invalid_reason() const {
+  const std::pair<const char*, int64_t> positive[] = {
+      {"g", g},   {"mb", mb}, {"ic", ic}, {"ih", ih}, {"iw", iw}, {"oc", oc},
+      {"kh", kh}, {"kw", kw}, {"sh", sh}, {"sw", sw}, {"dh", dh}, {"dw", dw}};
+  for (const auto& [name, value] : positive) {
+    if (value < 1) return fmt::format("{} must be at least 1 (got {})", name, value);
+    if (value > kMaxTerm) return fmt::format("{}{} is too large (max {})", name, value, kMaxTerm);
+  }
+  if (ph < 0 || pw < 0) return fmt::format("padding must be non-negative (ph{} pw{})", ph, pw);
+  if (ph > kMaxTerm || pw > kMaxTerm) return fmt::format("padding ph{} pw{} is too large", ph, pw);
+  if (ic % g != 0) return fmt::format("ic{} is not divisible by g{}", ic, g);
+  if (oc % g != 0) return fmt::format("oc{} is not divisible by g{}", oc, g);
+  const int64_t ext_h = dh * (kh - 1) + 1, ext_w = dw * (kw - 1) + 1;
+  if (ext_h > ih + 2 * ph) {
+    return fmt::format("kernel height {} (kh{} dh{}) is larger than the padded input height {}",
+                       ext_h, kh, dh, ih + 2 * ph);
+  }
+  if (ext_w > iw + 2 * pw) {
+    return fmt::format("kernel width {} (kw{} dw{}) is larger than the padded input width {}",
+                       ext_w, kw, dw, iw + 2 * pw);
+  }
+  // Every buffer must be indexable with int64 and small enough to allocate at all.
+  constexpr double kMaxElements = 1e12;
+  if (static_cast<double>(mb) * ic * ih * iw > kMaxElements ||
+      static_cast<double>(mb) * oc * oh() * ow() > kMaxElements ||
+      static_cast<double>(oc) * icg() * kh * kw > kMaxElements) {
+    return "tensors are too large (more than 1e12 elements)";
+  }
+  return "";
+}
+
+ConvProblem parse_conv_problem(std::string_view text) {
+  auto fail_with = [&](const std::string& problem) -> UsageError {
+    return UsageError(fmt::format("convolution descriptor '{}': {}; valid terms: {}", text, problem,
+                                  kValidTerms));
+  };
+  std::string_view body = text;
+  while (!body.empty() && std::isspace(static_cast<unsigned char>(body.front()))) {
+    body.remove_prefix(1);
+  }
+  while (!body.empty() && std::isspace(static_cast<unsigned char>(body.back()))) {
+    body.remove_suffix(1);
+  }
+  // An optional layer name before the terms: everything up to the last ':' or '_'.
+  const std::size_t cut = body.find_last_of(":_");
+  if (cut != std::string_view::npos) body.remove_prefix(cut + 1);
+  if (body.empty()) throw fail_with("no terms");
+
+  ConvProblem p;
+  bool seen[kTerms.size()] = {};
+  int64_t given_oh = -1, given_ow = -1;
+  std::size_t i = 0;
+  while (i < body.size()) {
+    const std::size_t name_start = i;
+    while (i < body.size() && std::isalpha(static_cast<unsigned char>(body[i]))) ++i;
+    const std::string_view name = body.substr(name_start, i - name_start);
+    if (name.empty()) {
+      throw fail_with(fmt::format("expected a term name at '{}'", body.substr(name_start)));
+    }
+    std::size_t t = 0;
+    while (t < kTerms.size() && kTerms[t].name != name) ++t;
+    if (t == kTerms.size()) {
+      // "icih56": a term followed by another term's letters lacks its number.
+      for (std::size_t len : {2, 1}) {
+        for (const Term& term : kTerms) {
+          if (name.size() > len && name.substr(0, len) == term.name) {
+            throw fail_with(fmt::format("term '{}' has no number", term.name));
+          }
+        }
+      }
+      throw fail_with(fmt::format("unknown term '{}'", name));
+    }
+    if (seen[t]) throw fail_with(fmt::format("term '{}' given twice", name));
+    seen[t] = true;
+    const std::size_t digits_start = i;
+    int64_t value = 0;
+    while (i < body.size() && std::isdigit(static_cast<unsigned char>(body[i]))) {
+      value = value * 10 + (body[i] - '0');
+      if (value > kMaxTerm) throw fail_with(fmt::format("'{}' is too large", name));
+      ++i;
+    }
+    if (i == digits_start) throw fail_with(fmt::format("term '{}' has no number", name));
+    if (kTerms[t].field != nullptr) {
+      p.*kTerms[t].field = value;
+    } else if (name == "oh") {
+      given_oh = value;
+    } else {
+      given_ow = value;
+    }
+  }
+  auto given = [&](std::string_view name) {
+    for (std::size_t t = 0; t < kTerms.size(); ++t) {
+      if (kTerms[t].name == name) return seen[t];
+    }
+    return false;
+  };
+  for (const char* required : {"ic", "ih", "oc", "kh"}) {
+    if (!given(required)) throw fail_with(fmt::format("missing term '{}'", required));
+  }
+  if (!given("iw")) p.iw = p.ih;
+  if (!given("kw")) p.kw = p.kh;
+  if (!given("sw")) p.sw = p.sh;
+  if (!given("pw")) p.pw = p.ph;
+  if (!given("dw")) p.dw = p.dh;
+  const std::string reason = p.invalid_reason();
+  if (!reason.empty()) throw fail_with(reason);
+  if (given_oh >= 0 && given_oh != p.oh()) {
+    throw fail_with(
+        fmt::format("oh{} does not match the computed output height {}", given_oh, p.oh()));
+  }
+  if (given_ow >= 0 && given_ow != p.ow()) {
+    throw fail_with(
+        fmt::format("ow{} does not match the computed output width {}", given_ow, p.ow()));
+  }
+  return p;
+}
+
+}  // namespace nnperf

@@ -1,0 +1,168 @@
+// The convolution registry: one row per algorithm in the order users see them, the name lookup,
+// the workspace/packing convenience runner used by tests and benchmarks, and helpers the
+// algorithm files share. A new algorithm = one file in this folder + one row in kConvAlgorithms
+// (its entry points declared in conv_internal.h).
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "nnperf/core/error.h"
+#include "nnperf/core/workspace.h"
+#include "nnperf/kernels/conv/conv.h"
+#include "nnperf/kernels/conv/conv_internal.h"
+
+namespace nnperf {
+
+namespace {
+
+// ======================= registry table: one row per algorithm ==============================
+// {name, description, why_not, workspace_bytes, packed_weights_floats, pack_weights, run,
+//  tolerance_factor, cost}. tolerance_factor: see each algorithm file for its measured worst case.
+constexpr ConvAlgorithm kConvAlgorithms[] = {
+    {"direct",
+     "direct loops over output rows, vectorised over output width, register tile of output "
+     "channels; fast depthwise path",
+     conv_direct_why_not, conv_direct_workspace_bytes, conv_direct_packed_floats, conv_direct_pack,
+     conv_direct_run, 1.0, conv_direct_cost},
+    {"gemm", "im2col into the workspace, then one OpenBLAS SGEMM per image and group",
+     conv_gemm_why_not, conv_gemm_workspace_bytes, nullptr, nullptr, conv_gemm_run, 1.0,
+     conv_gemm_cost},
+    {"implicit_gemm",
+     "GEMM over the patch matrix without materialising it: kc x nc input panels packed on the "
+     "fly (positions computed), weights packed at plan time, 6x16 FMA micro-kernel",
+     conv_implicit_gemm_why_not, conv_implicit_gemm_workspace_bytes,
+     conv_implicit_gemm_packed_floats, conv_implicit_gemm_pack, conv_implicit_gemm_run, 1.0,
+     conv_implicit_gemm_cost},
+    {"implicit_precomp_gemm",
+     "implicit_gemm with patch offsets precomputed at plan time over a zero-padded input: "
+     "the packing loop only loads",
+     conv_implicit_precomp_gemm_why_not, conv_implicit_precomp_gemm_workspace_bytes,
+     conv_implicit_precomp_gemm_packed_floats, conv_implicit_precomp_gemm_pack,
+     conv_implicit_precomp_gemm_run, 1.0, conv_implicit_precomp_gemm_cost},
+    {"winograd",
+     "fused Winograd F(4x4,3x3): per block of tiles, input transform, 36 GEMMs with a 16x6 FMA "
+     "micro-kernel and output transform while in L2; 3x3 stride 1 only",
+     conv_winograd_why_not, conv_winograd_workspace_bytes, conv_winograd_packed_floats,
+     conv_winograd_pack, conv_winograd_run, kConvWinogradTolerance, conv_winograd_cost},
+    {"winograd_nonfused",
+     "Winograd F(4x4,3x3) in whole-tensor stages: transform all tiles, 36 blocked GEMMs, "
+     "output transform (cuDNN's WINOGRAD_NONFUSED); 3x3 stride 1 only",
+     conv_winograd_nonfused_why_not, conv_winograd_nonfused_workspace_bytes,
+     conv_winograd_nonfused_packed_floats, conv_winograd_nonfused_pack, conv_winograd_nonfused_run,
+     kConvWinogradTolerance, conv_winograd_nonfused_cost},
+    {"fft",
+     "2-D real FFTs (FFTW) of each whole padded image plane, filter spectra at plan time, "
+     "complex multiply-accumulate over input channels; stride 1, dilation 1",
+     conv_fft_why_not, conv_fft_workspace_bytes, conv_fft_packed_floats, conv_fft_pack,
+     conv_fft_run, kConvFftTolerance, conv_fft_cost},
+    {"fft_tiling",
+     "FFT on overlapping tiles (overlap-save) of a small transform chosen per problem (<= 64x64), "
+     "as cuDNN's FFT_TILING; stride 1, dilation 1",
+     conv_fft_tiling_why_not, conv_fft_tiling_workspace_bytes, conv_fft_tiling_packed_floats,
+     conv_fft_tiling_pack, conv_fft_tiling_run, kConvFftTolerance, conv_fft_tiling_cost},
+};
+// ===================== end of registry table =================================================
+
+std::string normalized(std::string_view name) {
+  std::string s;
+  for (char c : name) {
+    if (c == ' ' || c == '-') c = '_';
+    s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return s;
+}
+
+}  // namespace
+
+std::span<const ConvAlgorithm> conv_algorithms() { return kConvAlgorithms; }
+
+std::string conv_algorithm_names() {
+  std::string names;
+  for (const ConvAlgorithm& algo : kConvAlgorithms) {
+    if (!names.empty()) names += ", ";
+    names += algo.name;
+  }
+  return names;
+}
+
+const ConvAlgorithm& find_conv(std::string_view name) {
+  const std::string wanted = normalized(name);
+  for (const ConvAlgorithm& algo : kConvAlgorithms) {
+    if (wanted == algo.name) return algo;
+  }
+  throw UsageError(fmt::format("unknown convolution algorithm '{}'; expected one of: {}", name,
+                               conv_algorithm_names()));
+}
+
+void conv_run(const ConvAlgorithm& algo, const ConvProblem& p, const float* src, const float* wei,
+              const float* bias, float* dst, int threads) {
+  const std::string invalid = p.invalid_reason();
+  if (!invalid.empty()) throw UsageError(fmt::format("convolution {}: {}", p.str(), invalid));
+  const std::string reason = algo.why_not(p);
+  if (!reason.empty()) {
+    throw Error(fmt::format("convolution '{}' cannot run {}: {}", algo.name, p.str(), reason));
+  }
+  threads = std::max(1, threads);
+  thread_local Workspace workspace;
+  thread_local Workspace packed;
+  workspace.reserve(algo.workspace_bytes(p, threads));
+  ConvArgs args;
+  args.p = &p;
+  args.src = src;
+  args.wei = wei;
+  args.bias = bias;
+  args.dst = dst;
+  args.workspace = workspace.data();
+  args.threads = threads;
+  if (algo.pack_weights != nullptr && algo.packed_weights_floats != nullptr) {
+    packed.reserve(algo.packed_weights_floats(p) * sizeof(float));
+    algo.pack_weights(p, wei, static_cast<float*>(packed.data()));
+    args.packed = static_cast<const float*>(packed.data());
+  }
+  algo.run(args);
+}
+
+// ---- helpers shared by the algorithm files ----
+
+std::string conv_serves_any(const ConvProblem& p) { return p.invalid_reason(); }
+
+std::size_t conv_no_workspace(const ConvProblem&, int) { return 0; }
+
+int conv_useful_threads(int threads, double flops, int64_t jobs) {
+  // Below ~1 MFLOP per thread (~20 us of one core) a second thread costs more than it saves.
+  constexpr double kMinFlopsPerThread = 1e6;
+  int64_t t = std::max(1, threads);
+  t = std::min<int64_t>(t, std::max<int64_t>(1, static_cast<int64_t>(flops / kMinFlopsPerThread)));
+  t = std::min<int64_t>(t, std::max<int64_t>(1, jobs));
+  return static_cast<int>(t);
+}
+
+void conv_add_bias(const ConvProblem& p, const float* bias, float* dst, int threads) {
+  if (bias == nullptr) return;
+  const int64_t plane = p.oh() * p.ow();
+  const int64_t rows = p.mb * p.oc;
+  auto add_rows = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float b = bias[r % p.oc];
+      float* d = dst + r * plane;
+      for (int64_t i = 0; i < plane; ++i) d[i] += b;
+    }
+  };
+  const int t = conv_useful_threads(threads, static_cast<double>(rows * plane) * 8.0, rows);
+  if (t <= 1) {
+    add_rows(0, rows);
+    return;
+  }
+#pragma omp parallel num_threads(t)
+  {
+    const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
+    add_rows(rows * tid / nt, rows * (tid + 1) / nt);
+  }
+}
+
+}  // namespace nnperf

@@ -1,0 +1,83 @@
+// time_conv_ms: one warm-up run (page faults, caches, OpenMP pool), then a few timed runs and
+// their median, the statistic cudnnFind-style selection needs (robust to one preempted run).
+#include "nnperf/profile/conv_timer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nnperf/core/error.h"
+#include "nnperf/core/rng.h"
+#include "nnperf/core/workspace.h"
+#include "nnperf/profile/clock.h"
+
+namespace nnperf {
+
+namespace {
+constexpr int kMaxRuns = 5;
+constexpr int kMinRuns = 3;
+constexpr double kBudgetMs = 300.0;    // stop after kMinRuns once this much was spent
+constexpr double kSlowRunMs = 1000.0;  // one warm-up this slow: a single timed run is enough
+
+float* floats(Workspace& w, int64_t n) {
+  w.reserve(static_cast<std::size_t>(std::max<int64_t>(n, 1)) * sizeof(float));
+  return static_cast<float*>(w.data());
+}
+}  // namespace
+
+double time_conv_ms(const ConvAlgorithm& algo, const ConvProblem& p, int threads) {
+  const std::string invalid = p.invalid_reason();
+  if (!invalid.empty()) throw Error(fmt::format("time_conv_ms: problem {}: {}", p.str(), invalid));
+  const std::string why = algo.why_not(p);
+  if (!why.empty()) {
+    throw Error(fmt::format("time_conv_ms: '{}' cannot run {}: {}", algo.name, p.str(), why));
+  }
+  threads = std::max(1, threads);
+  Workspace src_buf, wei_buf, bias_buf, dst_buf, packed_buf, ws;
+  float* src = floats(src_buf, p.src_numel());
+  float* wei = floats(wei_buf, p.wei_numel());
+  float* bias = floats(bias_buf, p.oc);
+  float* dst = floats(dst_buf, p.dst_numel());
+  Rng rng(0xC0417);
+  rng.fill_uniform(std::span<float>(src, static_cast<std::size_t>(p.src_numel())), -1.0f, 1.0f);
+  rng.fill_uniform(std::span<float>(wei, static_cast<std::size_t>(p.wei_numel())), -1.0f, 1.0f);
+  rng.fill_uniform(std::span<float>(bias, static_cast<std::size_t>(p.oc)), -1.0f, 1.0f);
+  ws.reserve(algo.workspace_bytes(p, threads));
+  ConvArgs args;
+  args.p = &p;
+  args.src = src;
+  args.wei = wei;
+  args.bias = bias;
+  args.dst = dst;
+  args.workspace = ws.data();
+  args.threads = threads;
+  if (algo.pack_weights != nullptr && algo.packed_weights_floats != nullptr) {
+    float* packed = floats(packed_buf, static_cast<int64_t>(algo.packed_weights_floats(p)));
+    algo.pack_weights(p, wei, packed);
+    args.packed = packed;
+  }
+
+  int64_t start = now_ns();
+  algo.run(args);
+  const double warmup_ms = static_cast<double>(now_ns() - start) * 1e-6;
+  std::vector<double> runs;
+  double spent = 0.0;
+  const int max_runs = warmup_ms > kSlowRunMs ? 1 : kMaxRuns;
+  while (static_cast<int>(runs.size()) < max_runs) {
+    start = now_ns();
+    algo.run(args);
+    const double ms = static_cast<double>(now_ns() - start) * 1e-6;
+    runs.push_back(ms);
+    spent += ms;
+    if (static_cast<int>(runs.size()) >= kMinRuns && spent > kBudgetMs) break;
+  }
+  std::sort(runs.begin(), runs.end());
+  const std::size_t n = runs.size();
+  return n % 2 == 1 ? runs[n / 2] : 0.5 * (runs[n / 2 - 1] + runs[n / 2]);
+}
+
+}  // namespace nnperf

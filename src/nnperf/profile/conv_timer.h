@@ -1,0 +1,15 @@
+// Timing of one convolution algorithm on one problem, for Conv2d's "find" selection
+// (PlanContext::time_conv = &time_conv_ms): nn/ sits below profile/ and reads no clocks, so the
+// timer is handed down as a function pointer.
+#pragma once
+#include "nnperf/kernels/conv/conv.h"
+
+namespace nnperf {
+
+// Median milliseconds of one run of `algo` on `p` with `threads`, on seeded random data in
+// [-1, 1], with workspace and packed weights prepared beforehand (not timed) and one untimed
+// warm-up run. Up to 5 timed runs: it stops after 3 once 0.3 s were spent, and takes a single
+// one when the warm-up took over 1 s. Throws Error when `algo` cannot serve `p`.
+double time_conv_ms(const ConvAlgorithm& algo, const ConvProblem& p, int threads);
+
+}  // namespace nnperf

@@ -1,0 +1,192 @@
+#include "nnperf/runs/conv_tools.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "nnperf/analysis/peaks.h"
+#include "nnperf/core/error.h"
+#include "nnperf/core/rng.h"
+#include "nnperf/core/tensor.h"
+#include "nnperf/core/threads.h"
+#include "nnperf/core/workspace.h"
+#include "nnperf/io/run_info.h"
+#include "nnperf/profile/clock.h"
+#include "nnperf/profile/stats.h"
+
+namespace nnperf {
+
+namespace {
+
+constexpr double kEps = 0x1.0p-23;  // float32 unit roundoff
+
+std::vector<const ConvAlgorithm*> select(const std::vector<std::string>& names) {
+  std::vector<const ConvAlgorithm*> out;
+  if (names.empty()) {
+    for (const auto& a : conv_algorithms()) out.push_back(&a);
+  } else {
+    for (const auto& n : names) out.push_back(&find_conv(n));
+  }
+  return out;
+}
+
+struct Inputs {
+  Tensor src, wei, bias;
+};
+
+Inputs make_inputs(const ConvProblem& p, uint64_t seed) {
+  Inputs in{Tensor(Shape{p.src_numel()}), Tensor(Shape{p.wei_numel()}), Tensor(Shape{p.oc})};
+  Rng rng(seed);
+  rng.fill_uniform({in.src.data(), static_cast<std::size_t>(in.src.numel())}, -1.0f, 1.0f);
+  rng.fill_uniform({in.wei.data(), static_cast<std::size_t>(in.wei.numel())}, -1.0f, 1.0f);
+  rng.fill_uniform({in.bias.data(), static_cast<std::size_t>(in.bias.numel())}, -1.0f, 1.0f);
+  return in;
+}
+
+void check_problem(const ConvProblem& p) {
+  const std::string bad = p.invalid_reason();
+  if (!bad.empty()) throw UsageError(fmt::format("--problem {}: {}", p.str(), bad));
+}
+
+// Plans one algorithm (packed weights, workspace) and runs it on demand.
+struct Planned {
+  const ConvAlgorithm* algo;
+  Tensor packed;
+  Workspace ws;
+  ConvArgs args;
+};
+
+void plan(Planned& pl, const ConvProblem& p, const Inputs& in, Tensor& dst, int threads) {
+  const ConvAlgorithm& a = *pl.algo;
+  if (a.packed_weights_floats != nullptr && a.pack_weights != nullptr) {
+    pl.packed = Tensor(Shape{static_cast<int64_t>(a.packed_weights_floats(p))});
+    a.pack_weights(p, in.wei.data(), pl.packed.data());
+  }
+  pl.ws.reserve(a.workspace_bytes(p, threads));
+  pl.args = ConvArgs{&p, in.src.data(), in.wei.data(), pl.packed.empty() ? nullptr : pl.packed.data(),
+                     in.bias.data(), dst.data(), pl.ws.data(), threads};
+}
+
+}  // namespace
+
+std::vector<ConvVerifyResult> verify_conv(const ConvProblem& p, const std::vector<std::string>& names,
+                                          uint64_t seed, int threads) {
+  check_problem(p);
+  threads = set_threads(threads);
+  const auto algos = select(names);
+  const Inputs in = make_inputs(p, seed);
+  std::vector<double> ref(static_cast<std::size_t>(p.dst_numel())), abs_sum(ref.size());
+  conv2d_reference(p, in.src.data(), in.wei.data(), in.bias.data(), ref.data(), abs_sum.data());
+  const auto zeros = std::count_if(ref.begin(), ref.end(), [](double v) { return v == 0.0; });
+  const bool mistrusted = 2 * zeros > static_cast<std::ptrdiff_t>(ref.size());
+  const double k = static_cast<double>(p.icg() * p.kh * p.kw);
+  std::vector<ConvVerifyResult> out;
+  for (const ConvAlgorithm* a : algos) {
+    ConvVerifyResult r;
+    r.algorithm = a->name;
+    r.tolerance_factor = a->tolerance_factor;
+    const std::string why = a->why_not(p);
+    if (!why.empty()) {
+      r.status = "SKIP";
+      r.reason = why;
+      out.push_back(r);
+      continue;
+    }
+    Tensor dst(Shape{p.dst_numel()});
+    dst.fill(std::numeric_limits<float>::quiet_NaN());  // an unwritten output fails
+    Planned pl{a, {}, {}, {}};
+    plan(pl, p, in, dst, threads);
+    a->run(pl.args);
+    std::size_t worst = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      const double err = std::abs(static_cast<double>(dst[static_cast<int64_t>(i)]) - ref[i]);
+      const double bound = a->tolerance_factor * k * kEps * abs_sum[i] + kEps * std::abs(ref[i]);
+      const double ratio = std::isnan(err) ? std::numeric_limits<double>::infinity() : err / std::max(bound, 1e-300);
+      if (!(ratio <= r.worst_bound_ratio)) {
+        r.worst_bound_ratio = ratio;
+        worst = i;
+      }
+      if (!(err <= r.max_abs_err)) r.max_abs_err = err;
+      if (std::abs(ref[i]) > 0 && !(err / std::abs(ref[i]) <= r.max_rel_err)) r.max_rel_err = err / std::abs(ref[i]);
+    }
+    if (mistrusted) {
+      r.status = "FAIL";
+      r.reason = fmt::format("MISTRUSTED: {} of {} reference outputs are zero", zeros, ref.size());
+    } else if (r.worst_bound_ratio <= 1.0) {
+      r.status = "PASS";
+    } else {
+      r.status = "FAIL";
+      r.reason = fmt::format("output {} = {} vs reference {} (error {:.3g} > bound {:.3g})", worst,
+                             dst[static_cast<int64_t>(worst)], ref[worst], std::abs(dst[static_cast<int64_t>(worst)] - ref[worst]),
+                             std::abs(dst[static_cast<int64_t>(worst)] - ref[worst]) / r.worst_bound_ratio);
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+nlohmann::json bench_conv(const ConvProblem& p, const ConvBenchOptions& o) {
+  check_problem(p);
+  if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
+  const int threads = set_threads(o.threads);
+  double peak = o.peak_gflops;
+  if (peak <= 0) {
+    PeakOptions po;
+    po.threads = 1;
+    po.rounds = 3;
+    po.seconds_per_round = 0.05;
+    po.triad_bytes = 3 << 20;
+    po.sgemm_n = 0;
+    peak = measure_peaks(po).fma_gflops_1thread * threads;
+    set_threads(threads);
+  }
+  const auto algos = select(o.algorithms);
+  const Inputs in = make_inputs(p, o.seed);
+  Tensor dst(Shape{p.dst_numel()});
+  std::vector<Planned> planned;
+  planned.reserve(algos.size());
+  nlohmann::json records = nlohmann::json::array();
+  for (const ConvAlgorithm* a : algos) {
+    const std::string why = a->why_not(p);
+    if (!why.empty()) {
+      records.push_back({{"algorithm", a->name}, {"problem", p.str()}, {"status", "skipped"}, {"reason", why}});
+      continue;
+    }
+    Planned& pl = planned.emplace_back(Planned{a, {}, {}, {}});
+    plan(pl, p, in, dst, threads);
+  }
+  std::vector<std::vector<double>> ms(planned.size());
+  for (int r = 0; r < o.warmup + o.measure; ++r) {
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+      const int64_t t0 = now_ns();
+      planned[i].algo->run(planned[i].args);
+      const double t = static_cast<double>(now_ns() - t0) * 1e-6;
+      if (r >= o.warmup) ms[i].push_back(t);
+    }
+  }
+  for (std::size_t i = 0; i < planned.size(); ++i) {
+    const Summary s = summarize(ms[i]);
+    const double gflops = p.flops() / (s.median * 1e-3) * 1e-9;
+    records.push_back({{"algorithm", planned[i].algo->name},
+                       {"problem", p.str()},
+                       {"status", "ok"},
+                       {"time_ms_median", s.median},
+                       {"time_ms_min", s.min},
+                       {"time_ms_max", s.max},
+                       {"reps", s.count},
+                       {"flops", p.flops()},
+                       {"gflops_per_s", gflops},
+                       {"percent_of_peak", 100 * gflops / peak}});
+  }
+  nlohmann::json ctx = run_context();
+  ctx["threads"] = threads;
+  ctx["peak_gflops_per_s"] = peak;
+  ctx["warmup"] = o.warmup;
+  ctx["measure"] = o.measure;
+  ctx["flops_convention"] = "direct-convolution FLOPs (2 per multiply-add) for every algorithm";
+  return {{"context", ctx}, {"records", records}};
+}
+
+}  // namespace nnperf

@@ -1,0 +1,41 @@
+// `nnperf verify conv2d` and `nnperf bench conv2d`: one problem (benchdnn descriptor), every
+// algorithm (or one), against the float64 reference or the clock.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nnperf/kernels/conv/conv.h"
+
+namespace nnperf {
+
+struct ConvVerifyResult {
+  std::string algorithm;
+  std::string status;  // "PASS", "FAIL", "SKIP"
+  std::string reason;  // why skipped / what failed
+  double max_abs_err = 0, max_rel_err = 0;
+  double worst_bound_ratio = 0;  // max over outputs of |y - ref| / bound (PASS when <= 1)
+  double tolerance_factor = 0;
+};
+
+// Seeded uniform inputs in [-1, 1] (bias included). An algorithm "FAIL"s when any output leaves
+// its bound or when the reference is mostly zeros (the check would prove nothing).
+std::vector<ConvVerifyResult> verify_conv(const ConvProblem& p, const std::vector<std::string>& algorithms,
+                                          uint64_t seed, int threads);
+
+struct ConvBenchOptions {
+  std::vector<std::string> algorithms;  // empty = all
+  int warmup = 3;
+  int measure = 10;
+  int threads = 1;
+  uint64_t seed = 1;
+  double peak_gflops = 0;  // per-thread FMA peak x threads; 0 = measure it (0.3 s)
+};
+
+// {"context": {...}, "records": [{algorithm, problem, status, reason, time_ms_median,
+// time_ms_min, time_ms_max, gflops_per_s, percent_of_peak}]}. Algorithms are timed alternately.
+nlohmann::json bench_conv(const ConvProblem& p, const ConvBenchOptions& options);
+
+}  // namespace nnperf

@@ -1,0 +1,346 @@
+#include "nnperf/runs/profile_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "nnperf/core/error.h"
+#include "nnperf/core/threads.h"
+#include "nnperf/io/csv.h"
+#include "nnperf/io/files.h"
+#include "nnperf/io/run_info.h"
+#include "nnperf/io/trace.h"
+#include "nnperf/kernels/conv/conv.h"
+#include "nnperf/models/registry.h"
+#include "nnperf/nn/conv2d.h"
+#include "nnperf/profile/clock.h"
+#include "nnperf/profile/conv_timer.h"
+#include "nnperf/profile/power.h"
+#include "nnperf/profile/profiler.h"
+#include "nnperf/profile/stats.h"
+
+namespace nnperf {
+
+namespace fs = std::filesystem;
+
+namespace {
+std::atomic<bool> g_interrupt{false};
+
+const std::vector<std::string> kOverallHeader{
+    "model", "algorithm", "batch_size", "input_size", "mean", "std", "min", "max", "median",
+    "power_mean_w", "power_std_w", "power_min_w", "power_max_w", "energy_total_j", "energy_per_inference_j",
+    "power_samples",
+    // ours, after the seed's columns
+    "layers_sum_ms", "threads", "power_source"};
+const std::vector<std::string> kLayersHeader{
+    "model", "algorithm", "input_size", "layer", "in_channels", "out_channels", "kernel_size", "stride", "padding",
+    "mean_ms", "std_ms", "percentage",
+    // ours
+    "layer_type", "is_conv", "algorithm_used", "fallback_reason", "problem"};
+
+void check_interrupt() {
+  if (g_interrupt) throw InterruptedError("stopped by the user; rows written so far are complete (use --resume)");
+}
+
+std::string opt_num(const std::optional<double>& v) { return v ? csv_number(*v, 7) : std::string(); }
+
+std::string hw(int64_t h, int64_t w) { return h == w ? std::to_string(h) : fmt::format("{}x{}", h, w); }
+
+}  // namespace
+
+void request_interrupt() { g_interrupt = true; }
+bool interrupt_requested() { return g_interrupt; }
+
+void apply_stage(ProfileOptions& o) {
+  int n = 0, w = 0, m = 0;
+  if (o.stage == "sanity") {
+    n = 1, w = 1, m = 2;
+  } else if (o.stage == "quick") {
+    n = 10, w = 5, m = 10;
+  } else if (o.stage == "full") {
+    n = 100, w = 10, m = 20;
+  } else {
+    throw UsageError(fmt::format("--stage '{}': expected sanity, quick or full", o.stage));
+  }
+  if (o.num_sizes < 0) o.num_sizes = n;
+  if (o.warmup < 0) o.warmup = w;
+  if (o.measure < 0) o.measure = m;
+  if (o.num_sizes < 1) throw UsageError(fmt::format("--num-sizes {}: expected at least 1", o.num_sizes));
+  if (o.measure < 1) throw UsageError(fmt::format("--measure {}: expected at least 1", o.measure));
+  if (o.batch_size < 1) throw UsageError(fmt::format("--batch-size {}: expected at least 1", o.batch_size));
+  if (o.min_size < 1 || o.max_size < o.min_size) {
+    throw UsageError(fmt::format("--min-size {} / --max-size {}: expected 1 <= min <= max", o.min_size, o.max_size));
+  }
+  if (o.sizes.empty()) {
+    for (int i = 0; i < o.num_sizes; ++i) {
+      o.sizes.push_back(o.num_sizes == 1 ? o.min_size : o.min_size + i * (o.max_size - o.min_size) / (o.num_sizes - 1));
+    }
+  }
+}
+
+ProfileResult run_profile(ProfileOptions o) {
+  apply_stage(o);
+  const ModelEntry& model = find_model(o.model);
+  if (std::string(model.name) == "mlp") throw UsageError("--model mlp: the profiler sweeps image sizes of CNNs; use mlp-bench for the MLP");
+  if (o.algorithm != "guess" && o.algorithm != "find") o.algorithm = find_conv(o.algorithm).name;
+  for (int64_t s : o.sizes) {
+    if (s < model.min_input_size) {
+      throw UsageError(fmt::format("input size {}: {} needs at least {}x{} (its receptive field shrinks smaller inputs "
+                                   "below 1x1)", s, model.name, model.min_input_size, model.min_input_size));
+    }
+  }
+  const int threads = set_threads(o.threads);
+  if (o.machine.empty()) o.machine = hostname();
+  if (o.output_dir.empty()) o.output_dir = fs::path("results") / o.stage / fmt::format("{}_{}_{}", model.name, o.algorithm, o.machine);
+  ensure_writable_dir(o.output_dir);
+  const std::string stem = fmt::format("{}_{}", model.name, o.algorithm);
+  const fs::path overall_path = o.output_dir / (stem + "_overall.csv");
+  const fs::path layers_path = o.output_dir / (stem + "_layers.csv");
+
+  // Resume: sizes with an overall row are done; layer rows of an unfinished size are dropped.
+  std::set<int64_t> done;
+  if (fs::exists(overall_path)) {
+    if (!o.resume) {
+      throw UsageError(fmt::format("{} already exists; use --resume to continue that sweep or another --output-dir",
+                                   overall_path.string()));
+    }
+    CsvTable t;
+    try {
+      t = read_csv(overall_path);
+    } catch (const Error& e) {
+      throw Error(fmt::format("cannot resume: {}", e.what()));
+    }
+    if (t.header != kOverallHeader) fail("cannot resume: {} does not have the expected columns (corrupt or from another version)", overall_path.string());
+    const int c = t.column("input_size");
+    for (const auto& row : t.rows) {
+      try {
+        done.insert(std::stoll(row[static_cast<std::size_t>(c)]));
+      } catch (const std::exception&) {
+        fail("cannot resume: {} has a row with input_size '{}'", overall_path.string(), row[static_cast<std::size_t>(c)]);
+      }
+    }
+    if (fs::exists(layers_path)) {
+      CsvTable l;
+      try {
+        l = read_csv(layers_path);
+      } catch (const Error& e) {
+        throw Error(fmt::format("cannot resume: {}", e.what()));
+      }
+      if (l.header != kLayersHeader) fail("cannot resume: {} does not have the expected columns", layers_path.string());
+      const int lc = l.column("input_size");
+      std::string kept = fmt::format("{}\n", fmt::join(kLayersHeader, ","));
+      for (const auto& row : l.rows) {
+        if (done.count(std::stoll(row[static_cast<std::size_t>(lc)])) == 0) continue;
+        std::vector<std::string> quoted;
+        for (const auto& f : row) quoted.push_back(csv_field(f));
+        kept += fmt::format("{}\n", fmt::join(quoted, ","));
+      }
+      write_file_atomic(layers_path, kept);
+    }
+  } else if (fs::exists(layers_path)) {
+    fs::remove(layers_path);  // layer rows of a sweep that never finished its first size
+  }
+
+  PowerOptions po;
+  po.source = o.power_source;
+  PowerMonitor power(po);
+  nlohmann::json extra = {{"job", "profile"},
+                          {"model", model.name},
+                          {"algorithm", o.algorithm},
+                          {"stage", o.stage},
+                          {"sizes", o.sizes},
+                          {"batch_size", o.batch_size},
+                          {"warmup", o.warmup},
+                          {"measure", o.measure},
+                          {"strict", o.strict},
+                          {"fold_bn", o.fold_bn},
+                          {"power", {{"source", power.source()}, {"available", power.available()}}},
+                          {"timing", "whole model: one steady-clock interval per forward pass, no per-layer hooks; layers: "
+                                     "separate passes with a hook around every node; percentages against the sum of the "
+                                     "layer means of those passes"}};
+  if (!power.available()) {
+    extra["power"]["note"] = fmt::format("no power counter readable here ({}); the power and energy columns are empty",
+                                         power.unavailable_reason());
+  }
+  write_run_json(o.output_dir, o.command_line, extra);
+
+  CsvWriter overall(overall_path, kOverallHeader, CsvWriter::Mode::kAppend);
+  CsvWriter layers(layers_path, kLayersHeader, CsvWriter::Mode::kAppend);
+
+  ModelOptions mo;
+  mo.fold_bn = o.fold_bn;
+  Graph g = model.build(mo);
+  Rng rng(o.seed);
+  g.init(rng);
+  PlanContext ctx;
+  ctx.threads = threads;
+  ctx.training = false;
+  ctx.conv_algorithm = o.algorithm;
+  ctx.strict = o.strict;
+  ctx.time_conv = time_conv_ms;
+
+  Progress progress(o.progress);
+  ProfileResult result;
+  result.output_dir = o.output_dir;
+  const int64_t t_start = now_ns();
+  int processed = 0;
+  const int todo = static_cast<int>(std::count_if(o.sizes.begin(), o.sizes.end(), [&](int64_t s) { return !done.count(s); }));
+  for (std::size_t si = 0; si < o.sizes.size(); ++si) {
+    const int64_t size = o.sizes[si];
+    if (done.count(size)) {
+      ++result.sizes_skipped;
+      continue;
+    }
+    check_interrupt();
+    const double elapsed = seconds_since(t_start);
+    const std::string eta = processed > 0 ? fmt::format("{:.0f} s left", elapsed / processed * (todo - processed)) : "";
+    auto show = [&](const std::string& what) {
+      progress.update(fmt::format("{} {} size {} ({}/{})", model.name, o.algorithm, size, processed + 1, todo),
+                      processed, todo, what + (eta.empty() ? "" : ", " + eta));
+    };
+    show("planning");
+    plan_model(model, g, Shape{o.batch_size, model.default_input[0], size, size}, ctx);
+    Tensor x(Shape{o.batch_size, model.default_input[0], size, size});
+    rng.fill_uniform({x.data(), static_cast<std::size_t>(x.numel())}, -1.0f, 1.0f);
+
+    // Whole model, no hooks.
+    g.set_hook(nullptr);
+    for (int i = 0; i < o.warmup; ++i) {
+      show(fmt::format("warm-up {}/{}", i + 1, o.warmup));
+      g.forward(x);
+      check_interrupt();
+    }
+    std::vector<double> ms;
+    ms.reserve(static_cast<std::size_t>(o.measure));
+    power.begin();
+    for (int i = 0; i < o.measure && !g_interrupt; ++i) {
+      const int64_t t0 = now_ns();
+      g.forward(x);
+      ms.push_back(static_cast<double>(now_ns() - t0) * 1e-6);
+    }
+    const PowerWindow pw = power.end();
+    check_interrupt();
+    const Summary whole = summarize(ms);
+
+    // Layers, in separate passes.
+    LayerRecorder rec(g.size());
+    double layers_sum = 0;
+    std::vector<Summary> per_node(static_cast<std::size_t>(g.size()));
+    if (o.layers) {
+      rec.reserve(o.measure);
+      g.set_hook(&rec);
+      for (int i = 0; i < o.measure; ++i) {
+        show(fmt::format("layers pass {}/{}", i + 1, o.measure));
+        rec.start_pass();
+        g.forward(x);
+        check_interrupt();
+      }
+      g.set_hook(nullptr);
+      for (int n = 1; n < g.size(); ++n) {
+        per_node[static_cast<std::size_t>(n)] = summarize(rec.ms()[static_cast<std::size_t>(n)]);
+        layers_sum += per_node[static_cast<std::size_t>(n)].mean;
+      }
+      for (int n = 1; n < g.size(); ++n) {
+        const Layer& L = g.layer(n);
+        const Shape& out = g.output_shape(n);
+        const Shape& in = g.output_shape(g.inputs(n).front());
+        const auto* conv = dynamic_cast<const Conv2d*>(&L);
+        std::string ks, st, pad, used, fallback, prob;
+        if (conv != nullptr) {
+          const ConvProblem p = conv->problem();
+          ks = hw(p.kh, p.kw);
+          st = hw(p.sh, p.sw);
+          pad = hw(p.ph, p.pw);
+          used = conv->algorithm() ? conv->algorithm()->name : "";
+          fallback = conv->fallback_reason();
+          prob = p.str();
+        }
+        const Summary& s = per_node[static_cast<std::size_t>(n)];
+        layers.row({model.name, o.algorithm, std::to_string(size), g.name(n),
+                    in.rank() >= 2 ? std::to_string(in[1]) : "", out.rank() >= 2 ? std::to_string(out[1]) : "", ks, st,
+                    pad, csv_number(s.mean, 7), csv_number(s.std, 7),
+                    csv_number(layers_sum > 0 ? 100 * s.mean / layers_sum : 0.0, 6), L.kind(), conv ? "yes" : "no", used,
+                    fallback, prob});
+      }
+      // Trace of the last instrumented pass: one slice per layer.
+      TraceWriter trace("nnperf profile");
+      trace.set_thread_name(0, "layers");
+      trace.set_metadata("model", model.name);
+      trace.set_metadata("algorithm", o.algorithm);
+      trace.set_metadata("input", fmt::format("{}x{}x{}x{}", o.batch_size, model.default_input[0], size, size));
+      for (const auto& sp : rec.last_pass()) {
+        const Layer& L = g.layer(sp.node);
+        trace.add_complete(g.name(sp.node), L.kind(), static_cast<double>(sp.begin_ns - rec.pass_begin_ns()) * 1e-3,
+                           static_cast<double>(sp.end_ns - sp.begin_ns) * 1e-3, 0,
+                           {{"layer", L.describe()}, {"dispatch", L.dispatch()}, {"output", g.output_shape(sp.node).str()}});
+      }
+      trace.write(o.output_dir / fmt::format("{}_trace_{}.json", stem, size));
+    }
+    const double per_inf = pw.energy_j ? *pw.energy_j / static_cast<double>(ms.size()) : 0.0;
+    overall.row({model.name, o.algorithm, std::to_string(o.batch_size), std::to_string(size), csv_number(whole.mean, 7),
+                 csv_number(whole.std, 7), csv_number(whole.min, 7), csv_number(whole.max, 7), csv_number(whole.median, 7),
+                 opt_num(pw.power_mean_w), opt_num(pw.power_std_w), opt_num(pw.power_min_w), opt_num(pw.power_max_w),
+                 opt_num(pw.energy_j), pw.energy_j ? csv_number(per_inf, 7) : "",
+                 std::to_string(pw.samples), o.layers ? csv_number(layers_sum, 7) : "", std::to_string(threads),
+                 pw.source});
+    progress.line(fmt::format("{} {} size {}: median {:.3f} ms (min {:.3f}, max {:.3f}){}{}", model.name, o.algorithm, size,
+                              whole.median, whole.min, whole.max,
+                              o.layers ? fmt::format(", layers sum {:.3f} ms ({:+.1f}% vs whole)", layers_sum,
+                                                     100 * (layers_sum / whole.mean - 1))
+                                       : "",
+                              pw.energy_j ? fmt::format(", {:.3f} J per inference", per_inf) : ""));
+    ++processed;
+    ++result.sizes_done;
+  }
+  progress.finish();
+  return result;
+}
+
+std::string profile_status(const fs::path& dir) {
+  if (!fs::is_directory(dir)) fail("{}: not a folder", dir.string());
+  std::string out;
+  int sweeps = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file() || e.path().filename() != "run.json") continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(read_file(e.path()));
+    } catch (const std::exception&) {
+      out += fmt::format("{}: unreadable run.json\n", e.path().parent_path().string());
+      continue;
+    }
+    if (j.value("job", "") != "profile") continue;
+    ++sweeps;
+    const std::string model = j.value("model", "?"), algo = j.value("algorithm", "?");
+    const auto planned = j.value("sizes", std::vector<int64_t>{});
+    const fs::path overall = e.path().parent_path() / fmt::format("{}_{}_overall.csv", model, algo);
+    int64_t rows = 0;
+    std::string updated = "never";
+    if (fs::exists(overall)) {
+      try {
+        rows = static_cast<int64_t>(read_csv(overall).rows.size());
+      } catch (const Error&) {
+        rows = -1;
+      }
+      const auto age = std::chrono::duration_cast<std::chrono::seconds>(fs::file_time_type::clock::now() -
+                                                                         fs::last_write_time(overall))
+                           .count();
+      updated = fmt::format("{} s ago", age);
+    }
+    const std::string state = rows < 0 ? "CORRUPT overall CSV"
+                              : rows >= static_cast<int64_t>(planned.size()) ? "complete"
+                              : rows == 0 ? "not started"
+                                          : "incomplete (resume with --resume)";
+    out += fmt::format("{:<12} {:<22} {:>4}/{:<4} sizes  {:<34} last row {}  {}\n", model, algo, std::max<int64_t>(rows, 0),
+                       planned.size(), state, updated, e.path().parent_path().string());
+  }
+  if (sweeps == 0) out = fmt::format("no profile sweeps under {}\n", dir.string());
+  return out;
+}
+
+}  // namespace nnperf

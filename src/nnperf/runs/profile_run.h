@@ -1,0 +1,57 @@
+// The seed-002 profiler: one model x one convolution algorithm x input sizes, staged
+// (sanity / quick / full). Per size: the whole model timed without per-layer instrumentation,
+// with power sampled over exactly the measured iterations; then the layers timed in separate
+// passes (so hooks never distort the whole-model figure, the seed's mistake); one measured
+// instrumented inference exported as a Chrome/Perfetto trace. Rows are appended per size and
+// flushed; --resume continues an interrupted sweep without duplicating or losing rows.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "nnperf/runs/progress.h"
+
+namespace nnperf {
+
+struct ProfileOptions {
+  std::string model = "vgg16";
+  std::string algorithm = "guess";  // a conv registry name, "guess" or "find"
+  std::string stage = "full";       // sanity | quick | full (sets sizes, warmup, measure)
+  int num_sizes = -1;               // -1 = the stage's default
+  std::vector<int64_t> sizes;       // explicit sizes (override the stage's)
+  int64_t min_size = 224, max_size = 512;
+  int64_t batch_size = 1;
+  int warmup = -1, measure = -1;    // -1 = the stage's default
+  int threads = 0;
+  bool strict = false;
+  bool fold_bn = false;
+  bool resume = false;
+  bool layers = true;               // per-layer passes
+  std::string power_source = "auto";
+  std::string machine;              // default: hostname
+  std::filesystem::path output_dir; // default results/<stage>/<model>_<algorithm>_<machine>/
+  uint64_t seed = 1;
+  Progress::Mode progress = Progress::Mode::kAuto;
+  std::string command_line;
+};
+
+struct ProfileResult {
+  std::filesystem::path output_dir;
+  int sizes_done = 0, sizes_skipped = 0;
+};
+
+// Stage defaults as the seed's program: full 100 sizes warm-up 10 measure 20; quick 10 / 5 / 10;
+// sanity 1 / 1 / 2; sizes min + int(i * (max - min) / (n - 1)).
+void apply_stage(ProfileOptions& o);
+ProfileResult run_profile(ProfileOptions options);
+
+// `nnperf status [DIR]`: one line per sweep folder found under DIR (recursively): model,
+// algorithm, sizes done / planned, state, last update.
+std::string profile_status(const std::filesystem::path& dir);
+
+// Set by the SIGINT handler: the sweep stops between iterations and exits 130.
+void request_interrupt();
+bool interrupt_requested();
+
+}  // namespace nnperf

@@ -1,0 +1,138 @@
+// `nnperf profile` and `nnperf status` end to end on small inputs.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "nnperf/io/csv.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_nnperf;
+using test::TempDir;
+
+const char* kFast = "--stage sanity --threads 1 --progress lines";
+
+TEST(ProfileCli, SweepWritesSeedColumnsLayersAndTrace) {
+  TempDir dir;
+  const auto r = run_nnperf(fmt::format("profile --model resnet18 --algorithm gemm {} --sizes 32,40 --output-dir '{}'",
+                                        kFast, dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const CsvTable o = read_csv(dir / "resnet18_gemm_overall.csv");
+  const std::vector<std::string> seed_cols{"model", "algorithm", "batch_size", "input_size", "mean", "std", "min", "max",
+                                           "median", "power_mean_w", "power_std_w", "power_min_w", "power_max_w",
+                                           "energy_total_j", "energy_per_inference_j", "power_samples"};
+  ASSERT_GE(o.header.size(), seed_cols.size());
+  EXPECT_TRUE(std::equal(seed_cols.begin(), seed_cols.end(), o.header.begin()));
+  ASSERT_EQ(o.rows.size(), 2u);
+  EXPECT_EQ(o.rows[0][3], "32");
+  EXPECT_EQ(o.rows[1][3], "40");
+  EXPECT_GT(std::stod(o.rows[0][8]), 0.0);
+  const auto run = nlohmann::json::parse(test::read_text(dir / "run.json"));
+  if (!run["power"]["available"].get<bool>()) {
+    EXPECT_EQ(o.rows[0][9], "");   // no made-up power
+    EXPECT_EQ(o.rows[0][13], "");  // nor energy
+    EXPECT_TRUE(run["power"].contains("note"));
+  }
+  const CsvTable l = read_csv(dir / "resnet18_gemm_layers.csv");
+  EXPECT_EQ(l.header[3], "layer");
+  std::map<std::string, double> pct;
+  int convs = 0;
+  for (const auto& row : l.rows) {
+    pct[row[2]] += std::stod(row[static_cast<std::size_t>(l.column("percentage"))]);
+    if (row[static_cast<std::size_t>(l.column("is_conv"))] == "yes") {
+      ++convs;
+      EXPECT_EQ(row[static_cast<std::size_t>(l.column("algorithm_used"))], "gemm");
+      EXPECT_FALSE(row[static_cast<std::size_t>(l.column("problem"))].empty());
+    }
+  }
+  EXPECT_EQ(convs, 2 * 20);  // resnet18: 20 convolutions (17 3x3/7x7 + 3 downsample 1x1), two sizes
+  EXPECT_NEAR(pct["32"], 100.0, 0.01);
+  EXPECT_NEAR(pct["40"], 100.0, 0.01);
+  const auto trace = nlohmann::json::parse(test::read_text(dir / "resnet18_gemm_trace_32.json"));
+  EXPECT_GT(trace["traceEvents"].size(), 20u);
+}
+
+TEST(ProfileCli, ResumeNeverDuplicatesAndRefusesToClobber) {
+  TempDir dir;
+  auto r = run_nnperf(fmt::format("profile --model resnet18 {} --sizes 32 --no-layers --output-dir '{}'", kFast,
+                                  dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_nnperf(fmt::format("profile --model resnet18 {} --sizes 32,40 --no-layers --output-dir '{}'", kFast,
+                             dir.path().string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--resume"), std::string::npos) << r.err;
+  r = run_nnperf(fmt::format("profile --model resnet18 {} --sizes 32,40 --no-layers --resume --output-dir '{}'", kFast,
+                             dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 already done"), std::string::npos) << r.out;
+  const CsvTable o = read_csv(dir / "resnet18_guess_overall.csv");
+  ASSERT_EQ(o.rows.size(), 2u);
+  EXPECT_EQ(o.rows[0][3], "32");
+  EXPECT_EQ(o.rows[1][3], "40");
+  const auto st = run_nnperf(fmt::format("status '{}'", dir.path().string()));
+  ASSERT_EQ(st.exit_code, 0);
+  EXPECT_NE(st.out.find("complete"), std::string::npos) << st.out;
+  // A corrupt state file is refused with its name.
+  std::ofstream(dir / "resnet18_guess_overall.csv") << "not,a,sweep\n1,2,3\n";
+  r = run_nnperf(fmt::format("profile --model resnet18 {} --sizes 32,40 --resume --output-dir '{}'", kFast,
+                             dir.path().string()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot resume"), std::string::npos) << r.err;
+}
+
+TEST(ProfileCli, StrictRefusesAnUnservableLayerElseFallsBackAndSaysSo) {
+  TempDir dir;
+  auto r = run_nnperf(fmt::format("profile --model resnet18 --algorithm winograd --strict {} --sizes 32 --output-dir '{}'",
+                                  kFast, (dir / "strict").string()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("winograd"), std::string::npos) << r.err;
+  r = run_nnperf(fmt::format("profile --model resnet18 --algorithm winograd {} --sizes 32 --output-dir '{}'", kFast,
+                             (dir / "fallback").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const CsvTable l = read_csv(dir / "fallback" / "resnet18_winograd_layers.csv");
+  int fallbacks = 0, winograd = 0;
+  for (const auto& row : l.rows) {
+    if (!row[static_cast<std::size_t>(l.column("fallback_reason"))].empty()) ++fallbacks;
+    if (row[static_cast<std::size_t>(l.column("algorithm_used"))] == "winograd") ++winograd;
+  }
+  EXPECT_GT(fallbacks, 0);  // the 7x7 stem, the stride-2 and 1x1 convolutions
+  EXPECT_GT(winograd, 0);   // the 3x3 stride-1 convolutions
+}
+
+TEST(ProfileCli, BadInputIsRefusedWithTheValidChoices) {
+  TempDir dir;
+  auto r = run_nnperf(fmt::format("profile --model lenet {} --output-dir '{}'", kFast, dir.path().string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("resnet50"), std::string::npos) << r.err;
+  r = run_nnperf(fmt::format("profile --model vgg16 --algorithm turbo {} --output-dir '{}'", kFast, dir.path().string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("implicit_precomp_gemm"), std::string::npos) << r.err;
+  r = run_nnperf(fmt::format("profile --model alexnet {} --sizes 32 --output-dir '{}'", kFast, dir.path().string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("alexnet needs at least"), std::string::npos) << r.err;
+  r = run_nnperf(fmt::format("profile --model resnet18 {} --sizes 32 --output-dir /proc/nnperf-cannot-write", kFast));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("/proc/nnperf-cannot-write"), std::string::npos) << r.err;
+  r = run_nnperf("profile --stage huge");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(ProfileCli, ListsModelsWithParameterCountsAndAlgorithms) {
+  auto r = run_nnperf("profile --list-models");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("25557032"), std::string::npos);   // resnet50
+  EXPECT_NE(r.out.find("138357544"), std::string::npos);  // vgg16
+  r = run_nnperf("profile --list-algorithms");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("find"), std::string::npos);
+  EXPECT_NE(r.out.find("no: "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nnperf
