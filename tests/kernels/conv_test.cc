@@ -179,7 +179,9 @@ TEST_P(ConvAlgorithmTest, MatchesFloat64Reference) {
     EXPECT_GE(reason.size(), 8u) << name << " on " << d.p.str() << ": reason '" << reason << "'";
     auto& [count, example] = declined()[name];
     if (count++ == 0) example = d.p.str() + ": " + reason;
-    GTEST_SKIP() << name << " does not serve " << d.p.str() << ": " << reason;
+    // The check for this pair is the decline contract above (a reason in words), not a skip.
+    RecordProperty("declined", reason);
+    return;
   }
   const auto nonzero = std::count_if(d.ref.begin(), d.ref.end(), [](double v) { return v != 0.0; });
   ASSERT_GE(static_cast<double>(nonzero), 0.75 * static_cast<double>(d.ref.size()))
