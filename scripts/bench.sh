@@ -4,18 +4,19 @@
 # and prints a summary. Peers (PyTorch, NumPy) come from PyPI into bench/peers/.venv.
 #   scripts/bench.sh [BUILD]        (default build)
 # Environment: ROUNDS (default 2) alternations of ours and the peers for training throughput;
-# EPOCHS (default 5).
+# EPOCHS (default 5); OUT (output folder); ONLY_TRAIN=1 skips the micro-benchmarks.
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 NNPERF="$ROOT/$BUILD/nnperf"
-OUT="$ROOT/results/bench_$(date +%Y%m%d_%H%M%S)"
+OUT=${OUT:-"$ROOT/results/bench_$(date +%Y%m%d_%H%M%S)"}
 ROUNDS=${ROUNDS:-2}
 EPOCHS=${EPOCHS:-5}
 mkdir -p "$OUT"
 echo "bench: writing to $OUT"
 PY=${PEERS_PYTHON:-$(bash "$ROOT/bench/peers/setup-venv.sh" | tail -n 1)}
 
+if [ -z "${ONLY_TRAIN:-}" ]; then
 "$NNPERF" devices > "$OUT/devices.txt"
 "$NNPERF" peaks --threads 2 --out "$OUT/peaks.json" | tee "$OUT/peaks.txt"
 
@@ -28,15 +29,17 @@ PY=${PEERS_PYTHON:-$(bash "$ROOT/bench/peers/setup-venv.sh" | tail -n 1)}
 # The seed-001 implementation benchmark, one thread.
 "$NNPERF" mlp-bench --threads 1 --out-dir "$OUT/mlp-bench" | tee "$OUT/mlp-bench.txt"
 
+fi
+
 # Training throughput and accuracy: ours (every implementation once, then the best again) and
 # the peers, alternating, same recipe: 784-128-128-128-10, ReLU, Adam 1e-3, batch 64, 1 thread.
-RECIPE=(--hidden 128,128,128 --batch-size 64 --epochs "$EPOCHS" --threads 1)
+RECIPE=(--hidden 128,128,128 --batch-size 64 --epochs "$EPOCHS")
 for impl in naive parallel blas; do
-  "$NNPERF" train "${RECIPE[@]}" --lr 0.001 --impl "$impl" --progress lines --no-tensorboard \
+  "$NNPERF" train "${RECIPE[@]}" --threads 1 --lr 0.001 --impl "$impl" --progress lines --no-tensorboard \
     --out-dir "$OUT/train_$impl" > "$OUT/train_$impl.log"
 done
 for r in $(seq 1 "$ROUNDS"); do
-  "$NNPERF" train "${RECIPE[@]}" --lr 0.001 --impl blocked --progress lines --no-tensorboard \
+  "$NNPERF" train "${RECIPE[@]}" --threads 1 --lr 0.001 --impl blocked --progress lines --no-tensorboard \
     --out-dir "$OUT/train_blocked_$r" > "$OUT/train_blocked_$r.log"
   bash "$ROOT/bench/peers/run_peers.sh" -p "$PY" -t 1 -o "$OUT/peers_$r" -- "${RECIPE[@]}" --lr 0.001 \
     > "$OUT/peers_$r.log" 2>&1
@@ -55,7 +58,7 @@ rows = []
 for impl in ["naive", "parallel", "blas"]:
     f = final(f"{out}/train_{impl}")
     rows.append((impl, f["final_test_acc"], f["imgs_per_sec"]))
-ours = [final(p) for p in sorted(glob.glob(f"{out}/train_blocked_*"))]
+ours = [final(p) for p in sorted(glob.glob(f"{out}/train_blocked_*/"))]
 rows.append(("blocked (median)", statistics.median(f["final_test_acc"] for f in ours),
              statistics.median(f["imgs_per_sec"] for f in ours)))
 peer = {}
