@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/rng.h"
 #include "nnperf/kernels/activations.h"
@@ -156,10 +157,5 @@ int main(int argc, char** argv) {
       return run_accuracy(std::max(1u, stride));
     }
   }
-  register_benchmarks();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return nnperf::bench::run_main(argc, argv, register_benchmarks);
 }

@@ -15,10 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "nnperf/core/cpu.h"
-#include "nnperf/core/rng.h"
+#include "bench_util.h"
 #include "nnperf/core/threads.h"
-#include "nnperf/core/workspace.h"
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/kernels/gemm/gemm.h"
 
@@ -76,53 +74,8 @@ constexpr Layer kMobilenetV2[] = {
     {"mobilenetv2_pw144_24", "ic144ih56oc24kh1"},
 };
 
-struct Buffers {
-  std::vector<float> src, wei, bias, dst;
-  explicit Buffers(const ConvProblem& p) {
-    Rng rng(42);
-    src.resize(static_cast<std::size_t>(p.src_numel()));
-    wei.resize(static_cast<std::size_t>(p.wei_numel()));
-    bias.resize(static_cast<std::size_t>(p.oc));
-    dst.resize(static_cast<std::size_t>(p.dst_numel()));
-    rng.fill_uniform(src, -1.0f, 1.0f);
-    rng.fill_uniform(wei, -1.0f, 1.0f);
-    rng.fill_uniform(bias, -1.0f, 1.0f);
-  }
-};
-
 void bm_conv(benchmark::State& state, const ConvAlgorithm* algo, ConvProblem p, int threads) {
-  const std::string reason = algo->why_not(p);
-  if (!reason.empty()) {
-    state.SkipWithError(reason.c_str());
-    for (auto _ : state) {
-    }
-    return;
-  }
-  set_threads(threads);  // OpenMP default and OpenBLAS's own pool (used by `gemm`)
-  Buffers buf(p);
-  Workspace ws, packed;
-  ws.reserve(algo->workspace_bytes(p, threads));
-  ConvArgs args;
-  args.p = &p;
-  args.src = buf.src.data();
-  args.wei = buf.wei.data();
-  args.bias = buf.bias.data();
-  args.dst = buf.dst.data();
-  args.workspace = ws.data();
-  args.threads = threads;
-  if (algo->pack_weights != nullptr) {  // plan time: not timed
-    packed.reserve(algo->packed_weights_floats(p) * sizeof(float));
-    algo->pack_weights(p, buf.wei.data(), static_cast<float*>(packed.data()));
-    args.packed = static_cast<const float*>(packed.data());
-  }
-  algo->run(args);  // warm caches, page in buffers, wake thread pools
-  for (auto _ : state) {
-    algo->run(args);
-    benchmark::DoNotOptimize(buf.dst.data());
-    benchmark::ClobberMemory();
-  }
-  state.counters["gflops"] =
-      benchmark::Counter(p.flops() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  if (!bench::time_conv(state, *algo, p, threads)) return;
   state.counters["ws_mib"] = static_cast<double>(algo->workspace_bytes(p, threads)) / (1 << 20);
 }
 
@@ -130,36 +83,18 @@ void bm_conv(benchmark::State& state, const ConvAlgorithm* algo, ConvProblem p, 
 void bm_gemm_equiv(benchmark::State& state, const GemmAlgorithm* gemm, ConvProblem p, int threads) {
   set_threads(threads);
   const GemmShape s{false, false, p.ocg(), p.oh() * p.ow(), p.icg() * p.kh * p.kw};
-  std::vector<float> a(static_cast<std::size_t>(s.m * s.k)), b(static_cast<std::size_t>(s.k * s.n));
-  std::vector<float> c(static_cast<std::size_t>(s.m * s.n));
-  Rng rng(7);
-  rng.fill_uniform(a, -1.0f, 1.0f);
-  rng.fill_uniform(b, -1.0f, 1.0f);
-  Workspace ws;
-  ws.reserve(gemm->workspace_bytes(s, threads));
-  GemmArgs g;
-  g.shape = s;
-  g.a = a.data();
-  g.lda = s.k;
-  g.b = b.data();
-  g.ldb = s.n;
-  g.c = c.data();
-  g.ldc = s.n;
-  g.workspace = ws.data();
-  g.threads = threads;
-  gemm->run(g);
+  const bench::GemmOperands g(*gemm, s, threads, 7);
+  gemm->run(g.args);
   for (auto _ : state) {
-    for (int64_t i = 0; i < p.mb * p.g; ++i) gemm->run(g);
-    benchmark::DoNotOptimize(c.data());
+    for (int64_t i = 0; i < p.mb * p.g; ++i) gemm->run(g.args);
+    benchmark::DoNotOptimize(g.c.data());
     benchmark::ClobberMemory();
   }
-  state.counters["gflops"] =
-      benchmark::Counter(p.flops() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["gflops"] = bench::gflops(p.flops());
 }
 
 void register_all() {
-  benchmark::AddCustomContext("nnperf_simd", to_string(active_simd()));
-  benchmark::AddCustomContext("nnperf_blas", blas_description());
+  bench::add_context(true);
   int64_t mb = 1;
   if (const char* env = std::getenv("NNPERF_BENCH_MB"); env != nullptr && *env != '\0') {
     mb = std::max<int64_t>(1, std::atoll(env));
@@ -193,10 +128,5 @@ void register_all() {
 }  // namespace nnperf
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  nnperf::register_all();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return nnperf::bench::run_main(argc, argv, nnperf::register_all);
 }

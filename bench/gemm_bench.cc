@@ -9,10 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "nnperf/core/cpu.h"
-#include "nnperf/core/rng.h"
+#include "bench_util.h"
 #include "nnperf/core/threads.h"
-#include "nnperf/core/workspace.h"
 #include "nnperf/kernels/gemm/gemm.h"
 
 namespace nnperf {
@@ -20,39 +18,14 @@ namespace {
 
 void bm_gemm(benchmark::State& state, const GemmAlgorithm* algo, GemmShape shape, int threads) {
   set_threads(threads);  // OpenMP default and OpenBLAS's own pool
-  const int64_t a_cols = shape.trans_a ? shape.m : shape.k;
-  const int64_t b_cols = shape.trans_b ? shape.k : shape.n;
-  std::vector<float> a(static_cast<std::size_t>(shape.m * shape.k));
-  std::vector<float> b(static_cast<std::size_t>(shape.k * shape.n));
-  std::vector<float> c(static_cast<std::size_t>(shape.m * shape.n));
-  Rng rng(42);
-  rng.fill_uniform(a, -1.0f, 1.0f);
-  rng.fill_uniform(b, -1.0f, 1.0f);
-  Workspace ws;
-  ws.reserve(algo->workspace_bytes(shape, threads));
-  GemmArgs args;
-  args.shape = shape;
-  args.a = a.data();
-  args.lda = a_cols;
-  args.b = b.data();
-  args.ldb = b_cols;
-  args.c = c.data();
-  args.ldc = shape.n;
-  args.workspace = ws.data();
-  args.threads = threads;
-  algo->run(args);  // warm caches, page in buffers, wake thread pools
-  for (auto _ : state) {
-    algo->run(args);
-    benchmark::DoNotOptimize(c.data());
-    benchmark::ClobberMemory();
-  }
-  state.counters["gflops"] =
-      benchmark::Counter(shape.flops() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  const bench::GemmOperands g(*algo, shape, threads, 42);
+  bench::timed_loop(
+      state, [&] { algo->run(g.args); }, g.c.data());
+  state.counters["gflops"] = bench::gflops(shape.flops());
 }
 
 void register_all() {
-  benchmark::AddCustomContext("nnperf_simd", to_string(active_simd()));
-  benchmark::AddCustomContext("nnperf_blas", blas_description());
+  bench::add_context(true);
   std::vector<GemmShape> square;
   for (int64_t s : {64, 256, 512, 1024}) square.push_back(GemmShape{false, false, s, s, s});
   // Linear(in, out) layers of the seeds' MLPs, batch mb: forward m=mb n=out k=in; dW = X^T dY
@@ -92,10 +65,5 @@ void register_all() {
 }  // namespace nnperf
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  nnperf::register_all();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return nnperf::bench::run_main(argc, argv, nnperf::register_all);
 }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/rng.h"
 #include "nnperf/core/threads.h"
@@ -28,49 +29,27 @@
 namespace nnperf {
 namespace {
 
-struct Buffers {
-  std::vector<float> src, wei, bias, dst, packed;
+// The conv operands, and the packed weights in a vector.
+struct Buffers : bench::ConvBuffers {
+  using ConvBuffers::ConvBuffers;
+  std::vector<float> packed;
 };
 
-Buffers make_buffers(const ConvProblem& p) {
-  Buffers b;
-  b.src.resize(static_cast<std::size_t>(p.src_numel()));
-  b.wei.resize(static_cast<std::size_t>(p.wei_numel()));
-  b.bias.resize(static_cast<std::size_t>(p.oc));
-  b.dst.resize(static_cast<std::size_t>(p.dst_numel()));
-  Rng rng(42);
-  rng.fill_uniform(b.src, -1.0f, 1.0f);
-  rng.fill_uniform(b.wei, -1.0f, 1.0f);
-  rng.fill_uniform(b.bias, -1.0f, 1.0f);
-  return b;
-}
-
 ConvArgs args_for(const ConvProblem& p, Buffers& b, void* workspace, int threads) {
-  ConvArgs a;
-  a.p = &p;
-  a.src = b.src.data();
-  a.wei = b.wei.data();
-  a.packed = b.packed.data();
-  a.bias = b.bias.data();
-  a.dst = b.dst.data();
-  a.workspace = workspace;
-  a.threads = threads;
-  return a;
+  return bench::conv_args(p, b, b.packed.data(), workspace, threads);
 }
 
 void set_counters(benchmark::State& state, const ConvProblem& p) {
   const winograd::Geometry g = winograd::make_geometry(p);
-  state.counters["gflops"] =
-      benchmark::Counter(p.flops() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["gflops"] = bench::gflops(p.flops());
   state.counters["gemm_gflops"] =
-      benchmark::Counter(2.0 * winograd::kXi * static_cast<double>(g.tiles * g.icp * g.ocp) * 1e-9,
-                         benchmark::Counter::kIsIterationInvariantRate);
+      bench::gflops(2.0 * winograd::kXi * static_cast<double>(g.tiles * g.icp * g.ocp));
 }
 
 void bm_fused(benchmark::State& state, ConvProblem p, SimdLevel level, int threads,
               winograd::Blocking blocking) {
   set_threads(threads);
-  Buffers b = make_buffers(p);
+  Buffers b(p);
   b.packed.resize(conv_winograd_packed_floats(p));
   conv_winograd_pack(p, b.wei.data(), b.packed.data());
   if (blocking.block_tiles == 0) blocking = winograd::plan_fused(p, threads);
@@ -78,29 +57,23 @@ void bm_fused(benchmark::State& state, ConvProblem p, SimdLevel level, int threa
   ws.reserve(winograd::fused_workspace_bytes(winograd::make_geometry(p), blocking));
   const ConvArgs args = args_for(p, b, ws.data(), threads);
   const winograd::Kernels& k = winograd::kernels_for(level);
-  winograd::run_fused(k, blocking, args);
-  for (auto _ : state) {
-    winograd::run_fused(k, blocking, args);
-    benchmark::ClobberMemory();
-  }
+  bench::timed_loop(
+      state, [&] { winograd::run_fused(k, blocking, args); }, args.dst);
   set_counters(state, p);
   state.SetLabel(fmt::format("blocking {}x{}", blocking.block_tiles, blocking.oc_chunk));
 }
 
 void bm_nonfused(benchmark::State& state, ConvProblem p, SimdLevel level, int threads) {
   set_threads(threads);
-  Buffers b = make_buffers(p);
+  Buffers b(p);
   b.packed.resize(conv_winograd_nonfused_packed_floats(p));
   conv_winograd_nonfused_pack(p, b.wei.data(), b.packed.data());
   Workspace ws;
   ws.reserve(conv_winograd_nonfused_workspace_bytes(p, threads));
   const ConvArgs args = args_for(p, b, ws.data(), threads);
   const winograd::Kernels& k = winograd::kernels_for(level);
-  conv_winograd_nonfused_run_with(k, args);
-  for (auto _ : state) {
-    conv_winograd_nonfused_run_with(k, args);
-    benchmark::ClobberMemory();
-  }
+  bench::timed_loop(
+      state, [&] { conv_winograd_nonfused_run_with(k, args); }, args.dst);
   set_counters(state, p);
 }
 
@@ -109,7 +82,7 @@ void bm_nonfused(benchmark::State& state, ConvProblem p, SimdLevel level, int th
 // 1 GEMMs, 2 output transform.
 void bm_stage(benchmark::State& state, ConvProblem p, int stage) {
   set_threads(1);
-  Buffers b = make_buffers(p);
+  Buffers b(p);
   b.packed.resize(conv_winograd_packed_floats(p));
   conv_winograd_pack(p, b.wei.data(), b.packed.data());
   const winograd::Blocking blocking = winograd::plan_fused(p, 1);
@@ -146,7 +119,7 @@ void bm_stage(benchmark::State& state, ConvProblem p, int stage) {
 // `gemm` (im2col + OpenBLAS) is the baseline the issue compares Winograd with.
 void bm_registry(benchmark::State& state, ConvProblem p, const ConvAlgorithm* algo, int threads) {
   set_threads(threads);
-  Buffers b = make_buffers(p);
+  Buffers b(p);
   if (algo->pack_weights != nullptr) {
     b.packed.resize(algo->packed_weights_floats(p));
     algo->pack_weights(p, b.wei.data(), b.packed.data());
@@ -154,11 +127,8 @@ void bm_registry(benchmark::State& state, ConvProblem p, const ConvAlgorithm* al
   Workspace ws;
   ws.reserve(algo->workspace_bytes(p, threads));
   const ConvArgs args = args_for(p, b, ws.data(), threads);
-  algo->run(args);
-  for (auto _ : state) {
-    algo->run(args);
-    benchmark::ClobberMemory();
-  }
+  bench::timed_loop(
+      state, [&] { algo->run(args); }, args.dst);
   set_counters(state, p);
 }
 
@@ -179,21 +149,12 @@ void bm_im2col_gemm_only(benchmark::State& state, ConvProblem p, int threads) {
                   static_cast<blasint>(n));
     }
   };
-  run();
-  for (auto _ : state) {
-    run();
-    benchmark::ClobberMemory();
-  }
-  state.counters["gflops"] =
-      benchmark::Counter(p.flops() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  bench::timed_loop(state, run, c.data());
+  state.counters["gflops"] = bench::gflops(p.flops());
 }
 
-// With --benchmark_repetitions=N: the least disturbed run (the machine is shared).
-double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
-
 void register_all() {
-  benchmark::AddCustomContext("nnperf_simd", to_string(active_simd()));
-  benchmark::AddCustomContext("nnperf_blas", blas_description());
+  bench::add_context(true);
   // ResNet-50 res2 / VGG16 conv2_x-ish, res3 at 56, VGG16 conv3_x, conv4_x, conv1_2.
   const std::vector<std::string> layers = {"mb1ic64ih56oc64kh3ph1", "mb1ic128ih56oc128kh3ph1",
                                            "mb1ic256ih56oc256kh3ph1", "mb1ic512ih28oc512kh3ph1",
@@ -206,39 +167,28 @@ void register_all() {
       const std::string tail = fmt::format("{}/threads:{}", layer, threads);
       for (SimdLevel level : levels) {
         if (level == SimdLevel::kScalar && threads > 1) continue;
-        benchmark::RegisterBenchmark(fmt::format("fused/{}/{}", to_string(level), tail).c_str(),
-                                     bm_fused, p, level, threads, winograd::Blocking{})
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime()
-            ->ComputeStatistics("min", min_of);
-        benchmark::RegisterBenchmark(fmt::format("nonfused/{}/{}", to_string(level), tail).c_str(),
-                                     bm_nonfused, p, level, threads)
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime()
-            ->ComputeStatistics("min", min_of);
+        bench::ms_with_min(
+            benchmark::RegisterBenchmark(fmt::format("fused/{}/{}", to_string(level), tail).c_str(),
+                                         bm_fused, p, level, threads, winograd::Blocking{}));
+        bench::ms_with_min(benchmark::RegisterBenchmark(
+            fmt::format("nonfused/{}/{}", to_string(level), tail).c_str(), bm_nonfused, p, level,
+            threads));
       }
       for (const char* name : {"gemm", "winograd", "winograd_nonfused"}) {
-        benchmark::RegisterBenchmark(fmt::format("registry/{}/{}", name, tail).c_str(), bm_registry,
-                                     p, &find_conv(name), threads)
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime()
-            ->ComputeStatistics("min", min_of);
+        bench::ms_with_min(
+            benchmark::RegisterBenchmark(fmt::format("registry/{}/{}", name, tail).c_str(),
+                                         bm_registry, p, &find_conv(name), threads));
       }
-      benchmark::RegisterBenchmark(fmt::format("im2col_gemm_only/{}", tail).c_str(),
-                                   bm_im2col_gemm_only, p, threads)
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime()
-          ->ComputeStatistics("min", min_of);
+      bench::ms_with_min(benchmark::RegisterBenchmark(
+          fmt::format("im2col_gemm_only/{}", tail).c_str(), bm_im2col_gemm_only, p, threads));
     }
   }
   for (const std::string& layer : layers) {
     for (int stage = 0; stage < 3; ++stage) {
       constexpr const char* kStages[] = {"input_transform", "gemms", "output_transform"};
-      benchmark::RegisterBenchmark(fmt::format("stage/{}/{}", layer, kStages[stage]).c_str(),
-                                   bm_stage, parse_conv_problem(layer), stage)
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime()
-          ->ComputeStatistics("min", min_of);
+      bench::ms_with_min(
+          benchmark::RegisterBenchmark(fmt::format("stage/{}/{}", layer, kStages[stage]).c_str(),
+                                       bm_stage, parse_conv_problem(layer), stage));
     }
   }
   for (const std::string& layer : layers) {
@@ -246,12 +196,9 @@ void register_all() {
     for (int64_t nt : {12, 18, 24, 36, 48, 72, 96, 144, 196}) {
       for (int64_t oc_chunk : {16, 32, 64, 128, 256, 512}) {
         if (oc_chunk > p.oc) continue;
-        benchmark::RegisterBenchmark(
+        bench::ms_with_min(benchmark::RegisterBenchmark(
             fmt::format("sweep/{}/nt:{}/oc_chunk:{}", layer, nt, oc_chunk).c_str(), bm_fused, p,
-            active_simd(), 1, winograd::Blocking{nt, oc_chunk, 1, false})
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime()
-            ->ComputeStatistics("min", min_of);
+            active_simd(), 1, winograd::Blocking{nt, oc_chunk, 1, false}));
       }
     }
   }
@@ -261,10 +208,5 @@ void register_all() {
 }  // namespace nnperf
 
 int main(int argc, char** argv) {
-  nnperf::register_all();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return nnperf::bench::run_main(argc, argv, nnperf::register_all);
 }

@@ -102,6 +102,8 @@ const Registrar reg{Command{"profile", 40, [](CLI::App& sub) -> std::function<in
   sub.add_flag("--resume", o.resume, "Continue an interrupted sweep in --output-dir");
   sub.add_flag("--strict", o.strict, "Fail on a layer the algorithm cannot serve instead of falling back");
   sub.add_flag("--fold-bn", o.fold_bn, "Fold BatchNorm into the preceding convolution");
+  sub.add_flag("--find-exhaustive", o.find_exhaustive,
+               "With find: time every supported algorithm in full (default: skip ones modelled at over 8x the best)");
   sub.add_flag("--no-layers", f->no_layers, "Skip the per-layer passes");
   sub.add_option("--power-source", o.power_source, "auto | rapl | nvml")->capture_default_str();
   sub.add_option("--machine", o.machine, "Machine name in the default output folder (default: hostname)");

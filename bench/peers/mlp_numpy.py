@@ -10,7 +10,6 @@ Run `mlp_numpy.py --help` for the flags; the last stdout line is
 
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer_common as pc  # noqa: E402  (no numpy import at load time)
@@ -254,77 +253,32 @@ def evaluate(model, x, y):
 
 
 def train(args, data, model, opt):
-    x_tr, y_tr = data["x_train"], data["y_train"]
-    n, bs = x_tr.shape[0], args.batch_size
-    records = []
-    for epoch, order in enumerate(pc.epoch_orders(n, args.epochs, args.seed), start=1):
-        measured, cpu, loss_sum, correct = 0.0, 0.0, 0.0, 0
-        for i in range(0, n, bs):
-            t0, c0 = time.perf_counter(), time.process_time()
-            idx = order[i : i + bs]
-            xb, yb = x_tr[idx], y_tr[idx]
-            loss, logits = model.loss_and_backward(xb, yb)
-            opt.step(model.grads())
-            c1, t1 = time.process_time(), time.perf_counter()
-            measured += t1 - t0
-            cpu += c1 - c0
-            loss_sum += loss * len(idx)  # bookkeeping outside the timed step
-            correct += int(np.count_nonzero(logits.argmax(axis=1) == yb))
-        val_loss, val_acc = evaluate(model, data["x_val"], data["y_val"])
-        r = {
-            "epoch": epoch,
-            "train_loss": loss_sum / n,
-            "train_acc": correct / n,
-            "val_loss": val_loss,
-            "val_acc": val_acc,
-            "train_images": n,
-            "measured_sec": measured,
-            "imgs_per_sec": n / measured,
-            "cpu_sec": cpu,
-        }
-        pc.print_epoch(r)
-        records.append(r)
-    return records
+    def step(xb, yb):
+        loss, logits = model.loss_and_backward(xb, yb)
+        opt.step(model.grads())
+        return loss, logits
+
+    def tally(loss, logits, yb):
+        return loss, int(np.count_nonzero(logits.argmax(axis=1) == yb))
+
+    return pc.train_epochs(args, data["x_train"], data["y_train"], step, tally,
+                           lambda: evaluate(model, data["x_val"], data["y_val"]))
 
 
 def iters_bench(args, data):
-    x_tr, y_tr = data["x_train"], data["y_train"]
     sizes = pc.recipe_of(args)["sizes"]
-    records = []
-    for bs in args.bench_batches:
-        k = max(1, min(8, x_tr.shape[0] // bs))  # a few distinct real batches, cycled
-        batches = [(x_tr[j * bs : (j + 1) * bs], y_tr[j * bs : (j + 1) * bs]) for j in range(k)]
+
+    def setup():
         model = MLP(sizes, args.activation, args.init, np.random.default_rng(args.seed))
         opt = make_optimizer(args, model)
-        train_s, fwd_s, train_c, fwd_c = [], [], [], []
-        for it in range(args.bench_warmup + args.bench_iters):
-            xb, yb = batches[it % k]
-            t0, c0 = time.perf_counter(), time.process_time()
+
+        def train_step(xb, yb):
             model.loss_and_backward(xb, yb)
             opt.step(model.grads())
-            c1, t1 = time.process_time(), time.perf_counter()
-            if it >= args.bench_warmup:
-                train_s.append(t1 - t0)
-                train_c.append(c1 - c0)
-        for it in range(args.bench_warmup + args.bench_iters):
-            xb = batches[it % k][0]
-            t0, c0 = time.perf_counter(), time.process_time()
-            model.forward(xb)
-            c1, t1 = time.process_time(), time.perf_counter()
-            if it >= args.bench_warmup:
-                fwd_s.append(t1 - t0)
-                fwd_c.append(c1 - c0)
-        r = {"batch_size": bs, "warmup_iters": args.bench_warmup,
-             "measured_iters": args.bench_iters}
-        r.update(pc.timing_stats("train_iter", train_s))
-        r.update(pc.timing_stats("forward", fwd_s))
-        r["train_iter_cpu_median_ms"] = pc.median(train_c) * 1e3
-        r["forward_cpu_median_ms"] = pc.median(fwd_c) * 1e3
-        r["train_imgs_per_sec"] = bs / (r["train_iter_median_ms"] * 1e-3)
-        r["forward_imgs_per_sec"] = bs / (r["forward_median_ms"] * 1e-3)
-        pc.print_bench_record(r)
-        records.append(r)
-    return records
+
+        return train_step, model.forward
+
+    return pc.iters_bench(args, data["x_train"], data["y_train"], setup)
 
 
 def main(argv=None):
@@ -359,10 +313,7 @@ def main(argv=None):
         "context": ctx,
     }
     if args.iters_bench:
-        out["mode"] = "iters-bench"
-        out["records"] = iters_bench(args, data)
-        pc.finish_context(ctx)
-        pc.write_json(args.json, out)
+        pc.report_iters_bench(args, out, ctx, iters_bench(args, data))
         return 0
 
     model = MLP(out["recipe"]["sizes"], args.activation, args.init,
@@ -370,15 +321,7 @@ def main(argv=None):
     opt = make_optimizer(args, model)
     records = train(args, data, model, opt)
     test_loss, test_acc = evaluate(model, data["x_test"], data["y_test"])
-    sec, ips = pc.summarise_epochs(records, args.warmup_epochs)
-    cpu_sec = sum(r["cpu_sec"] for r in records[args.warmup_epochs:])
-    pc.finish_context(ctx)
-    out.update(mode="train", records=records, test_loss=test_loss, test_acc=test_acc,
-               measured_sec=sec, imgs_per_sec=ips, cpu_sec=cpu_sec,
-               measured_epochs=args.epochs - args.warmup_epochs)
-    pc.write_json(args.json, out)
-    print(f"test_loss {test_loss:.4f}  test_acc {test_acc:.4f}")
-    print(f"MEASURED_SEC={sec:.6f} IMGS_PER_SEC={ips:.2f}", flush=True)
+    pc.report_training(args, out, ctx, records, test_loss, test_acc)
     return 0
 
 

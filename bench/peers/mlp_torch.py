@@ -11,7 +11,6 @@ Run `mlp_torch.py --help` for the flags; the last stdout line is
 
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer_common as pc  # noqa: E402  (no numpy/torch import at load time)
@@ -65,88 +64,44 @@ def evaluate(torch, model, x, y):
 
 def train(torch, args, t, model, opt):
     F = torch.nn.functional
-    x_tr, y_tr = t["x_train"], t["y_train"]
-    n, bs = x_tr.shape[0], args.batch_size
-    records = []
+
+    def step(xb, yb):
+        logits = model(xb)
+        loss = F.cross_entropy(logits, yb)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss, logits
+
+    def tally(loss, logits, yb):
+        with torch.no_grad():
+            return loss.item(), (logits.argmax(1) == yb).sum().item()
+
     model.train()
-    for epoch, order in enumerate(pc.epoch_orders(n, args.epochs, args.seed), start=1):
-        order_t = torch.from_numpy(order)
-        measured, cpu, loss_sum, correct = 0.0, 0.0, 0.0, 0
-        for i in range(0, n, bs):
-            t0, c0 = time.perf_counter(), time.process_time()
-            idx = order_t[i : i + bs]
-            xb, yb = x_tr[idx], y_tr[idx]
-            logits = model(xb)
-            loss = F.cross_entropy(logits, yb)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            c1, t1 = time.process_time(), time.perf_counter()
-            measured += t1 - t0
-            cpu += c1 - c0
-            with torch.no_grad():  # bookkeeping outside the timed step
-                loss_sum += loss.item() * idx.shape[0]
-                correct += (logits.argmax(1) == yb).sum().item()
-        val_loss, val_acc = evaluate(torch, model, t["x_val"], t["y_val"])
-        r = {
-            "epoch": epoch,
-            "train_loss": loss_sum / n,
-            "train_acc": correct / n,
-            "val_loss": val_loss,
-            "val_acc": val_acc,
-            "train_images": n,
-            "measured_sec": measured,
-            "imgs_per_sec": n / measured,
-            "cpu_sec": cpu,
-        }
-        pc.print_epoch(r)
-        records.append(r)
-    return records
+    return pc.train_epochs(args, t["x_train"], t["y_train"], step, tally,
+                           lambda: evaluate(torch, model, t["x_val"], t["y_val"]),
+                           to_index=torch.from_numpy)
 
 
 def iters_bench(torch, args, t):
     F = torch.nn.functional
-    x_tr, y_tr = t["x_train"], t["y_train"]
     sizes = pc.recipe_of(args)["sizes"]
-    records = []
-    for bs in args.bench_batches:
-        k = max(1, min(8, x_tr.shape[0] // bs))  # a few distinct real batches, cycled
-        batches = [(x_tr[j * bs : (j + 1) * bs], y_tr[j * bs : (j + 1) * bs]) for j in range(k)]
+
+    def setup():
         torch.manual_seed(args.seed)
         model = build_model(torch, sizes, args.activation, args.init)
         opt = make_optimizer(torch, args, model)
-        train_s, fwd_s, train_c, fwd_c = [], [], [], []
-        for it in range(args.bench_warmup + args.bench_iters):
-            xb, yb = batches[it % k]
-            t0, c0 = time.perf_counter(), time.process_time()
+
+        def train_step(xb, yb):
             loss = F.cross_entropy(model(xb), yb)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            c1, t1 = time.process_time(), time.perf_counter()
-            if it >= args.bench_warmup:
-                train_s.append(t1 - t0)
-                train_c.append(c1 - c0)
-        with torch.no_grad():  # forward as inference: no autograd graph is recorded
-            for it in range(args.bench_warmup + args.bench_iters):
-                xb = batches[it % k][0]
-                t0, c0 = time.perf_counter(), time.process_time()
-                model(xb)
-                c1, t1 = time.process_time(), time.perf_counter()
-                if it >= args.bench_warmup:
-                    fwd_s.append(t1 - t0)
-                    fwd_c.append(c1 - c0)
-        r = {"batch_size": bs, "warmup_iters": args.bench_warmup,
-             "measured_iters": args.bench_iters}
-        r.update(pc.timing_stats("train_iter", train_s))
-        r.update(pc.timing_stats("forward", fwd_s))
-        r["train_iter_cpu_median_ms"] = pc.median(train_c) * 1e3
-        r["forward_cpu_median_ms"] = pc.median(fwd_c) * 1e3
-        r["train_imgs_per_sec"] = bs / (r["train_iter_median_ms"] * 1e-3)
-        r["forward_imgs_per_sec"] = bs / (r["forward_median_ms"] * 1e-3)
-        pc.print_bench_record(r)
-        records.append(r)
-    return records
+
+        return train_step, model
+
+    # forward as inference: no autograd graph is recorded
+    return pc.iters_bench(args, t["x_train"], t["y_train"], setup, forward_context=torch.no_grad)
 
 
 def main(argv=None):
@@ -180,10 +135,7 @@ def main(argv=None):
         "context": ctx,
     }
     if args.iters_bench:
-        out["mode"] = "iters-bench"
-        out["records"] = iters_bench(torch, args, t)
-        pc.finish_context(ctx)
-        pc.write_json(args.json, out)
+        pc.report_iters_bench(args, out, ctx, iters_bench(torch, args, t))
         return 0
 
     torch.manual_seed(args.seed)
@@ -191,15 +143,7 @@ def main(argv=None):
     opt = make_optimizer(torch, args, model)
     records = train(torch, args, t, model, opt)
     test_loss, test_acc = evaluate(torch, model, t["x_test"], t["y_test"])
-    sec, ips = pc.summarise_epochs(records, args.warmup_epochs)
-    cpu_sec = sum(r["cpu_sec"] for r in records[args.warmup_epochs:])
-    pc.finish_context(ctx)
-    out.update(mode="train", records=records, test_loss=test_loss, test_acc=test_acc,
-               measured_sec=sec, imgs_per_sec=ips, cpu_sec=cpu_sec,
-               measured_epochs=args.epochs - args.warmup_epochs)
-    pc.write_json(args.json, out)
-    print(f"test_loss {test_loss:.4f}  test_acc {test_acc:.4f}")
-    print(f"MEASURED_SEC={sec:.6f} IMGS_PER_SEC={ips:.2f}", flush=True)
+    pc.report_training(args, out, ctx, records, test_loss, test_acc)
     return 0
 
 

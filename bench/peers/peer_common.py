@@ -1,12 +1,14 @@
 """Shared pieces of the peer benchmarks (mlp_torch.py, mlp_numpy.py): the recipe flags, the
-Fashion-MNIST IDX reader, the seeded train/validation split, the run context and the JSON/stdout
-formats, so both peers train on identical data in identical batch order and report alike.
+Fashion-MNIST IDX reader, the seeded train/validation split, the timed training and
+per-iteration loops, the run context and the JSON/stdout formats, so both peers train on
+identical data in identical batch order, time the same steps and report alike.
 
 This module must not import numpy at load time: the peers set the BLAS/OpenMP thread variables
 from the parsed flags before numpy (or torch) is first imported.
 """
 
 import argparse
+import contextlib
 import datetime
 import gzip
 import json
@@ -15,6 +17,7 @@ import platform
 import socket
 import struct
 import sys
+import time
 
 ACTIVATIONS = ("relu", "gelu", "sigmoid", "tanh", "elu", "leakyrelu", "silu", "mish")
 DEFAULT_DATA_DIR = "/usr/share/datasets/fashion-mnist"
@@ -207,6 +210,96 @@ def epoch_orders(n, epochs, seed):
 
 
 # ---------------------------------------------------------------------------------------------
+# The timed loops
+
+
+def train_epochs(args, x_tr, y_tr, step, tally, evaluate_val, to_index=lambda order: order):
+    """Trains args.epochs epochs over the shared shuffled orders and returns the epoch records.
+
+    Each step is timed (wall and process CPU) from indexing the batch out of the pre-loaded
+    training set through the optimizer step; the bookkeeping and the validation pass are not.
+    step(xb, yb) trains on one batch and returns (loss, logits); tally(loss, logits, yb) returns
+    (the batch's mean loss as a float, its correct predictions); evaluate_val() returns
+    (val_loss, val_acc); to_index turns an epoch's numpy order into what x_tr accepts as indices.
+    """
+    n, bs = x_tr.shape[0], args.batch_size
+    records = []
+    for epoch, order in enumerate(epoch_orders(n, args.epochs, args.seed), start=1):
+        order = to_index(order)
+        measured, cpu, loss_sum, correct = 0.0, 0.0, 0.0, 0
+        for i in range(0, n, bs):
+            t0, c0 = time.perf_counter(), time.process_time()
+            idx = order[i : i + bs]
+            xb, yb = x_tr[idx], y_tr[idx]
+            loss, logits = step(xb, yb)
+            c1, t1 = time.process_time(), time.perf_counter()
+            measured += t1 - t0
+            cpu += c1 - c0
+            batch_loss, batch_correct = tally(loss, logits, yb)  # outside the timed step
+            loss_sum += batch_loss * len(idx)
+            correct += batch_correct
+        val_loss, val_acc = evaluate_val()
+        r = {
+            "epoch": epoch,
+            "train_loss": loss_sum / n,
+            "train_acc": correct / n,
+            "val_loss": val_loss,
+            "val_acc": val_acc,
+            "train_images": n,
+            "measured_sec": measured,
+            "imgs_per_sec": n / measured,
+            "cpu_sec": cpu,
+        }
+        print_epoch(r)
+        records.append(r)
+    return records
+
+
+def iters_bench(args, x_tr, y_tr, setup, forward_context=contextlib.nullcontext):
+    """Times single training iterations and forward passes at each --bench-batches size (median
+    after warm-up) and returns one record per size.
+
+    setup() builds a fresh seeded model and optimizer and returns (train_step(xb, yb),
+    forward(xb)); the forward passes run inside forward_context() (torch: no_grad), entered once
+    around the whole loop, never inside the timed calls.
+    """
+    records = []
+    for bs in args.bench_batches:
+        k = max(1, min(8, x_tr.shape[0] // bs))  # a few distinct real batches, cycled
+        batches = [(x_tr[j * bs : (j + 1) * bs], y_tr[j * bs : (j + 1) * bs]) for j in range(k)]
+        train_step, forward = setup()
+        train_s, fwd_s, train_c, fwd_c = [], [], [], []
+        for it in range(args.bench_warmup + args.bench_iters):
+            xb, yb = batches[it % k]
+            t0, c0 = time.perf_counter(), time.process_time()
+            train_step(xb, yb)
+            c1, t1 = time.process_time(), time.perf_counter()
+            if it >= args.bench_warmup:
+                train_s.append(t1 - t0)
+                train_c.append(c1 - c0)
+        with forward_context():
+            for it in range(args.bench_warmup + args.bench_iters):
+                xb = batches[it % k][0]
+                t0, c0 = time.perf_counter(), time.process_time()
+                forward(xb)
+                c1, t1 = time.process_time(), time.perf_counter()
+                if it >= args.bench_warmup:
+                    fwd_s.append(t1 - t0)
+                    fwd_c.append(c1 - c0)
+        r = {"batch_size": bs, "warmup_iters": args.bench_warmup,
+             "measured_iters": args.bench_iters}
+        r.update(timing_stats("train_iter", train_s))
+        r.update(timing_stats("forward", fwd_s))
+        r["train_iter_cpu_median_ms"] = median(train_c) * 1e3
+        r["forward_cpu_median_ms"] = median(fwd_c) * 1e3
+        r["train_imgs_per_sec"] = bs / (r["train_iter_median_ms"] * 1e-3)
+        r["forward_imgs_per_sec"] = bs / (r["forward_median_ms"] * 1e-3)
+        print_bench_record(r)
+        records.append(r)
+    return records
+
+
+# ---------------------------------------------------------------------------------------------
 # Context and output
 
 
@@ -304,6 +397,27 @@ def print_bench_record(r):
         f"cpu-median {r['forward_cpu_median_ms']:.4f} ms)",
         flush=True,
     )
+
+
+def report_iters_bench(args, out, ctx, records):
+    """The --iters-bench run's JSON (out: the peer's facts, ctx: its context())."""
+    out["mode"] = "iters-bench"
+    out["records"] = records
+    finish_context(ctx)
+    write_json(args.json, out)
+
+
+def report_training(args, out, ctx, records, test_loss, test_acc):
+    """The training run's JSON and its last stdout lines (MEASURED_SEC=... IMGS_PER_SEC=...)."""
+    sec, ips = summarise_epochs(records, args.warmup_epochs)
+    cpu_sec = sum(r["cpu_sec"] for r in records[args.warmup_epochs:])
+    finish_context(ctx)
+    out.update(mode="train", records=records, test_loss=test_loss, test_acc=test_acc,
+               measured_sec=sec, imgs_per_sec=ips, cpu_sec=cpu_sec,
+               measured_epochs=args.epochs - args.warmup_epochs)
+    write_json(args.json, out)
+    print(f"test_loss {test_loss:.4f}  test_acc {test_acc:.4f}")
+    print(f"MEASURED_SEC={sec:.6f} IMGS_PER_SEC={ips:.2f}", flush=True)
 
 
 def write_json(path, obj):

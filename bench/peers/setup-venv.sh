@@ -10,7 +10,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 dir=${1:-$here/.venv}
 base_python=${PYTHON:-python3}
-packages=(numpy torch tensorboard threadpoolctl)
+packages=(numpy torch torchvision tensorboard threadpoolctl)
 
 if [[ ! -x $dir/bin/python ]]; then
   echo "setup-venv: creating $dir with $base_python" >&2

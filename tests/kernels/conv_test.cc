@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "conv_check.h"
 #include "nnperf/core/error.h"
 #include "nnperf/core/workspace.h"
 #include "test_util.h"
@@ -54,7 +55,9 @@ const char* const kShapes[] = {
     "mb1ic3ih32oc64kh7sh2ph3", "mb1ic256ih14oc64kh1", "mb1ic64ih14oc256kh1",
     "mb1ic256ih14oc512kh1sh2", "mb1ic128ih14oc128kh3sh2ph1", "mb1ic128ih7oc128kh3ph1",
     "g96mb1ic96ih28oc96kh3sh2ph1", "g144mb1ic144ih14oc144kh3ph1", "mb1ic32ih28oc16kh1",
-    "mb1ic96ih14oc24kh1", "mb3ic32ih10oc48kh3ph1"};
+    "mb1ic96ih14oc24kh1", "mb3ic32ih10oc48kh3ph1",
+    // Output rows of 25-31 columns after whole 32-column tiles: the direct kernel's 4-vector tail.
+    "g4mb1ic4ih28oc4kh3ph1", "mb1ic4ih56oc2kh3sh2ph1", "g144mb1ic144ih56oc144kh3sh2ph1"};
 
 struct Data {
   std::string shape;  // as listed in kShapes (the test name)
@@ -115,49 +118,9 @@ class ReportWorst : public ::testing::Environment {
 };
 const auto* const kReportWorst = ::testing::AddGlobalTestEnvironment(new ReportWorst);
 
-// Runs `algo` with its own workspace and packed buffers, each followed by a canary that must
-// survive; dst starts as NaN (every element must be written) and has a sentinel tail.
 std::vector<float> run_checked(const ConvAlgorithm& algo, const Data& d, int threads,
                                const std::string& where) {
-  constexpr std::size_t kCanary = 256;
-  const ConvProblem& p = d.p;
-  const std::size_t ws_bytes = algo.workspace_bytes(p, threads);
-  Workspace ws;
-  ws.reserve(ws_bytes + kCanary);
-  auto* ws_tail = static_cast<unsigned char*>(ws.data()) + ws_bytes;
-  std::memset(ws_tail, 0xA5, kCanary);
-  std::size_t packed_floats = 0;
-  Workspace packed;
-  if (algo.pack_weights != nullptr) {
-    packed_floats = algo.packed_weights_floats(p);
-    packed.reserve((packed_floats + kCanary) * sizeof(float));
-    std::fill_n(static_cast<float*>(packed.data()) + packed_floats, kCanary, 4321.0f);
-    algo.pack_weights(p, d.wei.data(), static_cast<float*>(packed.data()));
-  }
-  constexpr float kSentinel = 12345.0f;
-  std::vector<float> dst(static_cast<std::size_t>(p.dst_numel()) + kCanary,
-                         std::numeric_limits<float>::quiet_NaN());
-  std::fill(dst.end() - kCanary, dst.end(), kSentinel);
-  ConvArgs args;
-  args.p = &p;
-  args.src = d.src.data();
-  args.wei = d.wei.data();
-  args.packed = algo.pack_weights != nullptr ? static_cast<const float*>(packed.data()) : nullptr;
-  args.bias = d.bias.empty() ? nullptr : d.bias.data();
-  args.dst = dst.data();
-  args.workspace = ws.data();
-  args.threads = threads;
-  algo.run(args);
-  for (std::size_t i = 0; i < kCanary; ++i) {
-    EXPECT_EQ(ws_tail[i], 0xA5) << where << ": wrote past workspace_bytes";
-    if (algo.pack_weights != nullptr) {
-      EXPECT_EQ(static_cast<const float*>(packed.data())[packed_floats + i], 4321.0f)
-          << where << ": pack_weights wrote past packed_weights_floats";
-    }
-    EXPECT_EQ(dst[dst.size() - kCanary + i], kSentinel) << where << ": wrote past dst";
-  }
-  dst.resize(dst.size() - kCanary);
-  return dst;
+  return test::conv_run_checked(algo, d.p, d.src, d.wei, d.bias, threads, where);
 }
 
 std::string where(const ConvAlgorithm& algo, const Data& d, int threads) {
@@ -186,7 +149,6 @@ TEST_P(ConvAlgorithmTest, MatchesFloat64Reference) {
   const auto nonzero = std::count_if(d.ref.begin(), d.ref.end(), [](double v) { return v != 0.0; });
   ASSERT_GE(static_cast<double>(nonzero), 0.75 * static_cast<double>(d.ref.size()))
       << d.p.str() << ": reference is mostly zeros, the test would prove nothing";
-  const double k = static_cast<double>(d.p.icg() * d.p.kh * d.p.kw);
   const double c_algo = algo.tolerance_factor;
   double& worst = worst_ratios()[name];
   // Odd shapes run one thread, even ones two (every algorithm meets both on every shape kind).
@@ -196,7 +158,7 @@ TEST_P(ConvAlgorithmTest, MatchesFloat64Reference) {
   const int64_t plane = d.p.oh() * d.p.ow();
   for (std::size_t i = 0; i < y.size(); ++i) {
     const double r = d.ref[i];
-    const double bound = c_algo * k * kEps * d.abs_sum[i] + kEps * std::fabs(r);
+    const double bound = test::conv_bound(c_algo, d.p, d.abs_sum[i], r);
     const double err = std::fabs(static_cast<double>(y[i]) - r);
     const int64_t e = static_cast<int64_t>(i);
     ASSERT_TRUE(err <= bound) << at << ": dst[n" << e / (d.p.oc * plane) << " oc"

@@ -231,7 +231,7 @@ TEST(Conv2d, GuessPicksTheCheapestSupportedAlgorithm) {
 
 // A fake timer for "find": gemm always wins; counts its calls.
 int g_timer_calls = 0;
-double prefer_gemm(const ConvAlgorithm& a, const ConvProblem&, int) {
+double prefer_gemm(const ConvAlgorithm& a, const ConvProblem&, int, double) {
   ++g_timer_calls;
   return std::string(a.name) == "gemm" ? 1.0 : 2.0;
 }
@@ -255,6 +255,7 @@ TEST(Conv2d, FindTimesEverySupportedAlgorithmOnceAndCachesTheWinner) {
   }
 
   ctx.time_conv = &prefer_gemm;
+  ctx.find_exhaustive = true;  // every supported algorithm is timed, as cudnnFind does
   g_timer_calls = 0;
   auto a_owner = make_layer(s, 41);
   Conv2d& a = *a_owner;
@@ -290,6 +291,53 @@ TEST(Conv2d, FindTimesEverySupportedAlgorithmOnceAndCachesTheWinner) {
   expect_matches_reference(p, x, d.weight().data(), d.bias().data(), yd,
                            d.algorithm()->tolerance_factor, "find with time_conv_ms");
   EXPECT_GT(time_conv_ms(find_conv("direct"), p, 1), 0.0);
+  clear_conv_find_cache();
+}
+
+// A fake timer that reports each algorithm's modelled cost, and what "find" handed it.
+std::vector<std::pair<std::string, double>> g_find_calls;
+double modelled_time(const ConvAlgorithm& a, const ConvProblem& p, int threads, double loser) {
+  g_find_calls.emplace_back(a.name, loser);
+  return a.cost(p, threads) * 1e3;
+}
+
+TEST(Conv2d, FindTimesInModelOrderAndSkipsHopelessCandidates) {
+  clear_conv_find_cache();
+  // A 1x1 layer: the whole-plane FFT is modelled far above the GEMMs.
+  Conv2d conv(64, 64, 1, 1, 1, 0);
+  Rng rng(5);
+  conv.init(rng);
+  const Shape in{1, 64, 56, 56};
+  const ConvProblem p = parse_conv_problem("mb1ic64ih56oc64kh1");
+  std::vector<std::pair<double, std::string>> model;
+  for (const ConvAlgorithm& a : conv_algorithms()) {
+    if (a.why_not(p).empty()) model.emplace_back(a.cost(p, 1) * 1e3, a.name);
+  }
+  std::sort(model.begin(), model.end());
+  ASSERT_GT(model.back().first, 8.0 * model.front().first) << "the problem no longer shows pruning";
+  PlanContext ctx = inference("find");
+  ctx.time_conv = &modelled_time;
+  g_find_calls.clear();
+  conv.plan(std::span<const Shape>(&in, 1), ctx);
+  EXPECT_STREQ(conv.algorithm()->name, model.front().second.c_str());
+  ASSERT_FALSE(g_find_calls.empty());
+  EXPECT_EQ(g_find_calls.front().first, model.front().second);  // cheapest model first
+  EXPECT_TRUE(std::isinf(g_find_calls.front().second));         // nothing to beat yet
+  std::size_t timed = 0;
+  for (const auto& [ms, name] : model) timed += ms <= 8.0 * model.front().first;
+  EXPECT_EQ(g_find_calls.size(), timed);
+  for (std::size_t i = 1; i < g_find_calls.size(); ++i) {
+    EXPECT_DOUBLE_EQ(g_find_calls[i].second, 3.0 * model.front().first) << g_find_calls[i].first;
+    EXPECT_EQ(g_find_calls[i].first, model[i].second);
+  }
+  // Exhaustive: a new cache key, and every supported algorithm is timed.
+  g_find_calls.clear();
+  ctx.find_exhaustive = true;
+  Conv2d again(64, 64, 1, 1, 1, 0);
+  again.init(rng);
+  again.plan(std::span<const Shape>(&in, 1), ctx);
+  EXPECT_EQ(g_find_calls.size(), model.size());
+  EXPECT_STREQ(again.algorithm()->name, model.front().second.c_str());
   clear_conv_find_cache();
 }
 

@@ -22,6 +22,7 @@ class BatchNorm2d : public Layer {
   void backward(std::span<const Tensor* const> src, const Tensor& dst, const Tensor& d_dst,
                 std::span<Tensor* const> d_src) override;
   std::vector<Param> params() override;  // weight (gamma), bias (beta)
+  int64_t num_params() const override { return weight_.numel() + bias_.numel(); }
   // gamma = 1, beta = 0, running mean 0, running var 1 (PyTorch's reset_parameters).
   void init(Rng& rng) override;
   // 2 per element (scale and shift) for inference; 5 when training (+ sum, sum of squares and

@@ -8,13 +8,18 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "nnperf/core/error.h"
+#include "nnperf/core/verbose.h"
 #include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/nn/batchnorm.h"
 
@@ -25,7 +30,14 @@ namespace {
 struct FindWinner {
   std::string algo;
   double ms;
+  std::string report;  // every candidate's time or why it was not timed
 };
+
+// A candidate modelled at over kFindPruneFactor x the best measured time is not timed (unless
+// PlanContext::find_exhaustive); one whose warm-up run exceeds kFindLoserFactor x the best median
+// is stopped after that run (warm-ups include first-touch costs, hence the margin).
+constexpr double kFindPruneFactor = 8.0;
+constexpr double kFindLoserFactor = 3.0;
 
 std::mutex& find_mutex() {
   static std::mutex m;
@@ -195,6 +207,41 @@ void Conv2d::fold_batchnorm(std::unique_ptr<BatchNorm2d> bn) {
   stale_ = true;
 }
 
+// "find": the supported algorithms in order of modelled cost, each timed by ctx.time_conv; see
+// kFindPruneFactor / kFindLoserFactor for what is not timed in full.
+namespace {
+FindWinner run_find(const ConvProblem& p, int threads, const PlanContext& ctx,
+                    const std::string& who) {
+  std::vector<std::pair<double, const ConvAlgorithm*>> candidates;
+  for (const ConvAlgorithm& a : conv_algorithms()) {
+    if (a.why_not(p).empty()) candidates.emplace_back(a.cost(p, threads) * 1e3, &a);
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  FindWinner w{"", std::numeric_limits<double>::infinity(), ""};
+  for (const auto& [model_ms, a] : candidates) {
+    if (!w.report.empty()) w.report += ' ';
+    if (!ctx.find_exhaustive && std::isfinite(w.ms) && model_ms > kFindPruneFactor * w.ms) {
+      w.report += fmt::format("{}=skipped(model {:.3g} ms > {:g}x best)", a->name, model_ms,
+                              kFindPruneFactor);
+      continue;
+    }
+    const double loser =
+        std::isfinite(w.ms) ? kFindLoserFactor * w.ms : std::numeric_limits<double>::infinity();
+    const double ms = ctx.time_conv(*a, p, threads, loser);
+    w.report += fmt::format("{}={:.3f}ms", a->name, ms);
+    if (ms < w.ms) {
+      w.algo = a->name;
+      w.ms = ms;
+    }
+  }
+  if (w.algo.empty()) {
+    throw Error(fmt::format("{}: 'find' got no finite time for any algorithm on {}", who, p.str()));
+  }
+  return w;
+}
+}  // namespace
+
 const ConvAlgorithm* Conv2d::choose(const PlanContext& ctx) {
   fallback_reason_.clear();
   find_ms_ = -1.0;
@@ -216,21 +263,16 @@ const ConvAlgorithm* Conv2d::choose(const PlanContext& ctx) {
           "from profile/conv_timer.h)",
           describe()));
     }
-    const std::pair<std::string, int> key{problem_.str(), threads_};
+    const std::pair<std::string, int> key{
+        problem_.str() + (ctx.find_exhaustive ? " exhaustive" : ""), threads_};
     std::lock_guard<std::mutex> lock(find_mutex());  // held while timing: runs must not overlap
     auto it = find_cache().find(key);
     if (it == find_cache().end()) {
-      FindWinner w{"", std::numeric_limits<double>::infinity()};
-      for (const ConvAlgorithm& a : conv_algorithms()) {
-        if (!a.why_not(problem_).empty()) continue;
-        const double ms = ctx.time_conv(a, problem_, threads_);
-        if (ms < w.ms) w = {a.name, ms};
+      it = find_cache().emplace(key, run_find(problem_, threads_, ctx, describe())).first;
+      if (verbose_enabled("dispatch")) {
+        std::fprintf(stderr, "nnperf_verbose,find,%s,%s\n", problem_.str().c_str(),
+                     it->second.report.c_str());
       }
-      if (w.algo.empty()) {
-        throw Error(fmt::format("{}: 'find' got no finite time for any algorithm on {}", describe(),
-                                problem_.str()));
-      }
-      it = find_cache().emplace(key, w).first;
     }
     find_ms_ = it->second.ms;
     return &find_conv(it->second.algo);
@@ -337,6 +379,7 @@ void Conv2d::prepare_weights() {
     algo_->pack_weights(problem_, run_weights(), static_cast<float*>(packed_.data()));
   }
   stale_ = false;
+  ++preparations_;
 }
 
 const float* Conv2d::run_weights() const {

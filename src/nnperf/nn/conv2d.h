@@ -13,6 +13,7 @@
 
 #include "nnperf/core/workspace.h"
 #include "nnperf/kernels/conv/conv.h"
+#include "nnperf/nn/batchnorm.h"
 #include "nnperf/nn/layer.h"
 
 namespace nnperf {
@@ -47,6 +48,10 @@ class Conv2d : public Layer {
   void backward(std::span<const Tensor* const> src, const Tensor& dst, const Tensor& d_dst,
                 std::span<Tensor* const> d_src) override;
   std::vector<Param> params() override;  // weight, [bias], [folded_bn.weight, folded_bn.bias]
+  // The same count as params(), without marking the packed weights stale.
+  int64_t num_params() const override {
+    return weight_.numel() + bias_.numel() + (bn_ != nullptr ? bn_->num_params() : 0);
+  }
   void init(Rng& rng) override;
   // 2 * MACs (+ one add per output for the bias, folded or not).
   double forward_flops() const override;
@@ -62,6 +67,9 @@ class Conv2d : public Layer {
   // stale and the next forward recomputes them once; call weights_changed() after writing the
   // weights through any other pointer.
   void weights_changed() { stale_ = true; }
+  // How many times the weights were prepared (folded and packed) since construction: once per
+  // plan, then once per training forward or per inference forward after a change (tests).
+  int64_t weight_preparations() const { return preparations_; }
 
   // After plan(): the algorithm that runs, why a requested one was replaced ("" if not), and
   // the problem (for the profiler's layers CSV).
@@ -111,6 +119,7 @@ class Conv2d : public Layer {
   double find_ms_ = -1.0;  // the winner's time when chosen by "find"
   bool training_ = false;
   bool stale_ = true;
+  int64_t preparations_ = 0;
   int threads_ = 1;
   Workspace workspace_;
   Workspace packed_;

@@ -8,25 +8,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <string_view>
+#include <cstdio>
 #include <utility>
 
 #include "nnperf/core/error.h"
+#include "nnperf/core/verbose.h"
 #include "nnperf/kernels/elementwise.h"
 
 namespace nnperf {
-
-namespace {
-// NNPERF_VERBOSE=dispatch (or a comma list containing it) prints each layer's plan-time choice.
-bool verbose_dispatch() {
-  static const bool on = [] {
-    const char* v = std::getenv("NNPERF_VERBOSE");
-    return v != nullptr && std::string_view(v).find("dispatch") != std::string_view::npos;
-  }();
-  return on;
-}
-}  // namespace
 
 struct Graph::Impl {
   struct Accumulate {
@@ -119,6 +108,8 @@ void Graph::plan(const Shape& input_shape, const PlanContext& ctx) {
 
   g.nodes[0].shape = input_shape;
   g.training = ctx.training;
+  // NNPERF_VERBOSE=dispatch prints each layer's plan-time choice.
+  const bool verbose_dispatch = verbose_enabled("dispatch");
   for (int i = 1; i < count; ++i) {
     Impl::Node& node = g.nodes[i];
     std::vector<Shape> src_shapes;
@@ -128,14 +119,17 @@ void Graph::plan(const Shape& input_shape, const PlanContext& ctx) {
     } catch (const Error& e) {
       throw Error(fmt::format("graph node {} '{}': {}", i, node.name, e.what()), e.kind());
     }
-    if (verbose_dispatch()) {
+    if (verbose_dispatch) {
       const std::string d = node.layer->dispatch();
-      fmt::print(stderr, "nnperf dispatch: node {} '{}' {} -> {}{}{}\n", i, node.name, node.layer->describe(),
-                 node.shape.str(), d.empty() ? "" : ": ", d);
+      fmt::print(stderr, "nnperf dispatch: node {} '{}' {} -> {}{}{}\n", i, node.name,
+                 node.layer->describe(), node.shape.str(), d.empty() ? "" : ": ", d);
     }
     node.value.resize(node.shape);
-    const bool needs_grad = ctx.training && i + 1 < count;
-    node.grad.resize(needs_grad ? node.shape : Shape{0});
+    if (ctx.training && i + 1 < count) {
+      node.grad.resize(node.shape);
+    } else {
+      node.grad = Tensor();  // an inference plan holds no gradient storage (also after training)
+    }
     node.src.assign(node.inputs.size(), nullptr);
     for (std::size_t s = 0; s < node.inputs.size(); ++s) {
       if (node.inputs[s] != kInput) node.src[s] = &g.nodes[node.inputs[s]].value;
@@ -249,9 +243,10 @@ std::vector<Param> Graph::params() {
 }
 
 int64_t Graph::num_params() const {
+  // Layer::num_params(), not params(): handing out writable pointers has side effects (Conv2d
+  // marks its packed weights stale, so the next inference forward would repack them).
   int64_t n = 0;
-  // Layer::params() is not const (it hands out mutable tensors); counting does not mutate.
-  for (const Param& p : const_cast<Graph*>(this)->params()) n += p.value->numel();
+  for (int i = 1; i < size(); ++i) n += impl_->nodes[i].layer->num_params();
   return n;
 }
 

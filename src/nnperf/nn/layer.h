@@ -33,8 +33,14 @@ struct PlanContext {
   // A named algorithm that cannot serve a layer: throw (strict) or fall back to the best guess.
   bool strict = false;
   // Milliseconds of one run, for "find"; nn/ reads no clocks, so profile/conv_timer.h provides
-  // it (time_conv_ms). Null makes "find" an error.
-  double (*time_conv)(const ConvAlgorithm& algo, const ConvProblem& p, int threads) = nullptr;
+  // it (time_conv_ms). Null makes "find" an error. A candidate whose untimed warm-up run already
+  // exceeds `loser_above_ms` cannot win: the timer may return that run's time at once.
+  double (*time_conv)(const ConvAlgorithm& algo, const ConvProblem& p, int threads,
+                      double loser_above_ms) = nullptr;
+  // "find" times the candidates in order of modelled cost and skips one whose modelled cost is
+  // over 8x the best time measured so far (the models are within ~2x; fft on a 1x1 layer is
+  // 20x). true times every supported algorithm, as cudnnFind does.
+  bool find_exhaustive = false;
 };
 
 class Layer {
@@ -50,6 +56,10 @@ class Layer {
   virtual void backward(std::span<const Tensor* const> src, const Tensor& dst, const Tensor& d_dst,
                         std::span<Tensor* const> d_src) = 0;
   virtual std::vector<Param> params() { return {}; }
+  // Number of parameter values (the sum of params()' numel) without handing out writable
+  // pointers: params() may have side effects (Conv2d marks its packed weights stale). Every
+  // layer that overrides params() overrides this too.
+  virtual int64_t num_params() const { return 0; }
   // Deterministic initialisation from rng (no-op for layers without parameters).
   virtual void init(Rng& /*rng*/) {}
   // Forward FLOPs for one pass on the planned shapes (2 per multiply-add).

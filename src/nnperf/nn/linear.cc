@@ -17,11 +17,9 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, LinearInit 
     throw Error(fmt::format("Linear({}->{}): in and out features must be positive", in_, out_));
   }
   weight_ = Tensor::zeros({in_, out_});
-  d_weight_ = Tensor::zeros({in_, out_});
-  if (has_bias_) {
-    bias_ = Tensor::zeros({out_});
-    d_bias_ = Tensor::zeros({out_});
-  }
+  if (has_bias_) bias_ = Tensor::zeros({out_});
+  // d_weight_ / d_bias_ are sized by a plan for training only: VGG16's classifier would
+  // otherwise hold 124 M floats (0.49 GB) of gradients in an inference plan.
 }
 
 std::string Linear::describe() const {
@@ -33,7 +31,8 @@ std::string Linear::dispatch() const {
   const GemmShape fwd{false, false, mb_, out_, in_};
   const GemmShape dw{true, false, in_, out_, mb_};
   const GemmShape dx{false, true, mb_, in_, out_};
-  return fmt::format("gemm={} forward {} weight-grad {} input-grad {}", gemm_->name, fwd.str(), dw.str(), dx.str());
+  return fmt::format("gemm={} forward {} weight-grad {} input-grad {}", gemm_->name, fwd.str(),
+                     dw.str(), dx.str());
 }
 
 Shape Linear::plan(std::span<const Shape> src, const PlanContext& ctx) {
@@ -56,6 +55,13 @@ Shape Linear::plan(std::span<const Shape> src, const PlanContext& ctx) {
   if (ctx.training) {
     shapes.push_back({true, false, in_, out_, mb_});
     shapes.push_back({false, true, mb_, in_, out_});
+    if (d_weight_.shape() != weight_.shape()) d_weight_ = Tensor::zeros(weight_.shape());
+    if (has_bias_ && d_bias_.shape() != bias_.shape()) d_bias_ = Tensor::zeros(bias_.shape());
+  } else {
+    // Gradients are written before they are read (backward overwrites them), so an inference
+    // plan may drop them; a later plan for training sizes them again.
+    d_weight_ = Tensor();
+    d_bias_ = Tensor();
   }
   std::size_t bytes = 0;
   for (const GemmShape& s : shapes) {

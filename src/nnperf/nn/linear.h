@@ -26,16 +26,18 @@ class Linear : public Layer {
   void forward(std::span<const Tensor* const> src, Tensor& dst) override;
   void backward(std::span<const Tensor* const> src, const Tensor& dst, const Tensor& d_dst,
                 std::span<Tensor* const> d_src) override;
+  // The gradients are sized by a plan for training; an inference plan releases them (empty).
   std::vector<Param> params() override;
+  int64_t num_params() const override { return weight_.numel() + bias_.numel(); }
   void init(Rng& rng) override;
   double forward_flops() const override;
 
   int64_t in_features() const { return in_; }
   int64_t out_features() const { return out_; }
   bool has_bias() const { return has_bias_; }
-  Tensor& weight() { return weight_; }  // [in, out]
-  Tensor& bias() { return bias_; }      // [out] (empty without bias)
-  const Tensor& weight_grad() const { return d_weight_; }
+  Tensor& weight() { return weight_; }                     // [in, out]
+  Tensor& bias() { return bias_; }                         // [out] (empty without bias)
+  const Tensor& weight_grad() const { return d_weight_; }  // empty unless planned for training
   const Tensor& bias_grad() const { return d_bias_; }
   // The planned algorithm (null before plan) and the workspace it was given.
   const GemmAlgorithm* gemm() const { return gemm_; }

@@ -29,7 +29,8 @@ float* floats(Workspace& w, int64_t n) {
 }
 }  // namespace
 
-double time_conv_ms(const ConvAlgorithm& algo, const ConvProblem& p, int threads) {
+double time_conv_ms(const ConvAlgorithm& algo, const ConvProblem& p, int threads,
+                    double loser_above_ms) {
   const std::string invalid = p.invalid_reason();
   if (!invalid.empty()) throw Error(fmt::format("time_conv_ms: problem {}: {}", p.str(), invalid));
   const std::string why = algo.why_not(p);
@@ -64,6 +65,7 @@ double time_conv_ms(const ConvAlgorithm& algo, const ConvProblem& p, int threads
   int64_t start = now_ns();
   algo.run(args);
   const double warmup_ms = static_cast<double>(now_ns() - start) * 1e-6;
+  if (warmup_ms > loser_above_ms) return warmup_ms;
   std::vector<double> runs;
   double spent = 0.0;
   const int max_runs = warmup_ms > kSlowRunMs ? 1 : kMaxRuns;

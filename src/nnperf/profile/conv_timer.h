@@ -2,6 +2,8 @@
 // (PlanContext::time_conv = &time_conv_ms): nn/ sits below profile/ and reads no clocks, so the
 // timer is handed down as a function pointer.
 #pragma once
+#include <limits>
+
 #include "nnperf/kernels/conv/conv.h"
 
 namespace nnperf {
@@ -9,7 +11,9 @@ namespace nnperf {
 // Median milliseconds of one run of `algo` on `p` with `threads`, on seeded random data in
 // [-1, 1], with workspace and packed weights prepared beforehand (not timed) and one untimed
 // warm-up run. Up to 5 timed runs: it stops after 3 once 0.3 s were spent, and takes a single
-// one when the warm-up took over 1 s. Throws Error when `algo` cannot serve `p`.
-double time_conv_ms(const ConvAlgorithm& algo, const ConvProblem& p, int threads);
+// one when the warm-up took over 1 s. A warm-up slower than `loser_above_ms` (a candidate that
+// cannot win a "find") is returned at once as the time. Throws Error when `algo` cannot serve `p`.
+double time_conv_ms(const ConvAlgorithm& algo, const ConvProblem& p, int threads,
+                    double loser_above_ms = std::numeric_limits<double>::infinity());
 
 }  // namespace nnperf

@@ -22,6 +22,7 @@
 #include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/models/mlp.h"
 #include "nnperf/profile/clock.h"
+#include "nnperf/profile/exec_log.h"
 #include "nnperf/profile/profiler.h"
 #include "nnperf/profile/stats.h"
 #include "nnperf/train/trainer.h"
@@ -34,6 +35,7 @@ struct Case {
   const GemmAlgorithm* algo;
   Graph graph;
   std::unique_ptr<Trainer> trainer;
+  std::unique_ptr<ExecLog> exec;  // NNPERF_VERBOSE=exec
   std::vector<double> train_ms, forward_ms;
   double spent_sec = 0;
 };
@@ -91,7 +93,10 @@ MlpBenchResult run_mlp_bench(const MlpBenchOptions& o) {
     std::vector<Case> cases;
     cases.reserve(algos.size());
     for (const GemmAlgorithm* a : algos) {
-      Case& c = cases.emplace_back(Case{a, make_graph(o, kFeatures, o.seed), nullptr, {}, {}, 0});
+      Case& c = cases.emplace_back(
+          Case{a, make_graph(o, kFeatures, o.seed), nullptr, nullptr, {}, {}, 0});
+      c.exec = exec_log_from_env(c.graph, "mlp", a->name);
+      c.graph.set_hook(with_exec_log(c.exec.get(), nullptr));
       c.trainer = std::make_unique<Trainer>(c.graph, make_optimizer(optimizer_options(o.optimizer)),
                                             PlanContext{a, threads, true});
     }
@@ -168,6 +173,8 @@ MlpBenchResult run_mlp_bench(const MlpBenchOptions& o) {
     std::vector<std::vector<double>> curves;
     for (const GemmAlgorithm* a : algos) {
       Graph g = make_graph(o, kFeatures, o.seed);
+      const std::unique_ptr<ExecLog> exec = exec_log_from_env(g, "mlp", a->name);
+      g.set_hook(with_exec_log(exec.get(), nullptr));
       Trainer t(g, make_optimizer(optimizer_options(o.optimizer)), PlanContext{a, threads, true});
       Batcher b(train_set, o.consistency_batch, true, o.seed + 3);
       b.start_epoch();
@@ -221,6 +228,7 @@ MlpBenchResult run_mlp_bench(const MlpBenchOptions& o) {
       }
     }
     Graph g = make_graph(o, kFeatures, o.seed);
+    const std::unique_ptr<ExecLog> exec = exec_log_from_env(g, "mlp", best->name);
     Trainer t(g, make_optimizer(optimizer_options(o.optimizer)), PlanContext{best, threads, true});
     Tensor x(Shape{64, kFeatures});
     data_rng.fill_uniform(std::span<float>(x.data(), static_cast<std::size_t>(x.numel())), 0.0f,
@@ -231,14 +239,14 @@ MlpBenchResult run_mlp_bench(const MlpBenchOptions& o) {
     std::vector<double> plain, hooked;
     for (int r = 0; r < o.overhead_reps + 20; ++r) {
       for (int hook = 0; hook < 2; ++hook) {
-        g.set_hook(hook ? &prof : nullptr);
+        g.set_hook(with_exec_log(exec.get(), hook ? &prof : nullptr));
         const int64_t t0 = now_ns();
         t.step(x, labels);
         const double ms = static_cast<double>(now_ns() - t0) * 1e-6;
         if (r >= 20) (hook ? hooked : plain).push_back(ms);
       }
     }
-    g.set_hook(nullptr);
+    g.set_hook(with_exec_log(exec.get(), nullptr));
     // Where the time goes: per-node means from the instrumented iterations (warm-up included in
     // the totals is negligible: 20 of overhead_reps + 20 iterations).
     const LayerProfiler::Totals tot = prof.take();

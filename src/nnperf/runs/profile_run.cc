@@ -20,6 +20,7 @@
 #include "nnperf/nn/conv2d.h"
 #include "nnperf/profile/clock.h"
 #include "nnperf/profile/conv_timer.h"
+#include "nnperf/profile/exec_log.h"
 #include "nnperf/profile/power.h"
 #include "nnperf/profile/profiler.h"
 #include "nnperf/profile/stats.h"
@@ -48,8 +49,6 @@ void check_interrupt() {
 }
 
 std::string opt_num(const std::optional<double>& v) { return v ? csv_number(*v, 7) : std::string(); }
-
-std::string hw(int64_t h, int64_t w) { return h == w ? std::to_string(h) : fmt::format("{}x{}", h, w); }
 
 }  // namespace
 
@@ -159,6 +158,7 @@ ProfileResult run_profile(ProfileOptions o) {
                           {"measure", o.measure},
                           {"strict", o.strict},
                           {"fold_bn", o.fold_bn},
+                          {"find_exhaustive", o.find_exhaustive},
                           {"power", {{"source", power.source()}, {"available", power.available()}}},
                           {"timing", "whole model: one steady-clock interval per forward pass, no per-layer hooks; layers: "
                                      "separate passes with a hook around every node; percentages against the sum of the "
@@ -183,6 +183,9 @@ ProfileResult run_profile(ProfileOptions o) {
   ctx.conv_algorithm = o.algorithm;
   ctx.strict = o.strict;
   ctx.time_conv = time_conv_ms;
+  // NNPERF_VERBOSE=exec: every pass below (warm-up, whole model, layers) logs each node.
+  const std::unique_ptr<ExecLog> exec = exec_log_from_env(g, model.name, o.algorithm);
+  ctx.find_exhaustive = o.find_exhaustive;
 
   Progress progress(o.progress);
   ProfileResult result;
@@ -208,8 +211,8 @@ ProfileResult run_profile(ProfileOptions o) {
     Tensor x(Shape{o.batch_size, model.default_input[0], size, size});
     rng.fill_uniform({x.data(), static_cast<std::size_t>(x.numel())}, -1.0f, 1.0f);
 
-    // Whole model, no hooks.
-    g.set_hook(nullptr);
+    // Whole model, no hooks (but the exec log's, when asked for).
+    g.set_hook(with_exec_log(exec.get(), nullptr));
     for (int i = 0; i < o.warmup; ++i) {
       show(fmt::format("warm-up {}/{}", i + 1, o.warmup));
       g.forward(x);
@@ -233,39 +236,25 @@ ProfileResult run_profile(ProfileOptions o) {
     std::vector<Summary> per_node(static_cast<std::size_t>(g.size()));
     if (o.layers) {
       rec.reserve(o.measure);
-      g.set_hook(&rec);
+      g.set_hook(with_exec_log(exec.get(), &rec));
       for (int i = 0; i < o.measure; ++i) {
         show(fmt::format("layers pass {}/{}", i + 1, o.measure));
         rec.start_pass();
         g.forward(x);
         check_interrupt();
       }
-      g.set_hook(nullptr);
+      g.set_hook(with_exec_log(exec.get(), nullptr));
       for (int n = 1; n < g.size(); ++n) {
         per_node[static_cast<std::size_t>(n)] = summarize(rec.ms()[static_cast<std::size_t>(n)]);
         layers_sum += per_node[static_cast<std::size_t>(n)].mean;
       }
       for (int n = 1; n < g.size(); ++n) {
-        const Layer& L = g.layer(n);
-        const Shape& out = g.output_shape(n);
-        const Shape& in = g.output_shape(g.inputs(n).front());
-        const auto* conv = dynamic_cast<const Conv2d*>(&L);
-        std::string ks, st, pad, used, fallback, prob;
-        if (conv != nullptr) {
-          const ConvProblem p = conv->problem();
-          ks = hw(p.kh, p.kw);
-          st = hw(p.sh, p.sw);
-          pad = hw(p.ph, p.pw);
-          used = conv->algorithm() ? conv->algorithm()->name : "";
-          fallback = conv->fallback_reason();
-          prob = p.str();
-        }
+        const LayerColumns c = layer_columns(g, n);
         const Summary& s = per_node[static_cast<std::size_t>(n)];
-        layers.row({model.name, o.algorithm, std::to_string(size), g.name(n),
-                    in.rank() >= 2 ? std::to_string(in[1]) : "", out.rank() >= 2 ? std::to_string(out[1]) : "", ks, st,
-                    pad, csv_number(s.mean, 7), csv_number(s.std, 7),
-                    csv_number(layers_sum > 0 ? 100 * s.mean / layers_sum : 0.0, 6), L.kind(), conv ? "yes" : "no", used,
-                    fallback, prob});
+        layers.row({model.name, o.algorithm, std::to_string(size), g.name(n), c.in_channels, c.out_channels,
+                    c.kernel_size, c.stride, c.padding, csv_number(s.mean, 7), csv_number(s.std, 7),
+                    csv_number(layers_sum > 0 ? 100 * s.mean / layers_sum : 0.0, 6), c.layer_type,
+                    c.is_conv ? "yes" : "no", c.algorithm_used, c.fallback_reason, c.problem});
       }
       // Trace of the last instrumented pass: one slice per layer.
       TraceWriter trace("nnperf profile");

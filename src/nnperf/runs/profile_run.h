@@ -22,15 +22,16 @@ struct ProfileOptions {
   std::vector<int64_t> sizes;       // explicit sizes (override the stage's)
   int64_t min_size = 224, max_size = 512;
   int64_t batch_size = 1;
-  int warmup = -1, measure = -1;    // -1 = the stage's default
+  int warmup = -1, measure = -1;  // -1 = the stage's default
   int threads = 0;
   bool strict = false;
   bool fold_bn = false;
+  bool find_exhaustive = false;  // "find": time every supported algorithm in full
   bool resume = false;
-  bool layers = true;               // per-layer passes
+  bool layers = true;  // per-layer passes
   std::string power_source = "auto";
-  std::string machine;              // default: hostname
-  std::filesystem::path output_dir; // default results/<stage>/<model>_<algorithm>_<machine>/
+  std::string machine;               // default: hostname
+  std::filesystem::path output_dir;  // default results/<stage>/<model>_<algorithm>_<machine>/
   uint64_t seed = 1;
   Progress::Mode progress = Progress::Mode::kAuto;
   std::string command_line;

@@ -21,6 +21,7 @@
 #include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/models/mlp.h"
 #include "nnperf/profile/clock.h"
+#include "nnperf/profile/exec_log.h"
 #include "nnperf/profile/profiler.h"
 #include "nnperf/train/trainer.h"
 
@@ -145,6 +146,9 @@ TrainRunResult run_training(const TrainRunOptions& o) {
     if (graph.layer(i).is_activation()) act_nodes.push_back(i);
   }
   LayerProfiler profiler = LayerProfiler::activations_forward(graph);
+  // NNPERF_VERBOSE=exec logs every node of every pass: training steps and evaluations.
+  const std::unique_ptr<ExecLog> exec = exec_log_from_env(graph, "mlp", gemm.name);
+  graph.set_hook(with_exec_log(exec.get(), nullptr));
   const TimerOverhead overhead = measure_timer_overhead();
 
   std::vector<std::string> timing_header{"epoch"};
@@ -189,7 +193,7 @@ TrainRunResult run_training(const TrainRunOptions& o) {
     BatchResult train_acc;
     int64_t batch_index = 0;
     int64_t step_ns = 0;
-    graph.set_hook(rec.timed ? &profiler : nullptr);
+    graph.set_hook(with_exec_log(exec.get(), rec.timed ? &profiler : nullptr));
     profiler.take();  // discard anything stale
     while (batcher.next(x, labels, /*flatten=*/true)) {
       const int64_t t0 = now_ns();
@@ -204,7 +208,7 @@ TrainRunResult run_training(const TrainRunOptions& o) {
                                     secs > 0 ? static_cast<double>(train_acc.count) / secs : 0.0));
       }
     }
-    graph.set_hook(nullptr);
+    graph.set_hook(with_exec_log(exec.get(), nullptr));
     const LayerProfiler::Totals totals = profiler.take();
     rec.train_loss = train_acc.mean_loss();
     rec.train_acc = train_acc.accuracy();

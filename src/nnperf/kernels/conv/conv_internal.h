@@ -32,6 +32,30 @@ inline double conv_gemm_shape_efficiency(int64_t m, int64_t n, int64_t k, double
          __builtin_sqrt(clamp01(static_cast<double>(n) / 96.0));
 }
 inline int64_t conv_round_up(int64_t a, int64_t b) { return conv_ceil_div(a, b) * b; }
+// p's dimensions into the plain int64 fields a kernel's Plan starts with (mb, g, ic, icg, oc, ocg,
+// ih, iw, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw: direct_impl.h, implicit_gemm_impl.h), which the
+// ISA files read without instantiating ConvProblem's inline code.
+template <class Plan>
+void conv_copy_dims(const ConvProblem& p, Plan& pl) {
+  pl.mb = p.mb;
+  pl.g = p.g;
+  pl.ic = p.ic;
+  pl.icg = p.icg();
+  pl.oc = p.oc;
+  pl.ocg = p.ocg();
+  pl.ih = p.ih;
+  pl.iw = p.iw;
+  pl.oh = p.oh();
+  pl.ow = p.ow();
+  pl.kh = p.kh;
+  pl.kw = p.kw;
+  pl.sh = p.sh;
+  pl.sw = p.sw;
+  pl.ph = p.ph;
+  pl.pw = p.pw;
+  pl.dh = p.dh;
+  pl.dw = p.dw;
+}
 
 // ---- direct.cc ----
 std::string conv_direct_why_not(const ConvProblem& p);
@@ -70,6 +94,10 @@ Geometry geometry(const ConvProblem& p, int threads, bool precomp);
 void pack_weight_panels(const ConvProblem& p, const float* wei, float* packed);
 // Fills a Plan for args (tables: precomp offsets or null) and runs it on the active SIMD level.
 void run(const ConvArgs& args, bool precomp, const int32_t* koff, const int32_t* noff);
+// Modelled seconds of the loop nest: the micro-kernel at flops_per_s on large shapes, scaled by
+// the shape efficiency and the fill of its 6-row panels, plus the packing of every patch element.
+double cost_seconds(const ConvProblem& p, int threads, double flops_per_s,
+                    double pack_s_per_element);
 }  // namespace conv_igemm
 
 // ---- implicit_precomp_gemm.cc ----

@@ -1,12 +1,15 @@
-// SIMD traits of 8 floats shared by the direct and implicit-GEMM convolution kernels: Portable
-// (GCC vector extensions, lowered to 2 x SSE2 on baseline x86-64) and, in files compiled with
-// -mavx2 -mfma (*_avx2.cc), Avx2. Internal linkage only and no standard-library inline code, so
-// AVX2 instructions can never be picked by the linker for a caller built for baseline x86-64.
+// What the direct and implicit-GEMM convolution kernels (direct_impl.h, implicit_gemm_impl.h)
+// share: SIMD traits of 8 floats (see kernels/simd_traits.h) -- Portable (GCC vector extensions,
+// lowered to 2 x SSE2 on baseline x86-64) and, in files compiled with -mavx2 -mfma (*_avx2.cc),
+// Avx2 -- and the launch of a run's threads. Internal linkage only and no standard-library
+// inline code, so AVX2 instructions can never be picked by the linker for a caller built for
+// baseline x86-64.
 #pragma once
+#include <omp.h>
+
 #include <cstdint>
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
+
+#include "nnperf/kernels/simd_traits.h"
 
 namespace nnperf::conv_simd {
 namespace {
@@ -14,53 +17,22 @@ namespace {
 inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-struct Portable {
-  using V = float __attribute__((vector_size(32)));
-  static constexpr int kWidth = 8;
-  static V zero() { return V{}; }
-  static V loadu(const float* p) {
-    V v;
-    __builtin_memcpy(&v, p, sizeof(v));
-    return v;
-  }
-  static V load(const float* p) { return loadu(p); }
-  static void storeu(float* p, V v) { __builtin_memcpy(p, &v, sizeof(v)); }
-  static V load_partial(const float* p, int count) {
-    V v = zero();
-    __builtin_memcpy(&v, p, sizeof(float) * count);
-    return v;
-  }
-  static void store_partial(float* p, V v, int count) {
-    __builtin_memcpy(p, &v, sizeof(float) * count);
-  }
-  static V set1(float x) { return V{x, x, x, x, x, x, x, x}; }
-  static V fmadd(V a, V b, V c) { return a * b + c; }
-  static V add(V a, V b) { return a + b; }
-  static V mul(V a, V b) { return a * b; }
-};
-
+using Portable = simd::Portable<simd::F32x8>;
 #if defined(__AVX2__)
-// 8 ones then 8 zeros: the mask of the first `count` lanes starts at kLaneMask + 8 - count.
-alignas(64) constexpr int kLaneMask[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-
-struct Avx2 {
-  using V = __m256;
-  static constexpr int kWidth = 8;
-  static V zero() { return _mm256_setzero_ps(); }
-  static V loadu(const float* p) { return _mm256_loadu_ps(p); }
-  static V load(const float* p) { return _mm256_load_ps(p); }
-  static void storeu(float* p, V v) { _mm256_storeu_ps(p, v); }
-  static __m256i mask(int count) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kLaneMask + 8 - count));
-  }
-  static V load_partial(const float* p, int count) { return _mm256_maskload_ps(p, mask(count)); }
-  static void store_partial(float* p, V v, int count) { _mm256_maskstore_ps(p, mask(count), v); }
-  static V set1(float x) { return _mm256_set1_ps(x); }
-  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  static V add(V a, V b) { return _mm256_add_ps(a, b); }
-  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
-};
+using Avx2 = simd::Avx2;
 #endif
+
+// body(tid, nt) on each of `threads` OpenMP threads; on one, called directly, without opening a
+// parallel region (small problems pay no fork/join).
+template <class Body>
+void run_threads(int threads, const Body& body) {
+  if (threads <= 1) {
+    body(0, 1);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  body(omp_get_thread_num(), omp_get_num_threads());
+}
 
 }  // namespace
 }  // namespace nnperf::conv_simd

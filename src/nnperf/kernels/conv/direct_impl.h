@@ -14,8 +14,6 @@
 // Depthwise (icg == 1): each thread pads one channel into its own slice and runs all rows of it,
 // 2 rows x 4 vectors per tile (dw_tile), so the input is read from memory once.
 #pragma once
-#include <omp.h>
-
 #include <cstdint>
 
 #include "nnperf/kernels/conv/conv_simd.h"
@@ -220,11 +218,13 @@ void out_row(const Plan& pl, const float* x, const float* w, int64_t cn, bool fi
   const int64_t nv = (rem + W - 1) / W;
   if (nv == 1) {
     tile<K, OCB, 1, kOneTap>(pl, x + x0, w, cn, first, bias, d + x0, rows, rem);
-  } else if constexpr (OWV > 2) {
+  } else if constexpr (OWV > 2) {  // OWV == 4: the tail is 2, 3 or 4 vectors
     if (nv == 2) {
       tile<K, OCB, 2, kOneTap>(pl, x + x0, w, cn, first, bias, d + x0, rows, rem);
-    } else {
+    } else if (nv == 3) {
       tile<K, OCB, 3, kOneTap>(pl, x + x0, w, cn, first, bias, d + x0, rows, rem);
+    } else {
+      tile<K, OCB, 4, kOneTap>(pl, x + x0, w, cn, first, bias, d + x0, rows, rem);
     }
   } else {
     tile<K, OCB, OWV, kOneTap>(pl, x + x0, w, cn, first, bias, d + x0, rows, rem);
@@ -309,13 +309,15 @@ void dw_rows(const Plan& pl, const float* x, const float* w, float b, float* d) 
   for (; x0 + TW <= pl.ow; x0 += TW) dw_tile<K, 4, ROWS>(pl, x + x0, w, b, d + x0, TW);
   const int64_t rem = pl.ow - x0;
   if (rem <= 0) return;
-  switch ((rem + W - 1) / W) {
+  switch ((rem + W - 1) / W) {  // 1 to 4 vectors
     case 1:
       return dw_tile<K, 1, ROWS>(pl, x + x0, w, b, d + x0, rem);
     case 2:
       return dw_tile<K, 2, ROWS>(pl, x + x0, w, b, d + x0, rem);
-    default:
+    case 3:
       return dw_tile<K, 3, ROWS>(pl, x + x0, w, b, d + x0, rem);
+    default:
+      return dw_tile<K, 4, ROWS>(pl, x + x0, w, b, d + x0, rem);
   }
 }
 
@@ -397,12 +399,7 @@ void body(const Plan& pl, int tid, int nt) {
 
 template <class K>
 void run_plan(const Plan& pl) {
-  if (pl.threads <= 1) {
-    body<K>(pl, 0, 1);
-    return;
-  }
-#pragma omp parallel num_threads(pl.threads)
-  body<K>(pl, omp_get_thread_num(), omp_get_num_threads());
+  conv_simd::run_threads(pl.threads, [&pl](int tid, int nt) { body<K>(pl, tid, nt); });
 }
 
 }  // namespace

@@ -36,21 +36,15 @@ Geometry whole_image_geometry(const ConvProblem& p) {
   // every point also enlarges the weight spectra the multiply-accumulate streams. tw is even
   // (r2c keeps tw/2+1 columns; even sizes are FFTW's faster case).
   const int64_t hp = p.ih + 2 * p.ph, wp = p.iw + 2 * p.pw;
-  Geometry best;
-  double best_cost = 0.0;
+  GeometryPicker pick(p, kChunkBudgetBytes);
   for (int64_t th = next_smooth(hp, false); th <= std::max(hp + 1, hp * 3 / 2);
        th = next_smooth(th + 1, false)) {
     for (int64_t tw = next_smooth(wp, true); tw <= std::max(wp + 2, wp * 3 / 2);
          tw = next_smooth(tw + 1, true)) {
-      const Geometry geo = make_geometry(p, th, tw, kChunkBudgetBytes);
-      const double cost = cost_seconds(p, geo, 1);
-      if (best.th == 0 || cost < best_cost) {
-        best = geo;
-        best_cost = cost;
-      }
+      pick.offer(th, tw);
     }
   }
-  return best;
+  return pick.best();
 }
 
 }  // namespace fft_conv

@@ -220,6 +220,15 @@ Geometry make_geometry(const ConvProblem& p, int64_t th, int64_t tw,
   return geo;
 }
 
+void GeometryPicker::offer(int64_t th, int64_t tw) {
+  const Geometry geo = make_geometry(p_, th, tw, chunk_budget_bytes_);
+  const double cost = cost_seconds(p_, geo, 1);
+  if (best_.th == 0 || cost < best_cost_) {
+    best_ = geo;
+    best_cost_ = cost;
+  }
+}
+
 const Plans& plans_for(int64_t th, int64_t tw) {
   PlanCache& cache = plan_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);

@@ -54,6 +54,22 @@ struct Geometry {
 Geometry make_geometry(const ConvProblem& p, int64_t th, int64_t tw,
                        std::size_t chunk_budget_bytes);
 
+// The cheapest of the transform sizes offered, by cost_seconds on one thread (the first offered
+// wins ties); both algorithms pick their geometry with it, from their own candidate sizes.
+class GeometryPicker {
+ public:
+  GeometryPicker(const ConvProblem& p, std::size_t chunk_budget_bytes)
+      : p_(p), chunk_budget_bytes_(chunk_budget_bytes) {}
+  void offer(int64_t th, int64_t tw);
+  const Geometry& best() const { return best_; }
+
+ private:
+  const ConvProblem& p_;
+  std::size_t chunk_budget_bytes_;
+  Geometry best_;
+  double best_cost_ = 0.0;
+};
+
 // "" when the pipeline can serve p, else "<name>: <reason>" (invalid problem, stride or dilation
 // other than 1; groups are served by one multiply-accumulate per group).
 std::string why_not_common(const char* name, const ConvProblem& p);

@@ -43,19 +43,11 @@ Geometry tiling_geometry(const ConvProblem& p) {
   int64_t hs[16], ws[16];
   const int nh = candidates(p.kh, p.ih + 2 * p.ph, hs);
   const int nw = candidates(p.kw, p.iw + 2 * p.pw, ws);
-  Geometry best;
-  double best_cost = 0.0;
+  GeometryPicker pick(p, kChunkBudgetBytes);
   for (int i = 0; i < nh; ++i) {
-    for (int j = 0; j < nw; ++j) {
-      const Geometry geo = make_geometry(p, hs[i], ws[j], kChunkBudgetBytes);
-      const double cost = cost_seconds(p, geo, 1);
-      if (best.th == 0 || cost < best_cost) {
-        best = geo;
-        best_cost = cost;
-      }
-    }
+    for (int j = 0; j < nw; ++j) pick.offer(hs[i], ws[j]);
   }
-  return best;
+  return pick.best();
 }
 
 }  // namespace fft_conv

@@ -77,24 +77,7 @@ void run(const ConvArgs& args, bool precomp, const int32_t* koff, const int32_t*
   const ConvProblem& p = *args.p;
   const Geometry geo = geometry(p, args.threads, precomp);
   Plan pl{};
-  pl.mb = p.mb;
-  pl.g = p.g;
-  pl.ic = p.ic;
-  pl.icg = p.icg();
-  pl.oc = p.oc;
-  pl.ocg = p.ocg();
-  pl.ih = p.ih;
-  pl.iw = p.iw;
-  pl.oh = p.oh();
-  pl.ow = p.ow();
-  pl.kh = p.kh;
-  pl.kw = p.kw;
-  pl.sh = p.sh;
-  pl.sw = p.sw;
-  pl.ph = p.ph;
-  pl.pw = p.pw;
-  pl.dh = p.dh;
-  pl.dw = p.dw;
+  conv_copy_dims(p, pl);
   pl.n = pl.oh * pl.ow;
   pl.k = pl.icg * p.kh * p.kw;
   pl.kc = geo.kc;
@@ -127,6 +110,17 @@ void run(const ConvArgs& args, bool precomp, const int32_t* koff, const int32_t*
   }
 }
 
+double cost_seconds(const ConvProblem& p, int threads, double flops_per_s,
+                    double pack_s_per_element) {
+  const double t = std::max(1, threads);
+  const int64_t k = p.icg() * p.kh * p.kw, n = p.oh() * p.ow();
+  const double fill =
+      static_cast<double>(p.ocg()) / static_cast<double>(conv_round_up(p.ocg(), kMr));
+  const double eff = std::max(0.1, conv_gemm_shape_efficiency(p.ocg(), n, k, 64.0) * fill);
+  const double patch = static_cast<double>(p.mb * p.g * k) * static_cast<double>(n);
+  return p.flops() / (flops_per_s * eff * t) + patch * pack_s_per_element / t;
+}
+
 }  // namespace conv_igemm
 
 std::string conv_implicit_gemm_why_not(const ConvProblem& p) { return conv_serves_any(p); }
@@ -147,18 +141,11 @@ void conv_implicit_gemm_run(const ConvArgs& args) {
   conv_igemm::run(args, false, nullptr, nullptr);
 }
 
-// The 6 x 16 micro-kernel runs at ~84 GFLOP/s (82% of the FMA peak) on large shapes, scaled by
-// the shape efficiency and the fill of its 6-row panels; packing costs ~0.15 ns per patch element
-// (vector copies of 16-pixel rows, bounds-checked scalars at row ends and for strides).
+// The 6 x 16 micro-kernel runs at ~84 GFLOP/s (82% of the FMA peak) on large shapes; packing
+// costs ~0.15 ns per patch element (vector copies of 16-pixel rows, bounds-checked scalars at row
+// ends and for strides).
 double conv_implicit_gemm_cost(const ConvProblem& p, int threads) {
-  const double t = std::max(1, threads);
-  const int64_t k = p.icg() * p.kh * p.kw, n = p.oh() * p.ow();
-  const double fill =
-      static_cast<double>(p.ocg()) / static_cast<double>(conv_round_up(p.ocg(), conv_igemm::kMr));
-  const double eff = std::max(0.1, conv_gemm_shape_efficiency(p.ocg(), n, k, 64.0) * fill);
-  const double patch = static_cast<double>(p.mb * p.g * k) * static_cast<double>(n);
-  const double per_element = p.sw == 1 ? 0.15e-9 : 0.6e-9;
-  return p.flops() / (84e9 * eff * t) + patch * per_element / t;
+  return conv_igemm::cost_seconds(p, threads, 84e9, p.sw == 1 ? 0.15e-9 : 0.6e-9);
 }
 
 }  // namespace nnperf

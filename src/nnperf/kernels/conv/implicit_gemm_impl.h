@@ -19,8 +19,6 @@
 // koff[k] + noff[j] precomputed at plan time, so its packing loop only loads (AVX2 gathers, or
 // plain vector loads where 16 pixels are contiguous).
 #pragma once
-#include <omp.h>
-
 #include <cstdint>
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -375,12 +373,7 @@ void body(const Plan& pl, int tid, int nt) {
 
 template <class K>
 void run_plan(const Plan& pl) {
-  if (pl.threads <= 1) {
-    body<K>(pl, 0, 1);
-    return;
-  }
-#pragma omp parallel num_threads(pl.threads)
-  body<K>(pl, omp_get_thread_num(), omp_get_num_threads());
+  conv_simd::run_threads(pl.threads, [&pl](int tid, int nt) { body<K>(pl, tid, nt); });
 }
 
 }  // namespace

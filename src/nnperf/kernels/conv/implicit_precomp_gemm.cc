@@ -10,7 +10,6 @@
 // shares implicit_gemm's loop nest.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -75,16 +74,10 @@ void conv_implicit_precomp_gemm_run(const ConvArgs& args) {
 // As implicit_gemm, with cheaper packing (~0.1 ns per patch element: vector loads; ~0.4 with
 // gathers on maps narrower than 8) plus one padded copy of the input (~15 GB/s).
 double conv_implicit_precomp_gemm_cost(const ConvProblem& p, int threads) {
-  const double t = std::max(1, threads);
-  const int64_t k = p.icg() * p.kh * p.kw, n = p.oh() * p.ow();
-  const double fill =
-      static_cast<double>(p.ocg()) / static_cast<double>(conv_round_up(p.ocg(), conv_igemm::kMr));
-  const double eff = std::max(0.1, conv_gemm_shape_efficiency(p.ocg(), n, k, 64.0) * fill);
-  const double patch = static_cast<double>(p.mb * p.g * k) * static_cast<double>(n);
-  const double per_element = p.ow() >= 8 ? 0.1e-9 : 0.4e-9;
   const double pad_bytes =
       p.ph + p.pw > 0 || p.sw > 1 ? 8.0 * static_cast<double>(p.mb * padded_elements(p)) : 0.0;
-  return p.flops() / (86e9 * eff * t) + patch * per_element / t + pad_bytes / 15e9;
+  return conv_igemm::cost_seconds(p, threads, 86e9, p.ow() >= 8 ? 0.1e-9 : 0.4e-9) +
+         pad_bytes / 15e9;
 }
 
 }  // namespace nnperf

@@ -10,6 +10,7 @@
 #include "nnperf/kernels/gemm/blocked_internal.h"
 #include "nnperf/kernels/gemm/blocked_kernel_impl.h"
 #include "nnperf/kernels/gemm/gemm_internal.h"
+#include "nnperf/kernels/simd_traits.h"
 
 namespace nnperf {
 namespace blocked_gemm {
@@ -18,28 +19,8 @@ namespace {
 
 // Portable micro-kernel: GCC/Clang vector extensions of 4 floats, lowered to SSE2 on baseline
 // x86-64 (or NEON elsewhere); no FMA, so a*b+c rounds twice, still well inside the tolerance.
-struct Portable {
-  using V = float __attribute__((vector_size(16)));
-  static constexpr int kWidth = 4, kMr = kTilePortable.mr, kNv = kTilePortable.nr / kWidth;
-  static V zero() { return V{0.0f, 0.0f, 0.0f, 0.0f}; }
-  static V load(const float* p) {
-    V v;
-    __builtin_memcpy(&v, p, sizeof(v));
-    return v;
-  }
-  static V loadu(const float* p) { return load(p); }
-  static void storeu(float* p, V v) { __builtin_memcpy(p, &v, sizeof(v)); }
-  static V load_partial(const float* p, int count) {
-    V v = zero();
-    __builtin_memcpy(&v, p, sizeof(float) * count);
-    return v;
-  }
-  static void store_partial(float* p, V v, int count) {
-    __builtin_memcpy(p, &v, sizeof(float) * count);
-  }
-  static V set1(float x) { return V{x, x, x, x}; }
-  static V fmadd(V a, V b, V c) { return a * b + c; }
-  static V mul(V a, V b) { return a * b; }
+struct Portable : simd::Portable<simd::F32x4> {
+  static constexpr int kMr = kTilePortable.mr, kNv = kTilePortable.nr / kWidth;
 };
 
 // Below this many FLOPs per thread a second thread costs more than it saves: waking a spinning
