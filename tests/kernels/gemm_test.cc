@@ -21,6 +21,7 @@
 
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
+#include "nnperf/core/threads.h"
 #include "nnperf/core/workspace.h"
 #include "nnperf/kernels/gemm/blocked_internal.h"
 #include "nnperf/kernels/gemm/gemm_internal.h"
@@ -215,6 +216,22 @@ INSTANTIATE_TEST_SUITE_P(Registry, GemmAlgorithmTest,
                          ::testing::Combine(::testing::ValuesIn(algorithm_names()),
                                             ::testing::ValuesIn(registry_sizes())),
                          registry_test_name);
+
+// With OpenBLAS's own pool at one thread (CNN runs), "blas" splits the product over the
+// caller's OpenMP threads: columns when n >= m, rows otherwise, in slices of 16 with an uneven
+// last one. Each shape is over 2 x 2 MFLOP, so 2 threads split it.
+TEST(GemmBlas, SlicesOverOpenMpThreadsWhenOpenBlasRunsOnTheCaller) {
+  const int before = blas_threads();
+  set_blas_threads(1);
+  ASSERT_EQ(blas_threads(), 1);
+  const GemmAlgorithm& algo = find_gemm("blas");
+  for (const Size& size : {Size{97, 389, 101}, Size{389, 45, 211}, Size{33, 33, 2000}}) {
+    ASSERT_GT(2.0 * size.m * size.n * size.k, 4e6) << size_name(size);
+    check_all_cases("blas sliced", algo.run, algo.workspace_bytes, algo.tolerance_factor, size,
+                    static_cast<uint64_t>(size.m * 7 + size.n));
+  }
+  set_blas_threads(before);
+}
 
 // Each SIMD path of the blocked GEMM in one process (active_simd() is fixed at first use, so
 // the internal entry point takes the level): tile edges, k blocks and several m/n blocks.

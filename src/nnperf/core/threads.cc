@@ -28,6 +28,8 @@ int set_threads(int n) {
   return n;
 }
 
+void set_blas_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
+
 int num_threads() { return g_threads > 0 ? g_threads : omp_get_max_threads(); }
 
 int blas_threads() { return openblas_get_num_threads(); }

@@ -75,6 +75,7 @@ std::vector<ConvVerifyResult> verify_conv(const ConvProblem& p, const std::vecto
                                           uint64_t seed, int threads) {
   check_problem(p);
   threads = set_threads(threads);
+  set_blas_threads(1);  // as in CNN inference (core/threads.h)
   const auto algos = select(names);
   const Inputs in = make_inputs(p, seed);
   std::vector<double> ref(static_cast<std::size_t>(p.dst_numel())), abs_sum(ref.size());
@@ -142,6 +143,7 @@ nlohmann::json bench_conv(const ConvProblem& p, const ConvBenchOptions& o) {
     peak = measure_peaks(po).fma_gflops_1thread * threads;
     set_threads(threads);
   }
+  set_blas_threads(1);  // as in CNN inference (core/threads.h)
   const auto algos = select(o.algorithms);
   const Inputs in = make_inputs(p, o.seed);
   Tensor dst(Shape{p.dst_numel()});

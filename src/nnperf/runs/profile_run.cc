@@ -94,6 +94,7 @@ ProfileResult run_profile(ProfileOptions o) {
     }
   }
   const int threads = set_threads(o.threads);
+  set_blas_threads(1);  // see core/threads.h: OpenBLAS's spinning pool vs the OpenMP team
   if (o.machine.empty()) o.machine = hostname();
   if (o.output_dir.empty()) o.output_dir = fs::path("results") / o.stage / fmt::format("{}_{}_{}", model.name, o.algorithm, o.machine);
   ensure_writable_dir(o.output_dir);

@@ -3,8 +3,9 @@
 // one GEMM dst[ocg x N] = wei[ocg x K] * col[K x N] does all the arithmetic. 1x1 stride-1
 // unpadded convolutions skip the unrolling: the input plane already is the K x N matrix.
 // The GEMM is OpenBLAS's (kConvGemm below): on this machine it beats our `blocked` GEMM on these
-// shapes (measured in bench/conv_bench.cc; see the report of issue 3). OpenBLAS sizes its own
-// thread pool (nnperf::set_threads), so args.threads applies to the im2col step only.
+// shapes (measured in bench/conv_bench.cc; see the report of issue 3). With OpenBLAS's own pool at
+// one thread (CNN runs: core/threads.h) gemm_blas splits each product over args.threads OpenMP
+// threads; otherwise OpenBLAS threads it itself and args.threads applies to im2col only.
 // tolerance_factor 1: plain float32 sums (each output a different order of the same products);
 // worst measured |y - ref| / (K*eps*sum|ab| + eps*|ref|) over tests/kernels/conv_test.cc: 0.18.
 #include <algorithm>

@@ -36,7 +36,7 @@ constexpr std::array<GemmAlgorithm, 4> kGemmAlgorithms = {{
     {"blocked",
      "own BLIS-style GEMM: cache blocking, packed panels, FMA register-tiled micro-kernel, OpenMP",
      Device::kCpu, gemm_blocked, serves_any_shape, gemm_blocked_workspace_bytes, 1.0},
-    {"blas", "OpenBLAS cblas_sgemm (vendor baseline; threads set by nnperf::set_threads)",
+    {"blas", "OpenBLAS cblas_sgemm (vendor baseline; OpenBLAS's threads, or slices over the caller's when its pool is 1)",
      Device::kCpu, gemm_blas, serves_any_shape, no_workspace, 1.0},
 }};
 
