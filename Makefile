@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DNNPERF_WERROR=ON
 
-.PHONY: deps build run test bench asan format clean
+.PHONY: deps build run test bench bench-conv asan format clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -23,6 +23,10 @@ test: build
 # The measured targets (GEMM vs OpenBLAS, mlp-bench, training vs PyTorch and NumPy).
 bench: build
 	bash scripts/bench.sh $(BUILD)
+
+# The CNN targets: every VGG16/ResNet-50 conv layer vs PyTorch and oneDNN, whole-model latency.
+bench-conv: build
+	bash scripts/bench_conv.sh $(BUILD)
 
 asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DNNPERF_WERROR=ON -DNNPERF_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo"

@@ -12,7 +12,6 @@ time_ms_min, time_ms_max, reps, params}]}. Thread handling as conv_torch.py.
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -107,16 +106,7 @@ def main(argv=None):
             records.append(rec)
             print(f"{name:14} {lay:15} {s['time_ms_median']:10.2f} {s['time_ms_mean']:9.2f} "
                   f"{s['time_ms_min']:9.2f} {s['time_ms_max']:9.2f}", flush=True)
-    try:
-        ctx["loadavg_end"] = list(os.getloadavg())
-    except OSError:
-        pass
-    if a.json:
-        tmp = a.json + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump({"peer": "torch", "version": torch.__version__, "context": ctx, "records": records}, f,
-                      indent=2)
-        os.replace(tmp, a.json)
+    conv_torch.write_records(a.json, torch, ctx, records)
     return 0
 
 

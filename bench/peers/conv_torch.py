@@ -154,6 +154,21 @@ def run_context(torch, threads, warmup, measure):
     }
 
 
+def write_records(path, torch, ctx, records):
+    """Records the load at the end in ctx, then writes {peer, version, context, records} to path
+    (a temporary file renamed into place) when path is set."""
+    try:
+        ctx["loadavg_end"] = list(os.getloadavg())
+    except OSError:
+        pass
+    if path:
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"peer": "torch", "version": torch.__version__, "context": ctx, "records": records}, f,
+                      indent=2)
+        os.replace(tmp, path)
+
+
 def summary(ms):
     return {"time_ms_median": statistics.median(ms), "time_ms_min": min(ms), "time_ms_max": max(ms),
             "reps": len(ms)}
@@ -316,16 +331,7 @@ def main(argv=None):
                 print(f"conv_torch: {r['algorithm']} differs from {variants[0]} by "
                       f"{r['max_abs_diff_vs_first_variant']:.3g}", file=sys.stderr)
                 return 1
-    try:
-        ctx["loadavg_end"] = list(os.getloadavg())
-    except OSError:
-        pass
-    if a.json:
-        tmp = a.json + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump({"peer": "torch", "version": torch.__version__, "context": ctx, "records": records}, f,
-                      indent=2)
-        os.replace(tmp, a.json)
+    write_records(a.json, torch, ctx, records)
     return 0
 
 
