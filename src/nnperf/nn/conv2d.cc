@@ -216,8 +216,9 @@ FindWinner run_find(const ConvProblem& p, int threads, const PlanContext& ctx,
   for (const ConvAlgorithm& a : conv_algorithms()) {
     if (a.why_not(p).empty()) candidates.emplace_back(a.cost(p, threads) * 1e3, &a);
   }
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  // Ties keep registry order (the pointers into the registry table order it). Not
+  // std::stable_sort: GCC 12's temporary buffer trips AddressSanitizer's new/free check.
+  std::sort(candidates.begin(), candidates.end());
   FindWinner w{"", std::numeric_limits<double>::infinity(), ""};
   for (const auto& [model_ms, a] : candidates) {
     if (!w.report.empty()) w.report += ' ';

@@ -200,44 +200,48 @@ void pack_panel_precomp(const Plan& pl, const float* xg, int64_t j0, int64_t pc,
 }
 
 // C[0:mr, 0:nr] (row stride ldc) = acc (+ bias) when first, else C += acc; acc = 6-row weight
-// panel a (kc x 6) times 16-pixel input panel b (kc x 16).
-template <class K>
-inline void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict b, float* c,
-                         int64_t ldc, int mr, int nr, bool first, const float* bias) {
+// panel a (kc x 6) times the first kVecs * 8 columns of a 16-pixel input panel b (kc x 16).
+template <class K, int kVecs>
+inline void micro_kernel_vecs(int64_t kc, const float* __restrict a, const float* __restrict b,
+                              float* c, int64_t ldc, int mr, int nr, bool first,
+                              const float* bias) {
   using V = typename K::V;
-  V acc[kMr][2];
+  V acc[kMr][kVecs];
 #pragma GCC unroll 6
   for (int i = 0; i < kMr; ++i) {
-    acc[i][0] = K::zero();
-    acc[i][1] = K::zero();
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) acc[i][v] = K::zero();
   }
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
-    const V b0 = K::loadu(b), b1 = K::loadu(b + 8);
+    V bv[kVecs];
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) bv[v] = K::loadu(b + 8 * v);
 #pragma GCC unroll 6
     for (int i = 0; i < kMr; ++i) {
       const V av = K::set1(a[i]);
-      acc[i][0] = K::fmadd(av, b0, acc[i][0]);
-      acc[i][1] = K::fmadd(av, b1, acc[i][1]);
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) acc[i][v] = K::fmadd(av, bv[v], acc[i][v]);
     }
     a += kMr;
     b += kNr;
   }
-  if (mr == kMr && nr == kNr) {
+  if (mr == kMr && nr == 8 * kVecs) {
 #pragma GCC unroll 6
     for (int i = 0; i < kMr; ++i) {
       float* cp = c + i * ldc;
-      V add = first ? K::set1(bias != nullptr ? bias[i] : 0.0f) : K::loadu(cp);
-      V add1 = first ? add : K::loadu(cp + 8);
-      K::storeu(cp, K::add(acc[i][0], add));
-      K::storeu(cp + 8, K::add(acc[i][1], add1));
+      const V bias_v = K::set1(first && bias != nullptr ? bias[i] : 0.0f);
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) {
+        K::storeu(cp + 8 * v, K::add(acc[i][v], first ? bias_v : K::loadu(cp + 8 * v)));
+      }
     }
     return;
   }
   for (int i = 0; i < mr; ++i) {
     float* cp = c + i * ldc;
     const V bv = K::set1(first && bias != nullptr ? bias[i] : 0.0f);
-    for (int v = 0; v < 2; ++v) {
+    for (int v = 0; v < kVecs; ++v) {
       const int left = nr - v * 8;
       if (left <= 0) break;
       const int cnt = left < 8 ? left : 8;
@@ -249,6 +253,18 @@ inline void micro_kernel(int64_t kc, const float* __restrict a, const float* __r
         K::store_partial(cp + v * 8, r, cnt);
       }
     }
+  }
+}
+
+// A panel of at most 8 pixels (the last one of a row of 49 = 3 x 16 + 1 on a 7x7 output) takes
+// the one-vector kernel: half the FMAs of the full one.
+template <class K>
+inline void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict b, float* c,
+                         int64_t ldc, int mr, int nr, bool first, const float* bias) {
+  if (nr <= 8) {
+    micro_kernel_vecs<K, 1>(kc, a, b, c, ldc, mr, nr, first, bias);
+  } else {
+    micro_kernel_vecs<K, 2>(kc, a, b, c, ldc, mr, nr, first, bias);
   }
 }
 
