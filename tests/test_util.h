@@ -1,6 +1,10 @@
 // Shared test helpers: seeded random tensors (never zeros), float64 comparisons with stated
 // bounds, temp folders, and running the nnperf binary.
 #pragma once
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -42,5 +46,25 @@ CommandResult run_command(const std::string& command_line);
 CommandResult run_nnperf(const std::string& args);
 
 std::string read_text(const std::filesystem::path& path);
+
+// Central finite differences: each element of v is moved by +-h in place and loss() evaluated
+// again; analytic[i] must lie within rel_tol * max(1, |fd|) of fd = (up - down) / 2h. `what`
+// names the gradient and the case in failure messages.
+template <class F>
+void expect_finite_differences(std::vector<double>& v, const Tensor& analytic, F loss, double h,
+                               double rel_tol, const std::string& what) {
+  ASSERT_EQ(static_cast<int64_t>(v.size()), analytic.numel()) << what;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double keep = v[i];
+    v[i] = keep + h;
+    const double up = loss();
+    v[i] = keep - h;
+    const double down = loss();
+    v[i] = keep;
+    const double fd = (up - down) / (2 * h);
+    ASSERT_NEAR(analytic[static_cast<int64_t>(i)], fd, rel_tol * std::max(1.0, std::fabs(fd)))
+        << what << " element " << i;
+  }
+}
 
 }  // namespace nnperf::test

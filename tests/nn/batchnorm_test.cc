@@ -163,20 +163,9 @@ TEST(BatchNorm2d, BackwardMatchesFiniteDifferences) {
       for (std::size_t i = 0; i < out.size(); ++i) l += out[i] * r[static_cast<int64_t>(i)];
       return l;
     };
+    const std::string where = fmt::format(" case [{},{},{},{}]", k.mb, k.c, k.h, k.w);
     auto check = [&](std::vector<double>& v, const Tensor& analytic, const char* what) {
-      constexpr double kH = 1e-4;
-      for (std::size_t i = 0; i < v.size(); ++i) {
-        const double keep = v[i];
-        v[i] = keep + kH;
-        const double up = loss();
-        v[i] = keep - kH;
-        const double down = loss();
-        v[i] = keep;
-        const double fd = (up - down) / (2 * kH);
-        ASSERT_NEAR(analytic[static_cast<int64_t>(i)], fd, 2e-4 * std::max(1.0, std::fabs(fd)))
-            << what << " element " << i << " case [" << k.mb << "," << k.c << "," << k.h << ","
-            << k.w << "]";
-      }
+      test::expect_finite_differences(v, analytic, loss, 1e-4, 2e-4, what + where);
     };
     check(xd, dx, "d_src");
     check(gd, bn.weight_grad(), "d_gamma");

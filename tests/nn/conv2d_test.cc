@@ -413,25 +413,6 @@ std::vector<double> to_double(const Tensor& t) {
   return std::vector<double>(t.data(), t.data() + t.numel());
 }
 
-// Central differences of L = sum(r * conv(x, w, b)) on every element of `v`.
-template <class F>
-void expect_gradient(std::vector<double>& v, const Tensor& analytic, F loss, const char* what,
-                     const std::string& shape) {
-  constexpr double kH = 1e-3;
-  ASSERT_EQ(static_cast<int64_t>(v.size()), analytic.numel()) << what;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const double keep = v[i];
-    v[i] = keep + kH;
-    const double up = loss();
-    v[i] = keep - kH;
-    const double down = loss();
-    v[i] = keep;
-    const double fd = (up - down) / (2 * kH);
-    ASSERT_NEAR(analytic[static_cast<int64_t>(i)], fd, 1e-4 * std::max(1.0, std::fabs(fd)))
-        << what << " element " << i << " of " << shape;
-  }
-}
-
 const char* const kGradShapes[] = {"mb2ic3ih5oc4kh3ph1",       "mb1ic4ih7oc2kh3sh2ph1",
                                    "g2mb2ic4ih6oc6kh3ph1",     "g3mb1ic3ih6oc3kh3sh2",
                                    "mb1ic2ih7iw6oc3kh3ph2dh2", "mb2ic3ih4oc5kh1",
@@ -462,9 +443,12 @@ TEST(Conv2d, BackwardMatchesFiniteDifferences) {
       if (bias) bd = to_double(c.bias());
       auto loss = [&] { return dot(conv_double(p, xd, wd, bd), r); };
       const std::string shape = fmt::format("{} bias {}", p.str(), bias);
-      expect_gradient(xd, dx, loss, "d_src", shape);
-      expect_gradient(wd, c.weight_grad(), loss, "d_weight", shape);
-      if (bias) expect_gradient(bd, c.bias_grad(), loss, "d_bias", shape);
+      // Central differences of L = sum(r * conv(x, w, b)) on every element.
+      test::expect_finite_differences(xd, dx, loss, 1e-3, 1e-4, "d_src of " + shape);
+      test::expect_finite_differences(wd, c.weight_grad(), loss, 1e-3, 1e-4,
+                                      "d_weight of " + shape);
+      if (bias)
+        test::expect_finite_differences(bd, c.bias_grad(), loss, 1e-3, 1e-4, "d_bias of " + shape);
 
       // No input gradient wanted (the graph input): the weight gradient is unchanged.
       const Tensor dw_before = c.weight_grad();

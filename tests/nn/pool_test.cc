@@ -97,23 +97,6 @@ double dot(const std::vector<double>& a, const Tensor& r) {
   return s;
 }
 
-template <class F>
-void expect_gradient(std::vector<double>& v, const Tensor& analytic, F loss,
-                     const std::string& what) {
-  constexpr double kH = 1e-3;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const double keep = v[i];
-    v[i] = keep + kH;
-    const double up = loss();
-    v[i] = keep - kH;
-    const double down = loss();
-    v[i] = keep;
-    const double fd = (up - down) / (2 * kH);
-    ASSERT_NEAR(analytic[static_cast<int64_t>(i)], fd, 1e-4 * std::max(1.0, std::fabs(fd)))
-        << what << " element " << i;
-  }
-}
-
 PlanContext ctx_with(bool training, int threads = 1) {
   PlanContext c;
   c.training = training;
@@ -144,8 +127,9 @@ void check_pool(Pool2dBase& layer, const PoolCase& pc, bool max, bool include_pa
     Tensor dx(in);
     Tensor* d_src[] = {&dx};
     layer.backward(src, y, r, d_src);
-    expect_gradient(
-        xd, dx, [&] { return dot(pool_double(pc, max, include_pad, xd, oh, ow), r); }, what);
+    test::expect_finite_differences(
+        xd, dx, [&] { return dot(pool_double(pc, max, include_pad, xd, oh, ow), r); }, 1e-3, 1e-4,
+        what);
   }
 }
 
@@ -273,9 +257,9 @@ TEST(AdaptiveAvgPool2d, ForwardAndBackwardMatchPyTorchWindows) {
     Tensor dx(in);
     Tensor* d_src[] = {&dx};
     layer.backward(src, y, r, d_src);
-    expect_gradient(
+    test::expect_finite_differences(
         xd, dx, [&] { return dot(adaptive_double(c.mb * c.c, c.ih, c.iw, c.oh, c.ow, xd), r); },
-        layer.describe());
+        1e-3, 1e-4, layer.describe());
   }
 }
 

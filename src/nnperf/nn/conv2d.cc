@@ -434,18 +434,7 @@ void Conv2d::backward(std::span<const Tensor* const> src, const Tensor& /*dst*/,
 
   auto gemm = [&](GemmShape shape, const float* a, int64_t lda, const float* b, int64_t ldb,
                   float* c, int64_t ldc, float beta) {
-    GemmArgs g;
-    g.shape = shape;
-    g.beta = beta;
-    g.a = a;
-    g.lda = lda;
-    g.b = b;
-    g.ldb = ldb;
-    g.c = c;
-    g.ldc = ldc;
-    g.workspace = gemm_ws;
-    g.threads = threads_;
-    blas.run(g);
+    blas.run(gemm_args(shape, a, lda, b, ldb, c, ldc, gemm_ws, threads_, beta));
   };
 
   for (int64_t n = 0; n < p.mb; ++n) {

@@ -78,17 +78,7 @@ Shape Linear::plan(std::span<const Shape> src, const PlanContext& ctx) {
 
 GemmArgs Linear::args(const GemmShape& shape, const float* a, int64_t lda, const float* b,
                       int64_t ldb, float* c, int64_t ldc) const {
-  GemmArgs g;
-  g.shape = shape;
-  g.a = a;
-  g.lda = lda;
-  g.b = b;
-  g.ldb = ldb;
-  g.c = c;
-  g.ldc = ldc;
-  g.workspace = workspace_.data();
-  g.threads = threads_;
-  return g;
+  return gemm_args(shape, a, lda, b, ldb, c, ldc, workspace_.data(), threads_);
 }
 
 void Linear::forward(std::span<const Tensor* const> src, Tensor& dst) {

@@ -38,7 +38,7 @@ double time_conv_ms(const ConvAlgorithm& algo, const ConvProblem& p, int threads
     throw Error(fmt::format("time_conv_ms: '{}' cannot run {}: {}", algo.name, p.str(), why));
   }
   threads = std::max(1, threads);
-  Workspace src_buf, wei_buf, bias_buf, dst_buf, packed_buf, ws;
+  Workspace src_buf, wei_buf, bias_buf, dst_buf, packed, ws;
   float* src = floats(src_buf, p.src_numel());
   float* wei = floats(wei_buf, p.wei_numel());
   float* bias = floats(bias_buf, p.oc);
@@ -47,20 +47,7 @@ double time_conv_ms(const ConvAlgorithm& algo, const ConvProblem& p, int threads
   rng.fill_uniform(std::span<float>(src, static_cast<std::size_t>(p.src_numel())), -1.0f, 1.0f);
   rng.fill_uniform(std::span<float>(wei, static_cast<std::size_t>(p.wei_numel())), -1.0f, 1.0f);
   rng.fill_uniform(std::span<float>(bias, static_cast<std::size_t>(p.oc)), -1.0f, 1.0f);
-  ws.reserve(algo.workspace_bytes(p, threads));
-  ConvArgs args;
-  args.p = &p;
-  args.src = src;
-  args.wei = wei;
-  args.bias = bias;
-  args.dst = dst;
-  args.workspace = ws.data();
-  args.threads = threads;
-  if (algo.pack_weights != nullptr && algo.packed_weights_floats != nullptr) {
-    float* packed = floats(packed_buf, static_cast<int64_t>(algo.packed_weights_floats(p)));
-    algo.pack_weights(p, wei, packed);
-    args.packed = packed;
-  }
+  const ConvArgs args = conv_prepare(algo, p, src, wei, bias, dst, threads, ws, packed);
 
   int64_t start = now_ns();
   algo.run(args);

@@ -53,20 +53,14 @@ void check_problem(const ConvProblem& p) {
 // Plans one algorithm (packed weights, workspace) and runs it on demand.
 struct Planned {
   const ConvAlgorithm* algo;
-  Tensor packed;
+  Workspace packed;
   Workspace ws;
   ConvArgs args;
 };
 
 void plan(Planned& pl, const ConvProblem& p, const Inputs& in, Tensor& dst, int threads) {
-  const ConvAlgorithm& a = *pl.algo;
-  if (a.packed_weights_floats != nullptr && a.pack_weights != nullptr) {
-    pl.packed = Tensor(Shape{static_cast<int64_t>(a.packed_weights_floats(p))});
-    a.pack_weights(p, in.wei.data(), pl.packed.data());
-  }
-  pl.ws.reserve(a.workspace_bytes(p, threads));
-  pl.args = ConvArgs{&p, in.src.data(), in.wei.data(), pl.packed.empty() ? nullptr : pl.packed.data(),
-                     in.bias.data(), dst.data(), pl.ws.data(), threads};
+  pl.args = conv_prepare(*pl.algo, p, in.src.data(), in.wei.data(), in.bias.data(), dst.data(), threads, pl.ws,
+                         pl.packed);
 }
 
 }  // namespace

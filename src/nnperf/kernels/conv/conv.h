@@ -16,6 +16,8 @@
 
 namespace nnperf {
 
+class Workspace;  // core/workspace.h
+
 struct ConvProblem {
   int64_t g = 1, mb = 1, ic = 0, ih = 0, iw = 0, oc = 0, kh = 0, kw = 0;
   int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
@@ -50,7 +52,7 @@ struct ConvArgs {
   const float* packed = nullptr;  // the algorithm's pack_weights output, when it has one
   const float* bias = nullptr;    // may be null
   float* dst = nullptr;
-  void* workspace = nullptr;      // >= workspace_bytes(p, threads), 64-byte aligned
+  void* workspace = nullptr;  // >= workspace_bytes(p, threads), 64-byte aligned
   int threads = 1;
 };
 
@@ -76,6 +78,13 @@ std::span<const ConvAlgorithm> conv_algorithms();
 // Throws UsageError listing the valid names (also accepts "implicit gemm" with spaces).
 const ConvAlgorithm& find_conv(std::string_view name);
 std::string conv_algorithm_names();
+
+// Prepares one run of `algo` on `p` (which it must serve): sizes `workspace`, transforms the
+// weights into `packed` when the algorithm has a weight transform, and returns the arguments; the
+// caller then calls algo.run(args) as often as it likes.
+ConvArgs conv_prepare(const ConvAlgorithm& algo, const ConvProblem& p, const float* src,
+                      const float* wei, const float* bias, float* dst, int threads,
+                      Workspace& workspace, Workspace& packed);
 
 // Runs one algorithm with freshly sized workspace and packed weights (tests, verify, bench).
 void conv_run(const ConvAlgorithm& algo, const ConvProblem& p, const float* src, const float* wei,

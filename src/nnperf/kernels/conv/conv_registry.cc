@@ -107,9 +107,15 @@ void conv_run(const ConvAlgorithm& algo, const ConvProblem& p, const float* src,
   if (!reason.empty()) {
     throw Error(fmt::format("convolution '{}' cannot run {}: {}", algo.name, p.str(), reason));
   }
-  threads = std::max(1, threads);
   thread_local Workspace workspace;
   thread_local Workspace packed;
+  algo.run(conv_prepare(algo, p, src, wei, bias, dst, threads, workspace, packed));
+}
+
+ConvArgs conv_prepare(const ConvAlgorithm& algo, const ConvProblem& p, const float* src,
+                      const float* wei, const float* bias, float* dst, int threads,
+                      Workspace& workspace, Workspace& packed) {
+  threads = std::max(1, threads);
   workspace.reserve(algo.workspace_bytes(p, threads));
   ConvArgs args;
   args.p = &p;
@@ -124,7 +130,7 @@ void conv_run(const ConvAlgorithm& algo, const ConvProblem& p, const float* src,
     algo.pack_weights(p, wei, static_cast<float*>(packed.data()));
     args.packed = static_cast<const float*>(packed.data());
   }
-  algo.run(args);
+  return args;
 }
 
 // ---- helpers shared by the algorithm files ----

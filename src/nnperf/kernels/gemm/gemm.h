@@ -39,6 +39,24 @@ struct GemmArgs {
   int threads = 1;  // threads the algorithm may use (algorithms that are single-threaded ignore it)
 };
 
+// C = op(A) * op(B) + beta * C with the given operands (alpha 1).
+inline GemmArgs gemm_args(const GemmShape& shape, const float* a, int64_t lda, const float* b,
+                          int64_t ldb, float* c, int64_t ldc, void* workspace, int threads,
+                          float beta = 0.0f) {
+  GemmArgs g;
+  g.shape = shape;
+  g.beta = beta;
+  g.a = a;
+  g.lda = lda;
+  g.b = b;
+  g.ldb = ldb;
+  g.c = c;
+  g.ldc = ldc;
+  g.workspace = workspace;
+  g.threads = threads;
+  return g;
+}
+
 struct GemmAlgorithm {
   const char* name;
   const char* description;
