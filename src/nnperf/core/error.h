@@ -3,6 +3,8 @@
 #pragma once
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include <stdexcept>
 #include <string>
 
@@ -36,6 +38,13 @@ class InterruptedError : public Error {
  public:
   using Error::Error;
 };
+
+// One line on stderr, "nnperf: warning: ...": for inputs that were accepted after a correction
+// the user should know about (a thread count capped, a cut CSV row dropped).
+template <typename... Args>
+void warn(fmt::format_string<Args...> f, Args&&... args) {
+  fmt::print(stderr, "nnperf: warning: {}\n", fmt::format(f, std::forward<Args>(args)...));
+}
 
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) {
