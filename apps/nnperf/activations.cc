@@ -2,6 +2,8 @@
 // summary.csv, plots and report.md. `--analyze DIR` rebuilds the analysis from saved runs only.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "command.h"
 #include "nnperf/core/error.h"
 #include "nnperf/io/run_info.h"
@@ -49,12 +51,15 @@ int run_activations(Flags& f, CLI::App& sub) {
     std::size_t pos = 0;
     while (pos <= f.activations.size()) {
       const std::size_t comma = std::min(f.activations.find(',', pos), f.activations.size());
-      o.activations.push_back(f.activations.substr(pos, comma - pos));
+      const std::string name = f.activations.substr(pos, comma - pos);
+      if (std::find(o.activations.begin(), o.activations.end(), name) != o.activations.end()) {
+        throw UsageError(fmt::format("--activations '{}': {} is listed twice", f.activations, name));
+      }
+      o.activations.push_back(name);
       pos = comma + 1;
     }
   }
-  o.out_dir =
-      f.out_dir.empty() ? fmt::format("results/activations_{}", timestamp_compact()) : f.out_dir;
+  o.out_dir = f.out_dir;  // empty: a new results/activations_<timestamp>
   const auto report = run_activation_study(o);
   fmt::print("report: {}\n", report.string());
   return 0;
@@ -77,7 +82,10 @@ const Registrar reg{Command{
       sub.add_option("--activations", f->activations,
                      "Comma-separated subset (default: all eight, in the seed's order)");
       sub.add_option("--out-dir", f->out_dir,
-                     "Output folder (default results/activations_<timestamp>)");
+                     "Output folder (default a new results/activations_<timestamp>); must be new or "
+                     "empty");
+      sub.add_flag("--overwrite", f->train.run.overwrite,
+                   "Replace an earlier study's --out-dir whole (only a folder nnperf wrote)");
       sub.add_flag("--quick", f->quick,
                    "A few epochs on a subset of the data (about a minute on 2 cores)");
       sub.add_option(

@@ -7,6 +7,8 @@
 #include "nnperf/io/run_info.h"
 #include "nnperf/runs/conv_tools.h"
 
+#include "flags.h"
+
 namespace nnperf::app {
 namespace {
 
@@ -49,10 +51,11 @@ const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int(
   sub.add_option("op", f->op, "Operation: conv2d")->required();
   sub.add_option("--problem", f->problem, "benchdnn-style descriptor, e.g. mb1ic64ih56oc64kh3ph1")->required();
   sub.add_option("--algorithms", f->algorithms, "Comma-separated subset (default: all)");
-  sub.add_option("--warmup", f->o.warmup, "Untimed runs per algorithm")->capture_default_str();
-  sub.add_option("--measure", f->o.measure, "Timed runs per algorithm")->capture_default_str();
-  sub.add_option("--threads", f->o.threads, "Threads")->capture_default_str();
-  sub.add_option("--peak-gflops", f->o.peak_gflops, "FMA peak for %peak (0 = measure per thread x threads)");
+  sub.add_option("--warmup", f->o.warmup, "Untimed runs per algorithm")->check(integer_in(0, 1000000))->capture_default_str();
+  sub.add_option("--measure", f->o.measure, "Timed runs per algorithm")->check(integer_in(1, 1000000))->capture_default_str();
+  sub.add_option("--threads", f->o.threads, "Threads (0 = all logical CPUs)")->check(threads_count())->capture_default_str();
+  sub.add_option("--peak-gflops", f->o.peak_gflops, "FMA peak for %peak (0 = measure per thread x threads)")
+      ->check(number_in(0, 1e9));
   sub.add_option("--json", f->json, "Write {context, records} JSON here");
   return [f] { return run(*f); };
 }}};

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "command.h"
+#include "flags.h"
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/threads.h"
 #include "nnperf/gpu/probe.h"
@@ -41,7 +42,7 @@ const Registrar reg{Command{
     "devices", 90, [](CLI::App& sub) -> std::function<int()> {
       sub.description("Report the CPU, the BLAS in use and whether a CUDA device is present");
       auto threads = std::make_shared<int>(0);
-      sub.add_option("--threads", *threads, "Threads (0 = all logical CPUs)");
+      sub.add_option("--threads", *threads, "Threads (0 = all logical CPUs)")->check(threads_count());
       return [threads] { return run_devices(*threads); };
     }}};
 

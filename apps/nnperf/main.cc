@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
 #include "command.h"
 #include "nnperf/core/error.h"
+#include "nnperf/core/interrupt.h"
+#include "nnperf/core/memory.h"
 
 namespace nnperf::app {
 
@@ -45,9 +47,16 @@ int main(int argc, char** argv) {
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = cli.exit(e);
-    return code == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return cli.exit(e);  // --help, --version, --list-*
+    // One line, naming the flag (CLI11's own text) and where to read more.
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    std::string sub;
+    for (const auto* s : cli.get_subcommands()) sub = " " + s->get_name();
+    fmt::print(stderr, "nnperf: error: {} (see 'nnperf{} --help')\n", what, sub);
+    return 2;
   }
+  install_interrupt_handlers();
   try {
     for (auto& [sub, action] : actions) {
       if (sub->parsed()) return action();
@@ -61,6 +70,19 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const Error& e) {
     fmt::print(stderr, "nnperf: error: {}\n", e.what());
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A file-system call without its own check: still one line naming the path.
+    fmt::print(stderr, "nnperf: error: {}{}: {}\n", e.path1().string(),
+               e.path2().empty() ? "" : " -> " + e.path2().string(), e.code().message());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // Sizes from flags and files are checked against the memory budget before allocating; this
+    // is the last line of defence for an allocation no check foresaw.
+    fmt::print(stderr,
+               "nnperf: error: out of memory ({} available); use smaller sizes (--batch-size, "
+               "--hidden, --sizes, ...)\n",
+               format_bytes(available_memory_bytes()));
     return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "nnperf: internal error: {}\n", e.what());

@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "command.h"
+#include "flags.h"
 #include "nnperf/core/error.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/runs/train_run.h"
@@ -30,13 +33,12 @@ int run(Flags& f) {
   o.batch_sizes = parse_int_list(f.batches, "--batch-sizes");
   o.hidden = parse_int_list(f.hidden, "--hidden");
   o.data_dir = f.data;
-  o.out_dir =
-      f.out_dir.empty() ? fmt::format("results/mlp-bench_{}", timestamp_compact()) : f.out_dir;
+  o.out_dir = f.out_dir;  // empty: a new results/mlp-bench_<timestamp>
   o.command_line = command_line();
   const MlpBenchResult r = run_mlp_bench(o);
   write_mlp_bench_outputs(r, o, f.json, f.csv);
   fmt::print("{}", format_mlp_bench(r.json));
-  fmt::print("outputs: {}\n", o.out_dir.string());
+  fmt::print("outputs: {}\n", r.out_dir.string());
   if (!r.consistent) {
     fmt::print(stderr,
                "nnperf: error: implementations disagree beyond the tolerance (see the consistency "
@@ -55,33 +57,50 @@ const Registrar reg{Command{
       add_list_flags(sub);
   sub.add_option("--impls", f->impls,
                      "Comma-separated GEMM implementations (default: all CPU ones)");
-      sub.add_option("--batch-sizes", f->batches, "Batch sizes")->capture_default_str();
-      sub.add_option("--hidden", f->hidden, "Hidden widths")->capture_default_str();
+      sub.add_option("--batch-sizes", f->batches, "Batch sizes")
+          ->check(integer_list_in(1, kMaxBatch))
+          ->capture_default_str();
+      sub.add_option("--hidden", f->hidden, "Hidden widths")
+          ->check(integer_list_in(1, kMaxWidth))
+          ->capture_default_str();
       sub.add_option("--activation", f->o.activation, "Activation")->capture_default_str();
       sub.add_option("--optimizer", f->o.optimizer, "sgd or adam")->capture_default_str();
-      sub.add_option("--warmup", f->o.warmup, "Warm-up iterations per case")->capture_default_str();
+      sub.add_option("--warmup", f->o.warmup, "Warm-up iterations per case")
+          ->check(integer_in(0))
+          ->capture_default_str();
       sub.add_option("--measure", f->o.measure, "Measured iterations per case")
+          ->check(integer_in(1))
           ->capture_default_str();
       sub.add_option("--max-seconds", f->o.max_seconds_per_case,
                      "Stop measuring a case after this many seconds (min 3 reps)")
+          ->check(number_in(0, 86400, /*lo_open=*/true))
           ->capture_default_str();
       sub.add_option("--threads", f->o.threads, "Threads (0 = all logical CPUs)")
+          ->check(threads_count())
           ->capture_default_str();
       sub.add_option("--consistency-steps", f->o.consistency_steps,
                      "Training steps of the consistency check (0 = skip)")
+          ->check(integer_in(0))
           ->capture_default_str();
       sub.add_option("--consistency-tolerance", f->o.consistency_tolerance,
                      "Max |loss - loss_blas| over the curve")
+          ->check(number_in(0, 1e6))
           ->capture_default_str();
       sub.add_option("--overhead-reps", f->o.overhead_reps,
                      "Iterations for the instrumentation-overhead figure (0 = skip)")
+          ->check(integer_in(0))
           ->capture_default_str();
       sub.add_option("--data", f->data,
                      "MNIST-format folder for the consistency check (default: Fashion-MNIST)");
       sub.add_flag("--synthetic", f->o.synthetic, "Synthetic data for the consistency check");
-      sub.add_option("--seed", f->o.seed, "Seed")->capture_default_str();
+      sub.add_option("--seed", f->o.seed, "Seed")
+          ->check(integer_in(0, std::numeric_limits<int64_t>::max()))
+          ->capture_default_str();
       sub.add_option("--out-dir", f->out_dir,
-                     "Output folder (default results/mlp-bench_<timestamp>)");
+                     "Output folder (default a new results/mlp-bench_<timestamp>); must be new or "
+                     "empty");
+      sub.add_flag("--overwrite", f->o.overwrite,
+                   "Replace an earlier run's --out-dir whole (only a folder nnperf wrote)");
       sub.add_option("--json", f->json, "Also write the {context, records} JSON here");
       sub.add_option("--csv", f->csv, "Also write the records CSV here");
       return [f] { return run(*f); };

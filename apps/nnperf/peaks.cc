@@ -7,6 +7,8 @@
 #include "command.h"
 #include "nnperf/io/run_info.h"
 
+#include "flags.h"
+
 namespace nnperf::app {
 namespace {
 
@@ -42,9 +44,14 @@ const Registrar reg{Command{
           "Measure the machine's FMA peak, memory bandwidth and SGEMM rate; write peaks.json");
       auto f = std::make_shared<Flags>();
       sub.add_option("--threads", f->o.threads, "Threads (0 = all logical CPUs)")
+          ->check(threads_count())
           ->capture_default_str();
-      sub.add_option("--rounds", f->o.rounds, "Rounds per figure (median)")->capture_default_str();
-      sub.add_option("--sgemm-n", f->o.sgemm_n, "SGEMM size (0 = skip)")->capture_default_str();
+      sub.add_option("--rounds", f->o.rounds, "Rounds per figure (median)")
+          ->check(integer_in(1, 1000))
+          ->capture_default_str();
+      sub.add_option("--sgemm-n", f->o.sgemm_n, "SGEMM size (0 = skip)")
+          ->check(integer_in(0, 65536))
+          ->capture_default_str();
       sub.add_option("--out", f->out, "peaks.json path (empty = do not write)")
           ->capture_default_str();
       sub.add_option("--env", f->env,

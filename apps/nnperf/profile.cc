@@ -2,9 +2,11 @@
 // `nnperf status [DIR]`: the progress of the sweeps under DIR.
 #include <fmt/format.h>
 
-#include <csignal>
+
+#include <limits>
 
 #include "command.h"
+#include "flags.h"
 #include "nnperf/core/error.h"
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/models/registry.h"
@@ -18,11 +20,25 @@ struct Flags {
   ProfileOptions o;
   std::string sizes, output_dir, progress = "auto";
   bool no_layers = false;
+  bool test = false, quick = false;  // the published profiler's stage flags
 };
+
+constexpr int64_t kMaxSizes = 100000;
 
 std::vector<int64_t> parse_sizes(const std::string& s) {
   const auto colon = s.find(':');
-  if (colon == std::string::npos) return parse_int_list(s, "--sizes");
+  if (colon == std::string::npos) {
+    auto list = parse_int_list(s, "--sizes");
+    if (static_cast<int64_t>(list.size()) > kMaxSizes) {
+      throw UsageError(fmt::format("--sizes: {} sizes; expected at most {}", list.size(), kMaxSizes));
+    }
+    for (int64_t v : list) {
+      if (v > kMaxImageSide) {
+        throw UsageError(fmt::format("--sizes: size {} is above the largest image side nnperf accepts ({})", v, kMaxImageSide));
+      }
+    }
+    return list;
+  }
   // start:stop:step, inclusive of stop when it falls on a step.
   std::vector<int64_t> parts;
   std::size_t pos = 0;
@@ -31,25 +47,38 @@ std::vector<int64_t> parse_sizes(const std::string& s) {
     parts.push_back(parse_int_list(s.substr(pos, c - pos), "--sizes").front());
     pos = c + 1;
   }
-  if (parts.size() != 3 || parts[0] > parts[1]) {
-    throw UsageError(fmt::format("--sizes '{}': expected a list (32,64,224) or a range start:stop:step", s));
+  if (parts.size() != 3 || parts[0] > parts[1] || parts[1] > kMaxImageSide) {
+    throw UsageError(fmt::format("--sizes '{}': expected a list (32,64,224) or a range start:stop:step, sizes up to {}", s, kMaxImageSide));
+  }
+  if ((parts[1] - parts[0]) / parts[2] >= kMaxSizes) {
+    throw UsageError(fmt::format("--sizes '{}': {} sizes; expected at most {}", s,
+                                 (parts[1] - parts[0]) / parts[2] + 1, kMaxSizes));
   }
   std::vector<int64_t> out;
   for (int64_t v = parts[0]; v <= parts[1]; v += parts[2]) out.push_back(v);
   return out;
 }
 
-void on_sigint(int) { request_interrupt(); }
-
-int run(Flags& f) {
+int run(Flags& f, const CLI::App& sub) {
+  if (f.test + f.quick + (sub.count("--stage") > 0) > 1) {
+    throw UsageError("--test, --quick and --stage each choose the stage: give one of them");
+  }
+  if (f.test) f.o.stage = "sanity";
+  if (f.quick) f.o.stage = "quick";
   if (!f.sizes.empty()) f.o.sizes = parse_sizes(f.sizes);
   f.o.output_dir = f.output_dir;
   f.o.layers = !f.no_layers;
   f.o.progress = parse_progress_mode(f.progress);
   f.o.command_line = command_line();
-  std::signal(SIGINT, on_sigint);
   const ProfileResult r = run_profile(f.o);
   fmt::print("outputs: {} ({} sizes profiled, {} already done)\n", r.output_dir.string(), r.sizes_done, r.sizes_skipped);
+  if (r.layers_other_algorithm > 0) {
+    fmt::print("note: {} requested, but {} of {} conv layers ran another algorithm ({}); first: {}{}\n",
+               f.o.algorithm, r.layers_other_algorithm, r.conv_layers, r.algorithms_used, r.other_reason,
+               f.o.strict ? "" : " (--strict refuses instead)");
+  } else if (r.conv_layers > 0) {
+    fmt::print("conv layers: {} ({})\n", r.conv_layers, r.algorithms_used);
+  }
   return 0;
 }
 
@@ -90,16 +119,19 @@ const Registrar reg{Command{"profile", 40, [](CLI::App& sub) -> std::function<in
   sub.add_option("--model", o.model, "Model (see --list-models)")->capture_default_str();
   sub.add_option("--algorithm", o.algorithm, "Convolution algorithm, guess or find (see --list-algorithms)")->capture_default_str();
   sub.add_option("--stage", o.stage, "sanity (1 size, warm-up 1, measure 2) | quick (10, 5, 10) | full (100, 10, 20)")->capture_default_str();
-  sub.add_option("--num-sizes", o.num_sizes, "Number of sizes between --min-size and --max-size");
+  sub.add_flag("--test", f->test, "Same as --stage sanity (the published profiler's flag)");
+  sub.add_flag("--quick", f->quick, "Same as --stage quick (the published profiler's flag)");
+  sub.add_option("--num-sizes", o.num_sizes, "Number of sizes between --min-size and --max-size")->check(integer_in(1, 100000));
   sub.add_option("--sizes", f->sizes, "Explicit sizes: 32,64,224 or start:stop:step");
-  sub.add_option("--min-size", o.min_size, "Smallest input size")->capture_default_str();
-  sub.add_option("--max-size", o.max_size, "Largest input size")->capture_default_str();
-  sub.add_option("--batch-size", o.batch_size, "Batch size")->capture_default_str();
-  sub.add_option("--warmup", o.warmup, "Warm-up passes per size (default: the stage's)");
-  sub.add_option("--measure", o.measure, "Measured passes per size (default: the stage's)");
-  sub.add_option("--threads", o.threads, "Threads (0 = all logical CPUs)")->capture_default_str();
+  sub.add_option("--min-size", o.min_size, "Smallest input size")->check(integer_in(1, kMaxImageSide))->capture_default_str();
+  sub.add_option("--max-size", o.max_size, "Largest input size")->check(integer_in(1, kMaxImageSide))->capture_default_str();
+  sub.add_option("--batch-size", o.batch_size, "Batch size")->check(integer_in(1, kMaxBatch))->capture_default_str();
+  sub.add_option("--warmup", o.warmup, "Warm-up passes per size (default: the stage's)")->check(integer_in(0, 1000000));
+  sub.add_option("--measure", o.measure, "Measured passes per size (default: the stage's)")->check(integer_in(1, 1000000));
+  sub.add_option("--threads", o.threads, "Threads (0 = all logical CPUs)")->check(threads_count())->capture_default_str();
   sub.add_option("--output-dir", f->output_dir, "Default results/<stage>/<model>_<algorithm>_<machine>/");
-  sub.add_flag("--resume", o.resume, "Continue an interrupted sweep in --output-dir");
+  sub.add_flag("--resume", o.resume, "Continue an interrupted sweep in --output-dir (same setup only)");
+  sub.add_flag("--overwrite", o.overwrite, "Replace an earlier sweep's --output-dir whole (only a folder nnperf wrote)");
   sub.add_flag("--strict", o.strict, "Fail on a layer the algorithm cannot serve instead of falling back");
   sub.add_flag("--fold-bn", o.fold_bn, "Fold BatchNorm into the preceding convolution");
   sub.add_flag("--find-exhaustive", o.find_exhaustive,
@@ -107,9 +139,12 @@ const Registrar reg{Command{"profile", 40, [](CLI::App& sub) -> std::function<in
   sub.add_flag("--no-layers", f->no_layers, "Skip the per-layer passes");
   sub.add_option("--power-source", o.power_source, "auto | rapl | nvml")->capture_default_str();
   sub.add_option("--machine", o.machine, "Machine name in the default output folder (default: hostname)");
-  sub.add_option("--seed", o.seed, "Seed for weights and inputs")->capture_default_str();
+  sub.add_option("--seed", o.seed, "Seed for weights and inputs")
+      ->check(integer_in(0, std::numeric_limits<int64_t>::max()))
+      ->capture_default_str();
   sub.add_option("--progress", f->progress, "auto | bar | lines | quiet")->capture_default_str();
-  return [f] { return run(*f); };
+  CLI::App* self = &sub;
+  return [f, self] { return run(*f, *self); };
 }}};
 
 const Registrar reg_status{Command{"status", 45, [](CLI::App& sub) -> std::function<int()> {

@@ -23,7 +23,7 @@ int run_train(Flags& f) {
   }
   finish_train_flags(f.train);
   TrainRunOptions& o = f.train.run;
-  o.out_dir = f.out_dir.empty() ? fmt::format("runs/mlp_{}", timestamp_compact()) : f.out_dir;
+  o.out_dir = f.out_dir;  // empty: run_training makes a new runs/mlp_<timestamp>
   o.command_line = command_line();
   const TrainRunResult r = run_training(o);
   fmt::print("outputs: {}\n", r.out_dir.string());
@@ -40,7 +40,10 @@ const Registrar reg{Command{
       auto f = std::make_shared<Flags>();
       f->train.run.epochs = 5;
       sub.add_option("--model", f->model, "Model to train")->capture_default_str();
-      sub.add_option("--out-dir", f->out_dir, "Output folder (default runs/mlp_<timestamp>)");
+      sub.add_option("--out-dir", f->out_dir,
+                     "Output folder (default a new runs/mlp_<timestamp>); must be new or empty");
+      sub.add_flag("--overwrite", f->train.run.overwrite,
+                   "Replace an earlier run's --out-dir whole (only a folder nnperf wrote)");
       add_list_flags(sub);
   add_train_flags(sub, f->train, /*with_activation=*/true);
       return [f] { return run_train(*f); };

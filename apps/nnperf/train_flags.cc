@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
+#include "flags.h"
 #include "nnperf/kernels/activations.h"
 #include "nnperf/kernels/gemm/gemm.h"
 
@@ -15,6 +18,7 @@ void add_train_flags(CLI::App& sub, TrainFlags& f, bool with_activation) {
   sub.add_flag("--synthetic", r.data.synthetic,
                "Use deterministic synthetic 28x28 data (dry runs)");
   sub.add_option("--hidden", f.hidden, "Hidden layer widths, comma-separated")
+      ->check(integer_list_in(1, kMaxWidth))
       ->capture_default_str();
   if (with_activation)
     sub.add_option("--activation", r.activation,
@@ -22,27 +26,41 @@ void add_train_flags(CLI::App& sub, TrainFlags& f, bool with_activation) {
         ->capture_default_str();
   sub.add_option("--optimizer", r.optimizer.name, "sgd (with momentum) or adam")
       ->capture_default_str();
-  sub.add_option("--lr", r.optimizer.lr, "Learning rate")->capture_default_str();
-  sub.add_option("--momentum", r.optimizer.momentum, "SGD momentum")->capture_default_str();
+  sub.add_option("--lr", r.optimizer.lr, "Learning rate")
+      ->check(number_in(0, std::numeric_limits<double>::infinity(), /*lo_open=*/true))
+      ->capture_default_str();
+  sub.add_option("--momentum", r.optimizer.momentum, "SGD momentum")
+      ->check(number_in(0, 1))
+      ->capture_default_str();
   sub.add_option("--weight-decay", r.optimizer.weight_decay, "L2 weight decay")
+      ->check(number_in(0, std::numeric_limits<double>::infinity()))
       ->capture_default_str();
   sub.add_option("--label-smoothing", r.label_smoothing, "Label smoothing in [0,1)")
+      ->check(number_in(0, 1, false, /*hi_open=*/true))
       ->capture_default_str();
-  sub.add_option("--batch-size", r.batch_size, "Training mini-batch size")->capture_default_str();
-  sub.add_option("--epochs", r.epochs, "Epochs")->capture_default_str();
+  sub.add_option("--batch-size", r.batch_size, "Training mini-batch size")
+      ->check(integer_in(1, kMaxBatch))
+      ->capture_default_str();
+  sub.add_option("--epochs", r.epochs, "Epochs")->check(integer_in(1, 1000000))->capture_default_str();
   sub.add_option("--warmup-epochs", r.warmup_epochs,
                  "Epochs trained before per-layer timing starts")
+      ->check(integer_in(0, 1000000))
       ->capture_default_str();
-  sub.add_option("--val-split", r.data.val_split, "Validation samples held out of the training set")
+  sub.add_option("--val-split", r.data.val_split, "Validation samples held out of the training set (0 = none)")
+      ->check(integer_in(0, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
   sub.add_option("--limit-train", r.data.limit_train,
                  "Use only this many training samples (0 = all)")
+      ->check(integer_in(0, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
   sub.add_option("--limit-test", r.data.limit_test, "Use only this many test samples (0 = all)")
+      ->check(integer_in(0, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
   sub.add_option("--seed", r.seed, "Random seed (data split, shuffling, initialisation)")
+      ->check(integer_in(0, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
   sub.add_option("--threads", r.threads, "Threads for OpenMP and OpenBLAS (0 = all logical CPUs)")
+      ->check(threads_count())
       ->capture_default_str();
   sub.add_option("--impl", r.gemm, "GEMM algorithm: " + gemm_algorithm_names())
       ->capture_default_str();

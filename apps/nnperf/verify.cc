@@ -2,9 +2,13 @@
 // the float64 reference; PASS/FAIL/SKIP per algorithm, exit 1 on any FAIL.
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "command.h"
 #include "nnperf/core/error.h"
 #include "nnperf/runs/conv_tools.h"
+
+#include "flags.h"
 
 namespace nnperf::app {
 namespace {
@@ -47,8 +51,8 @@ const Registrar reg{Command{"verify", 70, [](CLI::App& sub) -> std::function<int
   sub.add_option("op", f->op, "Operation: conv2d")->required();
   sub.add_option("--problem", f->problem, "benchdnn-style descriptor, e.g. mb1ic64ih56oc64kh3ph1")->required();
   sub.add_option("--algorithm", f->algorithm, "One algorithm (default: all)");
-  sub.add_option("--seed", f->seed, "Input seed")->capture_default_str();
-  sub.add_option("--threads", f->threads, "Threads")->capture_default_str();
+  sub.add_option("--seed", f->seed, "Input seed")->check(integer_in(0, std::numeric_limits<int64_t>::max()))->capture_default_str();
+  sub.add_option("--threads", f->threads, "Threads (0 = all logical CPUs)")->check(threads_count())->capture_default_str();
   return [f] { return run(*f); };
 }}};
 

@@ -1,3 +1,6 @@
+#include "nnperf/core/error.h"
+#include "nnperf/core/interrupt.h"
+#include "nnperf/core/memory.h"
 #include "nnperf/analysis/peaks.h"
 
 #include <cblas.h>
@@ -46,6 +49,7 @@ double sgemm_gflops(int64_t n, int threads) {
   const auto ni = static_cast<int>(n);
   std::vector<double> g;
   for (int r = 0; r < 6; ++r) {
+    check_interrupt();
     const int64_t t0 = now_ns();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, a.data(), ni, b.data(),
                 ni, 0.0f, c.data(), ni);
@@ -60,6 +64,12 @@ double sgemm_gflops(int64_t n, int threads) {
 }  // namespace
 
 Peaks measure_peaks(const PeakOptions& o) {
+  if (o.rounds < 1) throw UsageError(fmt::format("--rounds {}: expected at least 1", o.rounds));
+  if (o.sgemm_n < 0) throw UsageError(fmt::format("--sgemm-n {}: expected 0 (skip) or a size", o.sgemm_n));
+  if (o.sgemm_n > 0) {
+    check_memory(3 * o.sgemm_n * o.sgemm_n * static_cast<int64_t>(sizeof(float)),
+                 fmt::format("--sgemm-n {} (three {}x{} float matrices)", o.sgemm_n, o.sgemm_n, o.sgemm_n));
+  }
   Peaks p;
   const int threads = set_threads(o.threads);
   p.threads = threads;
@@ -81,6 +91,7 @@ Peaks measure_peaks(const PeakOptions& o) {
   }
   std::vector<double> one, all;
   for (int r = 0; r < o.rounds; ++r) {
+    check_interrupt();
     one.push_back(fma_gflops(level, 1, iters));
     if (threads > 1) all.push_back(fma_gflops(level, threads, iters));
   }
@@ -96,6 +107,7 @@ Peaks measure_peaks(const PeakOptions& o) {
   stream_triad(a.data(), b.data(), c.data(), 3.0f, n);  // first touch
   std::vector<double> bw;
   for (int r = 0; r < o.rounds; ++r) {
+    check_interrupt();
     const int64_t t0 = now_ns();
     stream_triad(a.data(), b.data(), c.data(), 3.0f, n);
     bw.push_back(12.0 * static_cast<double>(n) / seconds_since(t0) * 1e-9);

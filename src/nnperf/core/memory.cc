@@ -132,6 +132,28 @@ void check_memory(int64_t bytes, const std::string& what) {
   }
 }
 
+namespace {
+thread_local std::string g_context;
+constexpr int64_t kCheckedAllocationBytes = int64_t{16} << 20;
+}  // namespace
+
+MemoryContext::MemoryContext(std::string what) : previous_(std::move(g_context)) {
+  g_context = std::move(what);
+}
+MemoryContext::~MemoryContext() { g_context = std::move(previous_); }
+
+void check_allocation(int64_t bytes, const char* what) {
+  if (bytes < kCheckedAllocationBytes) return;
+  const int64_t avail = available_memory_bytes();
+  if (bytes <= avail) return;
+  throw Error(fmt::format("{}{} of {} cannot be allocated: only {} of memory are available{}",
+                          g_context.empty() ? "" : g_context + ": ", what, format_bytes(bytes),
+                          format_bytes(avail),
+                          std::getenv("NNPERF_MEMORY_LIMIT") != nullptr
+                              ? " (capped by NNPERF_MEMORY_LIMIT)"
+                              : ""));
+}
+
 std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
   int64_t r = 0;
   if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;

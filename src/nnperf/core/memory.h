@@ -21,6 +21,26 @@ int64_t available_memory_bytes();
 // than available_memory_bytes(). `what` names the input that decided the size (a flag or a file).
 void check_memory(int64_t bytes, const std::string& what);
 
+// Every large buffer (tensor storage, workspaces) passes through here before it is allocated:
+// one of at least 16 MiB is refused with an Error when it exceeds available_memory_bytes(). The
+// message names the buffer, the bytes and what the run was doing (see MemoryContext), so a size
+// that no earlier check caught still ends in a one-line error instead of std::bad_alloc or the
+// OOM killer. Smaller buffers are not checked (reading /proc costs more than they do).
+void check_allocation(int64_t bytes, const char* what);
+
+// What the process is doing, for check_allocation's message ("planning vgg16 for input
+// 1x3x4096x4096 (--sizes, --batch-size)"). Scoped; nests (the innermost wins).
+class MemoryContext {
+ public:
+  explicit MemoryContext(std::string what);
+  ~MemoryContext();
+  MemoryContext(const MemoryContext&) = delete;
+  MemoryContext& operator=(const MemoryContext&) = delete;
+
+ private:
+  std::string previous_;
+};
+
 // a * b (and a * b * c ...) with overflow detection: nullopt when the product does not fit int64.
 std::optional<int64_t> checked_mul(int64_t a, int64_t b);
 std::optional<int64_t> checked_add(int64_t a, int64_t b);

@@ -10,12 +10,17 @@
 #include <new>
 
 #include "nnperf/core/error.h"
+#include "nnperf/core/memory.h"
 
 namespace nnperf {
 
 int64_t Shape::numel() const {
   int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
+  for (int64_t d : dims_) {
+    const auto m = checked_mul(n, d);
+    if (!m) fail("shape {}: more than 2^63 elements", str());
+    n = *m;
+  }
   return n;
 }
 
@@ -26,7 +31,10 @@ void Tensor::Free::operator()(float* p) const { std::free(p); }
 namespace {
 float* allocate_floats(int64_t n) {
   if (n <= 0) return nullptr;
-  std::size_t bytes = static_cast<std::size_t>(n) * sizeof(float);
+  const auto b = checked_mul(n, static_cast<int64_t>(sizeof(float)));
+  if (!b) fail("a tensor of {} floats: more bytes than a 64-bit size holds", n);
+  check_allocation(*b, "a tensor");
+  std::size_t bytes = static_cast<std::size_t>(*b);
   bytes = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
   void* p = std::aligned_alloc(kTensorAlignment, bytes);
   if (p == nullptr) throw std::bad_alloc();

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include "nnperf/core/cpu.h"
+#include "nnperf/core/error.h"
 
 extern "C" {
 void openblas_set_num_threads(int num_threads);
@@ -21,7 +22,16 @@ int g_threads = 0;
 }
 
 int set_threads(int n) {
-  if (n <= 0) n = cpu_info().logical_cpus;
+  const int cpus = cpu_info().logical_cpus;
+  if (n <= 0) n = cpus;
+  if (n > cpus) {
+    // More threads than CPUs only time the scheduler (and a huge count can exhaust memory for
+    // thread stacks and hang OpenBLAS's pool at exit): capped, and the cap is what gets recorded.
+    static int warned_for = 0;  // once per process and count (the activation study runs 8 times)
+    if (warned_for != n) warn("--threads {}: this machine has {} logical CPUs; using {}", n, cpus, cpus);
+    warned_for = n;
+    n = cpus;
+  }
   omp_set_num_threads(n);
   openblas_set_num_threads(n);
   g_threads = n;

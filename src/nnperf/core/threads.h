@@ -4,7 +4,8 @@
 
 namespace nnperf {
 
-// n <= 0 means "all logical CPUs". Returns the count in force afterwards.
+// n <= 0 means "all logical CPUs"; n above the logical CPU count is capped to it with a warning.
+// Returns the count in force afterwards.
 int set_threads(int n);
 int num_threads();
 // OpenBLAS's own pool only (set_threads sets it to n as well). CNN inference keeps it at 1: its

@@ -6,6 +6,8 @@
 #include <memory>
 #include <new>
 
+#include "nnperf/core/memory.h"
+
 namespace nnperf {
 
 class Workspace {
@@ -13,6 +15,7 @@ class Workspace {
   void reserve(std::size_t bytes) {
     if (bytes <= size_) return;
     bytes = (bytes + 63) / 64 * 64;
+    check_allocation(static_cast<int64_t>(bytes), "a workspace");
     void* p = std::aligned_alloc(64, bytes);
     if (p == nullptr) throw std::bad_alloc();
     data_.reset(p);

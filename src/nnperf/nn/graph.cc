@@ -3,6 +3,7 @@
 // the producer's gradient, every later one writes a scratch tensor that is then added in. So
 // forward() and backward() allocate nothing and the hooks bracket only the layer's own work (plus
 // its gradient accumulation).
+#include "nnperf/core/interrupt.h"
 #include "nnperf/nn/graph.h"
 
 #include <fmt/format.h>
@@ -197,6 +198,7 @@ const Tensor& Graph::forward(const Tensor& x) {
     for (std::size_t s = 0; s < node.inputs.size(); ++s) {
       if (node.inputs[s] == kInput) node.src[s] = &x;
     }
+    check_interrupt();  // Ctrl-C: a safe point between nodes
     if (g.hook != nullptr) g.hook->before(i, Phase::kForward);
     node.layer->forward(node.src, node.value);
     if (g.hook != nullptr) g.hook->after(i, Phase::kForward);

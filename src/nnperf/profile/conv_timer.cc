@@ -1,5 +1,6 @@
 // time_conv_ms: one warm-up run (page faults, caches, OpenMP pool), then a few timed runs and
 // their median, the statistic cudnnFind-style selection needs (robust to one preempted run).
+#include "nnperf/core/interrupt.h"
 #include "nnperf/profile/conv_timer.h"
 
 #include <fmt/format.h>
@@ -38,6 +39,7 @@ double time_conv_ms(const ConvAlgorithm& algo, const ConvProblem& p, int threads
     throw Error(fmt::format("time_conv_ms: '{}' cannot run {}: {}", algo.name, p.str(), why));
   }
   threads = std::max(1, threads);
+  check_interrupt();  // find times many candidates: Ctrl-C is honoured between them
   Workspace src_buf, wei_buf, bias_buf, dst_buf, packed, ws;
   float* src = floats(src_buf, p.src_numel());
   float* wei = floats(wei_buf, p.wei_numel());
@@ -57,6 +59,7 @@ double time_conv_ms(const ConvAlgorithm& algo, const ConvProblem& p, int threads
   double spent = 0.0;
   const int max_runs = warmup_ms > kSlowRunMs ? 1 : kMaxRuns;
   while (static_cast<int>(runs.size()) < max_runs) {
+    check_interrupt();
     start = now_ns();
     algo.run(args);
     const double ms = static_cast<double>(now_ns() - start) * 1e-6;

@@ -11,6 +11,7 @@
 #include "nnperf/core/threads.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
+#include "nnperf/io/out_dir.h"
 #include "nnperf/io/plot.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/activations.h"
@@ -26,8 +27,9 @@ fs::path run_activation_study(const ActivationStudyOptions& o) {
   } else {
     for (const auto& name : o.activations) acts.push_back(&find_activation(name));
   }
-  ensure_writable_dir(o.out_dir);
-  write_run_json(o.out_dir, o.base.command_line,
+  const fs::path out_dir =
+      prepare_output_dir(out_dir, "results/activations", "--out-dir", o.base.overwrite);
+  write_run_json(out_dir, o.base.command_line,
                  {{"job", "activations"},
                   {"activations",
                    [&] {
@@ -41,14 +43,16 @@ fs::path run_activation_study(const ActivationStudyOptions& o) {
     ++i;
     TrainRunOptions run = o.base;
     run.activation = act->name;
-    run.out_dir = o.out_dir / fmt::format("MLP_{}_{}", act->name, timestamp_compact());
+    run.overwrite = false;
+    // usra-survey's folder names; unique even for two runs of one activation in one second.
+    run.out_dir = create_unique_dir(out_dir / fmt::format("MLP_{}_{}", act->name, timestamp_compact()));
     fmt::print("=== [{}/{}] {} -> {}\n", i, acts.size(), act->name, run.out_dir.string());
     std::fflush(stdout);
     const TrainRunResult r = run_training(run);
     fmt::print("=== {}: test acc {:.4f}, activations {:.4f} ms per forward, {:.0f} img/s\n",
                act->name, r.test_acc, r.total_activation_ms, r.imgs_per_sec);
   }
-  return analyse_activation_study(o.out_dir, o.base.command_line);
+  return analyse_activation_study(out_dir, o.base.command_line);
 }
 
 namespace {

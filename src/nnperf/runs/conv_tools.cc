@@ -8,6 +8,8 @@
 
 #include "nnperf/analysis/peaks.h"
 #include "nnperf/core/error.h"
+#include "nnperf/core/interrupt.h"
+#include "nnperf/core/memory.h"
 #include "nnperf/core/rng.h"
 #include "nnperf/core/tensor.h"
 #include "nnperf/core/threads.h"
@@ -45,9 +47,30 @@ Inputs make_inputs(const ConvProblem& p, uint64_t seed) {
   return in;
 }
 
-void check_problem(const ConvProblem& p) {
+// `extra_bytes_per_output`: what the command keeps per output element besides the float tensors
+// (verify: the float64 reference and its error bound).
+void check_problem(const ConvProblem& p, int64_t extra_bytes_per_output) {
   const std::string bad = p.invalid_reason();
   if (!bad.empty()) throw UsageError(fmt::format("--problem {}: {}", p.str(), bad));
+  // Input, weights and output in float32, refused before any of them is allocated.
+  auto prod = [](std::initializer_list<int64_t> v) -> std::optional<int64_t> {
+    int64_t r = 1;
+    for (int64_t x : v) {
+      const auto m = checked_mul(r, x);
+      if (!m) return std::nullopt;
+      r = *m;
+    }
+    return r;
+  };
+  const auto src = prod({p.mb, p.ic, p.ih, p.iw, 4});
+  const auto wei = prod({p.oc, p.icg(), p.kh, p.kw, 4});
+  const auto dst = prod({p.mb, p.oc, p.oh(), p.ow(), 4 + extra_bytes_per_output});
+  std::optional<int64_t> total;
+  if (src && wei && dst) {
+    const auto a = checked_add(*src, *wei);
+    if (a) total = checked_add(*a, *dst);
+  }
+  check_memory(total.value_or(-1), fmt::format("--problem {} (input, weights and output)", p.str()));
 }
 
 // Plans one algorithm (packed weights, workspace) and runs it on demand.
@@ -67,7 +90,7 @@ void plan(Planned& pl, const ConvProblem& p, const Inputs& in, Tensor& dst, int 
 
 std::vector<ConvVerifyResult> verify_conv(const ConvProblem& p, const std::vector<std::string>& names,
                                           uint64_t seed, int threads) {
-  check_problem(p);
+  check_problem(p, 2 * static_cast<int64_t>(sizeof(double)));
   threads = set_threads(threads);
   set_blas_threads(1);  // as in CNN inference (core/threads.h)
   const auto algos = select(names);
@@ -79,6 +102,7 @@ std::vector<ConvVerifyResult> verify_conv(const ConvProblem& p, const std::vecto
   const double k = static_cast<double>(p.icg() * p.kh * p.kw);
   std::vector<ConvVerifyResult> out;
   for (const ConvAlgorithm* a : algos) {
+    check_interrupt();
     ConvVerifyResult r;
     r.algorithm = a->name;
     r.tolerance_factor = a->tolerance_factor;
@@ -123,7 +147,7 @@ std::vector<ConvVerifyResult> verify_conv(const ConvProblem& p, const std::vecto
 }
 
 nlohmann::json bench_conv(const ConvProblem& p, const ConvBenchOptions& o) {
-  check_problem(p);
+  check_problem(p, 0);
   if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
   const int threads = set_threads(o.threads);
   double peak = o.peak_gflops;
@@ -155,6 +179,7 @@ nlohmann::json bench_conv(const ConvProblem& p, const ConvBenchOptions& o) {
   }
   std::vector<std::vector<double>> ms(planned.size());
   for (int r = 0; r < o.warmup + o.measure; ++r) {
+    check_interrupt();
     for (std::size_t i = 0; i < planned.size(); ++i) {
       const int64_t t0 = now_ns();
       planned[i].algo->run(planned[i].args);

@@ -17,7 +17,9 @@
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
 #include "nnperf/io/plot.h"
+#include "nnperf/io/out_dir.h"
 #include "nnperf/io/run_info.h"
+#include "nnperf/runs/train_run.h"
 #include "nnperf/kernels/activations.h"
 #include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/models/mlp.h"
@@ -79,7 +81,13 @@ MlpBenchResult run_mlp_bench(const MlpBenchOptions& o) {
   }
   if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
   constexpr int64_t kFeatures = 784;
+  const int64_t max_batch = *std::max_element(o.batch_sizes.begin(), o.batch_sizes.end());
+  check_mlp_memory(o.hidden, max_batch,
+                   fmt::format("--hidden {} with --batch-sizes up to {} for {} implementations",
+                               fmt::join(o.hidden, ","), max_batch, algos.size()),
+                   static_cast<int64_t>(algos.size()));
   MlpBenchResult result;
+  result.out_dir = prepare_output_dir(o.out_dir, "results/mlp-bench", "--out-dir", o.overwrite);
   nlohmann::json records = nlohmann::json::array();
   Rng data_rng(o.seed + 17);
 
@@ -328,12 +336,12 @@ void write_records_csv(const nlohmann::json& records, const std::filesystem::pat
 void write_mlp_bench_outputs(const MlpBenchResult& result, const MlpBenchOptions& o,
                              const std::filesystem::path& json_path,
                              const std::filesystem::path& csv_path) {
-  ensure_writable_dir(o.out_dir);
-  write_json_atomic(o.out_dir / "mlp_bench.json", result.json);
-  write_records_csv(result.json["records"], o.out_dir / "mlp_bench.csv");
+  const std::filesystem::path& out_dir = result.out_dir;
+  write_json_atomic(out_dir / "mlp_bench.json", result.json);
+  write_records_csv(result.json["records"], out_dir / "mlp_bench.csv");
   if (!json_path.empty()) write_json_atomic(json_path, result.json);
   if (!csv_path.empty()) write_records_csv(result.json["records"], csv_path);
-  write_run_json(o.out_dir, o.command_line, {{"job", "mlp-bench"}});
+  write_run_json(out_dir, o.command_line, {{"job", "mlp-bench"}});
   PlotSpec p;
   p.title = "MLP training iteration time by GEMM implementation";
   p.xlabel = "batch size";
@@ -354,8 +362,8 @@ void write_mlp_bench_outputs(const MlpBenchResult& result, const MlpBenchOptions
     by_impl[impl].y.push_back(r["time_ms_median"].get<double>());
   }
   for (const auto& n : order) p.series.push_back(by_impl[n]);
-  std::filesystem::create_directories(o.out_dir / "plots");
-  const PlotResult pr = render_plot(p, o.out_dir / "plots" / "iteration_time");
+  std::filesystem::create_directories(out_dir / "plots");
+  const PlotResult pr = render_plot(p, out_dir / "plots" / "iteration_time");
   if (!pr.rendered) fmt::print(stderr, "nnperf: note: plot not rendered: {}\n", pr.message);
 }
 

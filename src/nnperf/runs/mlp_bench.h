@@ -27,7 +27,8 @@ struct MlpBenchOptions {
   std::filesystem::path data_dir;       // real data for the consistency check; synthetic if missing
   bool synthetic = false;
   uint64_t seed = 1;
-  std::filesystem::path out_dir;
+  std::filesystem::path out_dir;  // empty: a new results/mlp-bench_<timestamp>
+  bool overwrite = false;
   std::string command_line;
 };
 
@@ -35,6 +36,7 @@ struct MlpBenchResult {
   nlohmann::json
       json;  // {"context": {...}, "records": [...], "consistency": [...], "overhead": {...}}
   bool consistent = true;
+  std::filesystem::path out_dir;  // claimed before anything was measured
 };
 
 MlpBenchResult run_mlp_bench(const MlpBenchOptions& options);

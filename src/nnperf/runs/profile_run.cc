@@ -9,10 +9,14 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
+#include "nnperf/core/interrupt.h"
+#include "nnperf/core/memory.h"
 #include "nnperf/core/threads.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
+#include "nnperf/io/out_dir.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/io/trace.h"
 #include "nnperf/kernels/conv/conv.h"
@@ -30,30 +34,139 @@ namespace nnperf {
 namespace fs = std::filesystem;
 
 namespace {
-std::atomic<bool> g_interrupt{false};
 
 const std::vector<std::string> kOverallHeader{
     "model", "algorithm", "batch_size", "input_size", "mean", "std", "min", "max", "median",
     "power_mean_w", "power_std_w", "power_min_w", "power_max_w", "energy_total_j", "energy_per_inference_j",
     "power_samples",
-    // ours, after the seed's columns
-    "layers_sum_ms", "threads", "power_source"};
+    // ours, after the published program's columns
+    "layers_sum_ms", "threads", "power_source", "conv_layers", "conv_layers_other_algorithm",
+    "algorithms_used"};
 const std::vector<std::string> kLayersHeader{
     "model", "algorithm", "input_size", "layer", "in_channels", "out_channels", "kernel_size", "stride", "padding",
     "mean_ms", "std_ms", "percentage",
     // ours
     "layer_type", "is_conv", "algorithm_used", "fallback_reason", "problem"};
 
-void check_interrupt() {
-  if (g_interrupt) throw InterruptedError("stopped by the user; rows written so far are complete (use --resume)");
-}
 
 std::string opt_num(const std::optional<double>& v) { return v ? csv_number(*v, 7) : std::string(); }
 
+// What a sweep's rows depend on: resuming with any of these changed would put rows of two setups
+// in one file.
+nlohmann::json sweep_setup(const ProfileOptions& o, const ModelEntry& m, int threads) {
+  return {{"model", m.name},           {"algorithm", o.algorithm},     {"batch_size", o.batch_size},
+          {"threads", threads},        {"fold_bn", o.fold_bn},         {"strict", o.strict},
+          {"find_exhaustive", o.find_exhaustive}, {"warmup", o.warmup}, {"measure", o.measure},
+          {"layers", o.layers},        {"seed", o.seed},               {"power_source", o.power_source},
+          {"host", hostname()},        {"cpu", cpu_info().model_name}, {"simd", to_string(active_simd())}};
+}
+
+// --resume: the stored setup (run.json's "setup") must equal this command's; lists every difference.
+void check_same_setup(const fs::path& dir, const nlohmann::json& now) {
+  const fs::path rj = dir / "run.json";
+  nlohmann::json stored;
+  try {
+    stored = nlohmann::json::parse(read_file(rj));
+  } catch (const std::exception&) {
+    fail("--resume {}: {} is missing or unreadable, so the stored sweep's setup cannot be checked; "
+         "start a new --output-dir", dir.string(), rj.string());
+  }
+  if (!stored.is_object() || !stored.contains("setup") || !stored["setup"].is_object()) {
+    fail("--resume {}: {} has no \"setup\" (written by an older nnperf), so the stored sweep's setup "
+         "cannot be checked; start a new --output-dir", dir.string(), rj.string());
+  }
+  std::vector<std::string> diffs;
+  for (const auto& [key, value] : now.items()) {
+    const nlohmann::json& was = stored["setup"].contains(key) ? stored["setup"][key] : nlohmann::json();
+    if (was != value) diffs.push_back(fmt::format("{}: {} stored, {} now", key, was.dump(), value.dump()));
+  }
+  if (!diffs.empty()) {
+    throw UsageError(fmt::format("--resume {}: the stored sweep ran another setup ({}); rows of two setups "
+                                 "never share a file: rerun with the stored flags or use another --output-dir",
+                                 dir.string(), fmt::join(diffs, "; ")));
+  }
+}
+
+// Claims the sweep folder, or, with --resume, checks it and returns the sizes already done (layer
+// rows of an unfinished size are dropped, so no row is duplicated or lost).
+std::set<int64_t> open_sweep_folder(const ProfileOptions& o, const nlohmann::json& setup,
+                                    const fs::path& overall_path, const fs::path& layers_path) {
+  std::set<int64_t> done;
+  const auto owner = folder_owner(o.output_dir);
+  if (!o.resume || !owner) {
+    if (!o.resume && owner && owner->job == "profile" && !o.overwrite) {
+      throw UsageError(fmt::format("--output-dir {}: already holds {}; nothing was written. Use --resume to "
+                                   "continue it, another --output-dir, or --overwrite to replace it whole",
+                                   o.output_dir.string(), owner->description));
+    }
+    claim_output_dir(o.output_dir, "--output-dir", o.overwrite);
+    return done;
+  }
+  if (owner->job != "profile") {
+    throw UsageError(fmt::format("--output-dir {} --resume: the folder holds {}, not a profile sweep",
+                                 o.output_dir.string(), owner->description));
+  }
+  check_same_setup(o.output_dir, setup);
+  if (!fs::exists(overall_path)) {
+    if (fs::exists(layers_path)) fs::remove(layers_path);  // layer rows of a size that never finished
+    return done;
+  }
+  repair_truncated_csv(overall_path);
+  const CsvTable t = read_csv(overall_path);
+  if (t.header != kOverallHeader) {
+    fail("cannot resume: {} does not have the expected columns (corrupt or from another version)",
+         overall_path.string());
+  }
+  const std::size_t c = t.require("input_size");
+  for (std::size_t r = 0; r < t.rows.size(); ++r) done.insert(t.integer(r, c));
+  if (fs::exists(layers_path)) {
+    repair_truncated_csv(layers_path);
+    const CsvTable l = read_csv(layers_path);
+    if (l.header != kLayersHeader) fail("cannot resume: {} does not have the expected columns", layers_path.string());
+    const std::size_t lc = l.require("input_size");
+    std::string kept = fmt::format("{}\n", fmt::join(kLayersHeader, ","));
+    for (std::size_t r = 0; r < l.rows.size(); ++r) {
+      if (done.count(l.integer(r, lc)) == 0) continue;
+      std::vector<std::string> quoted;
+      for (const auto& f : l.rows[r]) quoted.push_back(csv_field(f));
+      kept += fmt::format("{}\n", fmt::join(quoted, ","));
+    }
+    write_file_atomic(layers_path, kept);
+  }
+  return done;
+}
+
+// Which algorithm each conv layer of the planned graph runs: "gemm:12 winograd:4", and how many
+// ran another than the one requested (a named algorithm; guess and find choose per layer).
+struct AlgorithmUse {
+  int conv_layers = 0, other = 0;
+  std::map<std::string, int> used;
+  std::string first_reason;
+  std::string text() const {
+    std::vector<std::string> parts;
+    for (const auto& [name, n] : used) parts.push_back(fmt::format("{}:{}", name, n));
+    return fmt::format("{}", fmt::join(parts, " "));
+  }
+};
+
+AlgorithmUse algorithm_use(const Graph& g, const std::string& requested) {
+  AlgorithmUse u;
+  const bool named = requested != "guess" && requested != "find";
+  for (int n = 1; n < g.size(); ++n) {
+    const LayerColumns c = layer_columns(g, n);
+    if (!c.is_conv) continue;
+    ++u.conv_layers;
+    ++u.used[c.algorithm_used];
+    if (named && c.algorithm_used != requested) {
+      ++u.other;
+      if (u.first_reason.empty()) u.first_reason = fmt::format("{}: {}", g.name(n), c.fallback_reason);
+    }
+  }
+  return u;
+}
+
 }  // namespace
 
-void request_interrupt() { g_interrupt = true; }
-bool interrupt_requested() { return g_interrupt; }
 
 void apply_stage(ProfileOptions& o) {
   int n = 0, w = 0, m = 0;
@@ -96,60 +209,21 @@ ProfileResult run_profile(ProfileOptions o) {
   const int threads = set_threads(o.threads);
   set_blas_threads(1);  // see core/threads.h: OpenBLAS's spinning pool vs the OpenMP team
   if (o.machine.empty()) o.machine = hostname();
+  if (o.machine.find('/') != std::string::npos || o.machine == "." || o.machine == "..") {
+    throw UsageError(fmt::format("--machine '{}': expected a name for the default folder, without '/'", o.machine));
+  }
   if (o.output_dir.empty()) o.output_dir = fs::path("results") / o.stage / fmt::format("{}_{}_{}", model.name, o.algorithm, o.machine);
-  ensure_writable_dir(o.output_dir);
   const std::string stem = fmt::format("{}_{}", model.name, o.algorithm);
   const fs::path overall_path = o.output_dir / (stem + "_overall.csv");
   const fs::path layers_path = o.output_dir / (stem + "_layers.csv");
-
-  // Resume: sizes with an overall row are done; layer rows of an unfinished size are dropped.
-  std::set<int64_t> done;
-  if (fs::exists(overall_path)) {
-    if (!o.resume) {
-      throw UsageError(fmt::format("{} already exists; use --resume to continue that sweep or another --output-dir",
-                                   overall_path.string()));
-    }
-    CsvTable t;
-    try {
-      t = read_csv(overall_path);
-    } catch (const Error& e) {
-      throw Error(fmt::format("cannot resume: {}", e.what()));
-    }
-    if (t.header != kOverallHeader) fail("cannot resume: {} does not have the expected columns (corrupt or from another version)", overall_path.string());
-    const int c = t.column("input_size");
-    for (const auto& row : t.rows) {
-      try {
-        done.insert(std::stoll(row[static_cast<std::size_t>(c)]));
-      } catch (const std::exception&) {
-        fail("cannot resume: {} has a row with input_size '{}'", overall_path.string(), row[static_cast<std::size_t>(c)]);
-      }
-    }
-    if (fs::exists(layers_path)) {
-      CsvTable l;
-      try {
-        l = read_csv(layers_path);
-      } catch (const Error& e) {
-        throw Error(fmt::format("cannot resume: {}", e.what()));
-      }
-      if (l.header != kLayersHeader) fail("cannot resume: {} does not have the expected columns", layers_path.string());
-      const int lc = l.column("input_size");
-      std::string kept = fmt::format("{}\n", fmt::join(kLayersHeader, ","));
-      for (const auto& row : l.rows) {
-        if (done.count(std::stoll(row[static_cast<std::size_t>(lc)])) == 0) continue;
-        std::vector<std::string> quoted;
-        for (const auto& f : row) quoted.push_back(csv_field(f));
-        kept += fmt::format("{}\n", fmt::join(quoted, ","));
-      }
-      write_file_atomic(layers_path, kept);
-    }
-  } else if (fs::exists(layers_path)) {
-    fs::remove(layers_path);  // layer rows of a sweep that never finished its first size
-  }
+  const nlohmann::json setup = sweep_setup(o, model, threads);
+  const std::set<int64_t> done = open_sweep_folder(o, setup, overall_path, layers_path);
 
   PowerOptions po;
   po.source = o.power_source;
   PowerMonitor power(po);
   nlohmann::json extra = {{"job", "profile"},
+                          {"setup", setup},
                           {"model", model.name},
                           {"algorithm", o.algorithm},
                           {"stage", o.stage},
@@ -208,7 +282,14 @@ ProfileResult run_profile(ProfileOptions o) {
                       processed, todo, what + (eta.empty() ? "" : ", " + eta));
     };
     show("planning");
+    const MemoryContext memory_context(fmt::format("{} at input {}x{}x{}x{} (--batch-size, --sizes)", model.name,
+                                                   o.batch_size, model.default_input[0], size, size));
     plan_model(model, g, Shape{o.batch_size, model.default_input[0], size, size}, ctx);
+    const AlgorithmUse use = algorithm_use(g, o.algorithm);
+    if (use.other > 0) result.layers_other_algorithm = std::max(result.layers_other_algorithm, use.other);
+    result.conv_layers = use.conv_layers;
+    result.algorithms_used = use.text();
+    if (result.other_reason.empty()) result.other_reason = use.first_reason;
     Tensor x(Shape{o.batch_size, model.default_input[0], size, size});
     rng.fill_uniform({x.data(), static_cast<std::size_t>(x.numel())}, -1.0f, 1.0f);
 
@@ -222,7 +303,7 @@ ProfileResult run_profile(ProfileOptions o) {
     std::vector<double> ms;
     ms.reserve(static_cast<std::size_t>(o.measure));
     power.begin();
-    for (int i = 0; i < o.measure && !g_interrupt; ++i) {
+    for (int i = 0; i < o.measure && !interrupt_requested(); ++i) {
       const int64_t t0 = now_ns();
       g.forward(x);
       ms.push_back(static_cast<double>(now_ns() - t0) * 1e-6);
@@ -277,13 +358,16 @@ ProfileResult run_profile(ProfileOptions o) {
                  opt_num(pw.power_mean_w), opt_num(pw.power_std_w), opt_num(pw.power_min_w), opt_num(pw.power_max_w),
                  opt_num(pw.energy_j), pw.energy_j ? csv_number(per_inf, 7) : "",
                  std::to_string(pw.samples), o.layers ? csv_number(layers_sum, 7) : "", std::to_string(threads),
-                 pw.source});
+                 pw.source, std::to_string(use.conv_layers), std::to_string(use.other), use.text()});
     progress.line(fmt::format("{} {} size {}: median {:.3f} ms (min {:.3f}, max {:.3f}){}{}", model.name, o.algorithm, size,
                               whole.median, whole.min, whole.max,
                               o.layers ? fmt::format(", layers sum {:.3f} ms ({:+.1f}% vs whole)", layers_sum,
                                                      100 * (layers_sum / whole.mean - 1))
                                        : "",
-                              pw.energy_j ? fmt::format(", {:.3f} J per inference", per_inf) : ""));
+                              pw.energy_j ? fmt::format(", {:.3f} J per inference", per_inf) : "",
+                              use.other > 0 ? fmt::format("; {} of {} conv layers ran another algorithm than {} ({})",
+                                                          use.other, use.conv_layers, o.algorithm, use.text())
+                                            : ""));
     ++processed;
     ++result.sizes_done;
   }

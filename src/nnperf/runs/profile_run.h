@@ -28,6 +28,7 @@ struct ProfileOptions {
   bool fold_bn = false;
   bool find_exhaustive = false;  // "find": time every supported algorithm in full
   bool resume = false;
+  bool overwrite = false;  // replace an earlier sweep's --output-dir whole
   bool layers = true;  // per-layer passes
   std::string power_source = "auto";
   std::string machine;               // default: hostname
@@ -40,6 +41,10 @@ struct ProfileOptions {
 struct ProfileResult {
   std::filesystem::path output_dir;
   int sizes_done = 0, sizes_skipped = 0;
+  // What ran (from the last size planned): conv layers, how many ran another algorithm than the
+  // named one requested (the most over the sizes), which algorithms ran, and the first reason.
+  int conv_layers = 0, layers_other_algorithm = 0;
+  std::string algorithms_used, other_reason;
 };
 
 // Stage defaults as the seed's program: full 100 sizes warm-up 10 measure 20; quick 10 / 5 / 10;
@@ -50,9 +55,5 @@ ProfileResult run_profile(ProfileOptions options);
 // `nnperf status [DIR]`: one line per sweep folder found under DIR (recursively): model,
 // algorithm, sizes done / planned, state, last update.
 std::string profile_status(const std::filesystem::path& dir);
-
-// Set by the SIGINT handler: the sweep stops between iterations and exits 130.
-void request_interrupt();
-bool interrupt_requested();
 
 }  // namespace nnperf

@@ -5,16 +5,19 @@
 #include "nnperf/runs/train_run.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "nnperf/core/error.h"
+#include "nnperf/core/memory.h"
 #include "nnperf/core/threads.h"
 #include "nnperf/data/dataset.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
+#include "nnperf/io/out_dir.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/io/tensorboard.h"
 #include "nnperf/kernels/activations.h"
@@ -70,6 +73,11 @@ Data load_data(const DataOptions& o, uint64_t seed) {
   Data d;
   Dataset all;
   if (o.synthetic) {
+    // Sizes from flags: the whole draw (and its split copy) must fit before it is made.
+    const int64_t n = o.synthetic_train + o.synthetic_test + o.val_split;
+    const auto bytes = checked_mul(n, int64_t{2 * 28 * 28 * 4});
+    check_memory(bytes.value_or(-1),
+                 fmt::format("--val-split {} with --synthetic ({} samples of 28x28)", o.val_split, n));
     // One draw (the class patterns depend on the seed), then the test part split off.
     Dataset everything =
         make_synthetic(o.synthetic_train + o.val_split + o.synthetic_test, 1, 28, 28, 10, seed);
@@ -107,6 +115,31 @@ double mean(const std::vector<double>& v) {
 
 }  // namespace
 
+void check_mlp_memory(const std::vector<int64_t>& hidden, int64_t batch, const std::string& what,
+                      int64_t copies) {
+  constexpr int64_t kFeatures = 28 * 28, kClasses = 10;
+  int64_t params = 0, widths = kFeatures + kClasses;
+  int64_t prev = kFeatures;
+  bool overflow = false;
+  auto add = [&](int64_t& acc, std::optional<int64_t> v) {
+    const auto r = v ? checked_add(acc, *v) : std::nullopt;
+    if (!r) overflow = true;
+    acc = r.value_or(0);
+  };
+  for (int64_t h : hidden) {
+    add(params, checked_mul(prev, h));
+    add(params, h);
+    add(widths, h);
+    prev = h;
+  }
+  add(params, checked_mul(prev, kClasses));
+  int64_t floats = 0;
+  add(floats, checked_mul(params, 4));
+  add(floats, checked_mul(widths, checked_mul(batch, 3).value_or(-1)));
+  const auto bytes = checked_mul(floats, checked_mul(4, copies).value_or(-1));
+  check_memory(overflow || !bytes ? -1 : *bytes, fmt::format("{} ({} parameters)", what, params));
+}
+
 TrainRunResult run_training(const TrainRunOptions& o) {
   if (o.init != "pytorch" && o.init != "he") {
     throw UsageError(fmt::format("--init '{}': expected pytorch or he", o.init));
@@ -124,10 +157,14 @@ TrainRunResult run_training(const TrainRunOptions& o) {
   const int threads = set_threads(o.threads);
   const ActivationKernel& act = find_activation(o.activation);
   const GemmAlgorithm& gemm = find_gemm(o.gemm);
-  ensure_writable_dir(o.out_dir);
+  check_mlp_memory(o.hidden, std::max(o.batch_size, o.eval_batch_size),
+                   fmt::format("the MLP with --hidden {} and --batch-size {}", fmt::join(o.hidden, ","),
+                               o.batch_size));
 
   Progress progress(o.progress);
   const Data data = load_data(o.data, o.seed);
+  const MemoryContext memory_context(
+      fmt::format("the MLP with --hidden {} and --batch-size {}", fmt::join(o.hidden, ","), o.batch_size));
   progress.line(fmt::format("data: {} ({} train, {} validation, {} test samples)", data.source,
                             data.train.size(), data.val.size(), data.test.size()));
 
@@ -140,6 +177,9 @@ TrainRunResult run_training(const TrainRunOptions& o) {
   PlanContext plan{&gemm, threads, true};
   Trainer trainer(graph, make_optimizer(o.optimizer), plan, o.label_smoothing);
   graph.plan(Shape{o.batch_size, features}, plan);
+  // Only now, with the data read and the model planned, is the folder claimed: a run refused
+  // above leaves nothing behind.
+  const std::filesystem::path out_dir = prepare_output_dir(o.out_dir, "runs/mlp", "--out-dir", o.overwrite);
 
   std::vector<int> act_nodes;
   for (int i = 1; i < graph.size(); ++i) {
@@ -155,11 +195,11 @@ TrainRunResult run_training(const TrainRunOptions& o) {
   for (std::size_t i = 0; i < act_nodes.size(); ++i)
     timing_header.push_back(fmt::format("layer_{}", i + 1));
   timing_header.push_back("total_time");
-  CsvWriter metrics_csv(o.out_dir / "training_metrics.csv",
+  CsvWriter metrics_csv(out_dir / "training_metrics.csv",
                         {"epoch", "train_loss", "train_acc", "val_loss", "val_acc"});
-  CsvWriter timing_csv(o.out_dir / "activation_timings.csv", timing_header);
+  CsvWriter timing_csv(out_dir / "activation_timings.csv", timing_header);
   std::unique_ptr<TensorBoardWriter> tb;
-  if (o.tensorboard) tb = std::make_unique<TensorBoardWriter>(o.out_dir / "tensorboard");
+  if (o.tensorboard) tb = std::make_unique<TensorBoardWriter>(out_dir / "tensorboard");
 
   nlohmann::json run_extra = {
       {"job", "train"},
@@ -174,10 +214,10 @@ TrainRunResult run_training(const TrainRunOptions& o) {
         {"note", "per-layer times include the timer's own overhead; nothing is subtracted"}}}};
   for (int i = 1; i < graph.size(); ++i)
     run_extra["model"]["layers"].push_back(graph.layer(i).describe());
-  write_run_json(o.out_dir, o.command_line, run_extra);
+  write_run_json(out_dir, o.command_line, run_extra);
 
   TrainRunResult result;
-  result.out_dir = o.out_dir;
+  result.out_dir = out_dir;
   result.timer_empty_interval_ns = overhead.empty_interval_ns;
   result.timer_pair_cost_ns = overhead.pair_cost_ns;
   Batcher batcher(data.train, o.batch_size, /*shuffle=*/true, o.seed + 1);
@@ -215,16 +255,20 @@ TrainRunResult run_training(const TrainRunOptions& o) {
     rec.train_sec = static_cast<double>(step_ns) * 1e-9;
     rec.imgs_per_sec =
         rec.train_sec > 0 ? static_cast<double>(train_acc.count) / rec.train_sec : 0.0;
-    result.measured_sec += rec.train_sec;
-    result.images_trained += train_acc.count;
-    if (data.val.size() > 0) {
+    if (epoch > o.warmup_epochs) {  // MEASURED_SEC: warm-up epochs are not measured
+      result.measured_sec += rec.train_sec;
+      result.images_trained += train_acc.count;
+    }
+    const bool has_val = data.val.size() > 0;
+    if (has_val) {
       const BatchResult v = trainer.evaluate(data.val, o.eval_batch_size);
       rec.val_loss = v.mean_loss();
       rec.val_acc = v.accuracy();
     }
+    // Without a validation split the cells stay empty: no made-up zeros.
     metrics_csv.row({std::to_string(epoch), csv_number(rec.train_loss, 8),
-                     csv_number(rec.train_acc, 8), csv_number(rec.val_loss, 8),
-                     csv_number(rec.val_acc, 8)});
+                     csv_number(rec.train_acc, 8), has_val ? csv_number(rec.val_loss, 8) : "",
+                     has_val ? csv_number(rec.val_acc, 8) : ""});
     if (rec.timed) {
       std::vector<std::string> row{std::to_string(epoch)};
       for (int node : act_nodes) {
@@ -285,8 +329,9 @@ TrainRunResult run_training(const TrainRunOptions& o) {
       {"activation", act.name},
       {"final_train_loss", last.train_loss},
       {"final_train_acc", last.train_acc},
-      {"final_val_loss", last.val_loss},
-      {"final_val_acc", last.val_acc},
+      {"final_val_loss", data.val.size() > 0 ? nlohmann::json(last.val_loss) : nlohmann::json(nullptr)},
+      {"final_val_acc", data.val.size() > 0 ? nlohmann::json(last.val_acc) : nlohmann::json(nullptr)},
+      {"validation_samples", data.val.size()},
       {"final_test_loss", result.test_loss},
       {"final_test_acc", result.test_acc},
       {"test_samples", test.count},
@@ -294,6 +339,9 @@ TrainRunResult run_training(const TrainRunOptions& o) {
       {"total_activation_time", result.total_activation_ms},
       {"hyperparameters",
        {{"batch_size", o.batch_size},
+        // "epochs" as usra-survey's README shows it: the timed epochs (total_epochs counts the
+        // warm-up epochs too).
+        {"epochs", timed_epochs},
         {"total_epochs", o.epochs},
         {"warmup_epochs", o.warmup_epochs},
         {"timing_epochs", timed_epochs},
@@ -307,11 +355,12 @@ TrainRunResult run_training(const TrainRunOptions& o) {
       {"timer_empty_interval_ns", overhead.empty_interval_ns},
       {"timer_pair_cost_ns", overhead.pair_cost_ns},
       {"measured_sec", result.measured_sec},
+      {"measured_epochs", o.epochs - o.warmup_epochs},
       {"imgs_per_sec", result.imgs_per_sec}};
   for (std::size_t i = 0; i < result.layer_ms.size(); ++i) {
     final_json["activation_times"][fmt::format("layer_{}", i + 1)] = result.layer_ms[i];
   }
-  write_json_atomic(o.out_dir / "final_results.json", final_json);
+  write_json_atomic(out_dir / "final_results.json", final_json);
   progress.line(fmt::format("test: loss {:.4f} acc {:.4f} ({} samples)", result.test_loss,
                             result.test_acc, test.count));
   return result;

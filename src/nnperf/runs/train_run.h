@@ -36,7 +36,8 @@ struct TrainRunOptions {
   std::string init = "pytorch";  // pytorch | he
   float label_smoothing = 0.0f;
   DataOptions data;
-  std::filesystem::path out_dir;
+  std::filesystem::path out_dir;  // empty: a new runs/mlp_<timestamp> folder
+  bool overwrite = false;          // replace an earlier run's out_dir whole
   bool tensorboard = true;
   bool time_layers = true;
   Progress::Mode progress = Progress::Mode::kAuto;
@@ -56,7 +57,8 @@ struct EpochRecord {
 struct TrainRunResult {
   std::vector<EpochRecord> epochs;
   double test_loss = 0, test_acc = 0;
-  double measured_sec = 0;  // all training steps, data loading and evaluation excluded
+  double measured_sec = 0;  // training steps of the epochs after --warmup-epochs only; data
+                            // loading and evaluation excluded
   int64_t images_trained = 0;
   double imgs_per_sec = 0;
   std::vector<double> layer_ms;  // mean over the timed epochs
@@ -66,6 +68,13 @@ struct TrainRunResult {
 };
 
 TrainRunResult run_training(const TrainRunOptions& options);
+
+// Refuses (nnperf::Error naming `what`) an MLP of 784 inputs, these hidden widths and 10 classes
+// whose weights, gradients, optimizer state (Adam: two moments) and activations at this batch
+// size would not fit in the memory available, before anything is allocated.
+// `copies` models built side by side (mlp-bench builds one per GEMM implementation).
+void check_mlp_memory(const std::vector<int64_t>& hidden, int64_t batch, const std::string& what,
+                      int64_t copies = 1);
 
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& flag);
 

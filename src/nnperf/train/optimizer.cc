@@ -101,7 +101,7 @@ std::map<std::string, const Tensor*> index_state(
 class Sgd : public Optimizer {
  public:
   explicit Sgd(const OptimizerOptions& o) : o_(o), momentum_buffer_("momentum_buffer") {
-    lr_ = o.lr;
+    lr_ = static_cast<float>(o.lr);
   }
   std::string name() const override { return "sgd"; }
 
@@ -110,7 +110,7 @@ class Sgd : public Optimizer {
     const bool use_momentum = o_.momentum != 0.0f;
     bool first = false;
     if (use_momentum) first = momentum_buffer_.ensure(params);
-    const float lr = lr_, wd = o_.weight_decay, mu = o_.momentum;
+    const float lr = lr_, wd = static_cast<float>(o_.weight_decay), mu = static_cast<float>(o_.momentum);
     for (std::size_t i = 0; i < params.size(); ++i) {
       float* w = params[i].value->data();
       const float* grad = params[i].grad->data();
@@ -208,7 +208,7 @@ void adam_update(float* w, const float* grad, float* m, float* v, int64_t n, con
 class Adam : public Optimizer {
  public:
   explicit Adam(const OptimizerOptions& o) : o_(o), exp_avg_("exp_avg"), exp_avg_sq_("exp_avg_sq") {
-    lr_ = o.lr;
+    lr_ = static_cast<float>(o.lr);
   }
   std::string name() const override { return "adam"; }
 
@@ -224,7 +224,7 @@ class Adam : public Optimizer {
                              1.0f - o_.beta1,
                              o_.beta2,
                              1.0f - o_.beta2,
-                             o_.weight_decay,
+                             static_cast<float>(o_.weight_decay),
                              static_cast<float>(lr_ / bc1),
                              static_cast<float>(1.0 / std::sqrt(bc2)),
                              o_.eps};

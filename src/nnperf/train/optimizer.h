@@ -12,9 +12,11 @@ namespace nnperf {
 
 struct OptimizerOptions {
   std::string name = "adam";  // "sgd" | "adam"
-  float lr = 1e-3f;
-  float momentum = 0.9f;      // sgd
-  float weight_decay = 0.0f;  // L2 added to the gradient (both, as torch.optim.SGD/Adam)
+  // Doubles as the user typed them (run records show 0.001, not 0.0010000000474974513); the
+  // update loops use float copies.
+  double lr = 1e-3;
+  double momentum = 0.9;      // sgd
+  double weight_decay = 0.0;  // L2 added to the gradient (both, as torch.optim.SGD/Adam)
   bool nesterov = false;      // sgd
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // adam
 };

@@ -26,6 +26,23 @@ void Trainer::ensure_planned(const Shape& x_shape) {
   if (params_.empty()) params_ = graph_.params();
 }
 
+// Why the numbers are not finite: the learning rate is blamed only when updates have happened and
+// the input and the weights were finite before them.
+std::string Trainer::divergence_cause() const {
+  const Tensor& x = graph_.value(Graph::kInput);
+  if (!all_finite(x.data(), x.numel())) {
+    return "the input batch holds non-finite values (corrupt or badly normalised data), not a "
+           "learning-rate problem";
+  }
+  if (steps_ == 0) {
+    return "this happened before any update, so the initial weights or the model overflow (not "
+           "the learning rate)";
+  }
+  return fmt::format("after {} updates with finite inputs: the learning rate ({}) is likely too "
+                     "high; try a lower --lr",
+                     steps_, optimizer_->lr());
+}
+
 BatchResult Trainer::loss_and_grad(std::span<const int32_t> labels, bool want_grad) {
   const Tensor& logits = graph_.output();
   NNPERF_CHECK(logits.shape().rank() == 2, "classifier output must be 2-D, got {}",
@@ -42,9 +59,10 @@ BatchResult Trainer::loss_and_grad(std::span<const int32_t> labels, bool want_gr
                                              want_grad ? d_logits_.data() : nullptr,
                                              1.0f / static_cast<float>(mb), label_smoothing_);
   if (!std::isfinite(r.loss_sum) || !all_finite(logits.data(), logits.numel())) {
-    throw DivergenceError(fmt::format(
-        "training diverged at step {}: loss is {} (non-finite logits or loss); try a lower --lr",
-        steps_ + 1, r.loss_sum / static_cast<double>(mb)));
+    throw DivergenceError(fmt::format("{}: loss is {} (non-finite logits or loss); {}",
+                                      want_grad ? fmt::format("training diverged at step {}", steps_ + 1)
+                                                : "evaluation failed",
+                                      r.loss_sum / static_cast<double>(mb), divergence_cause()));
   }
   return BatchResult{r.loss_sum, r.correct, mb};
 }
@@ -56,9 +74,8 @@ BatchResult Trainer::step(const Tensor& x, std::span<const int32_t> labels) {
   graph_.backward(d_logits_);
   for (const Param& p : params_) {
     if (!all_finite(p.grad->data(), p.grad->numel())) {
-      throw DivergenceError(fmt::format(
-          "training diverged at step {}: gradient of {} is not finite; try a lower --lr",
-          steps_ + 1, p.name));
+      throw DivergenceError(fmt::format("training diverged at step {}: gradient of {} is not finite; {}",
+                                        steps_ + 1, p.name, divergence_cause()));
     }
   }
   optimizer_->step(params_);

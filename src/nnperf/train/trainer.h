@@ -46,6 +46,7 @@ class Trainer {
   int64_t steps() const { return steps_; }
 
  private:
+  std::string divergence_cause() const;
   void ensure_planned(const Shape& x_shape);
   BatchResult loss_and_grad(std::span<const int32_t> labels, bool want_grad);
   Graph& graph_;

@@ -1,0 +1,32 @@
+// Checks on flag values that run on the text the user typed, before CLI11 converts it: every bad
+// value is refused with the flag's name, the text and what was expected, instead of being
+// reinterpreted ("-5" threads read as "all"), converted to a made-up number (nan, inf) or passed to
+// a conversion that fails with a message that names nothing. main() prints the refusal as one line.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+namespace nnperf::app {
+
+// An integer in [lo, hi] ("--epochs 0: expected an integer >= 1").
+CLI::Validator integer_in(int64_t lo, int64_t hi = std::numeric_limits<int32_t>::max());
+// A finite number in [lo, hi]; lo_open / hi_open exclude the bound ("--label-smoothing 1: expected
+// a number in [0, 1)"). NaN and infinities are always refused.
+CLI::Validator number_in(double lo, double hi, bool lo_open = false, bool hi_open = false);
+// A comma-separated list of integers, each in [lo, hi] ("--hidden 128,-1,64").
+CLI::Validator integer_list_in(int64_t lo, int64_t hi);
+
+// Common cases.
+inline CLI::Validator count_at_least(int64_t lo) { return integer_in(lo); }
+// --threads: 0 = all logical CPUs; above the CPU count it is capped (with a warning) at run time.
+CLI::Validator threads_count();
+
+// The largest sizes any flag accepts before the memory checks even run: a batch, a width or an
+// image side beyond these is a typo, not a workload.
+constexpr int64_t kMaxBatch = int64_t{1} << 24;
+constexpr int64_t kMaxWidth = int64_t{1} << 24;
+constexpr int64_t kMaxImageSide = int64_t{1} << 16;
+
+}  // namespace nnperf::app

@@ -1,0 +1,394 @@
+// The hostile probe as tests: each class of bad input a new or adversarial user can give, run
+// through the real program with small inputs. Every refusal must be one line on stderr starting
+// "nnperf: error:", naming the flag or file, with exit code 1 or 2 (never a signal, never
+// "internal error"), must come quickly (no hang, no huge allocation), and must leave earlier
+// outputs byte for byte as they were.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "nnperf/core/error.h"
+#include "nnperf/core/tensor.h"
+#include "nnperf/io/csv.h"
+#include "nnperf/models/mlp.h"
+#include "nnperf/kernels/activations.h"
+#include "nnperf/kernels/gemm/gemm.h"
+#include "nnperf/train/trainer.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+namespace fs = std::filesystem;
+using test::read_text;
+using test::run_command;
+using test::TempDir;
+
+// nnperf with a hard time limit (a hang fails the test instead of the suite) and extra env.
+test::CommandResult nnperf(const std::string& args, const std::string& env = "", int limit_s = 60) {
+  return run_command(fmt::format("{} timeout {} '{}' {}", env, limit_s, NNPERF_BINARY, args));
+}
+
+int lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+// A clean refusal: exit 1 or 2, one line, names `needle`.
+void expect_refused(const test::CommandResult& r, const std::string& needle, const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_TRUE(r.exit_code == 1 || r.exit_code == 2) << "exit " << r.exit_code << "\n" << r.err << r.out;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("nnperf: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err;
+}
+
+// Every file under dir with its content.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> m;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) m[fs::relative(e.path(), dir).string()] = read_text(e.path());
+  }
+  return m;
+}
+
+const char* kTiny =
+    "--synthetic --hidden 16 --batch-size 64 --threads 1 --progress quiet --no-tensorboard "
+    "--limit-train 256 --limit-test 128 --val-split 128 --epochs 1";
+
+// --- 2. No hang, no absurd resource use ----------------------------------------------------
+
+TEST(Hostile, ThreadsAboveTheCpuCountAreCappedWithAWarningAndRecordedAsUsed) {
+  TempDir dir;
+  const auto r = nnperf(fmt::format("train {} --threads 100000 --out-dir '{}'",
+                                    std::string(kTiny).replace(std::string(kTiny).find("--threads 1"), 11, ""),
+                                    dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("nnperf: warning: --threads 100000: this machine has"), std::string::npos) << r.err;
+  const auto j = nlohmann::json::parse(read_text(dir / "final_results.json"));
+  EXPECT_LE(j["hyperparameters"]["threads"].get<int>(), static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+TEST(Hostile, SizesFromFlagsAreRefusedBeforeAllocating) {
+  TempDir dir;
+  const std::string out = fmt::format("--out-dir '{}'", (dir / "x").string());
+  // A 64 MiB budget: none of these may get as far as allocating their sizes.
+  const std::string cap = "NNPERF_MEMORY_LIMIT=64M";
+  expect_refused(nnperf(fmt::format("train {} --batch-size 99999999999 {}", kTiny, out)), "--batch-size",
+                 "batch beyond any sense");
+  expect_refused(nnperf(fmt::format("train {} --hidden 100000,100000 {}", kTiny, out), cap), "--hidden",
+                 "hidden widths beyond the budget");
+  expect_refused(nnperf(fmt::format("train {} --val-split 900000000 {}", kTiny, out), cap), "--val-split",
+                 "synthetic validation split beyond the budget");
+  expect_refused(nnperf(fmt::format("mlp-bench --batch-sizes 32,9000000 --hidden 4096,4096 {}", out), cap),
+                 "--batch-sizes", "mlp-bench batches beyond the budget");
+  expect_refused(nnperf(fmt::format("peaks --sgemm-n 60000 --rounds 1 --out ''"), cap), "--sgemm-n",
+                 "sgemm size beyond the budget");
+  const auto conv = nnperf("bench conv2d --problem mb1ic4096ih1024oc4096kh1 --threads 1");
+  expect_refused(conv, "--problem mb1ic4096ih1024oc4096", "conv problem beyond memory");
+  EXPECT_NE(conv.err.find("needs"), std::string::npos) << conv.err;
+  EXPECT_NE(conv.err.find("available"), std::string::npos) << conv.err;
+  expect_refused(nnperf("verify conv2d --problem mb64ic4096ih4096oc4096kh3ph1", cap), "--problem",
+                 "verify beyond memory");
+  expect_refused(nnperf(fmt::format("profile --model resnet18 --sizes 1:100000000:1 --output-dir '{}'",
+                                    (dir / "p").string())),
+                 "--sizes", "a size range of a hundred million sizes");
+  expect_refused(nnperf(fmt::format("profile --model vgg16 --sizes 8192 --batch-size 64 --stage sanity "
+                                    "--output-dir '{}' --progress quiet",
+                                    (dir / "p2").string()),
+                        cap),
+                 "vgg16", "a model input beyond the budget");
+  EXPECT_FALSE(fs::exists(dir / "x")) << "a refused run left its output folder behind";
+}
+
+TEST(Hostile, AnIdxHeaderClaimingBillionsOfLabelsInATinyFileIsRefusedWithoutTouchingMemory) {
+  TempDir dir;
+  // A valid images file would not matter: the labels file is read and refused on its own.
+  std::string labels = std::string("\0\0\x08\x01", 4) + std::string("\x80\0\0\0", 4) + std::string(2048, '\1');
+  {
+    std::FILE* f = std::fopen((dir / "train-labels-idx1-ubyte").c_str(), "wb");
+    std::fwrite(labels.data(), 1, labels.size(), f);
+    std::fclose(f);
+    f = std::fopen((dir / "train-images-idx3-ubyte").c_str(), "wb");
+    const std::string img = std::string("\0\0\x08\x03", 4) + std::string("\0\0\0\x02\0\0\0\x1c\0\0\0\x1c", 12) +
+                            std::string(2 * 28 * 28, '\7');
+    std::fwrite(img.data(), 1, img.size(), f);
+    std::fclose(f);
+  }
+  const auto r = nnperf(fmt::format("train --data '{}' --out-dir '{}' --progress quiet", dir.path().string(),
+                                    (dir / "out").string()),
+                        "NNPERF_MEMORY_LIMIT=64M");
+  expect_refused(r, "train-", "IDX header claiming 2^31 labels");
+}
+
+// --- 3. Nothing lost or mixed ----------------------------------------------------------------
+
+TEST(Hostile, TrainNeverWritesIntoAnotherRunsFolderAndOverwriteReplacesItWhole) {
+  TempDir dir;
+  const fs::path out = dir / "run";
+  ASSERT_EQ(nnperf(fmt::format("train {} --out-dir '{}'", kTiny, out.string())).exit_code, 0);
+  const auto before = snapshot(out);
+  expect_refused(nnperf(fmt::format("train {} --epochs 2 --out-dir '{}'", kTiny, out.string())), out.string(),
+                 "second train into the same folder");
+  EXPECT_EQ(snapshot(out), before) << "the refused run changed the first run's files";
+
+  // A folder of someone else's files is never deleted, even with --overwrite.
+  fs::create_directories(dir / "mine");
+  { std::FILE* f = std::fopen((dir / "mine" / "thesis.tex").c_str(), "wb"); std::fclose(f); }
+  expect_refused(nnperf(fmt::format("train {} --out-dir '{}' --overwrite", kTiny, (dir / "mine").string())),
+                 "did not write", "--overwrite on a foreign folder");
+  EXPECT_TRUE(fs::exists(dir / "mine" / "thesis.tex"));
+
+  const auto r = nnperf(fmt::format("train {} --epochs 2 --warmup-epochs 1 --out-dir '{}' --overwrite", kTiny,
+                                    out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const CsvTable m = read_csv(out / "training_metrics.csv");
+  EXPECT_EQ(m.rows.size(), 2u) << "--overwrite must replace the folder whole, not append";
+}
+
+TEST(Hostile, TrainAndProfileRefuseEachOthersFolders) {
+  TempDir dir;
+  const fs::path t = dir / "train", p = dir / "profile";
+  ASSERT_EQ(nnperf(fmt::format("train {} --out-dir '{}'", kTiny, t.string())).exit_code, 0);
+  ASSERT_EQ(nnperf(fmt::format("profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 "
+                               "--threads 1 --progress quiet --no-layers --output-dir '{}'",
+                               p.string()))
+                .exit_code,
+            0);
+  const auto tb = snapshot(t), pb = snapshot(p);
+  expect_refused(nnperf(fmt::format("profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 "
+                                    "--threads 1 --progress quiet --output-dir '{}'",
+                                    t.string())),
+                 "a training run", "profile into a training folder");
+  expect_refused(nnperf(fmt::format("profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 "
+                                    "--threads 1 --progress quiet --resume --output-dir '{}'",
+                                    t.string())),
+                 "not a profile sweep", "profile --resume into a training folder");
+  expect_refused(nnperf(fmt::format("train {} --out-dir '{}'", kTiny, p.string())), "profile sweep",
+                 "train into a profile folder");
+  EXPECT_EQ(snapshot(t), tb);
+  EXPECT_EQ(snapshot(p), pb);
+}
+
+TEST(Hostile, DefaultFolderNamesAreUniqueForRunsStartedInTheSameSecond) {
+  TempDir dir;
+  const auto r = run_command(fmt::format(
+      "cd '{}' && for i in 1 2 3; do timeout 60 '{}' train {} > /dev/null 2>&1 & done; wait; ls runs",
+      dir.path().string(), NNPERF_BINARY, kTiny));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines(r.out), 3) << r.out;
+  for (const auto& e : fs::directory_iterator(dir / "runs")) {
+    EXPECT_TRUE(fs::exists(e.path() / "final_results.json")) << e.path();
+  }
+}
+
+TEST(Hostile, ProfileResumeRefusesAnotherSetupListingTheDifferences) {
+  TempDir dir;
+  const std::string base = fmt::format(
+      "profile --model resnet18 --algorithm gemm --stage sanity --sizes 32,40 --threads 1 --progress quiet "
+      "--no-layers --output-dir '{}'",
+      dir.path().string());
+  ASSERT_EQ(nnperf(base).exit_code, 0);
+  const auto before = snapshot(dir);
+  const auto r = nnperf(base + " --resume --batch-size 2 --fold-bn");
+  expect_refused(r, "batch_size: 1 stored, 2 now", "resume with another batch size");
+  EXPECT_NE(r.err.find("fold_bn: false stored, true now"), std::string::npos) << r.err;
+  EXPECT_EQ(snapshot(dir), before);
+  const auto again = nnperf(base + " --resume");
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("0 sizes profiled, 2 already done"), std::string::npos) << again.out;
+}
+
+TEST(Hostile, AResumedSweepDropsARowCutByAKillAndSaysSo) {
+  TempDir dir;
+  const std::string base = fmt::format(
+      "profile --model resnet18 --algorithm gemm --stage sanity --sizes 32,40 --threads 1 --progress quiet "
+      "--no-layers --output-dir '{}'",
+      dir.path().string());
+  ASSERT_EQ(nnperf(base).exit_code, 0);
+  const fs::path overall = dir / "resnet18_gemm_overall.csv";
+  std::string text = read_text(overall);
+  // Cut the last row inside its last field, as a kill between write and newline would.
+  text.resize(text.size() - 3);
+  { std::FILE* f = std::fopen(overall.c_str(), "wb"); std::fwrite(text.data(), 1, text.size(), f); std::fclose(f); }
+  const auto r = nnperf(base + " --resume");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("nnperf: warning: "), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("1 sizes profiled, 1 already done"), std::string::npos) << r.out;
+  const CsvTable t = read_csv(overall);
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.rows[0][t.require("input_size")], "32");
+  EXPECT_EQ(t.rows[1][t.require("input_size")], "40");
+}
+
+// --- 4. No made-up numbers -------------------------------------------------------------------
+
+TEST(Hostile, NonsenseNumbersAreRefusedNamingTheFlag) {
+  TempDir dir;
+  const std::string out = fmt::format("--out-dir '{}'", (dir / "x").string());
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"train --lr nan", "--lr"},
+      {"train --lr inf", "--lr"},
+      {"train --lr -0.1", "--lr"},
+      {"train --lr abc", "--lr"},
+      {"train --momentum nan", "--momentum"},
+      {"train --weight-decay inf", "--weight-decay"},
+      {"train --label-smoothing 1", "--label-smoothing"},
+      {"train --label-smoothing -0.1", "--label-smoothing"},
+      {"train --limit-train -5", "--limit-train"},
+      {"train --limit-test -5", "--limit-test"},
+      {"train --threads -5", "--threads"},
+      {"train --val-split -1", "--val-split"},
+      {"train --epochs 0", "--epochs"},
+      {"train --epochs 1e3", "--epochs"},
+      {"train --batch-size 0", "--batch-size"},
+      {"train --hidden 32,-1", "--hidden"},
+      {"train --seed -3", "--seed"},
+      {"activations --warmup-epochs -5", "--warmup-epochs"},
+      {"mlp-bench --max-seconds -1", "--max-seconds"},
+      {"mlp-bench --consistency-steps -5", "--consistency-steps"},
+      {"mlp-bench --consistency-tolerance nan", "--consistency-tolerance"},
+      {"mlp-bench --batch-sizes 0,32", "--batch-sizes"},
+      {"peaks --rounds 0", "--rounds"},
+      {"peaks --sgemm-n -1", "--sgemm-n"},
+      {"profile --warmup -5", "--warmup"},
+      {"profile --measure 0", "--measure"},
+      {"profile --num-sizes 0", "--num-sizes"},
+      {"profile --sizes 32,abc", "--sizes"},
+      {"profile --test --quick", "--quick"},
+      {"bench conv2d --problem mb1ic8ih8oc8kh3 --measure 0", "--measure"},
+      {"bench conv2d --problem mb1ic8ih8oc8kh3 --peak-gflops nan", "--peak-gflops"},
+      {"verify conv2d --problem mb1ic8ih8oc8kh3 --threads -1", "--threads"},
+  };
+  for (const auto& [args, flag] : cases) {
+    const auto r = nnperf(args + (args.rfind("train", 0) == 0 ? " --synthetic " + out : std::string()));
+    expect_refused(r, flag, args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+  }
+  EXPECT_FALSE(fs::exists(dir / "x"));
+}
+
+TEST(Hostile, NoValidationSplitWritesEmptyCellsNotZeros) {
+  TempDir dir;
+  const auto r = nnperf(fmt::format("train {} --val-split 0 --out-dir '{}'", kTiny, dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const CsvTable m = read_csv(dir / "training_metrics.csv");
+  ASSERT_EQ(m.rows.size(), 1u);
+  EXPECT_EQ(m.rows[0][m.require("val_loss")], "");
+  EXPECT_EQ(m.rows[0][m.require("val_acc")], "");
+  const auto j = nlohmann::json::parse(read_text(dir / "final_results.json"));
+  EXPECT_TRUE(j["final_val_acc"].is_null());
+  EXPECT_TRUE(j["final_val_loss"].is_null());
+}
+
+TEST(Hostile, RecordsKeepTheNumbersTheUserTypedAndMeasuredSecExcludesWarmup) {
+  TempDir dir;
+  const auto r = nnperf(fmt::format("train {} --lr 0.001 --epochs 3 --warmup-epochs 2 --out-dir '{}'", kTiny,
+                                    dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = read_text(dir / "final_results.json");
+  EXPECT_NE(text.find("\"learning_rate\": 0.001,"), std::string::npos) << text;
+  const auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["hyperparameters"]["epochs"], 1);  // the timed epochs, as usra-survey's README shows
+  EXPECT_EQ(j["hyperparameters"]["total_epochs"], 3);
+  EXPECT_EQ(j["measured_epochs"], 1);
+  // MEASURED_SEC x IMGS_PER_SEC = the images of the one measured epoch (256), not of all three.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(MEASURED_SEC=([0-9.]+) IMGS_PER_SEC=([0-9.]+))")));
+  EXPECT_NEAR(std::stod(m[1]) * std::stod(m[2]), 256.0, 2.0) << r.out;
+}
+
+// The learning rate is blamed only when it can be the cause.
+TEST(Hostile, DivergenceBlamesTheLearningRateOnlyWhenItIsTheCause) {
+  const auto& act = find_activation("ReLU");
+  Graph g = build_mlp(4, {8}, 3, act, /*flatten=*/false);
+  Rng rng(1);
+  g.init(rng);
+  OptimizerOptions oo;
+  oo.name = "sgd";
+  oo.lr = 0.1;
+  PlanContext ctx{&find_gemm("naive"), 1, true};
+  Trainer t(g, make_optimizer(oo), ctx);
+  Tensor x(Shape{2, 4});
+  x.fill(1.0f);
+  x[3] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<int32_t> labels{0, 1};
+  try {
+    t.step(x, labels);
+    FAIL() << "a NaN input must stop training";
+  } catch (const DivergenceError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.find("try a lower --lr"), std::string::npos) << m;
+    EXPECT_NE(m.find("input batch"), std::string::npos) << m;
+  }
+  // Updates with finite data that blow up: now the learning rate is the likely cause.
+  TempDir dir;
+  const auto r = nnperf(fmt::format("train {} --optimizer sgd --lr 1e12 --epochs 2 --out-dir '{}'", kTiny,
+                                    dir.path().string()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--lr"), std::string::npos) << r.err;
+}
+
+// --- 5. Ctrl-C ---------------------------------------------------------------------------------
+
+// Starts `args` in the background, sends SIGINT (twice when `twice`) after `after_s` seconds and
+// prints "<exit code> <seconds from the first signal to exit>".
+test::CommandResult interrupted(const std::string& args, double after_s, bool twice) {
+  return run_command(fmt::format(
+      "'{}' {} >/dev/null 2>&1 & pid=$!; sleep {}; t0=$(date +%s.%N); kill -INT $pid; {} wait $pid; rc=$?; "
+      "t1=$(date +%s.%N); echo \"$rc $(awk \"BEGIN {{ print $t1 - $t0 }}\")\"",
+      NNPERF_BINARY, args, after_s, twice ? "sleep 0.05; kill -INT $pid 2>/dev/null;" : ""));
+}
+
+TEST(Hostile, CtrlCStopsWithinASecondAlsoDuringFindPlanning) {
+  TempDir dir;
+  // find on VGG16 at 224 spends many seconds timing candidates: the signal lands during planning.
+  const auto r = interrupted(fmt::format("profile --model vgg16 --algorithm find --find-exhaustive --stage sanity "
+                                         "--sizes 224 --threads 1 --progress quiet --output-dir '{}'",
+                                         (dir / "p").string()),
+                             1.5, false);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int rc = -1;
+  double secs = 99;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "%d %lf", &rc, &secs), 2) << r.out;
+  EXPECT_EQ(rc, 130);
+  EXPECT_LT(secs, 1.0) << "took " << secs << " s to stop";
+  // A second Ctrl-C exits at once.
+  const auto r2 = interrupted(fmt::format("profile --model vgg16 --algorithm find --find-exhaustive --stage sanity "
+                                          "--sizes 224 --threads 1 --progress quiet --output-dir '{}'",
+                                          (dir / "p2").string()),
+                              1.5, true);
+  ASSERT_EQ(std::sscanf(r2.out.c_str(), "%d %lf", &rc, &secs), 2) << r2.out;
+  EXPECT_EQ(rc, 130);
+  EXPECT_LT(secs, 0.5);
+}
+
+// --- 7. Labels say what ran ----------------------------------------------------------------------
+
+TEST(Hostile, AProfileOfAnAlgorithmMostLayersCannotRunSaysWhatRanInstead) {
+  TempDir dir;
+  const auto r = nnperf(fmt::format("profile --model resnet18 --algorithm winograd --test --sizes 32 --threads 1 "
+                                    "--progress quiet --no-layers --output-dir '{}'",
+                                    dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("note: winograd requested, but"), std::string::npos) << r.out;
+  const CsvTable t = read_csv(dir / "resnet18_winograd_overall.csv");
+  ASSERT_EQ(t.rows.size(), 1u);
+  const int64_t conv = t.integer(0, t.require("conv_layers"));
+  const int64_t other = t.integer(0, t.require("conv_layers_other_algorithm"));
+  EXPECT_EQ(conv, 20);
+  EXPECT_GT(other, 0);
+  EXPECT_LT(other, conv);
+  EXPECT_NE(t.rows[0][t.require("algorithms_used")].find("winograd:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nnperf
