@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -403,8 +404,10 @@ TEST(ParseIdx, MatchesReadIdxForRawAndGzip) {
   expect_error([&] { parse_idx("", "nothing"); }, {"nothing", "truncated", "holds 0 bytes"});
   expect_error([&] { parse_idx(std::string("\x1f\x8b", 2), "magic only"); },
                {"magic only", "truncated gzip stream"});
-  // Not a regular file.
+  // Not a regular file: a folder, and a FIFO with no writer (refused at once, not waited on).
   expect_error([&] { read_idx(dir.path()); }, {dir.path().string(), "not a regular file"});
+  ASSERT_EQ(mkfifo((dir / "fifo").c_str(), 0600), 0);
+  expect_error([&] { read_idx(dir / "fifo"); }, {"fifo", "not a regular file"});
 }
 
 // Writes a small MNIST-style pair; returns the image bytes.
@@ -473,6 +476,19 @@ TEST(LoadMnist, RejectsMismatchedCountsRangesAndTypes) {
     expect_error([&] { load_mnist(dir.path(), "train"); },
                  {"train-labels-idx1-ubyte", "expected ubyte labels", "2x1"});
   }
+}
+
+TEST(LoadMnist, FloatCopyIsCheckedAgainstTheMemoryBudget) {
+  TempDir dir("nnperf-mnist");
+  // 20000 image bytes pass a 64 KiB budget; their float32 copy (80000 bytes + 4 per label) does not.
+  write_mnist(dir.path(), "train", 50, 20, 20, std::string(50, 3), false);
+  {
+    ScopedEnv limit("NNPERF_MEMORY_LIMIT", "64K");
+    expect_error([&] { load_mnist(dir.path(), "train"); },
+                 {"train-images-idx3-ubyte (header says 50x20x20 ubyte) as float32",
+                  "needs 78.3 KiB of memory", "only 64.0 KiB"});
+  }
+  EXPECT_EQ(load_mnist(dir.path(), "train").images.shape(), Shape({50, 1, 20, 20}));
 }
 
 TEST(LoadMnist, MissingFolderOrFileSaysWhereToGetData) {

@@ -88,11 +88,18 @@ class MemoryInput final : public ByteInput {
 class FileInput final : public ByteInput {
  public:
   explicit FileInput(const fs::path& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below); reads
+    // from regular files ignore the flag.
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd_ < 0) fail("{}: cannot open: {}", path.string(), errno_text());
     struct stat st {};
-    if (::fstat(fd_, &st) != 0) fail("{}: cannot stat: {}", path.string(), errno_text());
-    if (!S_ISREG(st.st_mode)) fail("{}: not a regular file", path.string());
+    const bool stat_ok = ::fstat(fd_, &st) == 0;
+    const std::string why = stat_ok ? "" : errno_text();
+    if (!stat_ok || !S_ISREG(st.st_mode)) {
+      ::close(fd_);  // the destructor does not run for a constructor that throws
+      if (!stat_ok) fail("{}: cannot stat: {}", path.string(), why);
+      fail("{}: not a regular file", path.string());
+    }
     size_ = static_cast<int64_t>(st.st_size);
   }
   ~FileInput() override {
