@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DNNPERF_WERROR=ON
 
-.PHONY: deps build run test bench bench-conv asan format clean
+.PHONY: deps build run test bench bench-conv asan fuzz format clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -30,6 +30,11 @@ bench-conv: build
 
 asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DNNPERF_WERROR=ON -DNNPERF_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo"
+
+# libFuzzer + ASan + UBSan on the parsers of untrusted input, FUZZ_SECONDS per target (clang).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')

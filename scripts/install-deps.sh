@@ -8,6 +8,7 @@ PKGS=(
   libopenblas-dev libfftw3-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev libomp-dev libdnnl-dev
   gnuplot-nox dataset-fashion-mnist python3 python3-venv
+  clang libclang-rt-dev
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -4,14 +4,21 @@
 #include "nnperf/data/dataset.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "nnperf/core/error.h"
@@ -174,6 +181,235 @@ TEST(ReadIdx, CorruptAndCutGzip) {
   expect_error([&] { read_idx(dir / "cut.gz"); }, {"cut.gz", "truncated gzip stream"});
 }
 
+// ---- Hostile headers: sizes are checked against the input and the memory budget first ----
+
+// gzip bytes in memory (what write_gz writes to a file).
+std::string gzip_bytes(const std::string& raw) {
+  z_stream zs{};
+  EXPECT_EQ(deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 9,
+                         Z_DEFAULT_STRATEGY),
+            Z_OK);
+  std::string out(deflateBound(&zs, raw.size()), '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(raw.data()));
+  zs.avail_in = static_cast<uInt>(raw.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+// Sets an environment variable for one scope (the memory budget's NNPERF_MEMORY_LIMIT).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    if (old != nullptr) old_ = old;
+    had_ = old != nullptr;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+// Runs f in a forked child and returns how far the child's peak resident memory rose above this
+// process's resident memory at the fork, in MiB; nullopt unless the child ended with an
+// nnperf::Error. A 2 GiB vector, zero-filled by resize, would show as about +2048.
+template <typename F>
+std::optional<long> child_peak_rss_growth_mib(F&& f) {
+  long resident_pages = 0;
+  {
+    std::ifstream statm("/proc/self/statm");
+    long size_pages = 0;
+    statm >> size_pages >> resident_pages;
+  }
+  const long resident_kib = resident_pages * (sysconf(_SC_PAGESIZE) / 1024);
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    int code = 3;
+    try {
+      f();
+      code = 2;
+    } catch (const Error&) {
+      code = 0;
+    } catch (...) {
+      code = 1;
+    }
+    _exit(code);
+  }
+  int status = 0;
+  rusage child{};
+  if (pid < 0 || wait4(pid, &status, 0, &child) != pid || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0) {
+    return std::nullopt;
+  }
+  return (child.ru_maxrss - resident_kib) / 1024;  // ru_maxrss is in KiB
+}
+
+TEST(ReadIdx, HugeClaimInTinyRawFileIsRefusedBeforeAllocating) {
+  TempDir dir("nnperf-idx");
+  // 2^31 labels claimed, 2040 bytes present (a 2 KB file).
+  const std::string bytes = idx_header(0x08, {0x80000000u}) + random_bytes(2040, 11);
+  write_raw(dir / "labels-idx1-ubyte", bytes);
+  // The budget is 64 MiB, so a memory check alone would also refuse: the message shows that the
+  // size check refused first, without asking for 2 GiB.
+  ScopedEnv limit("NNPERF_MEMORY_LIMIT", "64M");
+  const auto start = std::chrono::steady_clock::now();
+  const std::string msg = expect_error(
+      [&] { read_idx(dir / "labels-idx1-ubyte"); },
+      {"labels-idx1-ubyte", "truncated", "header says 2147483648 ubyte (2147483648 bytes)",
+       "only 2040 bytes after the 8-byte header"});
+  EXPECT_EQ(msg.find("memory"), std::string::npos) << msg;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+  expect_error([&] { parse_idx(bytes, "in-memory labels"); },
+               {"in-memory labels", "truncated", "2147483648 ubyte", "data holds only 2040 bytes"});
+  // The same claim in 60000x28x28 images.
+  write_raw(dir / "images", idx_header(0x08, {60000, 28, 28}) + random_bytes(2000, 12));
+  expect_error([&] { read_idx(dir / "images"); },
+               {"images", "truncated", "60000x28x28 ubyte (47040000 bytes)", "only 2000 bytes"});
+  // Peak memory of the refusal, measured in a child process: nothing like the claimed 2 GiB.
+  const auto growth = child_peak_rss_growth_mib([&] { read_idx(dir / "labels-idx1-ubyte"); });
+  ASSERT_TRUE(growth.has_value()) << "the child did not end with an nnperf::Error";
+  EXPECT_LT(*growth, 64) << "MiB";
+}
+
+TEST(ReadIdx, HugeClaimInTinyGzipFileIsRefusedBeforeAllocating) {
+  TempDir dir("nnperf-idx");
+  const std::string raw = idx_header(0x08, {0x80000000u}) + random_bytes(2000, 13);
+  write_gz(dir / "labels.gz", raw);
+  const auto gz_size = fs::file_size(dir / "labels.gz");
+  ASSERT_LT(gz_size, 2100u);
+  ScopedEnv limit("NNPERF_MEMORY_LIMIT", "64M");
+  // At 1032:1 at most, ~2 KB of gzip cannot hold 2 GiB: refused from the compressed size.
+  const std::string msg = expect_error(
+      [&] { read_idx(dir / "labels.gz"); },
+      {"labels.gz", "truncated", "header says 2147483648 ubyte (2147483648 bytes)",
+       fmt::format("at most {} bytes", static_cast<int64_t>(gz_size) * 1032 + 4096 - 8),
+       "deflate"});
+  EXPECT_EQ(msg.find("memory"), std::string::npos) << msg;
+  expect_error([&] { parse_idx(gzip_bytes(raw), "labels in memory"); },
+               {"labels in memory", "truncated", "2147483648 ubyte", "1032x"});
+  const auto growth = child_peak_rss_growth_mib([&] { read_idx(dir / "labels.gz"); });
+  ASSERT_TRUE(growth.has_value()) << "the child did not end with an nnperf::Error";
+  EXPECT_LT(*growth, 64) << "MiB";
+}
+
+TEST(ReadIdx, GzipBombLikeClaimsAreBoundedByTheDataThatArrives) {
+  // 2 MB of zeros deflate to ~2 KB. A header claiming just under deflate's limit for that
+  // compressed size passes the size check; the buffer then grows only with the inflated data and
+  // the shortfall is reported.
+  const std::string zeros(2000000, '\0');
+  const std::string gz0 = gzip_bytes(idx_header(0x08, {2000000}) + zeros);
+  // Margin: another claim changes the 4 header bytes and may move the compressed size by a byte.
+  const int64_t claim = static_cast<int64_t>(gz0.size()) * 1032 + 4096 - 8 - 8192;
+  ASSERT_GT(claim, 2000000);
+  const std::string gz = gzip_bytes(idx_header(0x08, {static_cast<uint32_t>(claim)}) + zeros);
+  ASSERT_LE(claim, static_cast<int64_t>(gz.size()) * 1032 + 4096 - 8);
+  expect_error([&] { parse_idx(gz, "bomb.gz"); },
+               {"bomb.gz", "truncated", fmt::format("header says {} ubyte", claim),
+                "decompressed data holds only 2000000 bytes"});
+
+  // The other way round: a small claim and a flood of extra data. Inflating stops 1 MiB past
+  // the claim instead of expanding all 16 MiB.
+  const std::string flood = gzip_bytes(idx_header(0x08, {1000}) + std::string(16 << 20, '\0'));
+  ASSERT_LT(flood.size(), 200000u);
+  const auto start = std::chrono::steady_clock::now();
+  expect_error([&] { parse_idx(flood, "flood.gz"); },
+               {"flood.gz", "too long", "1000 ubyte (1000 bytes)", "over 1048576 more bytes",
+                "more data than the header says"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+TEST(ReadIdx, DimensionProductOverflowAndBadDimensionCounts) {
+  TempDir dir("nnperf-idx");
+  // 4 x (2^32 - 1) doubles: 2^131 bytes, far past int64.
+  const std::string overflow = idx_header(0x0E, {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu});
+  write_raw(dir / "overflow.idx", overflow + "abc");
+  expect_error([&] { read_idx(dir / "overflow.idx"); },
+               {"overflow.idx", "4294967295x4294967295x4294967295x4294967295 double",
+                "more than 2^63 bytes"});
+  expect_error([&] { parse_idx(gzip_bytes(overflow), "overflow.gz"); },
+               {"overflow.gz", "more than 2^63 bytes"});
+  // Just below overflow: (2^32-1) x (2^31-1) ubytes fit int64 but not a 13-byte input.
+  expect_error([&] { parse_idx(idx_header(0x08, {0xFFFFFFFFu, 0x7FFFFFFFu}) + "x", "square"); },
+               {"square", "truncated", "4294967295x2147483647 ubyte (9223372030412324865 bytes)",
+                "only 1 bytes"});
+  // 0 dimensions, more than 4, a zero dimension: raw and gzip alike.
+  for (const auto& [text, needle] : std::vector<std::pair<std::string, std::string>>{
+           {idx_header(0x08, {}), "0 dimensions (expected 1 to 4)"},
+           {idx_header(0x08, {1, 1, 1, 1, 1}) + "x", "5 dimensions (expected 1 to 4)"},
+           {std::string{0, 0, 8, static_cast<char>(255)}, "255 dimensions (expected 1 to 4)"},
+           {idx_header(0x08, {7, 0}), "dimension 2 of 2 is 0 (expected at least 1)"}}) {
+    expect_error([&] { parse_idx(text, "raw.idx"); }, {"raw.idx", needle});
+    expect_error([&] { parse_idx(gzip_bytes(text), "gz.idx"); }, {"gz.idx", needle});
+  }
+}
+
+TEST(ReadIdx, ConsistentSizesBeyondTheMemoryBudgetAreRefused) {
+  TempDir dir("nnperf-idx");
+  const std::string bytes = idx_header(0x08, {100, 1000}) + random_bytes(100000, 14);
+  write_raw(dir / "big.idx", bytes);
+  write_gz(dir / "big.gz", bytes);
+  {
+    ScopedEnv limit("NNPERF_MEMORY_LIMIT", "64K");
+    for (const char* name : {"big.idx", "big.gz"}) {
+      expect_error([&] { read_idx(dir / name); },
+                   {name, "(header says 100x1000 ubyte) needs 97.7 KiB of memory",
+                    "only 64.0 KiB are available", "NNPERF_MEMORY_LIMIT"});
+    }
+  }
+  EXPECT_EQ(read_idx(dir / "big.idx").bytes.size(), 100000u);
+  EXPECT_EQ(read_idx(dir / "big.gz").bytes.size(), 100000u);
+}
+
+TEST(ParseIdx, MatchesReadIdxForRawAndGzip) {
+  TempDir dir("nnperf-idx");
+  const std::string raw = idx_header(0x0B, {3, 5, 2}) + random_bytes(60, 15);
+  write_raw(dir / "a.idx", raw);
+  write_gz(dir / "a.gz", raw);
+  for (const std::string& content : {raw, gzip_bytes(raw), test::read_text(dir / "a.gz")}) {
+    const IdxArray m = parse_idx(content, "memory");
+    const IdxArray f = read_idx(dir / "a.idx");
+    EXPECT_EQ(m.type_code, 0x0B);
+    EXPECT_EQ(m.dims, f.dims);
+    EXPECT_EQ(m.bytes, f.bytes);
+  }
+  // Concatenated gzip members (`cat a.gz b.gz`) are one stream, as gunzip reads them.
+  const std::string two = gzip_bytes(raw.substr(0, 30)) + gzip_bytes(raw.substr(30));
+  EXPECT_EQ(parse_idx(two, "two members").bytes, read_idx(dir / "a.idx").bytes);
+  // Anything else after the gzip stream is refused, naming the byte count and the offset.
+  const std::string gz = gzip_bytes(raw);
+  expect_error([&] { parse_idx(gz + "junk!", "junk.gz"); },
+               {"junk.gz", "5 bytes of trailing data after the gzip stream",
+                fmt::format("ending at byte {}", gz.size())});
+  // A truncated gzip member and a raw header cut short, from memory.
+  expect_error([&] { parse_idx(gz.substr(0, gz.size() - 3), "cut.gz"); },
+               {"cut.gz", "truncated gzip stream"});
+  expect_error([&] { parse_idx(raw.substr(0, 10), "cut.idx"); },
+               {"cut.idx", "inside the IDX header", "10 of 16"});
+  expect_error([&] { parse_idx("", "nothing"); }, {"nothing", "truncated", "holds 0 bytes"});
+  expect_error([&] { parse_idx(std::string("\x1f\x8b", 2), "magic only"); },
+               {"magic only", "truncated gzip stream"});
+  // Not a regular file: a folder, and a FIFO with no writer (refused at once, not waited on).
+  expect_error([&] { read_idx(dir.path()); }, {dir.path().string(), "not a regular file"});
+  ASSERT_EQ(mkfifo((dir / "fifo").c_str(), 0600), 0);
+  expect_error([&] { read_idx(dir / "fifo"); }, {"fifo", "not a regular file"});
+}
+
 // Writes a small MNIST-style pair; returns the image bytes.
 std::string write_mnist(const fs::path& dir, const std::string& prefix, uint32_t n, uint32_t h,
                         uint32_t w, const std::string& labels, bool gz_images) {
@@ -240,6 +476,19 @@ TEST(LoadMnist, RejectsMismatchedCountsRangesAndTypes) {
     expect_error([&] { load_mnist(dir.path(), "train"); },
                  {"train-labels-idx1-ubyte", "expected ubyte labels", "2x1"});
   }
+}
+
+TEST(LoadMnist, FloatCopyIsCheckedAgainstTheMemoryBudget) {
+  TempDir dir("nnperf-mnist");
+  // 20000 image bytes pass a 64 KiB budget; their float32 copy (80000 bytes + 4 per label) does not.
+  write_mnist(dir.path(), "train", 50, 20, 20, std::string(50, 3), false);
+  {
+    ScopedEnv limit("NNPERF_MEMORY_LIMIT", "64K");
+    expect_error([&] { load_mnist(dir.path(), "train"); },
+                 {"train-images-idx3-ubyte (header says 50x20x20 ubyte) as float32",
+                  "needs 78.3 KiB of memory", "only 64.0 KiB"});
+  }
+  EXPECT_EQ(load_mnist(dir.path(), "train").images.shape(), Shape({50, 1, 20, 20}));
 }
 
 TEST(LoadMnist, MissingFolderOrFileSaysWhereToGetData) {

@@ -3,6 +3,8 @@
 // bad descriptor fails with a UsageError naming the descriptor, the problem and the valid terms.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include "nnperf/core/error.h"
@@ -146,7 +148,8 @@ TEST(ConvProblem, BadDescriptorsSayWhatIsWrong) {
   expect_usage_error("mb1ic3ih8oc8kh3dh0", "dh must be at least 1 (got 0)");
   expect_usage_error("g0mb1ic3ih8oc8kh3", "g must be at least 1 (got 0)");
   expect_usage_error("mb1ic3ih8oc8kh3ih99999999999", "term 'ih' given twice");
-  expect_usage_error("mb1ic99999999999ih8oc8kh3", "'ic' is too large");
+  expect_usage_error("mb1ic99999999999ih8oc8kh3",
+                     "term 'ic' is too large: 99999999999 (at most 16777216)");
   expect_usage_error("mb1ic3ih224oc64oh111kh7sh2ph3",
                      "oh111 does not match the computed output height 112");
   expect_usage_error("mb1ic3ih224oc64ow1kh7sh2ph3",
@@ -172,6 +175,109 @@ TEST(ConvProblem, InvalidReasonOnHandBuiltProblems) {
   EXPECT_NE(p.invalid_reason().find("kernel width 6"), std::string::npos);
   p.pw = 1;  // padded width 7 now holds it
   EXPECT_EQ(p.invalid_reason(), "");
+}
+
+// Hostile text: every term is capped at 2^24 whatever its number of digits, products that would
+// overflow are refused, and nothing but a UsageError ever comes out.
+TEST(ConvProblem, HostileNumbersAreRefusedByName) {
+  ASSERT_EQ(kConvMaxTerm, 16777216);
+  // The cap itself is accepted; one more is refused, naming the term and the cap.
+  EXPECT_EQ(parse_conv_problem("mb1ic1ih16777216iw1oc1kh1").ih, 16777216);
+  expect_usage_error("mb1ic1ih16777217iw1oc1kh1",
+                     "term 'ih' is too large: 16777217 (at most 16777216)");
+  // Far beyond int64 (2^63 is 19 digits): read to the end, no wrap-around to a small value.
+  expect_usage_error("mb1ic3ih8oc8kh3ph18446744073709551617",
+                     "term 'ph' is too large: 18446744073709551617");
+  expect_usage_error("mb1ic3ih8oc8kh3sh99999999999999999999999999999999",
+                     "term 'sh' is too large");
+  expect_usage_error("g99999999999999999999mb1ic3ih8oc8kh3", "term 'g' is too large");
+  // Leading zeros are a number like any other.
+  EXPECT_EQ(parse_conv_problem("mb0001ic0003ih008oc8kh3").ic, 3);
+  // Each term fits but the tensors together would not: refused before any product overflows.
+  expect_usage_error("mb16777216ic16777216ih16777216oc1kh1",
+                     "tensors are too large (more than 1e12 elements)");
+  expect_usage_error("mb1ic16777216ih16777216oc16777216kh1", "tensors are too large");
+  expect_usage_error("mb1ic16777216ih1oc16777216kh1", "tensors are too large");  // weights
+  // Huge dilation or kernel against a small input.
+  expect_usage_error("mb1ic1ih8oc1kh3dh16777216", "kernel height 33554433");
+}
+
+TEST(ConvProblem, HostileTextIsRefusedByName) {
+  expect_usage_error("   ", "no terms");
+  expect_usage_error("mb1ic3ih8oc8kh3mb2", "term 'mb' given twice");
+  expect_usage_error("mb1ic3ih8oc8kh3oh6oh6", "term 'oh' given twice");
+  expect_usage_error("mb1ic3ih8oc8kh3!", "expected a term name at '!'");
+  expect_usage_error("mb1ic3ih8oc8kh3_", "no terms");  // a layer name and nothing after it
+  expect_usage_error("mb1ic3ih8oc8kh3x", "unknown term 'x'");
+  expect_usage_error("mb1ic3ih8oc8kh3.5", "expected a term name at '.5'");
+  expect_usage_error("mb1ic3ih8oc8kh+3", "term 'kh' has no number");
+  expect_usage_error("MB1IC3IH8OC8KH3", "unknown term 'MB'");
+
+  // Control and non-ASCII bytes are escaped, so the message stays one printable line.
+  const std::string nasty = "mb1ic3\nih8oc8kh3\x1b[31m\xff";
+  try {
+    parse_conv_problem(nasty);
+    FAIL() << "parsed a descriptor with a newline";
+  } catch (const UsageError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\x1b'), std::string::npos) << msg;
+    EXPECT_NE(msg.find(R"('mb1ic3\x0aih8oc8kh3\x1b[31m\xff')"), std::string::npos) << msg;
+  }
+  // A megabyte of text gives a short message that still says how long the text was.
+  const std::string huge = "mb1ic3ih8oc8kh3" + std::string(1 << 20, 'q');
+  try {
+    parse_conv_problem(huge);
+    FAIL() << "parsed a megabyte of text";
+  } catch (const UsageError& e) {
+    const std::string msg = e.what();
+    EXPECT_LT(msg.size(), 1000u) << msg.substr(0, 2000);
+    EXPECT_NE(msg.find("... (1048591 bytes)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("unknown term 'qqq"), std::string::npos) << msg;
+  }
+  // A very long layer name before the terms is fine.
+  EXPECT_EQ(parse_conv_problem(std::string(5000, 'n') + "_mb1ic3ih8oc8kh3").str(),
+            "mb1ic3ih8oc8kh3");
+}
+
+TEST(ConvProblem, MinBytesIsInputPlusWeightsPlusOutputInFloat32) {
+  // src 2*3*5*5 = 150, wei 4*3*3*3 = 108, dst 2*4*3*3 = 72 floats.
+  EXPECT_EQ(conv_problem_min_bytes(parse_conv_problem("mb2ic3ih5oc4kh3")), (150 + 108 + 72) * 4);
+  // Groups shrink the weights: depthwise 32 x 1 x 3 x 3.
+  const ConvProblem dw = parse_conv_problem("g32mb1ic32ih112oc32kh3ph1");
+  EXPECT_EQ(conv_problem_min_bytes(dw), (32 * 112 * 112 + 32 * 9 + 32 * 112 * 112) * 4);
+  // The issue's example: 1x4096x1024x1024 in and out (16 GiB each) plus 4096x4096 weights
+  // (64 MiB): 32.06 GiB, well past int32 and any test machine's memory.
+  const ConvProblem big = parse_conv_problem("mb1ic4096ih1024oc4096kh1");
+  EXPECT_EQ(big.src_numel(), int64_t{4096} * 1024 * 1024);
+  EXPECT_EQ(conv_problem_min_bytes(big), int64_t{34426847232});
+  EXPECT_EQ(conv_problem_min_bytes(big), (int64_t{32} << 30) + (int64_t{64} << 20));
+  // The largest descriptors the parser accepts stay far below INT64_MAX.
+  const ConvProblem widest = parse_conv_problem("mb59604ic16777216ih1oc1kh1");
+  EXPECT_LT(conv_problem_min_bytes(widest), int64_t{1} << 45);
+}
+
+TEST(ConvProblem, MinBytesSaturatesOnOverflowAndMalformedProblems) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  ConvProblem p = parse_conv_problem("mb1ic4ih8oc4kh3");
+  p.mb = p.ic = p.ih = p.iw = int64_t{1} << 20;  // 2^80 input elements
+  EXPECT_EQ(conv_problem_min_bytes(p), kMax);
+  p = parse_conv_problem("mb1ic4ih8oc4kh3");
+  p.ih = kMax;  // ih + 2*ph alone would overflow
+  p.ph = kMax;
+  EXPECT_EQ(conv_problem_min_bytes(p), kMax);
+  p = parse_conv_problem("mb1ic4ih8oc4kh3");
+  p.kh = std::numeric_limits<int64_t>::min();  // kh - 1 overflows
+  EXPECT_EQ(conv_problem_min_bytes(p), kMax);
+  p = parse_conv_problem("mb1ic4ih8oc4kh3");
+  p.sh = 0;  // no output size: refused, not a division by zero
+  EXPECT_EQ(conv_problem_min_bytes(p), kMax);
+  p = parse_conv_problem("mb1ic4ih8oc4kh3");
+  p.g = 0;
+  EXPECT_EQ(conv_problem_min_bytes(p), kMax);
+  p = parse_conv_problem("mb1ic4ih8oc4kh3");
+  p.mb = -1;
+  EXPECT_EQ(conv_problem_min_bytes(p), kMax);
 }
 
 }  // namespace

@@ -1,12 +1,16 @@
-// IDX reading (raw or gzip through zlib's gzread, which inflates straight into our buffer),
-// MNIST-style loading, synthetic data, seeded splits and the mini-batch iterator.
+// IDX reading (raw, or gzip through zlib's inflate straight into our buffer), MNIST-style loading,
+// synthetic data, seeded splits and the mini-batch iterator.
 // Fashion-MNIST's 60000 training images are 47 MB of bytes: one inflate into one buffer and one
-// conversion loop take ~0.2 s; everything else here is bookkeeping and validation.
+// conversion loop take ~0.2 s; everything else here is bookkeeping and validation. Sizes read from
+// a header are never trusted: they are checked against the input's size and the memory budget
+// before any allocation (files are hostile input too).
 #include "nnperf/data/dataset.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -16,9 +20,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <optional>
+#include <string_view>
 #include <system_error>
 
 #include "nnperf/core/error.h"
+#include "nnperf/core/memory.h"
 
 namespace nnperf {
 
@@ -37,65 +44,235 @@ std::string dims_str(const std::vector<int64_t>& dims) {
   return fmt::format("{}", fmt::join(dims, "x"));
 }
 
-// A file read through zlib: gzread is transparent for raw files and inflates gzip members
-// (detected from the 1f 8b magic, never from the name).
-class ZSource {
- public:
-  explicit ZSource(const fs::path& path) : path_(path) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) {
-      fail("{}: cannot open: {}", path.string(),
-           std::error_code(errno, std::generic_category()).message());
-    }
-    if (!S_ISREG(st.st_mode)) fail("{}: not a regular file", path.string());
-    file_ = gzopen(path.c_str(), "rb");
-    if (file_ == nullptr) fail("{}: cannot open (zlib gzopen failed)", path.string());
-    gzbuffer(file_, 1 << 17);
-  }
-  ~ZSource() {
-    if (file_ != nullptr) gzclose(file_);
-  }
-  ZSource(const ZSource&) = delete;
-  ZSource& operator=(const ZSource&) = delete;
+// ---- IDX input: the bytes of a file or of a memory buffer, raw or gzip ----
+// read_idx (a file) and parse_idx (bytes in memory) differ only in where the bytes come from;
+// decode_idx below holds every check once.
 
-  // Reads up to n bytes; returns fewer only at the end of the data. Corrupt or cut-off gzip
-  // streams throw (zlib reports them once the damaged part is reached).
-  std::size_t read(void* dst, std::size_t n) {
-    auto* p = static_cast<unsigned char*>(dst);
+// Where the (possibly gzip-compressed) bytes come from; the total size is known up front.
+class ByteInput {
+ public:
+  virtual ~ByteInput() = default;
+  // Copies up to n bytes; returns fewer only at the end of the input.
+  virtual std::size_t read(unsigned char* dst, std::size_t n) = 0;
+  virtual int64_t size() const = 0;
+  // The last 4 bytes as a little-endian number (a gzip trailer's ISIZE), if there are 4.
+  virtual std::optional<uint32_t> last_le32() = 0;
+};
+
+uint32_t le32(const unsigned char* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+
+class MemoryInput final : public ByteInput {
+ public:
+  explicit MemoryInput(std::string_view bytes) : bytes_(bytes) {}
+  std::size_t read(unsigned char* dst, std::size_t n) override {
+    const std::size_t k = std::min(n, bytes_.size() - pos_);
+    if (k > 0) std::memcpy(dst, bytes_.data() + pos_, k);
+    pos_ += k;
+    return k;
+  }
+  int64_t size() const override { return static_cast<int64_t>(bytes_.size()); }
+  std::optional<uint32_t> last_le32() override {
+    if (bytes_.size() < 4) return std::nullopt;
+    return le32(reinterpret_cast<const unsigned char*>(bytes_.data() + bytes_.size() - 4));
+  }
+
+ private:
+  std::string_view bytes_;
+  std::size_t pos_ = 0;
+};
+
+// A regular file read with read(2); its size comes from fstat on the open descriptor.
+class FileInput final : public ByteInput {
+ public:
+  explicit FileInput(const fs::path& path) : path_(path) {
+    // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below); reads
+    // from regular files ignore the flag.
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd_ < 0) fail("{}: cannot open: {}", path.string(), errno_text());
+    struct stat st {};
+    const bool stat_ok = ::fstat(fd_, &st) == 0;
+    const std::string why = stat_ok ? "" : errno_text();
+    if (!stat_ok || !S_ISREG(st.st_mode)) {
+      ::close(fd_);  // the destructor does not run for a constructor that throws
+      if (!stat_ok) fail("{}: cannot stat: {}", path.string(), why);
+      fail("{}: not a regular file", path.string());
+    }
+    size_ = static_cast<int64_t>(st.st_size);
+  }
+  ~FileInput() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileInput(const FileInput&) = delete;
+  FileInput& operator=(const FileInput&) = delete;
+
+  std::size_t read(unsigned char* dst, std::size_t n) override {
     std::size_t total = 0;
     while (total < n) {
-      const unsigned chunk = static_cast<unsigned>(std::min<std::size_t>(n - total, 1u << 30));
-      const int got = gzread(file_, p + total, chunk);
-      if (got > 0) total += static_cast<std::size_t>(got);
-      check_error(total);
-      if (got <= 0 || static_cast<unsigned>(got) < chunk) break;
+      const ssize_t got = ::read(fd_, dst + total, std::min<std::size_t>(n - total, 1u << 30));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) fail("{}: read error: {}", path_.string(), errno_text());
+      if (got == 0) break;
+      total += static_cast<std::size_t>(got);
     }
     return total;
   }
-  bool gzip() const { return gzdirect(file_) == 0; }
-
- private:
-  void check_error(std::size_t total_this_call) {
-    int errnum = Z_OK;
-    std::string msg = gzerror(file_, &errnum);
-    if (errnum == Z_OK) return;
-    if (msg.starts_with(path_.string() + ": ")) msg.erase(0, path_.string().size() + 2);
-    if (errnum == Z_BUF_ERROR) {
-      fail(
-          "{}: truncated gzip stream: it ends before the gzip end-of-stream marker ({}); "
-          "the download was probably cut short",
-          path_.string(), msg);
-    }
-    if (errnum == Z_ERRNO) {
-      fail("{}: read error: {}", path_.string(),
-           std::error_code(errno, std::generic_category()).message());
-    }
-    fail("{}: corrupt gzip data (zlib: {}) after {} decompressed bytes", path_.string(), msg,
-         total_this_call);
+  int64_t size() const override { return size_; }
+  std::optional<uint32_t> last_le32() override {
+    unsigned char tail[4];
+    if (size_ < 4 || ::pread(fd_, tail, 4, static_cast<off_t>(size_ - 4)) != 4) return std::nullopt;
+    return le32(tail);
   }
 
+ private:
+  static std::string errno_text() {
+    return std::error_code(errno, std::generic_category()).message();
+  }
   fs::path path_;
-  gzFile file_ = nullptr;
+  int fd_ = -1;
+  int64_t size_ = 0;
+};
+
+// Deflate cannot expand more than 1032:1 (a 258-byte match in 2 bits), so a gzip input of N
+// bytes inflates to at most N * 1032 bytes (plus slack for the smallest inputs).
+constexpr int64_t kMaxDeflateRatio = 1032;
+constexpr int64_t kInflateSlack = 4096;
+
+// The decoded bytes of a ByteInput: passed through when raw, inflated by zlib when the input
+// starts with the gzip magic 1f 8b (never decided by the name). Concatenated gzip members are
+// read one after the other, as gunzip does.
+class IdxStream {
+ public:
+  IdxStream(ByteInput& in, const std::string& source, const char* raw_noun)
+      : in_(in), source_(source), raw_noun_(raw_noun) {
+    peek_len_ = in_.read(peek_, 2);
+    gzip_ = peek_len_ == 2 && peek_[0] == 0x1f && peek_[1] == 0x8b;
+    if (!gzip_) return;
+    inbuf_.resize(1 << 16);
+    std::memcpy(inbuf_.data(), peek_, 2);
+    zs_.next_in = inbuf_.data();
+    zs_.avail_in = 2;
+    consumed_before_buf_ = 0;
+    peek_len_ = 0;
+    // 16 + MAX_WBITS: a gzip wrapper (header, CRC-32 and length trailer checked by zlib).
+    const int rc = inflateInit2(&zs_, 16 + MAX_WBITS);
+    if (rc != Z_OK) fail("{}: cannot start gzip decompression (zlib error {})", source_, rc);
+    zinit_ = true;
+  }
+  ~IdxStream() {
+    if (zinit_) inflateEnd(&zs_);
+  }
+  IdxStream(const IdxStream&) = delete;
+  IdxStream& operator=(const IdxStream&) = delete;
+
+  bool gzip() const { return gzip_; }
+  const char* noun() const { return gzip_ ? "decompressed data" : raw_noun_; }
+  // Upper bound of the bytes this stream can deliver in all.
+  int64_t max_decoded() const {
+    if (!gzip_) return in_.size();
+    return checked_add(checked_mul(in_.size(), kMaxDeflateRatio).value_or(INT64_MAX),
+                       kInflateSlack)
+        .value_or(INT64_MAX);
+  }
+  // The gzip trailer's ISIZE (decoded size mod 2^32 of the last member), a hint only.
+  std::optional<uint32_t> isize_hint() { return gzip_ ? in_.last_le32() : std::nullopt; }
+
+  // Reads up to n decoded bytes; returns fewer only at the end of the data. A corrupt, cut-off
+  // or trailing-garbage gzip stream throws naming the source.
+  std::size_t read(unsigned char* dst, std::size_t n) {
+    std::size_t total = 0;
+    if (!gzip_) {
+      while (peek_pos_ < peek_len_ && total < n) dst[total++] = peek_[peek_pos_++];
+      if (total < n) total += in_.read(dst + total, n - total);
+      decoded_ += total;
+      return total;
+    }
+    while (total < n && !finished_) {
+      if (zs_.avail_in == 0) refill();
+      zs_.next_out = dst + total;
+      const auto want = static_cast<uInt>(std::min<std::size_t>(n - total, 1u << 30));
+      zs_.avail_out = want;
+      const int rc = inflate(&zs_, Z_NO_FLUSH);
+      const std::size_t produced = want - zs_.avail_out;
+      total += produced;
+      decoded_ += produced;
+      if (rc == Z_STREAM_END) {
+        next_member();
+      } else if (rc == Z_OK || rc == Z_BUF_ERROR) {
+        // The input ended inside the deflate stream or its trailer.
+        if (produced == 0 && zs_.avail_in == 0 && in_eof_) {
+          fail(
+              "{}: truncated gzip stream: it ends before the gzip end-of-stream marker (after {} "
+              "decompressed bytes); the download was probably cut short",
+              source_, decoded_);
+        }
+        // Z_BUF_ERROR with input and output space left: zlib made no progress (never expected).
+        if (rc == Z_BUF_ERROR && zs_.avail_in > 0) {
+          fail("{}: corrupt gzip data (zlib made no progress) after {} decompressed bytes",
+               source_, decoded_);
+        }
+      } else {
+        fail("{}: corrupt gzip data (zlib: {}) after {} decompressed bytes", source_,
+             zs_.msg != nullptr ? zs_.msg : zlib_error_name(rc), decoded_);
+      }
+    }
+    return total;
+  }
+
+ private:
+  static const char* zlib_error_name(int rc) {
+    switch (rc) {
+      case Z_NEED_DICT:
+        return "a preset dictionary is required";
+      case Z_MEM_ERROR:
+        return "out of memory";
+      case Z_STREAM_ERROR:
+        return "inconsistent stream state";
+      default:
+        return "invalid data";
+    }
+  }
+
+  void refill() {
+    if (in_eof_) return;
+    consumed_before_buf_ += static_cast<int64_t>(zs_.next_in - inbuf_.data());
+    const std::size_t got = in_.read(inbuf_.data(), inbuf_.size());
+    if (got < inbuf_.size()) in_eof_ = true;
+    zs_.next_in = inbuf_.data();
+    zs_.avail_in = static_cast<uInt>(got);
+  }
+
+  // After a member's trailer: the end of the input, another member, or garbage.
+  void next_member() {
+    if (zs_.avail_in == 0) refill();
+    if (zs_.avail_in == 0) {
+      finished_ = true;
+      return;
+    }
+    if (zs_.next_in[0] != 0x1f) {
+      const int64_t offset = consumed_before_buf_ + (zs_.next_in - inbuf_.data());
+      fail(
+          "{}: {} bytes of trailing data after the gzip stream ending at byte {} (expected the "
+          "end of the file or another gzip member)",
+          source_, in_.size() - offset, offset);
+    }
+    // Another member (a file made by `cat a.gz b.gz`): its header is checked by inflate.
+    inflateReset(&zs_);
+  }
+
+  ByteInput& in_;
+  const std::string& source_;
+  const char* raw_noun_;
+  unsigned char peek_[2] = {};
+  std::size_t peek_len_ = 0, peek_pos_ = 0;
+  bool gzip_ = false;
+  z_stream zs_{};
+  bool zinit_ = false, in_eof_ = false, finished_ = false;
+  std::vector<unsigned char> inbuf_;
+  int64_t consumed_before_buf_ = 0;  // input bytes before inbuf_[0]
+  int64_t decoded_ = 0;
 };
 
 uint32_t be32(const unsigned char* p) {
@@ -183,12 +360,17 @@ const char* idx_type_name(uint8_t type_code) {
   }
 }
 
-IdxArray read_idx(const fs::path& path) {
-  ZSource src(path);
-  const std::string file = path.string();
+namespace {
+
+// Every IDX check, shared by read_idx and parse_idx. Sizes from the header are checked against
+// what the input can hold and against the memory budget before anything is allocated; the
+// payload buffer then grows only as decoded data arrives (unless the gzip trailer confirms the
+// size), so a lying header costs no more memory than the data really holds.
+IdxArray decode_idx(ByteInput& in, const std::string& file, const char* raw_noun) {
+  IdxStream src(in, file, raw_noun);
+  const char* kind = src.noun();
   unsigned char magic[4];
   const std::size_t got_magic = src.read(magic, 4);
-  const char* kind = src.gzip() ? "decompressed data" : "file";
   if (got_magic < 4) {
     fail("{}: truncated: the {} holds {} bytes, fewer than the 4-byte IDX magic", file, kind,
          got_magic);
@@ -213,45 +395,107 @@ IdxArray read_idx(const fs::path& path) {
   if (ndims < 1 || ndims > kIdxMaxDims) {
     fail("{}: IDX header gives {} dimensions (expected 1 to {})", file, ndims, kIdxMaxDims);
   }
-  const std::size_t header_bytes = 4 + 4 * static_cast<std::size_t>(ndims);
+  const int64_t header_bytes = 4 + 4 * static_cast<int64_t>(ndims);
   unsigned char dim_bytes[4 * kIdxMaxDims];
   const std::size_t got_dims = src.read(dim_bytes, 4 * static_cast<std::size_t>(ndims));
   if (got_dims < 4 * static_cast<std::size_t>(ndims)) {
     fail("{}: truncated: the {} ends inside the IDX header ({} of {} header bytes)", file, kind,
          4 + got_dims, header_bytes);
   }
-  // Every dimension is an int32 in the format; the product is bounded well inside int64.
-  int64_t count = 1;
+  // Each dimension is an unsigned 32-bit number; the byte count is overflow-checked.
+  std::optional<int64_t> payload = elem;
   for (int d = 0; d < ndims; ++d) {
     const uint32_t v = be32(dim_bytes + 4 * d);
-    if (v == 0 || v > static_cast<uint32_t>(INT32_MAX)) {
-      fail("{}: IDX dimension {} of {} is {} (expected 1 to {})", file, d + 1, ndims, v, INT32_MAX);
-    }
     out.dims.push_back(v);
-    count *= v;
-    if (count > (int64_t{1} << 40)) {
-      fail("{}: IDX header says {} elements, implausibly large (corrupt header?)", file,
-           dims_str(out.dims));
+    if (v == 0) {
+      fail("{}: IDX dimension {} of {} is 0 (expected at least 1)", file, d + 1, ndims);
     }
+    if (payload) payload = checked_mul(*payload, v);
   }
-  const auto expected = static_cast<std::size_t>(count) * static_cast<std::size_t>(elem);
-  out.bytes.resize(expected);
-  const std::size_t got = src.read(out.bytes.data(), expected);
-  if (got < expected) {
+  const std::string claim = fmt::format("{} {}", dims_str(out.dims), idx_type_name(out.type_code));
+  if (!payload) {
+    fail("{}: IDX header says {}, more than 2^63 bytes (corrupt header?)", file, claim);
+  }
+  const int64_t expected = *payload;
+
+  // The input's own size bounds the payload: exactly for raw data, by deflate's maximum ratio
+  // for gzip. Both checks come before any allocation.
+  if (!src.gzip()) {
+    const int64_t holds = std::max<int64_t>(0, in.size() - header_bytes);
+    if (expected > holds) {
+      fail(
+          "{}: truncated: header says {} ({} bytes) but the {} holds only {} bytes after the "
+          "{}-byte header",
+          file, claim, expected, kind, holds, header_bytes);
+    }
+    if (expected < holds) {
+      fail(
+          "{}: too long: header says {} ({} bytes) but the {} holds {} more bytes after them "
+          "(more data than the header says)",
+          file, claim, expected, kind, holds - expected);
+    }
+  } else if (expected > src.max_decoded() - header_bytes) {
     fail(
-        "{}: truncated: header says {} {} ({} bytes) but the {} holds only {} bytes after the "
-        "{}-byte header",
-        file, dims_str(out.dims), idx_type_name(out.type_code), expected, kind, got, header_bytes);
+        "{}: truncated: header says {} ({} bytes) but the data holds at most {} bytes: {} bytes "
+        "of gzip inflate to no more than {}x that (deflate's limit)",
+        file, claim, expected, src.max_decoded() - header_bytes, in.size(), kMaxDeflateRatio);
   }
-  // Read to the end: reports extra bytes, and makes zlib verify the gzip CRC and length trailer.
-  std::size_t extra = 0;
-  unsigned char sink[1 << 14];
-  for (std::size_t n; (n = src.read(sink, sizeof sink)) > 0;) extra += n;
-  if (extra > 0) {
-    fail("{}: too long: header says {} {} ({} bytes) but the {} holds {} more bytes after them",
-         file, dims_str(out.dims), idx_type_name(out.type_code), expected, kind, extra);
+  check_memory(expected, fmt::format("{} (header says {})", file, claim));
+
+  // A gzip trailer whose ISIZE matches the claim (a well-formed single-member file) lets us
+  // allocate once; otherwise the buffer doubles as data arrives, never past the claim.
+  const auto total_mod32 = static_cast<uint32_t>(static_cast<uint64_t>(expected + header_bytes));
+  const bool size_known = !src.gzip() || src.isize_hint() == total_mod32;
+  constexpr int64_t kFirstChunk = int64_t{1} << 20;
+  int64_t have = 0;
+  while (have < expected) {
+    if (static_cast<int64_t>(out.bytes.size()) == have) {
+      const int64_t next =
+          size_known ? expected : std::min(expected, std::max(have * 2, kFirstChunk));
+      out.bytes.reserve(static_cast<std::size_t>(next));  // exactly `next`: no growth slack
+      out.bytes.resize(static_cast<std::size_t>(next));
+    }
+    const std::size_t want = out.bytes.size() - static_cast<std::size_t>(have);
+    const std::size_t got = src.read(out.bytes.data() + have, want);
+    have += static_cast<int64_t>(got);
+    if (got < want) break;
+  }
+  if (have < expected) {
+    fail(
+        "{}: truncated: header says {} ({} bytes) but the {} holds only {} bytes after the "
+        "{}-byte header",
+        file, claim, expected, kind, have, header_bytes);
+  }
+  if (src.gzip()) {
+    // Inflate to the end: reports extra data and makes zlib verify the CRC-32 and length
+    // trailer. A bomb's surplus is not inflated past 1 MiB.
+    constexpr int64_t kExtraLimit = int64_t{1} << 20;
+    int64_t extra = 0;
+    unsigned char sink[1 << 14];
+    for (std::size_t n; extra <= kExtraLimit && (n = src.read(sink, sizeof sink)) > 0;) {
+      extra += static_cast<int64_t>(n);
+    }
+    if (extra > 0) {
+      fail(
+          "{}: too long: header says {} ({} bytes) but the {} holds {}{} more bytes after them "
+          "(more data than the header says)",
+          file, claim, expected, kind, extra > kExtraLimit ? "over " : "",
+          std::min(extra, kExtraLimit));
+    }
   }
   return out;
+}
+
+}  // namespace
+
+IdxArray read_idx(const fs::path& path) {
+  FileInput in(path);
+  return decode_idx(in, path.string(), "file");
+}
+
+IdxArray parse_idx(std::string_view bytes, const std::string& source) {
+  MemoryInput in(bytes);
+  return decode_idx(in, source, "data");
 }
 
 Dataset load_mnist(const fs::path& dir, const std::string& prefix) {
@@ -275,6 +519,13 @@ Dataset load_mnist(const fs::path& dir, const std::string& prefix) {
     fail("{} holds {} images but {} holds {} labels; both files must come from the same split",
          images_path.string(), n, labels_path.string(), labels.dims[0]);
   }
+
+  // The float32 copy is 4x the image bytes (plus 4 bytes per label): checked before allocating.
+  const std::optional<int64_t> float_bytes = checked_add(
+      checked_mul(static_cast<int64_t>(images.bytes.size()), 4).value_or(INT64_MAX), n * 4);
+  check_memory(float_bytes.value_or(-1),
+               fmt::format("{} (header says {} ubyte) as float32", images_path.string(),
+                           dims_str(images.dims)));
 
   Dataset ds;
   fs::path base = dir.filename().empty() ? dir.parent_path().filename() : dir.filename();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nnperf/core/rng.h"
@@ -32,7 +33,14 @@ struct IdxArray {
 // (00 00 type ndims, type in {08,09,0B,0C,0D,0E}, 1..4 dims, each >= 1) and that the payload is
 // exactly prod(dims) * element size; errors name the file and the problem ("truncated: header
 // says 60000x28x28 ubyte (47040000 bytes) but the file holds only 1234 ...").
+// The header is never trusted: before allocating, the claimed payload (overflow-checked) must fit
+// the file (exactly for raw files; for gzip within the compressed size times deflate's maximum
+// ratio 1032:1) and check_memory(); a gzip payload buffer then grows only as inflated data
+// arrives unless the gzip trailer's ISIZE confirms the claim. Concatenated gzip members are
+// accepted; other bytes after the gzip stream are an error.
 IdxArray read_idx(const std::filesystem::path& path);
+// The same for IDX content already in memory (raw or gzip bytes); `source` names it in errors.
+IdxArray parse_idx(std::string_view bytes, const std::string& source);
 int idx_element_size(uint8_t type_code);       // 0 for an unknown code
 const char* idx_type_name(uint8_t type_code);  // "ubyte", ... or "unknown"
 

@@ -39,11 +39,23 @@ struct ConvProblem {
   std::string invalid_reason() const;
 };
 
+// The largest value of any term (2^24 = 16777216): no real layer comes near it, and with every
+// term below it no sum or product of two terms can overflow int64.
+inline constexpr int64_t kConvMaxTerm = int64_t{1} << 24;
+
 // Parses the benchdnn grammar: terms g, mb, ic, ih, iw, oc, kh, kw, sh, sw, ph, pw, dh, dw, each a
 // name followed by a non-negative integer, in any order; an optional leading name ending in '_'
 // or ':' is ignored ("conv1:mb1ic3..."). Absent width terms equal the height terms; defaults g1 mb1
-// s1 p0 d1. Throws UsageError naming the descriptor and the problem.
+// s1 p0 d1. Each term is at most kConvMaxTerm, each tensor at most 1e12 elements. Throws
+// UsageError (and nothing else) naming the descriptor and the problem for any text: empty, a
+// repeated or unknown term, a missing number, a number too large (however many digits), trailing
+// garbage, zero where at least 1 is needed, an inconsistent shape.
 ConvProblem parse_conv_problem(std::string_view text);
+
+// Bytes of the float32 input, weights and output of `p` (what any algorithm needs at least),
+// overflow-checked: INT64_MAX when the figure does not fit int64 or `p` is malformed (a group or
+// stride below 1, a negative size), so `check_memory(conv_problem_min_bytes(p), ...)` refuses it.
+int64_t conv_problem_min_bytes(const ConvProblem& p);
 
 struct ConvArgs {
   const ConvProblem* p = nullptr;

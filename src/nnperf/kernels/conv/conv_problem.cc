@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -20,8 +21,27 @@ constexpr const char* kValidTerms =
     "g, mb, ic, ih, iw, oc, kh, kw, sh, sw, ph, pw, dh, dw (plus oh, ow as checks); "
     "e.g. mb1ic64ih56oc64kh3ph1 or g32mb1ic32ih112oc32kh3ph1";
 
-// Sizes beyond this are typos, not layers (and would overflow int64 products).
-constexpr int64_t kMaxTerm = int64_t{1} << 30;
+// Every term is at most 2^24 (16777216): far beyond any real layer (ImageNet is 224, the widest
+// channel counts are a few thousand), and small enough that no sum or product of two terms, nor
+// oh()/ow(), can overflow int64. Larger values are typos or hostile input.
+constexpr int64_t kMaxTerm = kConvMaxTerm;
+
+// Descriptors are quoted in messages; a hostile one must not make a multi-line or megabyte
+// message: control and non-ASCII bytes are escaped and long text is cut.
+std::string quoted(std::string_view text) {
+  constexpr std::size_t kShown = 120;
+  std::string out;
+  for (std::size_t i = 0; i < text.size() && i < kShown; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c >= 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > kShown) out += fmt::format("... ({} bytes)", text.size());
+  return out;
+}
 
 struct Term {
   std::string_view name;
@@ -107,8 +127,8 @@ std::string ConvProblem::invalid_reason() const {
 
 ConvProblem parse_conv_problem(std::string_view text) {
   auto fail_with = [&](const std::string& problem) -> UsageError {
-    return UsageError(fmt::format("convolution descriptor '{}': {}; valid terms: {}", text, problem,
-                                  kValidTerms));
+    return UsageError(fmt::format("convolution descriptor '{}': {}; valid terms: {}", quoted(text),
+                                  problem, kValidTerms));
   };
   std::string_view body = text;
   while (!body.empty() && std::isspace(static_cast<unsigned char>(body.front()))) {
@@ -131,7 +151,8 @@ ConvProblem parse_conv_problem(std::string_view text) {
     while (i < body.size() && std::isalpha(static_cast<unsigned char>(body[i]))) ++i;
     const std::string_view name = body.substr(name_start, i - name_start);
     if (name.empty()) {
-      throw fail_with(fmt::format("expected a term name at '{}'", body.substr(name_start)));
+      throw fail_with(
+          fmt::format("expected a term name at '{}'", quoted(body.substr(name_start))));
     }
     std::size_t t = 0;
     while (t < kTerms.size() && kTerms[t].name != name) ++t;
@@ -144,18 +165,24 @@ ConvProblem parse_conv_problem(std::string_view text) {
           }
         }
       }
-      throw fail_with(fmt::format("unknown term '{}'", name));
+      throw fail_with(fmt::format("unknown term '{}'", quoted(name)));
     }
     if (seen[t]) throw fail_with(fmt::format("term '{}' given twice", name));
     seen[t] = true;
     const std::size_t digits_start = i;
     int64_t value = 0;
+    bool too_large = false;
     while (i < body.size() && std::isdigit(static_cast<unsigned char>(body[i]))) {
-      value = value * 10 + (body[i] - '0');
-      if (value > kMaxTerm) throw fail_with(fmt::format("'{}' is too large", name));
+      // Stops accumulating past the cap (so never overflows) but reads every digit.
+      if (!too_large) value = value * 10 + (body[i] - '0');
+      too_large = too_large || value > kMaxTerm;
       ++i;
     }
     if (i == digits_start) throw fail_with(fmt::format("term '{}' has no number", name));
+    if (too_large) {
+      throw fail_with(fmt::format("term '{}' is too large: {} (at most {})", name,
+                                  quoted(body.substr(digits_start, i - digits_start)), kMaxTerm));
+    }
     if (kTerms[t].field != nullptr) {
       p.*kTerms[t].field = value;
     } else if (name == "oh") {
@@ -189,6 +216,50 @@ ConvProblem parse_conv_problem(std::string_view text) {
         fmt::format("ow{} does not match the computed output width {}", given_ow, p.ow()));
   }
   return p;
+}
+
+}  // namespace nnperf
+
+namespace nnperf {
+
+namespace {
+
+// int64 arithmetic that records an overflow instead of wrapping (hand-built problems may hold
+// any values).
+struct Checked {
+  bool overflow = false;
+  int64_t add(int64_t a, int64_t b) { return apply(__builtin_add_overflow(a, b, &r_)); }
+  int64_t sub(int64_t a, int64_t b) { return apply(__builtin_sub_overflow(a, b, &r_)); }
+  int64_t mul(int64_t a, int64_t b) { return apply(__builtin_mul_overflow(a, b, &r_)); }
+
+ private:
+  int64_t apply(bool o) {
+    overflow = overflow || o;
+    return o ? 0 : r_;
+  }
+  int64_t r_ = 0;
+};
+
+}  // namespace
+
+int64_t conv_problem_min_bytes(const ConvProblem& p) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  if (p.g < 1 || p.sh < 1 || p.sw < 1) return kMax;  // no output size without them
+  Checked c;
+  // oh = (ih + 2*ph - dh*(kh-1) - 1) / sh + 1, likewise ow.
+  const int64_t oh =
+      c.add(c.sub(c.sub(c.add(p.ih, c.mul(2, p.ph)), c.mul(p.dh, c.sub(p.kh, 1))), 1) / p.sh, 1);
+  const int64_t ow =
+      c.add(c.sub(c.sub(c.add(p.iw, c.mul(2, p.pw)), c.mul(p.dw, c.sub(p.kw, 1))), 1) / p.sw, 1);
+  for (int64_t v : {p.mb, p.ic, p.ih, p.iw, p.oc, p.kh, p.kw, oh, ow}) {
+    if (v < 0) return kMax;  // malformed: no size to allocate
+  }
+  const int64_t src = c.mul(c.mul(c.mul(p.mb, p.ic), p.ih), p.iw);
+  const int64_t wei = c.mul(c.mul(c.mul(p.oc, p.ic / p.g), p.kh), p.kw);
+  const int64_t dst = c.mul(c.mul(c.mul(p.mb, p.oc), oh), ow);
+  const int64_t bytes =
+      c.mul(c.add(c.add(src, wei), dst), static_cast<int64_t>(sizeof(float)));
+  return c.overflow ? kMax : bytes;
 }
 
 }  // namespace nnperf

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of idx_fuzz and conv_problem_fuzz into tests/fuzz/corpus/.
+
+The seeds are committed; run this again only to change them (the output is deterministic: gzip
+members carry mtime 0). Small real-looking IDX files, raw and gzip, valid and broken, and
+convolution descriptors, valid and broken. Usage: python3 tests/fuzz/make_seeds.py
+"""
+import gzip
+import io
+import pathlib
+import random
+import struct
+
+HERE = pathlib.Path(__file__).resolve().parent
+ELEM = {0x08: 1, 0x09: 1, 0x0B: 2, 0x0C: 4, 0x0D: 4, 0x0E: 8}
+
+
+def header(type_code, dims):
+    return bytes([0, 0, type_code, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims)
+
+
+def idx(type_code, dims, rng):
+    n = ELEM[type_code]
+    for d in dims:
+        n *= d
+    if type_code == 0x0D:
+        payload = b"".join(struct.pack(">f", rng.uniform(-1, 1)) for _ in range(n // 4))
+    elif type_code == 0x0E:
+        payload = b"".join(struct.pack(">d", rng.uniform(-1, 1)) for _ in range(n // 8))
+    else:
+        payload = bytes(rng.randrange(256) for _ in range(n))
+    return header(type_code, dims) + payload
+
+
+def gz(data, name=None):
+    out = io.BytesIO()
+    with gzip.GzipFile(filename=name or "", mode="wb", fileobj=out, mtime=0) as f:
+        f.write(data)
+    return out.getvalue()
+
+
+def write(folder, name, data):
+    path = HERE / "corpus" / folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+
+
+def idx_seeds():
+    rng = random.Random(2024)
+    # MNIST-shaped: labels 0..9 and a few small images with a dark background and a bright blob.
+    labels = header(0x08, [40]) + bytes(rng.randrange(10) for _ in range(40))
+    pixels = bytearray()
+    for _ in range(4 * 12 * 12):
+        pixels.append(0 if rng.random() < 0.6 else rng.randrange(256))
+    images = header(0x08, [4, 12, 12]) + bytes(pixels)
+    seeds = {
+        "labels-idx1-ubyte": labels,
+        "images-idx3-ubyte": images,
+        "byte-2x3": idx(0x09, [2, 3], rng),
+        "short-3x4": idx(0x0B, [3, 4], rng),
+        "int-2x1x3x2": idx(0x0C, [2, 1, 3, 2], rng),
+        "float-5": idx(0x0D, [5], rng),
+        "double-2x2": idx(0x0E, [2, 2], rng),
+        "one-element": idx(0x08, [1], rng),
+        # Broken on purpose: each refusal path starts from a nearby valid input.
+        "truncated-payload": images[:100],
+        "too-long": labels + b"\x07\x07\x07",
+        "half-header": images[:9],
+        "zero-dim": header(0x08, [3, 0, 2]),
+        "five-dims": header(0x08, [1, 1, 1, 1, 1]) + b"x",
+        "huge-claim-2^31": header(0x08, [0x80000000]) + bytes(64),
+        "overflow-claim": header(0x0E, [0xFFFFFFFF] * 4),
+        "unknown-type": header(0x0A, [4]) + b"abcd",
+        "not-idx": b"PK\x03\x04" + bytes(12),
+    }
+    for name, data in seeds.items():
+        write("idx", name, data)
+    # gzip: the same content compressed, a file name in the gzip header, two members, a cut stream,
+    # trailing garbage and a lying header in a tiny compressed file.
+    write("idx", "labels-idx1-ubyte.gz", gz(labels))
+    write("idx", "images-idx3-ubyte.gz", gz(images, "train-images-idx3-ubyte"))
+    write("idx", "float-5.gz", gz(seeds["float-5"]))
+    write("idx", "two-members.gz", gz(images[:50]) + gz(images[50:]))
+    write("idx", "cut.gz", gz(images)[:-10])
+    write("idx", "trailing-garbage.gz", gz(labels) + b"junk")
+    write("idx", "huge-claim-2^31.gz", gz(seeds["huge-claim-2^31"]))
+    write("idx", "bomb-like.gz", gz(header(0x08, [3000000]) + bytes(1000000)))
+
+
+def conv_seeds():
+    valid = [
+        "mb1ic64ih56oc64kh3ph1",
+        "g32mb1ic32ih112oc32kh3ph1",
+        "mb8ic3ih224oc64kh7sh2ph3",
+        "mb1ic4ih11iw13oc6kh3kw5sh2sw1ph1pw2dh2dw1",
+        "conv1:mb1ic3ih224oc64kh7sh2ph3",
+        "res2a_branch1_mb1ic64ih56oc256kh1",
+        "  mb1ic3ih224oc64oh112ow112kh7sh2ph3 ",
+        "g1mb1ic64ih56iw56oc64kh3kw3sh1sw1ph1pw1dh1dw1",
+        "mb1ic4096ih1024oc4096kh1",
+        "mb1ic1ih16777216iw1oc1kh1",
+    ]
+    invalid = [
+        "",
+        "mb1ic64ih56oc64kh3px1",
+        "mb1icih56oc64kh3",
+        "mb1ic64ic32ih56oc64kh3",
+        "mb1ic3ih224oc64oh111kh7sh2ph3",
+        "g3mb1ic64ih56oc63kh3",
+        "mb1ic3ih5oc8kh7",
+        "mb1ic99999999999ih8oc8kh3",
+        "mb1ic3ih8oc8kh3ph18446744073709551617",
+        "mb16777216ic16777216ih16777216oc1kh1",
+        "mb1ic3\nih8oc8kh3\x1b[31m",
+        "mb0ic3ih8oc8kh3",
+    ]
+    for i, text in enumerate(valid):
+        write("conv_problem", f"valid-{i:02d}", text)
+    for i, text in enumerate(invalid):
+        write("conv_problem", f"invalid-{i:02d}", text)
+
+
+if __name__ == "__main__":
+    idx_seeds()
+    conv_seeds()
