@@ -47,7 +47,7 @@ const Registrar reg{Command{"verify", 70, [](CLI::App& sub) -> std::function<int
   sub.add_option("op", f->op, "Operation: conv2d")->required();
   sub.add_option("--problem", f->problem, "benchdnn-style descriptor, e.g. mb1ic64ih56oc64kh3ph1")->required();
   sub.add_option("--algorithm", f->algorithm, "One algorithm (default: all)");
-  sub.add_option("--seed", f->seed, "Input seed")->capture_default_str();
+  sub.add_option("--seed", f->seed, "Random seed of the inputs")->capture_default_str();
   sub.add_option("--threads", f->threads, "Threads")->capture_default_str();
   return [f] { return run(*f); };
 }}};
