@@ -108,7 +108,10 @@ const Registrar reg{Command{"profile", 40, [](CLI::App& sub) -> std::function<in
   sub.add_flag("--find-exhaustive", o.find_exhaustive,
                "With find: time every supported algorithm in full (default: skip ones modelled at over 8x the best)");
   sub.add_flag("--no-layers", f->no_layers, "Skip the per-layer passes");
-  sub.add_option("--power-source", o.power_source, "auto | rapl | nvml")->capture_default_str();
+  sub.add_option("--power-source", o.power_source,
+                 "auto (the run's device: RAPL for a CPU run, NVML for a CUDA run; none when "
+                 "unreadable) | rapl | nvml (an error when unreadable)")
+      ->capture_default_str();
   sub.add_option("--machine", o.machine, "Machine name in the default output folder (default: hostname)");
   sub.add_option("--seed", o.seed, "Random seed of the weights and inputs")->capture_default_str();
   sub.add_option("--progress", f->progress, "auto | bar | lines | quiet")->capture_default_str();
