@@ -23,8 +23,8 @@ TEST(DevicesCli, ReportsTheCpuAndBlas) {
 
 TEST(DevicesCli, CheckCudaReportsEveryPartAndTellsScriptsWhetherThereIsAGpu) {
   const auto r = run_nnperf("devices --check-cuda");
-  for (const char* part : {"driver: ", "\nCUDA runtime: ", "\ncuDNN: ", "\ncuBLAS: ", "\nNVML: ",
-                           "\ndevices: "}) {
+  for (const char* part :
+       {"driver: ", "\nCUDA runtime: ", "\ncuDNN: ", "\ncuBLAS: ", "\nNVML: ", "\ndevices: "}) {
     EXPECT_NE(r.out.find(part), std::string::npos) << "missing " << part << " in:\n" << r.out;
   }
   if (r.exit_code == 0) {  // a machine with a GPU

@@ -94,10 +94,10 @@ TEST(Words, NoInternalNumbersInWhatRunsWrite) {
       (dir / "study").string()));
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   std::string found = internal_words(r.out + r.err, "activations output");
-  r = run_nnperf(fmt::format(
-      "profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 --no-layers "
-      "--threads 1 --progress quiet --output-dir '{}'",
-      (dir / "profile").string()));
+  r = run_nnperf(
+      fmt::format("profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 --no-layers "
+                  "--threads 1 --progress quiet --output-dir '{}'",
+                  (dir / "profile").string()));
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   found += internal_words(r.out + r.err, "profile output");
 

@@ -53,13 +53,26 @@ int cuDeviceTotalMem_v2(std::size_t* bytes, int) {
 }
 int cuDeviceGetAttribute(int* v, int attr, int) {
   switch (attr) {
-    case 13: *v = 1980000; return 0;  // clock rate, kHz
-    case 16: *v = 132; return 0;      // SMs
-    case 36: *v = 0; return 0;        // memory clock: unknown here, NVML answers instead
-    case 37: *v = 5120; return 0;     // bus width
-    case 75: *v = 9; return 0;
-    case 76: *v = 0; return 0;
-    default: return 1;  // CUDA_ERROR_INVALID_VALUE
+    case 13:
+      *v = 1980000;
+      return 0;  // clock rate, kHz
+    case 16:
+      *v = 132;
+      return 0;  // SMs
+    case 36:
+      *v = 0;
+      return 0;  // memory clock: unknown here, NVML answers instead
+    case 37:
+      *v = 5120;
+      return 0;  // bus width
+    case 75:
+      *v = 9;
+      return 0;
+    case 76:
+      *v = 0;
+      return 0;
+    default:
+      return 1;  // CUDA_ERROR_INVALID_VALUE
   }
 }
 int cuDeviceGetPCIBusId(char* bus, int len, int dev) {

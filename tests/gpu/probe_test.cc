@@ -69,8 +69,8 @@ TEST_F(Probe, ReportsEveryPropertyOfADevice) {
   const std::string r = cuda_report(p);
   for (const char* line :
        {"driver: " NNPERF_FAKE_CUDA_LIB ", supports CUDA 12.4, NVIDIA driver 550.54.15\n",
-        "CUDA runtime: 12.4 (" NNPERF_FAKE_CUDA_LIB ")\n", "cuDNN: 9.1.0 (",
-        "cuBLAS: 12.4.5 (", "NVML: readable\n", "devices: 2\n",
+        "CUDA runtime: 12.4 (" NNPERF_FAKE_CUDA_LIB ")\n", "cuDNN: 9.1.0 (", "cuBLAS: 12.4.5 (",
+        "NVML: readable\n", "devices: 2\n",
         "  [1] Fake GPU 1: compute capability 9.0 (sm_90), 132 SMs, 80.0 GiB, SM clock 1980 MHz, "
         "memory clock 2619 MHz, 5120-bit bus, board power readable (NVML)\n"}) {
     EXPECT_NE(r.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << r;

@@ -245,9 +245,9 @@ TEST_F(FakeNvml, AutoOnACudaRunWithoutNvmlHasNoFiguresAndSaysWhy) {
       << m.unavailable_reason();
   o.source = "nvml";
   const std::string e = construction_error(o);
-  EXPECT_EQ(e.rfind("--power-source nvml: NVML cannot be read: nvmlInit failed: Driver Not Loaded",
-                    0),
-            0u)
+  EXPECT_EQ(
+      e.rfind("--power-source nvml: NVML cannot be read: nvmlInit failed: Driver Not Loaded", 0),
+      0u)
       << e;
 }
 

@@ -14,10 +14,10 @@ struct CudaDeviceInfo {
   std::string name;
   long long total_memory_bytes = 0;
   int compute_major = 0, compute_minor = 0;
-  int multiprocessors = 0;     // SMs
-  int clock_mhz = 0;           // peak SM clock; 0 = the driver did not say
-  int memory_clock_mhz = 0;    // peak memory clock; 0 = the driver did not say
-  int memory_bus_bits = 0;     // global memory bus width; 0 = the driver did not say
+  int multiprocessors = 0;      // SMs
+  int clock_mhz = 0;            // peak SM clock; 0 = the driver did not say
+  int memory_clock_mhz = 0;     // peak memory clock; 0 = the driver did not say
+  int memory_bus_bits = 0;      // global memory bus width; 0 = the driver did not say
   bool power_readable = false;  // NVML reads this board's power (what --power-source nvml needs)
 };
 

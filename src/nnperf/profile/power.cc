@@ -251,8 +251,8 @@ PowerMonitor::PowerMonitor(const PowerOptions& options)
     if (rapl_.available()) {
       active_ = "rapl";
     } else if (src == "rapl") {
-      throw Error(fmt::format("--power-source rapl: RAPL cannot be read: {}",
-                              rapl_.unavailable_reason()));
+      throw Error(
+          fmt::format("--power-source rapl: RAPL cannot be read: {}", rapl_.unavailable_reason()));
     }
     return;
   }
