@@ -3,17 +3,25 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DNNPERF_WERROR=ON
 
-.PHONY: deps build run test bench bench-conv asan fuzz format clean
+.PHONY: deps configure build run test bench bench-conv asan fuzz format clean
 
+# Debian packages, Fashion-MNIST and (unless DEPS_FLAGS=--no-test-deps) the TensorBoard venv the
+# tests read event files with.
 deps:
-	bash scripts/install-deps.sh
+	bash scripts/install-deps.sh $(DEPS_FLAGS)
 
-build: deps
+configure: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+# Everything: the library, the program, the tests and the benchmarks.
+build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job on the embedded default data (Fashion-MNIST from Debian's package).
-run: build
+# The main job on the embedded default data (Fashion-MNIST from Debian's package). Builds only
+# the program it runs, not the tests and benchmarks, and skips the test-only TensorBoard venv.
+run: DEPS_FLAGS = --no-test-deps
+run: configure
+	cmake --build $(BUILD) -j $(JOBS) --target nnperf_cli
 	./$(BUILD)/nnperf activations --quick
 
 # The whole test suite.

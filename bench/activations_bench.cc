@@ -1,5 +1,5 @@
-// Activation kernels, forward and backward, per SIMD path, at the seed-000 size (n = 64 x 512:
-// one hidden layer of a batch of 64). Reports GB/s (bytes each call must move) and ns/element.
+// Activation kernels, forward and backward, per SIMD path, at the activation-timing study's size
+// (n = 64 x 512: one hidden layer of a batch of 64). Reports GB/s (bytes each call must move) and ns/element.
 //   activations_bench                       Google Benchmark run (usual --benchmark_* flags)
 //   activations_bench --accuracy [stride]   worst errors vs the float64 reference over every
 //                                           stride-th float in [-100, 100] plus large values;

@@ -28,7 +28,7 @@ void register_all() {
   bench::add_context(true);
   std::vector<GemmShape> square;
   for (int64_t s : {64, 256, 512, 1024}) square.push_back(GemmShape{false, false, s, s, s});
-  // Linear(in, out) layers of the seeds' MLPs, batch mb: forward m=mb n=out k=in; dW = X^T dY
+  // Linear(in, out) layers of the studies' MLPs, batch mb: forward m=mb n=out k=in; dW = X^T dY
   // m=in n=out k=mb (trans_a); dX = dY W^T m=mb n=in k=out (trans_b).
   const std::vector<std::pair<int64_t, int64_t>> layers = {
       {784, 512}, {512, 256}, {256, 128}, {128, 64}, {64, 10}, {784, 128}, {128, 10}};

@@ -26,7 +26,7 @@ if [ -z "${ONLY_TRAIN:-}" ]; then
   --benchmark_report_aggregates_only=true --benchmark_out="$OUT/gemm_1024.json" \
   --benchmark_out_format=json | tee "$OUT/gemm_1024.txt"
 
-# The seed-001 implementation benchmark, one thread.
+# The MLP implementation benchmark, one thread.
 "$NNPERF" mlp-bench --threads 1 --out-dir "$OUT/mlp-bench" | tee "$OUT/mlp-bench.txt"
 
 fi

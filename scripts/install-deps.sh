@@ -23,3 +23,16 @@ if [ ${#missing[@]} -gt 0 ]; then
 else
   echo "install-deps: all Debian packages present"
 fi
+
+# TensorBoard, for the test that reads our event files back with TensorBoard's own reader. Debian
+# 12 has no TensorBoard package (nor TensorFlow), so it comes from PyPI into the project-local
+# virtualenv .venv-tb, here in the set-up step: the tests only use it and never download.
+# Skipped when the venv already imports tensorboard; `--no-test-deps` (what `make run` passes)
+# skips it altogether. A failure here (no network) is a warning: scripts/test.sh then skips that
+# one test, or fails under CI=true.
+if [ "${1:-}" != "--no-test-deps" ]; then
+  ROOT=$(cd "$(dirname "$0")/.." && pwd)
+  if ! bash "$ROOT/scripts/tb-venv.sh" "$ROOT/.venv-tb" >/dev/null; then
+    echo "install-deps: warning: could not install tensorboard into $ROOT/.venv-tb (is PyPI reachable?); scripts/test.sh needs it under CI=true" >&2
+  fi
+fi

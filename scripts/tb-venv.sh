@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates (or reuses) a Python virtualenv holding the `tensorboard` package from PyPI, so the tests
-# can read our event files back with TensorBoard's own reader. Idempotent: when the venv already
-# imports tensorboard nothing is downloaded (set TB_VENV_UPGRADE=1 to upgrade it anyway).
+# can read our event files back with TensorBoard's own reader. Called by scripts/install-deps.sh
+# (the set-up step of `make test`); scripts/test.sh only uses the venv. Idempotent: when the venv
+# already imports tensorboard nothing is downloaded (set TB_VENV_UPGRADE=1 to upgrade it anyway).
 # Usage: scripts/tb-venv.sh [DIR]   (default .venv-tb). The last line printed is the interpreter:
 #   export NNPERF_PYTHON=$(scripts/tb-venv.sh | tail -n 1)
 set -euo pipefail

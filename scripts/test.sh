@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # The whole test suite on a build folder (default: build): unit and end-to-end tests through
 # ctest, with TensorBoard's own Python reader for the event-file test, then a benchmark smoke run
-# (proves the benchmarks still run; real numbers come from `make bench`).
+# (proves the benchmarks still run; real numbers come from `make bench`). Needs no network: the
+# TensorBoard venv comes from scripts/install-deps.sh, which `make test` runs first.
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
-# TensorBoard from PyPI in a project-local virtual environment (test-only dependency).
-if TB_PY=$(bash "$ROOT/scripts/tb-venv.sh" "$ROOT/.venv-tb" | tail -n 1) && [ -x "$TB_PY" ]; then
+# TensorBoard's reader: $NNPERF_PYTHON if set, else the venv that scripts/install-deps.sh made.
+TB_PY=${NNPERF_PYTHON:-$ROOT/.venv-tb/bin/python}
+if [ -x "$TB_PY" ] && "$TB_PY" -c "import tensorboard" >/dev/null 2>&1; then
   export NNPERF_PYTHON="$TB_PY"
+elif [ "${CI:-}" = "true" ]; then
+  echo "test.sh: $TB_PY cannot import tensorboard; run scripts/install-deps.sh first (make test does), which installs it into $ROOT/.venv-tb" >&2
+  exit 1
 else
-  if [ "${CI:-}" = "true" ]; then
-    echo "test.sh: could not set up the TensorBoard virtualenv (scripts/tb-venv.sh); CI needs it" >&2
-    exit 1
-  fi
-  echo "test.sh: warning: no TensorBoard virtualenv; the event-file read-back test will be skipped" >&2
+  unset NNPERF_PYTHON
+  echo "test.sh: warning: $TB_PY cannot import tensorboard (run scripts/install-deps.sh); the event-file read-back test will be skipped" >&2
 fi
 
 ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)"

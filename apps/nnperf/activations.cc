@@ -1,5 +1,6 @@
-// `nnperf activations`: the seed-000 study. Trains the seed's MLP once per activation, then writes
-// summary.csv, plots and report.md. `--analyze DIR` rebuilds the analysis from saved runs only.
+// `nnperf activations`: the activation-timing study. Trains usra-survey's MLP (MLP.py) once per
+// activation, then writes summary.csv, plots and report.md. `--analyze DIR` rebuilds the analysis
+// from saved runs only.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -68,10 +69,10 @@ int run_activations(Flags& f, CLI::App& sub) {
 const Registrar reg{Command{
     "activations", 20, [](CLI::App& sub) -> std::function<int()> {
       sub.description(
-          "The activation study: train the MLP once per activation, time every activation layer, "
-          "report");
+          "The activation-timing study: train the MLP once per activation, time every activation "
+          "layer, report");
       auto f = std::make_shared<Flags>();
-      // The seed-000 program's recipe.
+      // The recipe of usra-survey's MLP.py.
       f->train.hidden = "512,256,128,64";
       f->train.run.epochs = 60;
       f->train.run.warmup_epochs = 10;
@@ -80,7 +81,8 @@ const Registrar reg{Command{
       f->train.run.batch_size = 64;
       f->train.progress = "lines";
       sub.add_option("--activations", f->activations,
-                     "Comma-separated subset (default: all eight, in the seed's order)");
+                     "Comma-separated subset (default: all eight: ReLU, GELU, Sigmoid, Tanh, ELU, "
+                     "LeakyReLU, SiLU, Mish)");
       sub.add_option("--out-dir", f->out_dir,
                      "Output folder (default a new results/activations_<timestamp>); must be new or "
                      "empty");

@@ -1,15 +1,30 @@
 // `nnperf devices`: the CPU (model, cores, SIMD level, caches), the BLAS in use and its threads,
-// and whether a CUDA device is present.
+// and whether a CUDA device is present. `--check-cuda` (the flag ai3-8CuDNN's profiler has): the
+// whole CUDA stack, and exit 1 when there is no CUDA device, so scripts can test for a GPU.
 #include <fmt/format.h>
+
+#include <cstdio>
 
 #include "command.h"
 #include "flags.h"
 #include "nnperf/core/cpu.h"
+#include "nnperf/core/error.h"
 #include "nnperf/core/threads.h"
 #include "nnperf/gpu/probe.h"
 
 namespace nnperf::app {
 namespace {
+
+// The CUDA report; throws (exit 1) after printing it when there is no device.
+int check_cuda() {
+  CudaProbeOptions o;
+  o.libraries = true;
+  const CudaProbe cuda = probe_cuda(o);
+  fmt::print("{}", cuda_report(cuda));
+  std::fflush(stdout);
+  if (cuda.devices.empty()) throw Error(fmt::format("no CUDA device: {}", cuda.message));
+  return 0;
+}
 
 int run_devices(int threads) {
   set_threads(threads);
@@ -31,8 +46,9 @@ int run_devices(int threads) {
                cuda.driver_version % 1000 / 10, cuda.devices.size(),
                cuda.nvml_loaded ? "available" : "not available");
     for (const auto& d : cuda.devices) {
-      fmt::print("  [{}] {} (sm_{}{}), {:.1f} GiB\n", d.index, d.name, d.compute_major,
-                 d.compute_minor, static_cast<double>(d.total_memory_bytes) / (1 << 30));
+      fmt::print("  [{}] {} (sm_{}{}), {} SMs, {:.1f} GiB\n", d.index, d.name, d.compute_major,
+                 d.compute_minor, d.multiprocessors,
+                 static_cast<double>(d.total_memory_bytes) / (1 << 30));
     }
   }
   return 0;
@@ -42,8 +58,14 @@ const Registrar reg{Command{
     "devices", 90, [](CLI::App& sub) -> std::function<int()> {
       sub.description("Report the CPU, the BLAS in use and whether a CUDA device is present");
       auto threads = std::make_shared<int>(0);
+      auto cuda = std::make_shared<bool>(false);
       sub.add_option("--threads", *threads, "Threads (0 = all logical CPUs)")->check(threads_count());
-      return [threads] { return run_devices(*threads); };
+      sub.add_flag("--check-cuda", *cuda,
+                   "Report the CUDA driver and runtime versions, every device (name, SMs, memory, "
+                   "clocks, compute capability), cuDNN, cuBLAS and NVML, each missing part with "
+                   "the reason; then exit 0 when there is a CUDA device, else 1 with \"no CUDA "
+                   "device: <reason>\" on stderr");
+      return [threads, cuda] { return *cuda ? check_cuda() : run_devices(*threads); };
     }}};
 
 }  // namespace

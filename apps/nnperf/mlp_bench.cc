@@ -1,4 +1,4 @@
-// `nnperf mlp-bench`: the seed-001 implementation benchmark (see runs/mlp_bench.h).
+// `nnperf mlp-bench`: the MLP implementation benchmark (see runs/mlp_bench.h).
 #include "nnperf/runs/mlp_bench.h"
 
 #include <fmt/format.h>
@@ -51,8 +51,8 @@ int run(Flags& f) {
 const Registrar reg{Command{
     "mlp-bench", 30, [](CLI::App& sub) -> std::function<int()> {
       sub.description(
-          "Benchmark the MLP per GEMM implementation: iteration time, speedups, accuracy "
-          "consistency");
+          "The MLP implementation benchmark: iteration time per GEMM implementation, speedups, "
+          "accuracy consistency");
       auto f = std::make_shared<Flags>();
       add_list_flags(sub);
   sub.add_option("--impls", f->impls,
@@ -93,7 +93,7 @@ const Registrar reg{Command{
       sub.add_option("--data", f->data,
                      "MNIST-format folder for the consistency check (default: Fashion-MNIST)");
       sub.add_flag("--synthetic", f->o.synthetic, "Synthetic data for the consistency check");
-      sub.add_option("--seed", f->o.seed, "Seed")
+      sub.add_option("--seed", f->o.seed, "Random seed (initial weights, batches, synthetic data)")
           ->check(integer_in(0, std::numeric_limits<int64_t>::max()))
           ->capture_default_str();
       sub.add_option("--out-dir", f->out_dir,

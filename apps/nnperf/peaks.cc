@@ -1,5 +1,5 @@
 // `nnperf peaks`: measures this machine's FMA throughput, memory bandwidth and SGEMM rate, and
-// writes peaks.json in the seed-003 layout (used by the roofline and every "% of peak").
+// writes peaks.json in cloudml-project1's layout (used by the roofline and every "% of peak").
 #include "nnperf/analysis/peaks.h"
 
 #include <fmt/format.h>

@@ -1,4 +1,5 @@
-// `nnperf profile`: the seed-002 convolution-algorithm profiler (see runs/profile_run.h), and
+// `nnperf profile`: the convolution-algorithm profiler, with ai3-8CuDNN's stages and CSV columns
+// (see runs/profile_run.h), and
 // `nnperf status [DIR]`: the progress of the sweeps under DIR.
 #include <fmt/format.h>
 
@@ -110,7 +111,9 @@ void list_algorithms() {
 }
 
 const Registrar reg{Command{"profile", 40, [](CLI::App& sub) -> std::function<int()> {
-  sub.description("Profile CNN inference per layer with one convolution algorithm over input sizes (seed 002)");
+  sub.description(
+      "The convolution-algorithm profiler: CNN inference per layer with one convolution algorithm "
+      "over input sizes");
   auto f = std::make_shared<Flags>();
   ProfileOptions& o = f->o;
   sub.add_flag_callback("--list-models", [] { list_models(); throw CLI::Success(); }, "List the models and exit");
@@ -137,9 +140,12 @@ const Registrar reg{Command{"profile", 40, [](CLI::App& sub) -> std::function<in
   sub.add_flag("--find-exhaustive", o.find_exhaustive,
                "With find: time every supported algorithm in full (default: skip ones modelled at over 8x the best)");
   sub.add_flag("--no-layers", f->no_layers, "Skip the per-layer passes");
-  sub.add_option("--power-source", o.power_source, "auto | rapl | nvml")->capture_default_str();
+  sub.add_option("--power-source", o.power_source,
+                 "auto (the run's device: RAPL for a CPU run, NVML for a CUDA run; none when "
+                 "unreadable) | rapl | nvml (an error when unreadable)")
+      ->capture_default_str();
   sub.add_option("--machine", o.machine, "Machine name in the default output folder (default: hostname)");
-  sub.add_option("--seed", o.seed, "Seed for weights and inputs")
+  sub.add_option("--seed", o.seed, "Random seed of the weights and inputs")
       ->check(integer_in(0, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
   sub.add_option("--progress", f->progress, "auto | bar | lines | quiet")->capture_default_str();

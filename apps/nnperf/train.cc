@@ -1,5 +1,6 @@
 // `nnperf train --model mlp`: trains a classifier MLP on MNIST-format data and writes the
-// seed-000 outputs; the last line is the seed-003 summary MEASURED_SEC=... IMGS_PER_SEC=...
+// outputs of usra-survey's MLP.py; the last line is cloudml-project1's run_train.py summary
+// MEASURED_SEC=... IMGS_PER_SEC=...
 #include <fmt/format.h>
 
 #include "command.h"

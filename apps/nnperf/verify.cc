@@ -51,7 +51,7 @@ const Registrar reg{Command{"verify", 70, [](CLI::App& sub) -> std::function<int
   sub.add_option("op", f->op, "Operation: conv2d")->required();
   sub.add_option("--problem", f->problem, "benchdnn-style descriptor, e.g. mb1ic64ih56oc64kh3ph1")->required();
   sub.add_option("--algorithm", f->algorithm, "One algorithm (default: all)");
-  sub.add_option("--seed", f->seed, "Input seed")->check(integer_in(0, std::numeric_limits<int64_t>::max()))->capture_default_str();
+  sub.add_option("--seed", f->seed, "Random seed of the inputs")->check(integer_in(0, std::numeric_limits<int64_t>::max()))->capture_default_str();
   sub.add_option("--threads", f->threads, "Threads (0 = all logical CPUs)")->check(threads_count())->capture_default_str();
   return [f] { return run(*f); };
 }}};

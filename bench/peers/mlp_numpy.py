@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The MLP peer written in vectorised NumPy (the seed-001 style: weights stored (in, out),
+"""The MLP peer written in vectorised NumPy (srivas63_CMSE401's style: weights stored (in, out),
 forward X.W + b), trained with the same recipe as mlp_torch.py so nnperf can be compared with a
 plain-BLAS implementation. Activations, softmax cross-entropy, Adam and SGD follow PyTorch's
 definitions (torch.nn / torch.optim), checked against torch by check_numpy_vs_torch.py.

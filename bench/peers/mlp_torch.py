@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The MLP peer in PyTorch (CPU): the recipe nnperf trains (seed-000 net by default, seed-001 net
-with --hidden 128,128,128), on the real Fashion-MNIST IDX files, timed the way nnperf times its
-training: only the training steps (batching from pre-loaded tensors, forward, loss, backward,
-optimizer step), never evaluation. Also a per-iteration mode (--iters-bench) matching
+"""The MLP peer in PyTorch (CPU): the recipe nnperf trains (the activation-timing study's net by
+default, the MLP implementation benchmark's net with --hidden 128,128,128), on the real
+Fashion-MNIST IDX files, timed the way nnperf times its training: only the training steps
+(batching from pre-loaded tensors, forward, loss, backward, optimizer step), never evaluation. Also a per-iteration mode (--iters-bench) matching
 `nnperf mlp-bench`.
 
 Run `mlp_torch.py --help` for the flags; the last stdout line is

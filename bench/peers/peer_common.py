@@ -26,7 +26,7 @@ THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 BLAS_ENV_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_VERBOSE")
 INPUT_SIZE = 784
 NUM_CLASSES = 10
-EVAL_BATCH_SIZE = 1000  # validation and test batches, as the seed-000 program used
+EVAL_BATCH_SIZE = 1000  # validation and test batches, as usra-survey's MLP.py used
 
 
 def _positive_int_list(text, flag):
@@ -50,7 +50,8 @@ def make_parser(peer, description):
         "--hidden",
         default="512,256,128,64",
         type=lambda s: _positive_int_list(s, "--hidden"),
-        help="hidden widths; 512,256,128,64 is the seed-000 net, 128,128,128 the seed-001 net",
+        help="hidden widths; 512,256,128,64 is the activation-timing study's net, "
+        "128,128,128 the MLP implementation benchmark's net",
     )
     p.add_argument("--activation", default="relu", choices=ACTIVATIONS)
     p.add_argument("--optimizer", default="adam", choices=("adam", "sgd"))

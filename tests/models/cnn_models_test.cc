@@ -1,8 +1,8 @@
 // The torchvision CNN builders and their registry rows: parameter counts equal to torchvision's
 // exactly, module-path node names, a forward pass at a reduced input ("guess", 1 thread) giving
 // finite [mb, 1000] logits, the minimum input size (plans at the minimum, a UsageError naming the
-// model, the layer and the minimum below it), conv+linear MACs at 224x224 against seed 003's
-// reference figures (within 0.5%) and torchvision's published GFLOPS column, BN folding giving
+// model, the layer and the minimum below it), conv+linear MACs at 224x224 against
+// cloudml-project1's reference figures (within 0.5%) and torchvision's published GFLOPS column, BN folding giving
 // the unfolded output, options (classes, channels, fold_bn) and the unknown-model message.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -106,7 +106,7 @@ TEST_P(CnnModel, ParamsNamesMacsForwardAndMinimumInput) {
                            g.num_params(), macs / 1e9);
   // torchvision's table rounds to 2 decimals (3 significant digits for VGG / ResNet-152).
   EXPECT_NEAR(macs / 1e9, e.published_gmacs, 0.006) << e.name;
-  // Seed 003's reference values (conv + linear multiply-adds, fvcore-style), within 0.5%.
+  // cloudml-project1's reference values (conv + linear multiply-adds, fvcore-style), within 0.5%.
   const std::map<std::string, double> reference = {
       {"resnet50", 4.089e9}, {"vgg16", 15.484e9}, {"mobilenet_v2", 0.301e9}};
   if (auto it = reference.find(e.name); it != reference.end()) {

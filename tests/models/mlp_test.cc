@@ -1,6 +1,6 @@
-// MLP builder and model registry: the seed-000 structure (names, shapes, parameter count), the
-// whole network's gradient against float64 finite differences for every activation, registry
-// lookup and options, and a seeded training sanity run (Adam on a separable problem).
+// MLP builder and model registry: usra-survey's MLP.py structure (names, shapes, parameter
+// count), the whole network's gradient against float64 finite differences for every activation,
+// registry lookup and options, and a seeded training sanity run (Adam on a separable problem).
 #include "nnperf/models/mlp.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@
 namespace nnperf {
 namespace {
 
-TEST(Mlp, Seed000Structure) {
+TEST(Mlp, ActivationStudyStructure) {
   Graph g = build_mlp(784, {512, 256, 128, 64}, 10, find_activation("GELU"));
   g.plan(Shape{64, 1, 28, 28}, PlanContext{});
   const std::vector<std::string> names = {"input", "flatten", "fc1", "act1", "fc2", "act2",
@@ -99,7 +99,7 @@ TEST(ModelRegistry, FindsMlpAndBuildsFromOptions) {
   EXPECT_EQ(model_names().rfind("mlp", 0), 0u);  // the first row; the CNNs follow
   const ModelEntry& m = find_model("MLP");
   EXPECT_STREQ(m.name, "mlp");
-  ModelOptions o;  // defaults: 1 x 28 x 28 images, the seed-000 widths, ReLU
+  ModelOptions o;  // defaults: 1 x 28 x 28 images, usra-survey's widths, ReLU
   Graph g = m.build(o);
   g.plan(Shape{2, 1, 28, 28}, PlanContext{});
   EXPECT_EQ(g.name(1), "flatten");

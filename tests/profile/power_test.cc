@@ -1,8 +1,10 @@
-// Power readers against fixture sysfs trees (no RAPL in these VMs) and the window statistics.
+// Power readers against fixture sysfs trees (no RAPL in these VMs) and a stand-in NVML library
+// (tests/fakes/fake_cuda.cc), the choice of meter per device and source, and the window statistics.
 #include "nnperf/profile/power.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -111,20 +113,153 @@ TEST(PowerMonitor, WindowEnergyIsTheCounterDifference) {
   EXPECT_LE(*w.power_min_w, *w.power_max_w);
 }
 
-TEST(PowerMonitor, NoSourceMeansEmptyFiguresAndAReason) {
+TEST(PowerMonitor, AutoWithoutRaplMeansEmptyFiguresAndAReason) {
   PowerOptions o;
   o.rapl_root = "/nonexistent/powercap";
-  o.source = "rapl";
+  o.nvml_library = "/nonexistent/libnvidia-ml.so.1";
   PowerMonitor m(o);
   EXPECT_FALSE(m.available());
-  EXPECT_FALSE(m.unavailable_reason().empty());
+  EXPECT_NE(m.unavailable_reason().find("/nonexistent/powercap"), std::string::npos)
+      << m.unavailable_reason();
   m.begin();
   const PowerWindow w = m.end();
   EXPECT_FALSE(w.energy_j.has_value());
   EXPECT_FALSE(w.power_mean_w.has_value());
   EXPECT_EQ(w.samples, 0);
   EXPECT_EQ(w.source, "none");
-  EXPECT_THROW(PowerMonitor(PowerOptions{.rapl_root = "/x", .source = "smart-plug"}), Error);
+  EXPECT_THROW(PowerMonitor(PowerOptions{.rapl_root = "/x", .source = "smart-plug"}), UsageError);
+}
+
+// The message of the Error that constructing a monitor with `o` throws ("" when none).
+std::string construction_error(const PowerOptions& o) {
+  try {
+    PowerMonitor m(o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PowerMonitor, ExplicitRaplThatCannotBeReadIsAnErrorNamingTheFlagAndTheCause) {
+  PowerOptions o;
+  o.source = "rapl";
+  o.rapl_root = "/nonexistent/powercap";
+  std::string e = construction_error(o);
+  EXPECT_EQ(e.rfind("--power-source rapl: ", 0), 0u) << e;
+  EXPECT_NE(e.find("/nonexistent/powercap does not exist"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+
+  // A zone whose counter cannot be read: the file and the system's error are named. (As root a
+  // mode-0400 file would still read, so the counter here is a folder: read() fails with EISDIR.)
+  test::TempDir dir;
+  write(dir / "intel-rapl:0" / "name", "package-0");
+  fs::create_directories(dir / "intel-rapl:0" / "energy_uj");
+  write(dir / "intel-rapl:0" / "max_energy_range_uj", "262143328850");
+  o.rapl_root = dir.path();
+  e = construction_error(o);
+  EXPECT_NE(e.find((dir / "intel-rapl:0" / "energy_uj").string() + ": Is a directory"),
+            std::string::npos)
+      << e;
+
+  // A counter that is not a number.
+  fs::remove_all(dir / "intel-rapl:0" / "energy_uj");
+  write(dir / "intel-rapl:0" / "energy_uj", "n/a");
+  e = construction_error(o);
+  EXPECT_NE(e.find("found 'n/a'"), std::string::npos) << e;
+
+  // An empty powercap folder.
+  test::TempDir empty;
+  o.rapl_root = empty.path();
+  e = construction_error(o);
+  EXPECT_NE(e.find("no intel-rapl zones under"), std::string::npos) << e;
+}
+
+TEST(PowerMonitor, ExplicitNvmlThatCannotBeLoadedIsAnError) {
+  PowerOptions o;
+  o.source = "nvml";
+  o.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+  const std::string e = construction_error(o);
+  EXPECT_EQ(e.rfind("--power-source nvml: NVML cannot be read: ", 0), 0u) << e;
+  EXPECT_NE(e.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << e;
+}
+
+// The stand-in NVML library: one board drawing NNPERF_FAKE_POWER_MW (default 50 W).
+class FakeNvml : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::unsetenv("NNPERF_FAKE_NVML_INIT");
+    ::unsetenv("NNPERF_FAKE_CUDA_DEVICES");
+    ::setenv("NNPERF_FAKE_POWER_MW", "50000", 1);
+  }
+  void TearDown() override { ::unsetenv("NNPERF_FAKE_POWER_MW"); }
+  static PowerOptions options(const fs::path& rapl_root) {
+    PowerOptions o;
+    o.rapl_root = rapl_root;
+    o.nvml_library = NNPERF_FAKE_CUDA_LIB;
+    o.interval_ms = 2;
+    return o;
+  }
+};
+
+TEST_F(FakeNvml, AutoOnACpuRunNeverReadsTheGpuBoard) {
+  // NVML is readable and RAPL is not: a CPU run still gets no figures rather than GPU power.
+  PowerMonitor none(options("/nonexistent/powercap"));
+  EXPECT_FALSE(none.available());
+  EXPECT_EQ(none.source(), "none");
+  EXPECT_NE(none.unavailable_reason().find("never with a GPU board's power"), std::string::npos)
+      << none.unavailable_reason();
+  // With RAPL readable it is RAPL.
+  test::TempDir dir;
+  make_tree(dir.path(), 0, 0);
+  PowerMonitor rapl(options(dir.path()));
+  EXPECT_EQ(rapl.source(), "rapl");
+}
+
+TEST_F(FakeNvml, AutoOnACudaRunReadsNvmlEvenWhereRaplIsReadable) {
+  test::TempDir dir;
+  make_tree(dir.path(), 0, 0);
+  PowerOptions o = options(dir.path());
+  o.device = Device::kCuda;
+  PowerMonitor m(o);
+  ASSERT_TRUE(m.available()) << m.unavailable_reason();
+  EXPECT_EQ(m.source(), "nvml");
+  m.begin();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  const PowerWindow w = m.end();
+  EXPECT_EQ(w.source, "nvml");
+  ASSERT_GT(w.samples, 0);
+  ASSERT_TRUE(w.energy_j && w.power_mean_w);
+  EXPECT_NEAR(*w.power_mean_w, 50.0, 1e-9);  // a constant 50 W integrates to 50 W x the window
+  EXPECT_NEAR(*w.energy_j, 50.0 * w.seconds, 1e-9);
+}
+
+TEST_F(FakeNvml, AutoOnACudaRunWithoutNvmlHasNoFiguresAndSaysWhy) {
+  ::setenv("NNPERF_FAKE_NVML_INIT", "9", 1);  // NVML_ERROR_DRIVER_NOT_LOADED
+  test::TempDir dir;
+  make_tree(dir.path(), 0, 0);
+  PowerOptions o = options(dir.path());
+  o.device = Device::kCuda;
+  PowerMonitor m(o);
+  EXPECT_FALSE(m.available());  // not RAPL: the CPU package is not the run's device
+  EXPECT_NE(m.unavailable_reason().find("Driver Not Loaded"), std::string::npos)
+      << m.unavailable_reason();
+  o.source = "nvml";
+  const std::string e = construction_error(o);
+  EXPECT_EQ(
+      e.rfind("--power-source nvml: NVML cannot be read: nvmlInit failed: Driver Not Loaded", 0),
+      0u)
+      << e;
+}
+
+TEST_F(FakeNvml, ExplicitSourcesOverrideTheDevice) {
+  test::TempDir dir;
+  make_tree(dir.path(), 0, 0);
+  PowerOptions o = options(dir.path());
+  o.source = "nvml";  // a CPU run measured at the GPU board, because the user asked
+  EXPECT_EQ(PowerMonitor(o).source(), "nvml");
+  o.source = "rapl";
+  o.device = Device::kCuda;
+  EXPECT_EQ(PowerMonitor(o).source(), "rapl");
 }
 
 TEST(PowerStats, TrapezoidIntegratesInsideTheWindowOnly) {

@@ -1,4 +1,4 @@
-// Analysis of the activation study (seed 000): per-activation timing statistics over the timed
+// Analysis of the activation-timing study: per-activation timing statistics over the timed
 // epochs, accuracy per millisecond, the speed/accuracy Pareto front, and recommendations drawn
 // from the numbers with their noise (epoch-to-epoch spread, binomial standard error of accuracy).
 #pragma once

@@ -28,8 +28,8 @@ struct Peaks {
 };
 
 Peaks measure_peaks(const PeakOptions& options);
-// The seed-003 peaks.json layout: {env: {description, peak_gbps, peak_gflops: {fp32: ...}}} plus
-// a "measured" object with every figure above.
+// cloudml-project1's peaks.json layout: {env: {description, peak_gbps, peak_gflops: {fp32: ...}}}
+// plus a "measured" object with every figure above.
 nlohmann::json peaks_to_json(const Peaks& p, const std::string& env);
 
 }  // namespace nnperf

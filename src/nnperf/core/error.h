@@ -33,7 +33,7 @@ class DivergenceError : public Error {
   using Error::Error;
 };
 
-// The user interrupted (Ctrl-C): main() exits 130, as the seed's program did.
+// The user interrupted (Ctrl-C): main() exits 130, as ai3-8CuDNN's profiler did.
 class InterruptedError : public Error {
  public:
   using Error::Error;

@@ -3,10 +3,13 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <cstddef>
+
 namespace nnperf {
 
 namespace {
-// The few driver-API entry points we need, declared by their documented C signatures.
+// The driver-API, NVML, runtime, cuDNN and cuBLAS entry points we need, declared by their
+// documented C signatures (enums as int, handles as void*).
 using CuInit = int (*)(unsigned int);
 using CuDriverGetVersion = int (*)(int*);
 using CuDeviceGetCount = int (*)(int*);
@@ -14,37 +17,186 @@ using CuDeviceGet = int (*)(int*, int);
 using CuDeviceGetName = int (*)(char*, int, int);
 using CuDeviceTotalMem = int (*)(std::size_t*, int);
 using CuDeviceGetAttribute = int (*)(int*, int, int);
-constexpr int kAttrComputeMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
-constexpr int kAttrComputeMinor = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+using CuDeviceGetPciBusId = int (*)(char*, int, int);
+using CuGetErrorName = int (*)(int, const char**);
+constexpr int kAttrClockRate = 13;        // CU_DEVICE_ATTRIBUTE_CLOCK_RATE (kHz)
+constexpr int kAttrMultiprocessors = 16;  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+constexpr int kAttrMemoryClockRate = 36;  // CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (kHz)
+constexpr int kAttrMemoryBusWidth = 37;   // CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH
+constexpr int kAttrComputeMajor = 75;     // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+constexpr int kAttrComputeMinor = 76;     // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+constexpr int kCudaErrorNoDevice = 100;   // CUDA_ERROR_NO_DEVICE
+
 using NvmlInit = int (*)();
 using NvmlShutdown = int (*)();
+using NvmlErrorString = const char* (*)(int);
+using NvmlSystemGetDriverVersion = int (*)(char*, unsigned int);
+using NvmlDeviceGetHandleByPciBusId = int (*)(const char*, void**);
+using NvmlDeviceGetPowerUsage = int (*)(void*, unsigned int*);
+using NvmlDeviceGetMaxClockInfo = int (*)(void*, int, unsigned int*);
+constexpr int kNvmlClockSm = 1;   // NVML_CLOCK_SM
+constexpr int kNvmlClockMem = 2;  // NVML_CLOCK_MEM
+
+using CudaRuntimeGetVersion = int (*)(int*);
+using CudnnGetVersion = std::size_t (*)();
+using CublasGetProperty = int (*)(int, int*);  // libraryPropertyType: 0 major, 1 minor, 2 patch
 
 template <typename F>
 F sym(void* lib, const char* name) {
   return reinterpret_cast<F>(dlsym(lib, name));
 }
+
+// The first of `names` that loads, or null with `why` saying what dlopen answered.
+void* open_first(const std::vector<std::string>& names, std::string* file, std::string* why) {
+  std::string errors;
+  for (const auto& n : names) {
+    if (void* lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      *file = n;
+      return lib;
+    }
+    const char* e = dlerror();
+    errors += (errors.empty() ? "" : "; ") + std::string(e != nullptr ? e : n + ": not loadable");
+  }
+  *why = names.empty() ? "no library name to try" : errors;
+  return nullptr;
+}
+
+std::string cu_error(void* cuda, int rc) {
+  const char* name = nullptr;
+  if (auto f = sym<CuGetErrorName>(cuda, "cuGetErrorName"); f && f(rc, &name) == 0 && name)
+    return fmt::format("{}, error {}", name, rc);
+  return fmt::format("error {}", rc);
+}
+
+std::string nvml_error(void* nvml, int rc) {
+  if (auto f = sym<NvmlErrorString>(nvml, "nvmlErrorString")) {
+    if (const char* s = f(rc)) return fmt::format("{}, error {}", s, rc);
+  }
+  return fmt::format("error {}", rc);
+}
+
+CudaLibrary probe_runtime(const std::vector<std::string>& names) {
+  CudaLibrary l;
+  l.what = "CUDA runtime";
+  void* lib = open_first(names, &l.file, &l.reason);
+  if (lib == nullptr) return l;
+  auto get = sym<CudaRuntimeGetVersion>(lib, "cudaRuntimeGetVersion");
+  int v = 0;
+  if (get == nullptr) {
+    l.reason = fmt::format("{} has no cudaRuntimeGetVersion", l.file);
+  } else if (const int rc = get(&v); rc != 0) {
+    l.reason = fmt::format("cudaRuntimeGetVersion failed (error {})", rc);
+  } else {
+    l.loaded = true;
+    l.version = cuda_version_string(v);
+  }
+  return l;
+}
+
+CudaLibrary probe_cudnn(const std::vector<std::string>& names) {
+  CudaLibrary l;
+  l.what = "cuDNN";
+  void* lib = open_first(names, &l.file, &l.reason);
+  if (lib == nullptr) return l;
+  if (auto get = sym<CudnnGetVersion>(lib, "cudnnGetVersion")) {
+    l.loaded = true;
+    l.version = cudnn_version_string(static_cast<long long>(get()));
+  } else {
+    l.reason = fmt::format("{} has no cudnnGetVersion", l.file);
+  }
+  return l;
+}
+
+CudaLibrary probe_cublas(const std::vector<std::string>& names) {
+  CudaLibrary l;
+  l.what = "cuBLAS";
+  void* lib = open_first(names, &l.file, &l.reason);
+  if (lib == nullptr) return l;
+  auto get = sym<CublasGetProperty>(lib, "cublasGetProperty");
+  int v[3] = {0, 0, 0};
+  if (get == nullptr) {
+    l.reason = fmt::format("{} has no cublasGetProperty", l.file);
+    return l;
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (const int rc = get(i, &v[i]); rc != 0) {
+      l.reason = fmt::format("cublasGetProperty failed (status {})", rc);
+      return l;
+    }
+  }
+  l.loaded = true;
+  l.version = fmt::format("{}.{}.{}", v[0], v[1], v[2]);
+  return l;
+}
+
 }  // namespace
 
-CudaProbe probe_cuda() {
+std::string cuda_version_string(int version) {
+  if (version <= 0) return "unknown";
+  return fmt::format("{}.{}", version / 1000, version % 1000 / 10);
+}
+
+std::string cudnn_version_string(long long version) {
+  if (version <= 0) return "unknown";
+  if (version >= 90000)  // cuDNN 9: major * 10000 + minor * 100 + patch
+    return fmt::format("{}.{}.{}", version / 10000, version % 10000 / 100, version % 100);
+  return fmt::format("{}.{}.{}", version / 1000, version % 1000 / 100, version % 100);
+}
+
+CudaProbe probe_cuda(const CudaProbeOptions& options) {
   CudaProbe p;
-  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+
+  // NVML first: the devices below look their boards up in it (by PCI bus id, since CUDA orders
+  // devices fastest first and NVML by bus).
+  std::string nvml_file;
+  void* nvml = open_first(options.nvml, &nvml_file, &p.nvml_reason);
+  if (nvml != nullptr) {
+    auto init = sym<NvmlInit>(nvml, "nvmlInit_v2");
+    if (init == nullptr) {
+      p.nvml_reason = fmt::format("{} has no nvmlInit_v2", nvml_file);
+    } else if (const int rc = init(); rc != 0) {
+      p.nvml_reason = fmt::format("nvmlInit failed: {}", nvml_error(nvml, rc));
+    } else {
+      p.nvml_loaded = true;
+      char version[96] = {};
+      if (auto f = sym<NvmlSystemGetDriverVersion>(nvml, "nvmlSystemGetDriverVersion");
+          f && f(version, sizeof(version)) == 0)
+        p.nvml_driver = version;
+    }
+  }
+
+  void* cuda = open_first(options.driver, &p.driver_file, &p.message);
   if (cuda == nullptr) {
-    p.message = "no CUDA driver (libcuda.so.1 not found): no NVIDIA GPU on this machine";
+    p.driver_file.clear();
+    p.message = fmt::format("no CUDA driver ({})", p.message);
   } else {
+    // cuDriverGetVersion answers before cuInit, so the version shows even when init fails.
+    if (auto ver = sym<CuDriverGetVersion>(cuda, "cuDriverGetVersion")) ver(&p.driver_version);
     auto init = sym<CuInit>(cuda, "cuInit");
-    auto count_fn = sym<CuDeviceGetCount>(cuda, "cuDeviceGetCount");
-    int rc = init ? init(0) : -1;
-    if (rc != 0) {
-      p.message = fmt::format("CUDA driver present but cuInit failed (error {})", rc);
+    const int rc = init ? init(0) : -1;
+    if (init == nullptr) {
+      p.message = fmt::format("{} has no cuInit", p.driver_file);
+    } else if (rc == kCudaErrorNoDevice) {
+      p.message = fmt::format("the CUDA driver reports no device (cuInit: {})", cu_error(cuda, rc));
+    } else if (rc != 0) {
+      p.message = fmt::format("CUDA driver present but cuInit failed: {}", cu_error(cuda, rc));
     } else {
       p.driver_loaded = true;
-      if (auto ver = sym<CuDriverGetVersion>(cuda, "cuDriverGetVersion")) ver(&p.driver_version);
       int n = 0;
-      if (count_fn) count_fn(&n);
+      if (auto count_fn = sym<CuDeviceGetCount>(cuda, "cuDeviceGetCount")) count_fn(&n);
       auto get = sym<CuDeviceGet>(cuda, "cuDeviceGet");
       auto get_name = sym<CuDeviceGetName>(cuda, "cuDeviceGetName");
       auto total_mem = sym<CuDeviceTotalMem>(cuda, "cuDeviceTotalMem_v2");
       auto attr = sym<CuDeviceGetAttribute>(cuda, "cuDeviceGetAttribute");
+      auto bus_id = sym<CuDeviceGetPciBusId>(cuda, "cuDeviceGetPCIBusId");
+      auto nvml_by_bus = p.nvml_loaded ? sym<NvmlDeviceGetHandleByPciBusId>(
+                                             nvml, "nvmlDeviceGetHandleByPciBusId_v2")
+                                       : nullptr;
+      auto nvml_power =
+          p.nvml_loaded ? sym<NvmlDeviceGetPowerUsage>(nvml, "nvmlDeviceGetPowerUsage") : nullptr;
+      auto nvml_clock = p.nvml_loaded
+                            ? sym<NvmlDeviceGetMaxClockInfo>(nvml, "nvmlDeviceGetMaxClockInfo")
+                            : nullptr;
       for (int i = 0; i < n && get && get_name; ++i) {
         int dev = 0;
         if (get(&dev, i) != 0) continue;
@@ -56,24 +208,79 @@ CudaProbe probe_cuda() {
         std::size_t bytes = 0;
         if (total_mem && total_mem(&bytes, dev) == 0)
           d.total_memory_bytes = static_cast<long long>(bytes);
-        if (attr) {
-          attr(&d.compute_major, kAttrComputeMajor, dev);
-          attr(&d.compute_minor, kAttrComputeMinor, dev);
+        auto attribute = [&](int which) {
+          int v = 0;
+          return attr && attr(&v, which, dev) == 0 ? v : 0;
+        };
+        d.compute_major = attribute(kAttrComputeMajor);
+        d.compute_minor = attribute(kAttrComputeMinor);
+        d.multiprocessors = attribute(kAttrMultiprocessors);
+        d.clock_mhz = attribute(kAttrClockRate) / 1000;
+        d.memory_clock_mhz = attribute(kAttrMemoryClockRate) / 1000;
+        d.memory_bus_bits = attribute(kAttrMemoryBusWidth);
+        char bus[64] = {};
+        void* board = nullptr;
+        if (bus_id && nvml_by_bus && bus_id(bus, sizeof(bus), dev) == 0 &&
+            nvml_by_bus(bus, &board) == 0) {
+          unsigned int mw = 0;
+          d.power_readable = nvml_power && nvml_power(board, &mw) == 0;
+          unsigned int mhz = 0;
+          if (d.clock_mhz == 0 && nvml_clock && nvml_clock(board, kNvmlClockSm, &mhz) == 0)
+            d.clock_mhz = static_cast<int>(mhz);
+          if (d.memory_clock_mhz == 0 && nvml_clock && nvml_clock(board, kNvmlClockMem, &mhz) == 0)
+            d.memory_clock_mhz = static_cast<int>(mhz);
         }
         p.devices.push_back(d);
       }
-      if (p.devices.empty()) p.message = "CUDA driver loaded but it reports no device";
+      if (p.devices.empty()) p.message = "the CUDA driver loaded but reports no device";
     }
   }
-  void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (nvml != nullptr) {
-    auto init = sym<NvmlInit>(nvml, "nvmlInit_v2");
-    if (init && init() == 0) {
-      p.nvml_loaded = true;
-      if (auto shut = sym<NvmlShutdown>(nvml, "nvmlShutdown")) shut();
-    }
+  if (p.nvml_loaded) {
+    if (auto shut = sym<NvmlShutdown>(nvml, "nvmlShutdown")) shut();
+  }
+
+  if (options.libraries) {
+    p.libraries.push_back(probe_runtime(options.runtime));
+    p.libraries.push_back(probe_cudnn(options.cudnn));
+    p.libraries.push_back(probe_cublas(options.cublas));
   }
   return p;
+}
+
+std::string cuda_report(const CudaProbe& p) {
+  std::string r;
+  if (p.driver_file.empty()) {
+    r += fmt::format("driver: not loaded: {}\n", p.message);
+  } else {
+    r += fmt::format("driver: {}, supports CUDA {}{}\n", p.driver_file,
+                     cuda_version_string(p.driver_version),
+                     p.nvml_driver.empty() ? "" : ", NVIDIA driver " + p.nvml_driver);
+  }
+  for (const auto& l : p.libraries) {
+    if (l.loaded) {
+      r += fmt::format("{}: {} ({})\n", l.what, l.version, l.file);
+    } else {
+      r += fmt::format("{}: not loaded: {}\n", l.what, l.reason);
+    }
+  }
+  r += p.nvml_loaded ? "NVML: readable\n" : fmt::format("NVML: not readable: {}\n", p.nvml_reason);
+  if (p.devices.empty()) {
+    r += fmt::format("devices: none: {}\n", p.message);
+    return r;
+  }
+  r += fmt::format("devices: {}\n", p.devices.size());
+  for (const auto& d : p.devices) {
+    auto mhz = [](int v) { return v > 0 ? fmt::format("{} MHz", v) : std::string("unknown"); };
+    r += fmt::format(
+        "  [{}] {}: compute capability {}.{} (sm_{}{}), {} SMs, {:.1f} GiB, SM clock {}, memory "
+        "clock {}{}, board power {}\n",
+        d.index, d.name, d.compute_major, d.compute_minor, d.compute_major, d.compute_minor,
+        d.multiprocessors, static_cast<double>(d.total_memory_bytes) / (1 << 30), mhz(d.clock_mhz),
+        mhz(d.memory_clock_mhz),
+        d.memory_bus_bits > 0 ? fmt::format(", {}-bit bus", d.memory_bus_bits) : "",
+        d.power_readable ? "readable (NVML)" : "not readable");
+  }
+  return r;
 }
 
 }  // namespace nnperf

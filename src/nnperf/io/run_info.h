@@ -14,7 +14,7 @@ void write_run_json(const std::filesystem::path& dir, const std::string& command
 // Writes JSON with 4-space indent, atomically.
 void write_json_atomic(const std::filesystem::path& path, const nlohmann::json& j);
 std::string iso8601_now();
-std::string timestamp_compact();  // YYYYmmdd_HHMMSS (seed-000 run-folder suffix)
+std::string timestamp_compact();  // YYYYmmdd_HHMMSS (usra-survey's run-folder suffix)
 std::string hostname();
 
 }  // namespace nnperf

@@ -30,7 +30,7 @@ struct ActivationKernel {
   double grad_rel_tol;
 };
 
-std::span<const ActivationKernel> activation_kernels();  // in the seed's order
+std::span<const ActivationKernel> activation_kernels();  // in usra-survey's order
 // Case-insensitive; accepts "leaky_relu"/"leakyrelu", "swish" for SiLU. Throws UsageError
 // listing the valid names when unknown.
 const ActivationKernel& find_activation(std::string_view name);

@@ -123,7 +123,7 @@ inline constexpr float kInvSqrt2Pi = 0.398942280401432678f;
 inline constexpr float kLeakySlope = 0.01f;     // torch.nn.LeakyReLU default negative_slope
 inline constexpr float kMishThreshold = 20.0f;  // torch.nn.functional.softplus default threshold
 
-// ---- the activations, in the seed's order -------------------------------------------------
+// ---- the activations, in usra-survey's order (MLP.py) ----------------------------------------
 // One struct per activation: name, formula, FLOPs per element (the convention of
 // activations.h), stated tolerance, forward(x) -> f(x) and backward(x, y, dy) -> f'(x) * dy with
 // y = f(x) (read only when kUsesDst). The float64 reference and its derivative are defined in
@@ -347,7 +347,7 @@ struct MishOp {
   }
 };
 
-// The registration: the seed's order (ReLU, GELU, Sigmoid, Tanh, ELU, LeakyReLU, SiLU, Mish).
+// The registration: usra-survey's order (ReLU, GELU, Sigmoid, Tanh, ELU, LeakyReLU, SiLU, Mish).
 // The public table and every SIMD path's entry points are generated from this list.
 using ActivationOps = OpList<ReluOp, GeluOp, SigmoidOp, TanhOp, EluOp, LeakyReluOp, SiluOp, MishOp>;
 

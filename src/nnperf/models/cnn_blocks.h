@@ -1,7 +1,7 @@
 // Pieces shared by the torchvision CNN builders: the options they read, a builder that adds nodes
 // named like torchvision's module paths ("layer1.0.conv1", "features.3") and folds BatchNorm2d
 // into the conv before it when asked, ReLU6 (MobileNetV2; not in the activation table, which
-// drives the seed-000 activation study), and the conv+linear MAC count used for model figures.
+// drives the activation-timing study), and the conv+linear MAC count used for model figures.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,4 +1,5 @@
-// The multi-layer perceptron of seeds 000 and 001: [Flatten] -> Linear -> act -> ... -> Linear.
+// The multi-layer perceptron of usra-survey's MLP.py and srivas63_CMSE401:
+// [Flatten] -> Linear -> act -> ... -> Linear.
 // Node names: "flatten", "fc1", "act1", "fc2", "act2", ..., "fc<L+1>" (the logits).
 #pragma once
 #include <cstdint>

@@ -21,7 +21,7 @@ struct ModelOptions {
   // default_input (mlp: 1 x 28 x 28; the ImageNet CNNs read only C from it).
   Shape input_shape{};
   int64_t classes = 0;                             // 0 = the model's default: mlp 10, CNNs 1000
-  std::vector<int64_t> hidden{512, 256, 128, 64};  // mlp: the seed-000 widths
+  std::vector<int64_t> hidden{512, 256, 128, 64};  // mlp: usra-survey's widths
   std::string activation = "ReLU";                 // mlp: any name find_activation accepts
   LinearInit linear_init = LinearInit::kTorchDefault;
   // CNNs: fold each BatchNorm2d that directly follows a Conv2d into it (inference only,

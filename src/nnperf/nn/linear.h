@@ -1,5 +1,5 @@
 // Linear (fully connected) layer: Y[mb x out] = X[mb x in] . W[in x out] + b, weights stored
-// (in, out) as the seed-001 program does, so the forward GEMM needs no transpose. All three GEMMs
+// (in, out) as srivas63_CMSE401's MLP does, so the forward GEMM needs no transpose. All three GEMMs
 // (forward, dW = X^T dY, dX = dY W^T) go through the GEMM algorithm chosen at plan time.
 #pragma once
 #include <cstdint>
@@ -11,7 +11,7 @@ namespace nnperf {
 
 enum class LinearInit {
   kTorchDefault,  // nn.Linear's kaiming_uniform(a = sqrt(5)): W, b ~ U(-1/sqrt(in), 1/sqrt(in))
-  kHeNormal,      // seed 001: W ~ N(0, sqrt(2 / in)), b = 0
+  kHeNormal,      // srivas63_CMSE401: W ~ N(0, sqrt(2 / in)), b = 0
 };
 
 class Linear : public Layer {

@@ -1,12 +1,15 @@
 #include "nnperf/profile/power.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <fstream>
+#include <cstring>
 
 #include "nnperf/core/error.h"
 #include "nnperf/profile/clock.h"
@@ -17,24 +20,42 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::optional<std::string> read_line(const fs::path& p) {
-  std::ifstream in(p);
-  std::string s;
-  if (!in || !std::getline(in, s)) return std::nullopt;
+// The first line of a sysfs attribute, or nothing with `why` set to the system's reason
+// ("Permission denied": energy_uj is root-only since the CVE-2020-8694 fix).
+std::optional<std::string> read_line(const fs::path& p, std::string* why = nullptr) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (why) *why = std::strerror(errno);
+    return std::nullopt;
+  }
+  char buf[256];
+  const ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  const int err = errno;
+  ::close(fd);
+  if (n < 0) {
+    if (why) *why = std::strerror(err);
+    return std::nullopt;
+  }
+  std::string s(buf, static_cast<std::size_t>(n));
+  if (const auto nl = s.find('\n'); nl != std::string::npos) s.resize(nl);
   return s;
 }
 
-std::optional<uint64_t> read_u64(const fs::path& p) {
-  auto s = read_line(p);
-  if (!s || s->empty()) return std::nullopt;
+std::optional<uint64_t> read_u64(const fs::path& p, std::string* why = nullptr) {
+  auto s = read_line(p, why);
+  if (!s) return std::nullopt;
+  std::size_t used = 0;
+  uint64_t v = 0;
   try {
-    std::size_t used = 0;
-    const uint64_t v = std::stoull(*s, &used);
-    if (used != s->size()) return std::nullopt;
-    return v;
+    v = std::stoull(*s, &used);
   } catch (const std::exception&) {
+    used = 0;
+  }
+  if (s->empty() || used != s->size() || (*s)[0] == '-') {
+    if (why) *why = fmt::format("expected a counter in microjoules, found '{}'", *s);
     return std::nullopt;
   }
+  return v;
 }
 
 }  // namespace
@@ -57,10 +78,17 @@ RaplReader::RaplReader(fs::path root) {
   for (const auto& z : zones) {
     const std::string id = z.filename().string();
     const bool top = std::count(id.begin(), id.end(), ':') == 1;
-    const auto energy = read_u64(z / "energy_uj");
-    const auto range = read_u64(z / "max_energy_range_uj");
-    if (!energy || !range || *range == 0) {
-      unreadable = (z / "energy_uj").string();
+    std::string why;
+    const auto energy = read_u64(z / "energy_uj", &why);
+    if (!energy) {
+      if (unreadable.empty()) unreadable = fmt::format("{}: {}", (z / "energy_uj").string(), why);
+      continue;
+    }
+    const auto range = read_u64(z / "max_energy_range_uj", &why);
+    if (!range || *range == 0) {
+      if (unreadable.empty())
+        unreadable = fmt::format("{}: {}", (z / "max_energy_range_uj").string(),
+                                 range ? "a range of 0" : why);
       continue;
     }
     RaplDomain d;
@@ -79,7 +107,7 @@ RaplReader::RaplReader(fs::path root) {
         zones.empty()
             ? fmt::format("no intel-rapl zones under {}", root.string())
             : fmt::format(
-                  "RAPL counters not readable ({}; reading them needs root on recent kernels)",
+                  "RAPL counters not readable ({}; since the CVE-2020-8694 fix they need root)",
                   unreadable);
   }
 }
@@ -88,10 +116,11 @@ std::vector<uint64_t> RaplReader::read() const {
   std::vector<uint64_t> out;
   out.reserve(domains_.size());
   for (const auto& d : domains_) {
-    const auto v = read_u64(d.energy_file);
+    std::string why;
+    const auto v = read_u64(d.energy_file, &why);
     if (!v)
-      throw Error(
-          fmt::format("{}: could not read the RAPL energy counter", d.energy_file.string()));
+      throw Error(fmt::format("{}: could not read the RAPL energy counter: {}",
+                              d.energy_file.string(), why));
     out.push_back(*v);
   }
   return out;
@@ -114,10 +143,11 @@ double RaplReader::package_joules(const std::vector<uint64_t>& before,
 }
 
 // NVML entry points by their documented C signatures (no header on this machine).
-NvmlReader::NvmlReader() {
-  lib_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+NvmlReader::NvmlReader(const std::string& library) {
+  lib_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib_ == nullptr) {
-    reason_ = "NVML not available (libnvidia-ml.so.1 not found)";
+    const char* e = dlerror();
+    reason_ = fmt::format("NVML not available ({})", e != nullptr ? e : library + " not found");
     return;
   }
   auto init = reinterpret_cast<int (*)()>(dlsym(lib_, "nvmlInit_v2"));
@@ -128,11 +158,13 @@ NvmlReader::NvmlReader() {
       reinterpret_cast<int (*)(void*, unsigned int*)>(dlsym(lib_, "nvmlDeviceGetPowerUsage"));
   shutdown_ = reinterpret_cast<int (*)()>(dlsym(lib_, "nvmlShutdown"));
   if (!init || !count || !handle || !get_power_) {
-    reason_ = "NVML library lacks the expected entry points";
+    reason_ = fmt::format("{} lacks the expected NVML entry points", library);
     return;
   }
   if (const int rc = init(); rc != 0) {
-    reason_ = fmt::format("nvmlInit failed (error {})", rc);
+    auto text = reinterpret_cast<const char* (*)(int)>(dlsym(lib_, "nvmlErrorString"));
+    const char* s = text != nullptr ? text(rc) : nullptr;
+    reason_ = fmt::format("nvmlInit failed: {} (error {})", s != nullptr ? s : "unknown", rc);
     shutdown_ = nullptr;
     return;
   }
@@ -143,7 +175,12 @@ NvmlReader::NvmlReader() {
     if (handle(i, &h) == 0) handles_.push_back(h);
   }
   devices_ = static_cast<int>(handles_.size());
-  if (devices_ == 0) reason_ = "NVML reports no device";
+  if (devices_ == 0) {
+    reason_ = "NVML reports no device";
+  } else if (unsigned int mw = 0; get_power_(handles_[0], &mw) != 0) {
+    reason_ = "NVML cannot read the board power (nvmlDeviceGetPowerUsage failed)";
+    devices_ = 0;
+  }
 }
 
 NvmlReader::~NvmlReader() {
@@ -206,13 +243,25 @@ PowerMonitor::PowerMonitor(const PowerOptions& options)
     : options_(options), rapl_(options.rapl_root) {
   const std::string& src = options_.source;
   if (src != "auto" && src != "rapl" && src != "nvml") {
-    throw UsageError(fmt::format("power source '{}': expected auto, rapl or nvml", src));
+    throw UsageError(fmt::format("--power-source {}: expected auto, rapl or nvml", src));
   }
-  if ((src == "auto" || src == "rapl") && rapl_.available()) {
-    active_ = "rapl";
-  } else if (src == "auto" || src == "nvml") {
-    nvml_ = std::make_unique<NvmlReader>();
-    if (nvml_->available()) active_ = "nvml";
+  // auto: the run's own device decides; a CPU run never opens NVML.
+  const bool use_nvml = src == "nvml" || (src == "auto" && options_.device == Device::kCuda);
+  if (!use_nvml) {
+    if (rapl_.available()) {
+      active_ = "rapl";
+    } else if (src == "rapl") {
+      throw Error(
+          fmt::format("--power-source rapl: RAPL cannot be read: {}", rapl_.unavailable_reason()));
+    }
+    return;
+  }
+  nvml_ = std::make_unique<NvmlReader>(options_.nvml_library);
+  if (nvml_->available()) {
+    active_ = "nvml";
+  } else if (src == "nvml") {
+    throw Error(
+        fmt::format("--power-source nvml: NVML cannot be read: {}", nvml_->unavailable_reason()));
   }
 }
 
@@ -228,9 +277,9 @@ std::string PowerMonitor::source() const { return active_.empty() ? "none" : act
 
 std::string PowerMonitor::unavailable_reason() const {
   if (available()) return {};
-  std::string r = rapl_.unavailable_reason();
-  if (nvml_) r += "; " + nvml_->unavailable_reason();
-  return r;
+  if (nvml_) return nvml_->unavailable_reason() + " (a CUDA run is measured with NVML only)";
+  return rapl_.unavailable_reason() +
+         " (a CPU run is measured with RAPL only, never with a GPU board's power)";
 }
 
 void PowerMonitor::begin() {

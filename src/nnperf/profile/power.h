@@ -2,8 +2,10 @@
 // present, NVML (loaded at run time). Energy over a window is a counter difference; power samples
 // are the derivative between consecutive readings; mean power is energy / time (time-weighted),
 // and NVML power readings are integrated by the trapezoidal rule inside each window only (never
-// across the gap between windows, the seed-002 program's mistake). Where nothing can be read (VMs,
+// across the gap between windows, ai3-8CuDNN's profiler's mistake). Where nothing can be read (VMs,
 // containers) every figure is absent and `unavailable_reason` says why; nothing is made up.
+// One meter per run, the one of the run's device: a CPU run is never measured with a GPU board's
+// power.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -14,6 +16,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "nnperf/kernels/gemm/gemm.h"  // Device
 
 namespace nnperf {
 
@@ -28,7 +32,8 @@ struct RaplDomain {
 class RaplReader {
  public:
   // Scans `root` (default /sys/class/powercap) for intel-rapl zones (AMD's kernels use the same
-  // names). Unreadable energy_uj files (root-only on recent kernels) make the zone unavailable.
+  // names). Unreadable energy_uj files (root-only on recent kernels) make the zone unavailable;
+  // the reason names the file and the system's error.
   explicit RaplReader(std::filesystem::path root = "/sys/class/powercap");
   bool available() const { return !domains_.empty(); }
   const std::string& unavailable_reason() const { return reason_; }
@@ -49,7 +54,7 @@ class RaplReader {
 // NVML through dlopen("libnvidia-ml.so.1"): total board power (mW) of every GPU.
 class NvmlReader {
  public:
-  NvmlReader();
+  explicit NvmlReader(const std::string& library = "libnvidia-ml.so.1");
   ~NvmlReader();
   NvmlReader(const NvmlReader&) = delete;
   NvmlReader& operator=(const NvmlReader&) = delete;
@@ -93,16 +98,22 @@ double trapezoid_joules(const std::vector<PowerSample>& samples, double t_end);
 
 struct PowerOptions {
   std::filesystem::path rapl_root = "/sys/class/powercap";
-  // Which meter measures the run: "rapl" (the CPU package: CPU runs), "nvml" (the GPU board:
-  // GPU runs), or "auto" (RAPL when readable, else NVML). One meter per window: adding a GPU
-  // board's power to a CPU package's would measure neither.
+  std::string nvml_library = "libnvidia-ml.so.1";
+  // Which meter measures the run. One meter per window: adding a GPU board's power to a CPU
+  // package's would measure neither.
+  //   "auto": the meter of the run's device: RAPL (the CPU package) for a CPU run, NVML (the GPU
+  //           boards) for a CUDA run; when that meter cannot be read, none, and
+  //           unavailable_reason() says why. A CPU run never reads NVML.
+  //   "rapl", "nvml": that meter, whatever the device; nnperf::Error when it cannot be read.
   std::string source = "auto";
+  Device device = Device::kCpu;  // where the measured run executes
   double interval_ms =
       20.0;  // RAPL's sysfs counter updates about every 1 ms; NVML's power every 20-100 ms
 };
 
 class PowerMonitor {
  public:
+  // Throws UsageError for an unknown source, Error when "rapl" or "nvml" cannot be read.
   explicit PowerMonitor(const PowerOptions& options = {});
   ~PowerMonitor();
   bool available() const;

@@ -1,5 +1,5 @@
 // Summary statistics of repeated measurements. std is the population standard deviation (as the
-// seed-002 program wrote it); median and p95 by linear interpolation between order statistics.
+// ai3-8CuDNN profiler wrote it); median and p95 by linear interpolation between order statistics.
 #pragma once
 #include <cstdint>
 #include <span>

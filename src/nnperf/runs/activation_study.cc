@@ -118,7 +118,7 @@ fs::path analyse_activation_study(const fs::path& dir, const std::string& comman
   if (folders.empty()) fail("{}: no MLP_<Activation>_<time> run folders found", dir.string());
   std::vector<ActivationRun> runs;
   for (const auto& f : folders) runs.push_back(load_run(f));
-  // The seed's order, and the newest run per activation when one was repeated.
+  // usra-survey's order, and the newest run per activation when one was repeated.
   std::vector<ActivationRun> ordered;
   for (const auto& k : activation_kernels()) {
     const ActivationRun* pick = nullptr;
@@ -129,7 +129,7 @@ fs::path analyse_activation_study(const fs::path& dir, const std::string& comman
   }
   const ActivationAnalysis a = analyze_activations(ordered);
 
-  // summary.csv: the seed's columns first, then ours (units in names).
+  // summary.csv: usra-survey's columns first, then ours (units in names).
   std::vector<std::string> header{"Activation", "Final (ms)", "Mean (ms)", "Std (ms)",
                                   "Min (ms)",   "Max (ms)",   "Epochs",    "test_acc"};
   for (int l = 1; l <= a.num_layers; ++l) header.push_back(fmt::format("layer_{}_ms", l));
@@ -246,10 +246,10 @@ fs::path analyse_activation_study(const fs::path& dir, const std::string& comman
   for (const auto& r : a.recommendations) recs += "- " + r + "\n";
   nlohmann::json ctx = run_context();
   const std::string report = fmt::format(
-      "# Activation study\n\n"
+      "# Activation-timing study\n\n"
       "Machine: {} ({} logical CPUs, {} kernels), {} thread(s). Build {} ({}). Generated {}.\n\n"
-      "Each activation trained the same MLP from the same seed; times are the mean milliseconds "
-      "per training "
+      "Each activation trained the same MLP from the same random seed; times are the mean "
+      "milliseconds per training "
       "forward pass spent in all activation layers, measured per layer with the steady clock "
       "around each layer "
       "(no device synchronisation, evaluation passes not timed), averaged per epoch over the timed "
@@ -261,7 +261,8 @@ fs::path analyse_activation_study(const fs::path& dir, const std::string& comman
       "## Plots\n\n{}"
       "## Files\n\n- `summary.csv`: the table above\n- `MLP_<Activation>_<time>/`: each run's "
       "`training_metrics.csv`, `activation_timings.csv`, `final_results.json`, `run.json`, "
-      "`tensorboard/`\n"
+      "`tensorboard/` (folders and files named and laid out as usra-survey's `MLP.py` writes "
+      "them)\n"
       "- Rebuild this report from the saved runs: `nnperf activations --analyze {}`\n\n"
       "Command: `{}`\n",
       ctx["machine"].value("cpu_model", std::string("?")), ctx["machine"].value("logical_cpus", 0),

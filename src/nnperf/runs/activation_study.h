@@ -1,6 +1,7 @@
-// The activation study (seed 000): the same MLP trained once per activation, each run in its own
-// folder (MLP_<Activation>_<YYYYmmdd_HHMMSS>) with the `train` outputs, then an analysis rebuilt
-// from those saved files: summary.csv, plots (SVG + PNG through gnuplot) and report.md.
+// The activation-timing study (after usra-survey's MLP.py): the same MLP trained once per
+// activation, each run in its own folder (MLP_<Activation>_<YYYYmmdd_HHMMSS>, as MLP.py names
+// them) with the `train` outputs, then an analysis rebuilt from those saved files: summary.csv,
+// plots (SVG + PNG through gnuplot) and report.md.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -12,7 +13,7 @@ namespace nnperf {
 
 struct ActivationStudyOptions {
   TrainRunOptions base;  // hidden, optimizer, epochs, ... (activation is set per run)
-  std::vector<std::string> activations;  // empty = all, in the seed's order
+  std::vector<std::string> activations;  // empty = all, in usra-survey's order
   std::filesystem::path out_dir;
   bool quick = false;
 };

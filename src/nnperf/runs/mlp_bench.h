@@ -1,7 +1,7 @@
-// The seed-001 benchmark: time per training iteration (forward, loss, backward, optimizer step)
-// and per forward pass, for every GEMM implementation and batch size; speedups vs `naive` and
-// `blas`; accuracy consistency (every implementation trained from the same initial weights on
-// the same batches reaches the same loss); and the cost of full per-layer instrumentation.
+// The MLP implementation benchmark: time per training iteration (forward, loss, backward, optimizer
+// step) and per forward pass, for every GEMM implementation and batch size; speedups vs `naive` and
+// `blas`; accuracy consistency (every implementation trained from the same initial weights on the
+// same batches reaches the same loss); and the cost of full per-layer instrumentation.
 #pragma once
 #include <filesystem>
 #include <nlohmann/json.hpp>

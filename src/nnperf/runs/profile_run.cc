@@ -39,7 +39,7 @@ const std::vector<std::string> kOverallHeader{
     "model", "algorithm", "batch_size", "input_size", "mean", "std", "min", "max", "median",
     "power_mean_w", "power_std_w", "power_min_w", "power_max_w", "energy_total_j", "energy_per_inference_j",
     "power_samples",
-    // ours, after the published program's columns
+    // ours, after ai3-8CuDNN's columns
     "layers_sum_ms", "threads", "power_source", "conv_layers", "conv_layers_other_algorithm",
     "algorithms_used"};
 const std::vector<std::string> kLayersHeader{

@@ -1,9 +1,9 @@
-// The seed-002 profiler: one model x one convolution algorithm x input sizes, staged
-// (sanity / quick / full). Per size: the whole model timed without per-layer instrumentation,
-// with power sampled over exactly the measured iterations; then the layers timed in separate
-// passes (so hooks never distort the whole-model figure, the seed's mistake); one measured
-// instrumented inference exported as a Chrome/Perfetto trace. Rows are appended per size and
-// flushed; --resume continues an interrupted sweep without duplicating or losing rows.
+// The convolution-algorithm profiler (after ai3-8CuDNN's): one model x one convolution algorithm x
+// input sizes, staged (sanity / quick / full). Per size: the whole model timed without per-layer
+// instrumentation, with power sampled over exactly the measured iterations; then the layers timed
+// in separate passes (so hooks never distort the whole-model figure, ai3-8CuDNN's mistake); one
+// measured instrumented inference exported as a Chrome/Perfetto trace. Rows are appended per size
+// and flushed; --resume continues an interrupted sweep without duplicating or losing rows.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -47,7 +47,7 @@ struct ProfileResult {
   std::string algorithms_used, other_reason;
 };
 
-// Stage defaults as the seed's program: full 100 sizes warm-up 10 measure 20; quick 10 / 5 / 10;
+// Stage defaults as ai3-8CuDNN's profiler: full 100 sizes warm-up 10 measure 20; quick 10 / 5 / 10;
 // sanity 1 / 1 / 2; sizes min + int(i * (max - min) / (n - 1)).
 void apply_stage(ProfileOptions& o);
 ProfileResult run_profile(ProfileOptions options);

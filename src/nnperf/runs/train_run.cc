@@ -1,4 +1,4 @@
-// The `train` job. Timing rules (the seed-000 program's mistakes, not repeated): only training
+// The `train` job. Timing rules (usra-survey MLP.py's mistakes, not repeated): only training
 // forwards are timed per layer (evaluation passes run with the profiler detached), no device-wide
 // synchronisation inside the timed region, the timer's own overhead is measured and reported (and
 // not subtracted), and MEASURED_SEC counts the training steps only.

@@ -1,5 +1,5 @@
 // Adam's update 8 floats at a time (AVX2). sqrt and div dominate; at ~118k parameters (the
-// seed-001 MLP) the whole update is ~15k iterations, about half the SSE version's time.
+// srivas63_CMSE401 MLP) the whole update is ~15k iterations, about half the SSE version's time.
 #include <immintrin.h>
 
 #include <cmath>

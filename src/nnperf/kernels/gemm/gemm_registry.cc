@@ -29,9 +29,10 @@ std::size_t no_workspace(const GemmShape&, int) { return 0; }
 // every SIMD path, blas), both reached at k <= 1, where the bound is a couple of roundings; at
 // k >= 100 (e.g. m257n263k301) it is 0.02, since float32 sums grow like sqrt(k), not k.
 constexpr std::array<GemmAlgorithm, 4> kGemmAlgorithms = {{
-    {"naive", "plain i-k-j loops, one thread (the seed's low-level loops)", Device::kCpu,
+    {"naive", "plain i-k-j loops, one thread (srivas63_CMSE401's low-level loops)", Device::kCpu,
      gemm_naive, serves_any_shape, no_workspace, 1.0},
-    {"parallel", "the naive loops split over rows of C with OpenMP (the seed's parallel numba)",
+    {"parallel",
+     "the naive loops split over rows of C with OpenMP (srivas63_CMSE401's parallel Numba)",
      Device::kCpu, gemm_parallel, serves_any_shape, no_workspace, 1.0},
     {"blocked",
      "own BLIS-style GEMM: cache blocking, packed panels, FMA register-tiled micro-kernel, OpenMP",

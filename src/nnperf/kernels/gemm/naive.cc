@@ -1,6 +1,7 @@
-// The naive GEMM: plain loops in one thread, the seed's "low-level loops" baseline that the other
-// algorithms are measured against. Loop order i-k-j (row-major: the inner loop streams a row of
-// op(B) and a row of C); when B is transposed, i-j-k dot products keep both operands contiguous.
+// The naive GEMM: plain loops in one thread, srivas63_CMSE401's "low-level loops" baseline that
+// the other algorithms are measured against. Loop order i-k-j (row-major: the inner loop streams a
+// row of op(B) and a row of C); when B is transposed, i-j-k dot products keep both operands
+// contiguous.
 // No blocking and no intrinsics; whatever the compiler vectorises on its own is all it gets.
 #include <cstdint>
 

@@ -1,4 +1,5 @@
-// The naive loops split over rows of C with OpenMP: the seed's "@njit(parallel=True)" version.
+// The naive loops split over rows of C with OpenMP: srivas63_CMSE401's "@njit(parallel=True)"
+// version.
 // Each row is independent, so a static schedule over rows needs no synchronisation; it shares
 // the naive algorithm's memory traffic, so it scales only while memory bandwidth lasts.
 #include <cstdint>
