@@ -68,7 +68,7 @@ def idx_seeds():
         "half-header": images[:9],
         "zero-dim": header(0x08, [3, 0, 2]),
         "five-dims": header(0x08, [1, 1, 1, 1, 1]) + b"x",
-        "huge-claim-2^31": header(0x08, [0x80000000]) + bytes(64),
+        "huge-claim-2pow31": header(0x08, [0x80000000]) + bytes(64),
         "overflow-claim": header(0x0E, [0xFFFFFFFF] * 4),
         "unknown-type": header(0x0A, [4]) + b"abcd",
         "not-idx": b"PK\x03\x04" + bytes(12),
@@ -83,7 +83,7 @@ def idx_seeds():
     write("idx", "two-members.gz", gz(images[:50]) + gz(images[50:]))
     write("idx", "cut.gz", gz(images)[:-10])
     write("idx", "trailing-garbage.gz", gz(labels) + b"junk")
-    write("idx", "huge-claim-2^31.gz", gz(seeds["huge-claim-2^31"]))
+    write("idx", "huge-claim-2pow31.gz", gz(seeds["huge-claim-2pow31"]))
     write("idx", "bomb-like.gz", gz(header(0x08, [3000000]) + bytes(1000000)))
 
 
