@@ -19,7 +19,13 @@ struct Flags {
 
 int run(Flags& f) {
   if (f.op != "conv2d") throw UsageError(fmt::format("bench '{}': expected conv2d", f.op));
-  const ConvProblem p = parse_conv_problem(f.problem);
+  const ConvProblem p = [&] {
+    try {
+      return parse_conv_problem(f.problem);
+    } catch (const Error& e) {
+      throw UsageError(fmt::format("--problem: {}", e.what()));
+    }
+  }();
   if (!f.algorithms.empty()) {
     std::size_t pos = 0;
     while (pos <= f.algorithms.size()) {

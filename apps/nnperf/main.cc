@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
   }
   CLI::App cli{"nnperf: measure, model and explain where neural-network time and energy go"};
   cli.require_subcommand(1);
+  // A flag given twice keeps its last value (scripts append overrides), as most programs do.
+  cli.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   cli.set_version_flag("--version", "nnperf 0.1.0");
   auto& cmds = app::commands();
   std::sort(cmds.begin(), cmds.end(), [](const auto& a, const auto& b) { return a.order < b.order; });

@@ -21,7 +21,13 @@ struct Flags {
 
 int run(const Flags& f) {
   if (f.op != "conv2d") throw UsageError(fmt::format("verify '{}': expected conv2d", f.op));
-  const ConvProblem p = parse_conv_problem(f.problem);
+  const ConvProblem p = [&] {
+    try {
+      return parse_conv_problem(f.problem);
+    } catch (const Error& e) {
+      throw UsageError(fmt::format("--problem: {}", e.what()));
+    }
+  }();
   std::vector<std::string> algos;
   if (!f.algorithm.empty()) algos.push_back(f.algorithm);
   const auto results = verify_conv(p, algos, f.seed, f.threads);

@@ -80,7 +80,7 @@ TEST(ProfileCli, ResumeNeverDuplicatesAndRefusesToClobber) {
   EXPECT_NE(st.out.find("complete"), std::string::npos) << st.out;
   // A corrupt state file is refused with its name.
   std::ofstream(dir / "resnet18_guess_overall.csv") << "not,a,sweep\n1,2,3\n";
-  r = run_nnperf(fmt::format("profile --model resnet18 {} --sizes 32,40 --resume --output-dir '{}'", kFast,
+  r = run_nnperf(fmt::format("profile --model resnet18 {} --sizes 32,40 --no-layers --resume --output-dir '{}'", kFast,
                              dir.path().string()));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("cannot resume"), std::string::npos) << r.err;

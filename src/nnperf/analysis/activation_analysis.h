@@ -2,6 +2,7 @@
 // epochs, accuracy per millisecond, the speed/accuracy Pareto front, and recommendations drawn
 // from the numbers with their noise (epoch-to-epoch spread, binomial standard error of accuracy).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,7 +11,8 @@ namespace nnperf {
 struct ActivationRun {
   std::string activation;
   std::string folder;
-  double test_acc = 0, test_loss = 0, val_acc = 0;
+  double test_acc = 0, test_loss = 0;
+  std::optional<double> val_acc;  // absent when the run held out no validation split
   int64_t test_samples = 0;
   std::vector<std::vector<double>> layer_ms_per_epoch;  // [timed epoch][layer]
   std::vector<double> total_ms_per_epoch;               // [timed epoch]

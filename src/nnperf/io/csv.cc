@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <system_error>
 
@@ -24,15 +25,19 @@ std::string errno_text(int err) { return std::error_code(err, std::generic_categ
 struct Record {
   std::vector<std::string> fields;
   int first_line = 0;
-  bool blank = false;  // an empty physical line
+  bool blank = false;       // an empty physical line
+  bool terminated = true;   // ended with a newline (false: the file ends inside this record)
+  std::size_t begin = 0;    // offset of the record in the text
 };
 
-bool parse_record(const std::string& s, std::size_t& i, int& line, Record& rec,
-                  const fs::path& path) {
+bool parse_record(std::string_view s, std::size_t& i, int& line, Record& rec,
+                  const std::string& source) {
   const std::size_t n = s.size();
   if (i >= n) return false;
   rec.fields.clear();
   rec.first_line = line;
+  rec.terminated = true;
+  rec.begin = i;
   rec.blank = s[i] == '\n' || s[i] == '\r';
   std::string field;
   for (;;) {
@@ -41,7 +46,12 @@ bool parse_record(const std::string& s, std::size_t& i, int& line, Record& rec,
       const int quote_line = line;
       ++i;
       for (;;) {
-        if (i >= n) fail("{}:{}: unterminated quoted field", path.string(), quote_line);
+        if (i >= n) {  // the file ends inside a quoted field: a cut record
+          (void)quote_line;
+          rec.fields.push_back(field);
+          rec.terminated = false;
+          return true;
+        }
         const char c = s[i];
         if (c == '"') {
           if (i + 1 < n && s[i + 1] == '"') {
@@ -58,14 +68,17 @@ bool parse_record(const std::string& s, std::size_t& i, int& line, Record& rec,
       }
       if (i < n && s[i] != ',' && s[i] != '\n' && s[i] != '\r') {
         fail("{}:{}: unexpected character '{}' after a closing quote (expected , or end of line)",
-             path.string(), line, s[i]);
+             source, line, s[i]);
       }
     } else {
       // Unquoted: a stray quote inside is kept literally (lenient, as most readers are).
       while (i < n && s[i] != ',' && s[i] != '\n' && s[i] != '\r') field += s[i++];
     }
     rec.fields.push_back(field);
-    if (i >= n) return true;
+    if (i >= n) {
+      rec.terminated = false;
+      return true;
+    }
     if (s[i] == ',') {
       ++i;
       continue;
@@ -113,15 +126,17 @@ CsvWriter::CsvWriter(const fs::path& path, std::vector<std::string> header, Mode
     : path_(path), header_(std::move(header)), columns_(header_.size()) {
   if (columns_ == 0) fail("{}: a CSV file needs at least one column", path_.string());
   bool write_header = true;
-  bool add_newline = false;
+  const bool add_newline = false;
   if (mode == Mode::kAppend) {
+    // A row cut by a killed run is dropped first (and reported), so ours start on a whole line.
+    repair_truncated_csv(path_);
     std::error_code ec;
     if (fs::exists(path_, ec) && fs::file_size(path_, ec) > 0 && !ec) {
       const std::string text = read_file(path_);
       std::size_t i = 0;
       int line = 1;
       Record first;
-      parse_record(text, i, line, first, path_);
+      parse_record(text, i, line, first, path_.string());
       if (first.fields != header_) {
         fail(
             "{}: cannot append: the existing header is\n  {}\nbut this run writes\n  {}\n"
@@ -129,7 +144,6 @@ CsvWriter::CsvWriter(const fs::path& path, std::vector<std::string> header, Mode
             path_.string(), fmt::join(first.fields, ","), fmt::join(header_, ","));
       }
       write_header = false;
-      add_newline = text.back() != '\n';  // a line cut by a crash: start ours on a fresh line
     }
   }
   file_ = std::fopen(path_.c_str(), mode == Mode::kAppend ? "ab" : "wb");
@@ -173,28 +187,110 @@ int CsvTable::column(const std::string& name) const {
   return -1;
 }
 
-CsvTable read_csv(const fs::path& path) {
-  std::string text = read_file(path);
+std::size_t CsvTable::require(const std::string& name) const {
+  const int c = column(name);
+  if (c < 0) fail("{}: no column '{}' (columns: {})", source, name, fmt::join(header, ","));
+  return static_cast<std::size_t>(c);
+}
+
+const std::string& CsvTable::cell(std::size_t row, std::size_t col) const {
+  if (row >= rows.size() || col >= header.size()) {
+    fail("{}: no cell at row {} column {} ({} rows, {} columns)", source, row + 1, col + 1, rows.size(),
+         header.size());
+  }
+  return rows[row][col];
+}
+
+std::optional<double> CsvTable::optional_number(std::size_t row, std::size_t col, bool allow_nonfinite) const {
+  const std::string& t = cell(row, col);
+  if (t.empty()) return std::nullopt;
+  double v = 0;
+  const char* b = t.data();
+  const char* e = b + t.size();
+  if (b != e && *b == '+') ++b;
+  const auto [ptr, ec] = std::from_chars(b, e, v);
+  if (ec != std::errc() || ptr != e) {
+    fail("{}:{}: column '{}': expected a number, got '{}'", source, line(row), header[col], t);
+  }
+  if (!allow_nonfinite && !std::isfinite(v)) {
+    fail("{}:{}: column '{}': expected a finite number, got '{}'", source, line(row), header[col], t);
+  }
+  return v;
+}
+
+double CsvTable::number(std::size_t row, std::size_t col, bool allow_nonfinite) const {
+  const auto v = optional_number(row, col, allow_nonfinite);
+  if (!v) fail("{}:{}: column '{}': expected a number, got an empty cell", source, line(row), header[col]);
+  return *v;
+}
+
+int64_t CsvTable::integer(std::size_t row, std::size_t col) const {
+  const std::string& t = cell(row, col);
+  int64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (t.empty() || ec != std::errc() || ptr != t.data() + t.size()) {
+    fail("{}:{}: column '{}': expected an integer, got '{}'", source, line(row), header[col], t);
+  }
+  return v;
+}
+
+int CsvTable::line(std::size_t row) const {
+  return row < row_lines.size() ? row_lines[row] : 0;
+}
+
+CsvTable parse_csv(std::string_view text, const std::string& source) {
   std::size_t i = 0;
   if (text.starts_with("\xEF\xBB\xBF")) i = 3;  // UTF-8 byte-order mark from spreadsheets
   int line = 1;
   CsvTable table;
+  table.source = source;
   Record rec;
   bool have_header = false;
-  while (parse_record(text, i, line, rec, path)) {
-    if (rec.blank) continue;
+  while (parse_record(text, i, line, rec, source)) {
+    if (rec.blank && rec.terminated) continue;
     if (!have_header) {
+      if (!rec.terminated) {
+        fail("{}:{}: the header line is cut (no newline at the end): the file is incomplete", source,
+             rec.first_line);
+      }
       table.header = rec.fields;
       have_header = true;
       continue;
     }
+    if (!rec.terminated) {  // the last row of a killed run, possibly cut inside its last field
+      table.truncated_row = std::string(text.substr(rec.begin));
+      break;
+    }
     if (rec.fields.size() != table.header.size()) {
-      fail("{}:{}: row has {} fields but the header has {}", path.string(), rec.first_line,
-           rec.fields.size(), table.header.size());
+      fail("{}:{}: row has {} fields but the header has {}", source, rec.first_line, rec.fields.size(),
+           table.header.size());
     }
     table.rows.push_back(std::move(rec.fields));
+    table.row_lines.push_back(rec.first_line);
   }
   return table;
+}
+
+CsvTable read_csv(const fs::path& path) {
+  CsvTable t = parse_csv(read_file(path), path.string());
+  if (t.truncated_row) {
+    warn("{}: the last row was cut (no newline at the end; a killed run?): ignoring '{}'", path.string(),
+         *t.truncated_row);
+  }
+  return t;
+}
+
+bool repair_truncated_csv(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) == 0) return false;
+  const std::string text = read_file(path);
+  if (text.back() == '\n') return false;
+  const std::size_t last_nl = text.rfind('\n');
+  const std::string kept = last_nl == std::string::npos ? std::string() : text.substr(0, last_nl + 1);
+  write_file_atomic(path, kept);
+  warn("{}: the last row was cut (no newline at the end; a killed run?): dropped '{}'", path.string(),
+       text.substr(kept.size()));
+  return true;
 }
 
 }  // namespace nnperf

@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -35,14 +37,34 @@ std::string csv_number(double v, int precision = 6);
 // Quotes one field per RFC 4180 only when it holds a comma, quote, CR or LF.
 std::string csv_field(const std::string& field);
 
-// Parses a CSV file (for tests, resume and re-rendering): header + rows. Accepts quoted fields
+// Parses CSV text (for tests, resume and re-rendering): header + rows. Accepts quoted fields
 // (with "" escapes and embedded newlines) and CRLF line ends; every row must have the header's
-// field count. A missing file, an unterminated quote or a ragged row throws naming file and line.
+// field count. A last row without a newline at the end (a run killed while writing it, perhaps cut
+// inside its last field) is not a row: it is kept aside in `truncated_row`. A cut header, an
+// unexpected character after a quote or a ragged row throws naming the source and the line.
+// Cells are read through the checked accessors, which name the source, line and column.
 struct CsvTable {
+  std::string source;  // the file (or name) for messages
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
+  std::vector<int> row_lines;                // 1-based line of each row
+  std::optional<std::string> truncated_row;  // the cut last row, when there was one
   int column(const std::string& name) const;  // -1 when absent
+  // The column's index; throws "FILE: no column 'val_acc' (columns: ...)" when absent.
+  std::size_t require(const std::string& name) const;
+  const std::string& cell(std::size_t row, std::size_t col) const;
+  // Locale-free numbers; "FILE:LINE: column 'x': expected a number, got 'abc'". NaN and infinities
+  // are refused unless allowed. optional_number gives nullopt for an empty cell.
+  double number(std::size_t row, std::size_t col, bool allow_nonfinite = false) const;
+  std::optional<double> optional_number(std::size_t row, std::size_t col, bool allow_nonfinite = false) const;
+  int64_t integer(std::size_t row, std::size_t col) const;
+  int line(std::size_t row) const;
 };
+CsvTable parse_csv(std::string_view text, const std::string& source);
+// read_file + parse_csv; warns (one line) when the last row was cut and is ignored.
 CsvTable read_csv(const std::filesystem::path& path);
+// Drops a cut last row (a file not ending in a newline) by rewriting the file atomically, and
+// says so on stderr. Returns whether it changed the file.
+bool repair_truncated_csv(const std::filesystem::path& path);
 
 }  // namespace nnperf

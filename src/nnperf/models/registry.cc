@@ -140,6 +140,8 @@ void plan_model(const ModelEntry& m, Graph& g, const Shape& input, const PlanCon
       input.rank() == 4 && (input[2] < m.min_input_size || input[3] < m.min_input_size);
   try {
     g.plan(input, ctx);
+  } catch (const InterruptedError&) {
+    throw;
   } catch (const Error& e) {
     if (too_small) {
       throw UsageError(fmt::format(

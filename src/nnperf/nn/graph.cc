@@ -117,6 +117,8 @@ void Graph::plan(const Shape& input_shape, const PlanContext& ctx) {
     for (int in : node.inputs) src_shapes.push_back(g.nodes[in].shape);
     try {
       node.shape = node.layer->plan(src_shapes, ctx);
+    } catch (const InterruptedError&) {
+      throw;  // Ctrl-C during find's timing: not a planning error
     } catch (const Error& e) {
       throw Error(fmt::format("graph node {} '{}': {}", i, node.name, e.what()), e.kind());
     }

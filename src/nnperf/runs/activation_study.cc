@@ -11,6 +11,7 @@
 #include "nnperf/core/threads.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
+#include "nnperf/io/json_read.h"
 #include "nnperf/io/out_dir.h"
 #include "nnperf/io/plot.h"
 #include "nnperf/io/run_info.h"
@@ -28,7 +29,7 @@ fs::path run_activation_study(const ActivationStudyOptions& o) {
     for (const auto& name : o.activations) acts.push_back(&find_activation(name));
   }
   const fs::path out_dir =
-      prepare_output_dir(out_dir, "results/activations", "--out-dir", o.base.overwrite);
+      prepare_output_dir(o.out_dir, "results/activations", "--out-dir", o.base.overwrite);
   write_run_json(out_dir, o.base.command_line,
                  {{"job", "activations"},
                   {"activations",
@@ -64,32 +65,29 @@ ActivationRun load_run(const fs::path& folder) {
   if (!fs::exists(fr))
     fail("{}: no final_results.json (the run did not finish); rerun it or remove the folder",
          folder.string());
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_file(fr));
-    r.activation = j.at("activation").get<std::string>();
-    r.test_acc = j.at("final_test_acc").get<double>();
-    r.test_loss = j.at("final_test_loss").get<double>();
-    r.val_acc = j.at("final_val_acc").get<double>();
-    r.imgs_per_sec = j.value("imgs_per_sec", 0.0);
-    r.batch_size = j.at("hyperparameters").at("batch_size").get<int64_t>();
-    r.timer_empty_interval_ns = j.value("timer_empty_interval_ns", 0.0);
-    r.test_samples = j.value("test_samples", int64_t{10000});
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: not a valid final_results.json: {}", fr.string(), e.what());
-  }
+  const nlohmann::json j = read_json(fr);
+  const JsonPath at{fr.string(), ""};
+  r.activation = json_string(j, "activation", at);
+  r.test_acc = json_number(j, "final_test_acc", at);
+  r.test_loss = json_number(j, "final_test_loss", at);
+  r.val_acc = json_optional_number(j, "final_val_acc", at);  // null: the run had no validation split
+  if (r.test_acc < 0 || r.test_acc > 1) fail("{}: expected an accuracy in [0, 1]", at.at("final_test_acc").str());
+  r.imgs_per_sec = json_optional_number(j, "imgs_per_sec", at).value_or(0.0);
+  r.batch_size = json_integer(json_object(j, "hyperparameters", at), "batch_size", at.at("hyperparameters"));
+  if (r.batch_size < 1) fail("{}: expected a batch size >= 1", at.at("hyperparameters.batch_size").str());
+  r.timer_empty_interval_ns = json_optional_number(j, "timer_empty_interval_ns", at).value_or(0.0);
+  r.test_samples = j.contains("test_samples") ? json_integer(j, "test_samples", at) : int64_t{10000};
   const CsvTable t = read_csv(folder / "activation_timings.csv");
   const int total_col = t.column("total_time");
   if (total_col < 0 || t.header.size() < 3 || t.header.front() != "epoch") {
     fail("{}: expected columns epoch,layer_1..layer_N,total_time",
          (folder / "activation_timings.csv").string());
   }
-  for (const auto& row : t.rows) {
+  for (std::size_t row = 0; row < t.rows.size(); ++row) {
     std::vector<double> layers;
-    for (int c = 1; c < total_col; ++c)
-      layers.push_back(std::stod(row[static_cast<std::size_t>(c)]));
+    for (int c = 1; c < total_col; ++c) layers.push_back(t.number(row, static_cast<std::size_t>(c)));
     r.layer_ms_per_epoch.push_back(std::move(layers));
-    r.total_ms_per_epoch.push_back(std::stod(row[static_cast<std::size_t>(total_col)]));
+    r.total_ms_per_epoch.push_back(t.number(row, static_cast<std::size_t>(total_col)));
   }
   if (r.total_ms_per_epoch.empty())
     fail("{}: activation_timings.csv has no timed epochs", folder.string());
@@ -196,12 +194,14 @@ fs::path analyse_activation_study(const fs::path& dir, const std::string& comman
     const fs::path folder = dir / r.folder;
     const CsvTable m = read_csv(folder / "training_metrics.csv");
     Series s{r.activation, {}, {}};
-    const int ce = m.column("epoch"), cv = m.column("val_acc");
-    for (const auto& row : m.rows) {
-      s.x.push_back(std::stod(row[static_cast<std::size_t>(ce)]));
-      s.y.push_back(100 * std::stod(row[static_cast<std::size_t>(cv)]));
+    const std::size_t ce = m.require("epoch"), cv = m.require("val_acc");
+    for (std::size_t row = 0; row < m.rows.size(); ++row) {
+      const auto v = m.optional_number(row, cv);  // empty: no validation split in that run
+      if (!v) continue;
+      s.x.push_back(static_cast<double>(m.integer(row, ce)));
+      s.y.push_back(100 * *v);
     }
-    curves.series.push_back(std::move(s));
+    if (!s.x.empty()) curves.series.push_back(std::move(s));
   }
   struct Named {
     const char* stem;
@@ -214,6 +214,11 @@ fs::path analyse_activation_study(const fs::path& dir, const std::string& comman
                              {"validation_curves", &curves, "Validation accuracy per epoch"}};
   std::string plot_md;
   for (const auto& p : all_plots) {
+    if (p.spec->series.empty() && p.spec->kind == PlotSpec::Kind::kLines) {
+      plot_md += fmt::format("### {}\n\nNo data: none of the runs held out a validation split (--val-split 0).\n\n",
+                             p.caption);
+      continue;
+    }
     const PlotResult pr = render_plot(*p.spec, plots / p.stem);
     if (pr.rendered) {
       plot_md += fmt::format("### {}\n\n![{}](plots/{}.svg)\n\n", p.caption, p.caption, p.stem);

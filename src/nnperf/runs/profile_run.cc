@@ -16,6 +16,7 @@
 #include "nnperf/core/threads.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
+#include "nnperf/io/json_read.h"
 #include "nnperf/io/out_dir.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/io/trace.h"
@@ -249,6 +250,7 @@ ProfileResult run_profile(ProfileOptions o) {
 
   ModelOptions mo;
   mo.fold_bn = o.fold_bn;
+  const MemoryContext building(fmt::format("building {}", model.name));
   Graph g = model.build(mo);
   Rng rng(o.seed);
   g.init(rng);
@@ -383,15 +385,28 @@ std::string profile_status(const fs::path& dir) {
     if (!e.is_regular_file() || e.path().filename() != "run.json") continue;
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(read_file(e.path()));
-    } catch (const std::exception&) {
-      out += fmt::format("{}: unreadable run.json\n", e.path().parent_path().string());
+      j = read_json(e.path());
+    } catch (const Error& err) {
+      out += fmt::format("{}: unreadable run.json ({})\n", e.path().parent_path().string(), err.what());
       continue;
     }
-    if (j.value("job", "") != "profile") continue;
+    auto text = [&](const char* k) {
+      return j.is_object() && j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string("?");
+    };
+    if (text("job") != "profile") continue;
     ++sweeps;
-    const std::string model = j.value("model", "?"), algo = j.value("algorithm", "?");
-    const auto planned = j.value("sizes", std::vector<int64_t>{});
+    const std::string model = text("model"), algo = text("algorithm");
+    std::vector<int64_t> planned;
+    if (j.contains("sizes") && j["sizes"].is_array()) {
+      for (const auto& v : j["sizes"]) {
+        if (v.is_number_integer()) planned.push_back(v.get<int64_t>());
+      }
+    }
+    if (model.find('/') != std::string::npos || algo.find('/') != std::string::npos) {
+      out += fmt::format("{}: run.json names model '{}' / algorithm '{}', not a file name\n",
+                         e.path().parent_path().string(), model, algo);
+      continue;
+    }
     const fs::path overall = e.path().parent_path() / fmt::format("{}_{}_overall.csv", model, algo);
     int64_t rows = 0;
     std::string updated = "never";
