@@ -26,7 +26,7 @@ set(NNPERF_FUZZ_LIB_SOURCES
   src/nnperf/io/files.cc
   src/nnperf/data/dataset.cc
   src/nnperf/kernels/conv/conv_problem.cc)
-foreach(optional src/nnperf/io/json_read.cc src/nnperf/io/records.cc)
+foreach(optional src/nnperf/io/json_read.cc src/nnperf/io/records.cc src/nnperf/analysis/ncu.cc)
   if(EXISTS ${CMAKE_SOURCE_DIR}/${optional})
     list(APPEND NNPERF_FUZZ_LIB_SOURCES ${optional})
   endif()

@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace nnperf {
 
@@ -44,6 +45,23 @@ class InterruptedError : public Error {
 template <typename... Args>
 void warn(fmt::format_string<Args...> f, Args&&... args) {
   fmt::print(stderr, "nnperf: warning: {}\n", fmt::format(f, std::forward<Args>(args)...));
+}
+
+// Text from an input (a cell, a descriptor, a field) quoted in a message: control and non-ASCII
+// bytes are escaped and long text is cut, so a hostile input cannot make a message multi-line or
+// megabytes long.
+inline std::string quote_input(std::string_view text, std::size_t shown = 120) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size() && i < shown; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c >= 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > shown) out += fmt::format("... ({} bytes)", text.size());
+  return out;
 }
 
 template <typename... Args>

@@ -68,7 +68,7 @@ bool parse_record(std::string_view s, std::size_t& i, int& line, Record& rec,
       }
       if (i < n && s[i] != ',' && s[i] != '\n' && s[i] != '\r') {
         fail("{}:{}: unexpected character '{}' after a closing quote (expected , or end of line)",
-             source, line, s[i]);
+             source, line, quote_input(s.substr(i, 1)));
       }
     } else {
       // Unquoted: a stray quote inside is kept literally (lenient, as most readers are).
@@ -189,7 +189,11 @@ int CsvTable::column(const std::string& name) const {
 
 std::size_t CsvTable::require(const std::string& name) const {
   const int c = column(name);
-  if (c < 0) fail("{}: no column '{}' (columns: {})", source, name, fmt::join(header, ","));
+  if (c < 0) {
+    std::string cols;
+    for (const auto& h : header) cols += (cols.empty() ? "" : ",") + h;
+    fail("{}: no column '{}' (columns: {})", source, quote_input(name), quote_input(cols));
+  }
   return static_cast<std::size_t>(c);
 }
 
@@ -210,17 +214,17 @@ std::optional<double> CsvTable::optional_number(std::size_t row, std::size_t col
   if (b != e && *b == '+') ++b;
   const auto [ptr, ec] = std::from_chars(b, e, v);
   if (ec != std::errc() || ptr != e) {
-    fail("{}:{}: column '{}': expected a number, got '{}'", source, line(row), header[col], t);
+    fail("{}:{}: column '{}': expected a number, got '{}'", source, line(row), quote_input(header[col]), quote_input(t));
   }
   if (!allow_nonfinite && !std::isfinite(v)) {
-    fail("{}:{}: column '{}': expected a finite number, got '{}'", source, line(row), header[col], t);
+    fail("{}:{}: column '{}': expected a finite number, got '{}'", source, line(row), quote_input(header[col]), quote_input(t));
   }
   return v;
 }
 
 double CsvTable::number(std::size_t row, std::size_t col, bool allow_nonfinite) const {
   const auto v = optional_number(row, col, allow_nonfinite);
-  if (!v) fail("{}:{}: column '{}': expected a number, got an empty cell", source, line(row), header[col]);
+  if (!v) fail("{}:{}: column '{}': expected a number, got an empty cell", source, line(row), quote_input(header[col]));
   return *v;
 }
 
@@ -229,7 +233,7 @@ int64_t CsvTable::integer(std::size_t row, std::size_t col) const {
   int64_t v = 0;
   const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
   if (t.empty() || ec != std::errc() || ptr != t.data() + t.size()) {
-    fail("{}:{}: column '{}': expected an integer, got '{}'", source, line(row), header[col], t);
+    fail("{}:{}: column '{}': expected an integer, got '{}'", source, line(row), quote_input(header[col]), quote_input(t));
   }
   return v;
 }
@@ -275,7 +279,7 @@ CsvTable read_csv(const fs::path& path) {
   CsvTable t = parse_csv(read_file(path), path.string());
   if (t.truncated_row) {
     warn("{}: the last row was cut (no newline at the end; a killed run?): ignoring '{}'", path.string(),
-         *t.truncated_row);
+         quote_input(*t.truncated_row));
   }
   return t;
 }
@@ -289,7 +293,7 @@ bool repair_truncated_csv(const fs::path& path) {
   const std::string kept = last_nl == std::string::npos ? std::string() : text.substr(0, last_nl + 1);
   write_file_atomic(path, kept);
   warn("{}: the last row was cut (no newline at the end; a killed run?): dropped '{}'", path.string(),
-       text.substr(kept.size()));
+       quote_input(std::string_view(text).substr(kept.size())));
   return true;
 }
 

@@ -9,6 +9,7 @@
 
 #include "nnperf/core/error.h"
 #include "nnperf/io/files.h"
+#include "nnperf/io/records.h"
 #include "nnperf/io/run_info.h"
 
 namespace nnperf {
@@ -20,21 +21,15 @@ std::optional<FolderOwner> folder_owner(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_regular_file(rj, ec)) return std::nullopt;
   FolderOwner o;
-  nlohmann::json j;
+  RunJson j;
   try {
-    j = nlohmann::json::parse(read_file(rj));
-  } catch (const std::exception&) {
-    o.job = "?";
-    o.description = "an unreadable run.json";
-    return o;
+    j = parse_run_json(read_file(rj), rj.string());
+  } catch (const Error& e) {
+    return FolderOwner{"?", fmt::format("a run.json nnperf cannot read ({})", e.what())};
   }
-  if (!j.is_object()) return FolderOwner{"?", "a run.json that is not an object"};
-  o.job = j.contains("job") && j["job"].is_string() ? j["job"].get<std::string>() : "?";
-  auto text = [&](const char* k) {
-    return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string("?");
-  };
+  o.job = j.job;
   if (o.job == "profile") {
-    o.description = fmt::format("the profile sweep of {} with {}", text("model"), text("algorithm"));
+    o.description = fmt::format("the profile sweep of {} with {}", j.model, j.algorithm);
   } else if (o.job == "train") {
     o.description = "a training run";
   } else if (o.job == "activations") {
@@ -42,9 +37,7 @@ std::optional<FolderOwner> folder_owner(const fs::path& dir) {
   } else {
     o.description = fmt::format("the outputs of 'nnperf {}'", o.job);
   }
-  if (j.contains("date") && j["date"].is_string()) {
-    o.description += fmt::format(" from {}", j["date"].get<std::string>());
-  }
+  if (!j.date.empty()) o.description += fmt::format(" from {}", j.date);
   return o;
 }
 

@@ -11,7 +11,7 @@
 #include "nnperf/core/threads.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
-#include "nnperf/io/json_read.h"
+#include "nnperf/io/records.h"
 #include "nnperf/io/out_dir.h"
 #include "nnperf/io/plot.h"
 #include "nnperf/io/run_info.h"
@@ -65,18 +65,15 @@ ActivationRun load_run(const fs::path& folder) {
   if (!fs::exists(fr))
     fail("{}: no final_results.json (the run did not finish); rerun it or remove the folder",
          folder.string());
-  const nlohmann::json j = read_json(fr);
-  const JsonPath at{fr.string(), ""};
-  r.activation = json_string(j, "activation", at);
-  r.test_acc = json_number(j, "final_test_acc", at);
-  r.test_loss = json_number(j, "final_test_loss", at);
-  r.val_acc = json_optional_number(j, "final_val_acc", at);  // null: the run had no validation split
-  if (r.test_acc < 0 || r.test_acc > 1) fail("{}: expected an accuracy in [0, 1]", at.at("final_test_acc").str());
-  r.imgs_per_sec = json_optional_number(j, "imgs_per_sec", at).value_or(0.0);
-  r.batch_size = json_integer(json_object(j, "hyperparameters", at), "batch_size", at.at("hyperparameters"));
-  if (r.batch_size < 1) fail("{}: expected a batch size >= 1", at.at("hyperparameters.batch_size").str());
-  r.timer_empty_interval_ns = json_optional_number(j, "timer_empty_interval_ns", at).value_or(0.0);
-  r.test_samples = j.contains("test_samples") ? json_integer(j, "test_samples", at) : int64_t{10000};
+  const FinalResults f = parse_final_results(read_file(fr), fr.string());
+  r.activation = f.activation;
+  r.test_acc = f.final_test_acc;
+  r.test_loss = f.final_test_loss;
+  r.val_acc = f.final_val_acc;  // absent: the run had no validation split
+  r.imgs_per_sec = f.imgs_per_sec.value_or(0.0);
+  r.batch_size = f.batch_size;
+  r.timer_empty_interval_ns = f.timer_empty_interval_ns.value_or(0.0);
+  r.test_samples = f.test_samples;
   const CsvTable t = read_csv(folder / "activation_timings.csv");
   const int total_col = t.column("total_time");
   if (total_col < 0 || t.header.size() < 3 || t.header.front() != "epoch") {

@@ -16,7 +16,7 @@
 #include "nnperf/core/threads.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
-#include "nnperf/io/json_read.h"
+#include "nnperf/io/records.h"
 #include "nnperf/io/out_dir.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/io/trace.h"
@@ -65,20 +65,14 @@ nlohmann::json sweep_setup(const ProfileOptions& o, const ModelEntry& m, int thr
 // --resume: the stored setup (run.json's "setup") must equal this command's; lists every difference.
 void check_same_setup(const fs::path& dir, const nlohmann::json& now) {
   const fs::path rj = dir / "run.json";
-  nlohmann::json stored;
-  try {
-    stored = nlohmann::json::parse(read_file(rj));
-  } catch (const std::exception&) {
-    fail("--resume {}: {} is missing or unreadable, so the stored sweep's setup cannot be checked; "
-         "start a new --output-dir", dir.string(), rj.string());
-  }
-  if (!stored.is_object() || !stored.contains("setup") || !stored["setup"].is_object()) {
+  const RunJson stored = parse_run_json(read_file(rj), rj.string());
+  if (!stored.setup) {
     fail("--resume {}: {} has no \"setup\" (written by an older nnperf), so the stored sweep's setup "
          "cannot be checked; start a new --output-dir", dir.string(), rj.string());
   }
   std::vector<std::string> diffs;
   for (const auto& [key, value] : now.items()) {
-    const nlohmann::json& was = stored["setup"].contains(key) ? stored["setup"][key] : nlohmann::json();
+    const nlohmann::json& was = stored.setup->contains(key) ? (*stored.setup)[key] : nlohmann::json();
     if (was != value) diffs.push_back(fmt::format("{}: {} stored, {} now", key, was.dump(), value.dump()));
   }
   if (!diffs.empty()) {
@@ -217,12 +211,13 @@ ProfileResult run_profile(ProfileOptions o) {
   const std::string stem = fmt::format("{}_{}", model.name, o.algorithm);
   const fs::path overall_path = o.output_dir / (stem + "_overall.csv");
   const fs::path layers_path = o.output_dir / (stem + "_layers.csv");
-  const nlohmann::json setup = sweep_setup(o, model, threads);
-  const std::set<int64_t> done = open_sweep_folder(o, setup, overall_path, layers_path);
-
   PowerOptions po;
   po.source = o.power_source;
   PowerMonitor power(po);
+  // Power first: a --power-source that cannot be read is refused before the folder is touched.
+  const nlohmann::json setup = sweep_setup(o, model, threads);
+  const std::set<int64_t> done = open_sweep_folder(o, setup, overall_path, layers_path);
+
   nlohmann::json extra = {{"job", "profile"},
                           {"setup", setup},
                           {"model", model.name},
@@ -383,30 +378,18 @@ std::string profile_status(const fs::path& dir) {
   int sweeps = 0;
   for (const auto& e : fs::recursive_directory_iterator(dir)) {
     if (!e.is_regular_file() || e.path().filename() != "run.json") continue;
-    nlohmann::json j;
+    RunJson j;
     try {
-      j = read_json(e.path());
+      j = parse_run_json(read_file(e.path()), e.path().string());
     } catch (const Error& err) {
       out += fmt::format("{}: unreadable run.json ({})\n", e.path().parent_path().string(), err.what());
       continue;
     }
-    auto text = [&](const char* k) {
-      return j.is_object() && j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string("?");
-    };
-    if (text("job") != "profile") continue;
+    if (j.job != "profile") continue;
     ++sweeps;
-    const std::string model = text("model"), algo = text("algorithm");
-    std::vector<int64_t> planned;
-    if (j.contains("sizes") && j["sizes"].is_array()) {
-      for (const auto& v : j["sizes"]) {
-        if (v.is_number_integer()) planned.push_back(v.get<int64_t>());
-      }
-    }
-    if (model.find('/') != std::string::npos || algo.find('/') != std::string::npos) {
-      out += fmt::format("{}: run.json names model '{}' / algorithm '{}', not a file name\n",
-                         e.path().parent_path().string(), model, algo);
-      continue;
-    }
+    const std::string& model = j.model;
+    const std::string& algo = j.algorithm;
+    const std::vector<int64_t>& planned = j.sizes;
     const fs::path overall = e.path().parent_path() / fmt::format("{}_{}_overall.csv", model, algo);
     int64_t rows = 0;
     std::string updated = "never";

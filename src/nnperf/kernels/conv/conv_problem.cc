@@ -26,22 +26,8 @@ constexpr const char* kValidTerms =
 // oh()/ow(), can overflow int64. Larger values are typos or hostile input.
 constexpr int64_t kMaxTerm = kConvMaxTerm;
 
-// Descriptors are quoted in messages; a hostile one must not make a multi-line or megabyte
-// message: control and non-ASCII bytes are escaped and long text is cut.
-std::string quoted(std::string_view text) {
-  constexpr std::size_t kShown = 120;
-  std::string out;
-  for (std::size_t i = 0; i < text.size() && i < kShown; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c >= 0x7f) {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > kShown) out += fmt::format("... ({} bytes)", text.size());
-  return out;
-}
+// Descriptors are quoted in messages through quote_input (core/error.h).
+std::string quoted(std::string_view text) { return quote_input(text); }
 
 struct Term {
   std::string_view name;

@@ -1,0 +1,35 @@
+// The records nnperf reads back from its own output folders, parsed and checked field by field:
+// final_results.json of a training run (the activation study's analysis reads it) and run.json of
+// any run (output-folder ownership, `profile --resume`'s setup check, `nnperf status`). Every
+// problem is an nnperf::Error naming the file and the field.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nnperf {
+
+struct FinalResults {
+  std::string activation;
+  double final_test_acc = 0, final_test_loss = 0;
+  std::optional<double> final_val_acc, final_val_loss;  // null: no validation split
+  std::optional<double> imgs_per_sec, timer_empty_interval_ns;
+  int64_t batch_size = 0;
+  int64_t test_samples = 10000;  // files from before the field existed: the MNIST test set
+};
+FinalResults parse_final_results(std::string_view text, const std::string& source);
+
+struct RunJson {
+  std::string job;      // "train", "profile", ...; "?" when absent (written by an older nnperf)
+  std::string command;  // "" when absent
+  std::string date;     // "" when absent
+  std::string model, algorithm;  // profile sweeps; "" otherwise
+  std::vector<int64_t> sizes;    // profile sweeps: the planned sizes
+  std::optional<nlohmann::json> setup;  // profile sweeps: what the rows depend on (an object)
+};
+RunJson parse_run_json(std::string_view text, const std::string& source);
+
+}  // namespace nnperf
