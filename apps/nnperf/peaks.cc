@@ -8,6 +8,7 @@
 #include "nnperf/io/run_info.h"
 
 #include "flags.h"
+#include "nnperf/io/files.h"
 
 namespace nnperf::app {
 namespace {
@@ -19,6 +20,8 @@ struct Flags {
 };
 
 int run(Flags& f) {
+  // The destination is checked before a minute of measuring, not after.
+  if (!f.out.empty()) ensure_writable_dir(std::filesystem::absolute(f.out).parent_path());
   const Peaks p = measure_peaks(f.o);
   fmt::print("simd: {}, threads: {}\n", p.simd, p.threads);
   fmt::print("fp32 FMA peak: {:.1f} GFLOP/s on 1 thread, {:.1f} GFLOP/s on {} threads",

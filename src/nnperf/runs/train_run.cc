@@ -155,6 +155,7 @@ TrainRunResult run_training(const TrainRunOptions& o) {
   if (!(o.optimizer.lr > 0.0f))
     throw UsageError(fmt::format("--lr {}: expected a positive number", o.optimizer.lr));
   const int threads = set_threads(o.threads);
+  (void)make_optimizer(o.optimizer);  // an unknown --optimizer is refused before the data is read
   const ActivationKernel& act = find_activation(o.activation);
   const GemmAlgorithm& gemm = find_gemm(o.gemm);
   check_mlp_memory(o.hidden, std::max(o.batch_size, o.eval_batch_size),
