@@ -190,12 +190,17 @@ TEST(Hostile, DefaultFolderNamesAreUniqueForRunsStartedInTheSameSecond) {
   }
 }
 
-TEST(Hostile, ProfileResumeRefusesAnotherSetupListingTheDifferences) {
-  TempDir dir;
-  const std::string base = fmt::format(
+// A two-size resnet18 sweep with gemm, without the layer passes (about a second).
+std::string small_sweep(const fs::path& dir) {
+  return fmt::format(
       "profile --model resnet18 --algorithm gemm --stage sanity --sizes 32,40 --threads 1 --progress quiet "
       "--no-layers --output-dir '{}'",
-      dir.path().string());
+      dir.string());
+}
+
+TEST(Hostile, ProfileResumeRefusesAnotherSetupListingTheDifferences) {
+  TempDir dir;
+  const std::string base = small_sweep(dir.path());
   ASSERT_EQ(nnperf(base).exit_code, 0);
   const auto before = snapshot(dir.path());
   const auto r = nnperf(base + " --resume --batch-size 2 --fold-bn");
@@ -209,10 +214,7 @@ TEST(Hostile, ProfileResumeRefusesAnotherSetupListingTheDifferences) {
 
 TEST(Hostile, AResumedSweepDropsARowCutByAKillAndSaysSo) {
   TempDir dir;
-  const std::string base = fmt::format(
-      "profile --model resnet18 --algorithm gemm --stage sanity --sizes 32,40 --threads 1 --progress quiet "
-      "--no-layers --output-dir '{}'",
-      dir.path().string());
+  const std::string base = small_sweep(dir.path());
   ASSERT_EQ(nnperf(base).exit_code, 0);
   const fs::path overall = dir / "resnet18_gemm_overall.csv";
   std::string text = read_text(overall);
