@@ -1,18 +1,21 @@
-#include "nnperf/core/error.h"
-#include "nnperf/core/interrupt.h"
-#include "nnperf/core/memory.h"
 #include "nnperf/analysis/peaks.h"
 
 #include <cblas.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <omp.h>
 
 #include <vector>
 
 #include "nnperf/core/cpu.h"
+#include "nnperf/core/error.h"
+#include "nnperf/core/interrupt.h"
+#include "nnperf/core/memory.h"
 #include "nnperf/core/rng.h"
 #include "nnperf/core/tensor.h"
 #include "nnperf/core/threads.h"
+#include "nnperf/io/json_read.h"
+#include "nnperf/io/run_info.h"
 #include "nnperf/kernels/peak/peak.h"
 #include "nnperf/profile/clock.h"
 #include "nnperf/profile/stats.h"
@@ -65,10 +68,12 @@ double sgemm_gflops(int64_t n, int threads) {
 
 Peaks measure_peaks(const PeakOptions& o) {
   if (o.rounds < 1) throw UsageError(fmt::format("--rounds {}: expected at least 1", o.rounds));
-  if (o.sgemm_n < 0) throw UsageError(fmt::format("--sgemm-n {}: expected 0 (skip) or a size", o.sgemm_n));
+  if (o.sgemm_n < 0)
+    throw UsageError(fmt::format("--sgemm-n {}: expected 0 (skip) or a size", o.sgemm_n));
   if (o.sgemm_n > 0) {
-    check_memory(3 * o.sgemm_n * o.sgemm_n * static_cast<int64_t>(sizeof(float)),
-                 fmt::format("--sgemm-n {} (three {}x{} float matrices)", o.sgemm_n, o.sgemm_n, o.sgemm_n));
+    check_memory(
+        3 * o.sgemm_n * o.sgemm_n * static_cast<int64_t>(sizeof(float)),
+        fmt::format("--sgemm-n {} (three {}x{} float matrices)", o.sgemm_n, o.sgemm_n, o.sgemm_n));
   }
   Peaks p;
   const int threads = set_threads(o.threads);
@@ -137,6 +142,76 @@ nlohmann::json peaks_to_json(const Peaks& p, const std::string& env) {
               {"sgemm_gflops_per_s_1thread", p.sgemm_gflops_1thread},
               {"sgemm_gflops_per_s", p.sgemm_gflops},
               {"flops_per_cycle_at_nominal_clock", p.flops_per_cycle_estimate}}}}}};
+}
+
+MachineCeilings ceilings_from_json(const nlohmann::json& doc, const std::string& env,
+                                   const std::string& path) {
+  const JsonPath root{path, ""};
+  if (!doc.is_object() || doc.empty()) fail("{}: expected an object of environments", path);
+  std::string key = env;
+  if (key.empty()) {
+    if (doc.size() == 1) {
+      key = doc.begin().key();
+    } else if (doc.contains(hostname())) {
+      key = hostname();
+    } else {
+      std::vector<std::string> names;
+      for (const auto& [k, v] : doc.items()) names.push_back(k);
+      throw UsageError(fmt::format("{} holds {} environments ({}); choose one with --env", path,
+                                   names.size(), fmt::join(names, ", ")));
+    }
+  } else if (!doc.contains(key)) {
+    std::vector<std::string> names;
+    for (const auto& [k, v] : doc.items()) names.push_back(k);
+    throw UsageError(fmt::format("--env {}: not in {} (it holds: {})", quote_input(key), path,
+                                 fmt::join(names, ", ")));
+  }
+  const JsonPath at = root.at(key);
+  const nlohmann::json& e = json_object(doc, key, root);
+  MachineCeilings m;
+  m.env = key;
+  if (e.contains("description") && e["description"].is_string()) m.description = e["description"];
+  m.peak_gbps = json_number(e, "peak_gbps", at);
+  m.peak_gflops_fp32 = json_number(json_object(e, "peak_gflops", at), "fp32", at.at("peak_gflops"));
+  if (!(m.peak_gbps > 0)) fail("{}: expected a positive number", at.at("peak_gbps").str());
+  if (!(m.peak_gflops_fp32 > 0))
+    fail("{}: expected a positive number", at.at("peak_gflops.fp32").str());
+  if (e.contains("compute_ceilings")) {
+    const JsonPath cp = at.at("compute_ceilings");
+    if (!e["compute_ceilings"].is_array()) fail("{}: expected an array", cp.str());
+    for (std::size_t i = 0; i < e["compute_ceilings"].size(); ++i) {
+      const JsonPath ip = cp.at(std::to_string(i));
+      const nlohmann::json& c = e["compute_ceilings"][i];
+      if (!c.is_object()) fail("{}: expected an object", ip.str());
+      m.compute.push_back({json_string(c, "name", ip), json_string(c, "simd", ip),
+                           static_cast<int>(json_integer(c, "threads", ip)),
+                           json_number(c, "gflops", ip)});
+    }
+  }
+  if (e.contains("memory_ceilings")) {
+    const JsonPath mp = at.at("memory_ceilings");
+    if (!e["memory_ceilings"].is_array()) fail("{}: expected an array", mp.str());
+    for (std::size_t i = 0; i < e["memory_ceilings"].size(); ++i) {
+      const JsonPath ip = mp.at(std::to_string(i));
+      const nlohmann::json& c = e["memory_ceilings"][i];
+      if (!c.is_object()) fail("{}: expected an object", ip.str());
+      MemoryCeiling mc{json_string(c, "level", ip),
+                       static_cast<int>(json_integer(c, "threads", ip)),
+                       json_number(c, "gbps", ip)};
+      if (c.contains("working_set_bytes") && c["working_set_bytes"].is_array() &&
+          c["working_set_bytes"].size() == 2 && c["working_set_bytes"][0].is_number() &&
+          c["working_set_bytes"][1].is_number()) {
+        mc.working_set_lo = c["working_set_bytes"][0].get<double>();
+        mc.working_set_hi = c["working_set_bytes"][1].get<double>();
+      }
+      m.memory.push_back(mc);
+    }
+  }
+  return m;
+}
+
+MachineCeilings read_peaks_json(const std::filesystem::path& path, const std::string& env) {
+  return ceilings_from_json(read_json(path), env, path.string());
 }
 
 }  // namespace nnperf

@@ -3,8 +3,10 @@
 // "% of peak" in nnperf use these measured numbers, not a datasheet.
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace nnperf {
 
@@ -31,5 +33,30 @@ Peaks measure_peaks(const PeakOptions& options);
 // cloudml-project1's peaks.json layout: {env: {description, peak_gbps, peak_gflops: {fp32: ...}}}
 // plus a "measured" object with every figure above.
 nlohmann::json peaks_to_json(const Peaks& p, const std::string& env);
+
+// ---- reading peaks.json: the ceilings a roofline is drawn against ----
+struct ComputeCeiling {
+  std::string name, simd;
+  int threads = 1;
+  double gflops = 0;
+};
+struct MemoryCeiling {
+  std::string level;  // "L1", "L2", "L3", "DRAM"
+  int threads = 1;
+  double gbps = 0;
+  double working_set_lo = 0, working_set_hi = 0;  // bytes of the plateau's working sets
+};
+struct MachineCeilings {
+  std::string env, description;
+  double peak_gflops_fp32 = 0, peak_gbps = 0;  // cloudml-project1's fields
+  std::vector<ComputeCeiling> compute;         // empty for a file with only those fields
+  std::vector<MemoryCeiling> memory;           // empty for a file with only those fields
+};
+// env empty: the only env in the file, else the one named after hostname(), else UsageError
+// listing the envs. A missing or corrupt file, or a missing or non-numeric peak_gbps /
+// peak_gflops.fp32, is an nnperf::Error naming the file and the field.
+MachineCeilings read_peaks_json(const std::filesystem::path& path, const std::string& env = "");
+MachineCeilings ceilings_from_json(const nlohmann::json& doc, const std::string& env,
+                                   const std::string& path_for_messages);
 
 }  // namespace nnperf

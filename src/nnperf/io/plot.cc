@@ -105,6 +105,10 @@ void validate(const PlotSpec& spec, const fs::path& stem) {
       fail("{}: series '{}' has {} x values but {} y values", where, series_title(s, i), s.x.size(),
            s.y.size());
     }
+    if (!s.point_labels.empty() && s.point_labels.size() != s.y.size()) {
+      fail("{}: series '{}' has {} point labels for {} points", where, series_title(s, i),
+           s.point_labels.size(), s.y.size());
+    }
     if (spec.kind == Kind::kBars && !spec.categories.empty() &&
         s.y.size() != spec.categories.size()) {
       fail("{}: series '{}' has {} bars but there are {} categories", where, series_title(s, i),
@@ -142,20 +146,31 @@ Rendered render_xy(const PlotSpec& spec, const std::string& dat) {
   }
   std::vector<std::string> parts;
   int label_id = 1;
+  int point_series = 0;  // past the 8 colours of the sequence, points change shape too
   for (std::size_t i = 0; i < spec.series.size(); ++i) {
     const Series& s = spec.series[i];
     r.data += fmt::format("# series {}: {}\n", i, comment_text(series_title(s, i)));
     for (std::size_t k = 0; k < s.y.size(); ++k) {
       r.data += fmt::format("{} {}\n", num(s.x[k]), num(s.y[k]));
-      if (points && spec.label_points && std::isfinite(s.x[k]) && std::isfinite(s.y[k])) {
+      const bool finite = std::isfinite(s.x[k]) && std::isfinite(s.y[k]);
+      if (points && spec.label_points && finite) {
         body += fmt::format("set label {} {} at first {}, first {} offset char 0.8,0.5 font ',9'\n",
                             label_id++, gp_string(series_title(s, i)), num(s.x[k]), num(s.y[k]));
+      } else if (!s.point_labels.empty() && !s.point_labels[k].empty() && finite) {
+        body += fmt::format("set label {} {} at first {}, first {} offset char 0.8,0.5 font ',8'\n",
+                            label_id++, gp_string(s.point_labels[k]), num(s.x[k]), num(s.y[k]));
       }
     }
     r.data += "\n\n";  // two blank lines: next gnuplot "index"
-    const std::string style = points            ? "with points pt 7 ps 1.3"
-                              : s.y.size() > 40 ? "with lines lw 2"
-                                                : "with linespoints lw 2 pt 7 ps 0.8";
+    const bool as_points =
+        s.style == Series::Style::kPoints || (s.style == Series::Style::kDefault && points);
+    static constexpr int kShapes[] = {7, 5, 9, 11, 13, 15};
+    const std::string point_style =
+        fmt::format("with points pt {} ps 1.1", kShapes[(as_points ? point_series++ : 0) / 8 % 6]);
+    const std::string style = as_points ? point_style
+                              : s.style == Series::Style::kLines || s.y.size() > 40
+                                  ? "with lines lw 2"
+                                  : "with linespoints lw 2 pt 7 ps 0.8";
     parts.push_back(fmt::format("{} index {} using 1:2 {} title {}", i == 0 ? gp_string(dat) : "''",
                                 i, style, gp_string(series_title(s, i))));
   }

@@ -12,6 +12,12 @@ struct Series {
   std::string title;
   std::vector<double> x;
   std::vector<double> y;
+  // kLines/kPoints only: draw this series as lines or as points whatever the plot's kind
+  // (a roofline's ceilings are lines, its layers points).
+  enum class Style { kDefault, kLines, kPoints } style = Style::kDefault;
+  // kLines/kPoints only: text written beside point k when point_labels[k] is not empty (empty
+  // vector: none).
+  std::vector<std::string> point_labels{};
 };
 
 struct PlotSpec {

@@ -286,6 +286,8 @@ MlpBenchResult run_mlp_bench(const MlpBenchOptions& o) {
   nlohmann::json ctx = run_context();
   ctx["threads"] = threads;
   ctx["model"] = fmt::format("mlp 784-{}-10 {}", fmt::join(o.hidden, "-"), o.activation);
+  ctx["hidden"] = o.hidden;
+  ctx["activation"] = o.activation;
   ctx["optimizer"] = o.optimizer;
   ctx["warmup"] = o.warmup;
   ctx["measure"] = o.measure;

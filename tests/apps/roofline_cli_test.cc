@@ -1,0 +1,80 @@
+// `nnperf roofline` end to end: a profile folder and peaks given as numbers become
+// roofline.json, roofline_points.csv (the roofline project's columns first), the plot and the
+// summary; refused inputs (no ceilings, half the ceilings, no folder, no results, an occupied
+// --out-dir) exit non-zero with one line naming the flag or the file.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "nnperf/io/csv.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+using test::run_nnperf;
+using test::TempDir;
+
+bool one_line(const std::string& s) { return std::count(s.begin(), s.end(), '\n') == 1; }
+
+TEST(RooflineCli, ProfileFolderToPointsCsvPlotAndSummary) {
+  TempDir dir;
+  auto r =
+      run_nnperf(fmt::format("profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 "
+                             "--threads 1 --output-dir '{}'",
+                             (dir / "sweep").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_nnperf(
+      fmt::format("roofline '{}' --peak-compute 0.1 --peak-bw 20 --out-dir '{}' --summary '{}'",
+                  dir.path().string(), (dir / "roof").string(), (dir / "sum.csv").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("of the time in memory-bound points"), std::string::npos) << r.out;
+  const CsvTable t = read_csv(dir / "roof" / "roofline_points.csv");
+  EXPECT_EQ(t.header[0], "label");
+  EXPECT_EQ(t.header[11], "peak_gbps");
+  EXPECT_EQ(t.header[12], "layer");
+  EXPECT_GE(t.rows.size(), 20u);  // 20 conv layers and more
+  const auto doc = nlohmann::json::parse(test::read_text(dir / "roof" / "roofline.json"));
+  EXPECT_EQ(doc["context"]["peak_gflops"]["fp32"], 100.0);
+  EXPECT_EQ(doc["records"].size(), t.rows.size());
+  EXPECT_EQ(read_csv(dir / "sum.csv").rows.size(), t.rows.size());
+  EXPECT_TRUE(std::filesystem::exists(dir / "roof" / "roofline.gp"));
+  // The same --out-dir again is refused: it holds a roofline.
+  r = run_nnperf(fmt::format("roofline '{}' --peak-compute 0.1 --peak-bw 20 --out-dir '{}'",
+                             dir.path().string(), (dir / "roof").string()));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--out-dir"), std::string::npos) << r.err;
+}
+
+TEST(RooflineCli, RefusedInputs) {
+  TempDir dir;
+  struct Case {
+    std::string args, expect;
+  };
+  const std::vector<Case> cases{
+      {fmt::format("roofline '{}'", dir.path().string()), "no ceilings"},
+      {fmt::format("roofline '{}' --peak-compute 1", dir.path().string()), "--peak-bw"},
+      {fmt::format("roofline '{}' --peak-compute nan --peak-bw 3", dir.path().string()),
+       "--peak-compute"},
+      {fmt::format("roofline '{}' --peak-compute 1 --peak-bw 3", (dir / "missing").string()),
+       "no such results folder"},
+      {fmt::format("roofline '{}' --peak-compute 1 --peak-bw 3", dir.path().string()),
+       "no profile, mlp-bench or train results"},
+      {fmt::format("roofline '{}' --peaks '{}'", dir.path().string(), (dir / "nope.json").string()),
+       "nope.json"},
+      {fmt::format("roofline '{}' --peak-compute 1 --peak-bw 3 --color-by size",
+                   dir.path().string()),
+       "--color-by"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_nnperf(c.args);
+    EXPECT_NE(r.exit_code, 0) << c.args;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_TRUE(one_line(r.err)) << c.args << "\n" << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace nnperf
