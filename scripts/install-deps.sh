@@ -10,6 +10,10 @@ PKGS=(
   gnuplot-nox dataset-fashion-mnist python3 python3-venv
   clang libclang-rt-dev
 )
+# Test-only: the headless browser that opens report.html (scripts/check_report_html.py).
+if [ "${1:-}" != "--no-test-deps" ]; then
+  PKGS+=(chromium fonts-dejavu-core)
+fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,615 @@
+#include "nnperf/report/report.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "nnperf/core/error.h"
+#include "nnperf/core/interrupt.h"
+#include "nnperf/io/csv.h"
+#include "nnperf/io/files.h"
+#include "nnperf/io/json_read.h"
+
+namespace nnperf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kTitlePrefix = "nnperf report: ";
+
+std::string g4(double v) { return std::isfinite(v) ? fmt::format("{:.4g}", v) : std::string(); }
+std::string pct(double v) {
+  return std::isfinite(v) ? fmt::format("{:.1f}%", 100 * v) : std::string("n/a");
+}
+
+double num(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : std::nan("");
+}
+std::string str(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_number_integer()) return std::to_string(it->get<int64_t>());
+  if (it->is_number()) return g4(it->get<double>());
+  return it->dump();
+}
+
+bool is_number(const std::string& s) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size();
+}
+
+// A CSV as a table: numeric columns are those whose non-empty cells all parse as numbers.
+ReportTable csv_table(const CsvTable& t, std::string caption) {
+  ReportTable out;
+  out.caption = std::move(caption);
+  out.header = t.header;
+  out.rows = t.rows;
+  for (std::size_t c = 0; c < t.header.size(); ++c) {
+    bool numeric = false, all = true;
+    for (const auto& r : t.rows) {
+      if (r[c].empty()) continue;
+      numeric = true;
+      all = all && is_number(r[c]);
+    }
+    out.numeric.push_back(numeric && all);
+  }
+  return out;
+}
+
+std::string rel(const fs::path& p, const fs::path& root) {
+  std::error_code ec;
+  const fs::path r = fs::relative(p, root, ec);
+  return ec || r.empty() ? p.string() : r.generic_string();
+}
+
+void add_figure(ReportSection& s, const fs::path& svg, std::string caption) {
+  std::error_code ec;
+  if (fs::exists(svg, ec)) s.figures.push_back({std::move(caption), svg});
+}
+
+// ---------------------------------------------------------------- machine
+
+ReportSection machine_section(const std::vector<fs::path>& run_jsons, const fs::path& root) {
+  ReportSection s;
+  s.title = "Machine and build";
+  std::map<std::string, std::vector<std::string>> hosts;  // hostname -> runs
+  ReportTable t;
+  t.header = {"run",          "job",  "date", "host",     "cpu",
+              "logical CPUs", "SIMD", "BLAS", "compiler", "commit"};
+  for (const fs::path& p : run_jsons) {
+    const nlohmann::json j = read_json(p);
+    if (!j.is_object()) continue;
+    const nlohmann::json m = j.value("machine", nlohmann::json::object());
+    const nlohmann::json b = j.value("build", nlohmann::json::object());
+    const std::string host = str(m, "hostname");
+    hosts[host].push_back(rel(p.parent_path(), root));
+    t.rows.push_back({rel(p.parent_path(), root), str(j, "job"), str(j, "date"), host,
+                      str(m, "cpu_model"), str(m, "logical_cpus"), str(m, "simd_active"),
+                      str(j, "blas"), str(b, "compiler"), str(b, "commit")});
+  }
+  t.caption = "Where each run was measured (from its run.json)";
+  s.tables.push_back(std::move(t));
+  if (hosts.size() > 1) {
+    std::vector<std::string> names;
+    for (const auto& [h, runs] : hosts)
+      names.push_back(fmt::format("{} ({} runs)", h, runs.size()));
+    s.recommendations.push_back(
+        fmt::format("These results come from {} machines ({}): figures from different machines are "
+                    "not comparable "
+                    "and are not compared below.",
+                    hosts.size(), fmt::join(names, ", ")));
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------- peaks
+
+ReportSection peaks_section(const fs::path& path, const fs::path& root) {
+  const nlohmann::json doc = read_json(path);
+  ReportSection s;
+  s.title = fmt::format("Measured ceilings ({})", rel(path, root));
+  if (!doc.is_object()) fail("{}: expected an object of environments", path.string());
+  for (const auto& [env, e] : doc.items()) {
+    if (!e.is_object()) fail("{}: field '{}': expected an object", path.string(), env);
+    s.paragraphs.push_back(fmt::format("{}: {}", env, str(e, "description")));
+    ReportTable t;
+    t.caption = fmt::format("{}: ceilings", env);
+    t.header = {"ceiling", "threads", "value", "unit"};
+    t.numeric = {false, true, true, false};
+    t.rows.push_back({"peak fp32 (peak_gflops.fp32)", "",
+                      g4(num(e.value("peak_gflops", nlohmann::json::object()), "fp32")),
+                      "GFLOP/s"});
+    t.rows.push_back({"DRAM bandwidth (peak_gbps)", "", g4(num(e, "peak_gbps")), "GB/s"});
+    for (const auto& c : e.value("compute_ceilings", nlohmann::json::array())) {
+      t.rows.push_back({str(c, "name"), str(c, "threads"), g4(num(c, "gflops")), "GFLOP/s"});
+    }
+    for (const auto& c : e.value("memory_ceilings", nlohmann::json::array())) {
+      t.rows.push_back({fmt::format("{} {} bandwidth", str(c, "level"), str(c, "kernel")),
+                        str(c, "threads"), g4(num(c, "gbps")), "GB/s"});
+    }
+    for (const auto& c : e.value("sgemm", nlohmann::json::array())) {
+      t.rows.push_back({fmt::format("SGEMM {} n={}", str(c, "impl"), str(c, "n")),
+                        str(c, "threads"), g4(num(c, "gflops")), "GFLOP/s"});
+    }
+    if (e.contains("measured") && e["measured"].is_object()) {
+      for (const auto& [k, v] : e["measured"].items()) {
+        if (v.is_number())
+          t.rows.push_back(
+              {k, "", g4(v.get<double>()), k.find("gbytes") != std::string::npos ? "GB/s" : ""});
+      }
+    }
+    const nlohmann::json method = e.value("method", nlohmann::json::object());
+    t.note = method.empty() ? "Medians of timed rounds (nnperf peaks)."
+                            : fmt::format("Method: {}", method.dump());
+    s.tables.push_back(std::move(t));
+    if (e.contains("stream_triad") && e["stream_triad"].is_object()) {
+      const auto& st = e["stream_triad"];
+      s.recommendations.push_back(fmt::format(
+          "{}: our triad {} GB/s vs an independent STREAM triad {} GB/s at {} bytes (ratio {}).",
+          env, g4(num(st, "ours_gbps")), g4(num(st, "gbps")), str(st, "working_set_bytes"),
+          g4(num(st, "ratio"))));
+    }
+  }
+  add_figure(s, path.parent_path() / "peaks_bandwidth.svg",
+             "Bandwidth (GB/s, STREAM byte counting) against working-set size (bytes), per kernel "
+             "and thread count");
+  return s;
+}
+
+// ---------------------------------------------------------------- roofline
+
+ReportSection roofline_section(const fs::path& path, const fs::path& root) {
+  const nlohmann::json doc = read_json(path);
+  const JsonPath at{path.string(), ""};
+  const nlohmann::json& ctx = json_object(doc, "context", at);
+  if (!doc.contains("records") || !doc["records"].is_array())
+    fail("{}: field 'records': expected an array", path.string());
+  const nlohmann::json& recs = doc["records"];
+  ReportSection s;
+  s.title = fmt::format("Roofline ({})", rel(path.parent_path(), root));
+  s.paragraphs.push_back(fmt::format(
+      "{} points against {} ({}): peak fp32 {} GFLOP/s, DRAM {} GB/s. Intensity is counted FLOPs "
+      "over "
+      "counted minimum bytes (complexity model); each point is held to the compute roof of its "
+      "thread count "
+      "and the bandwidth of the smallest memory level whose measured plateau holds its bytes.",
+      recs.size(), str(ctx, "env"), str(ctx, "description"),
+      g4(num(ctx.value("peak_gflops", nlohmann::json::object()), "fp32")),
+      g4(num(ctx, "peak_gbps"))));
+  double total = 0;
+  std::map<std::string, double> by_type;
+  std::vector<std::pair<double, std::size_t>> order;
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    const double t = num(recs[i], "time_ms");
+    total += t;
+    by_type[str(recs[i], "layer_type")] += t;
+    order.push_back({t, i});
+  }
+  std::sort(order.begin(), order.end(), std::greater<>());
+  const double share = num(ctx, "memory_bound_time_share");
+  s.recommendations.push_back(
+      fmt::format("{} of the measured time is in memory-bound points.", pct(share)));
+  std::vector<std::pair<double, std::string>> types;
+  for (const auto& [k, v] : by_type) types.push_back({v, k});
+  std::sort(types.begin(), types.end(), std::greater<>());
+  std::vector<std::string> where;
+  for (std::size_t k = 0; k < std::min<std::size_t>(5, types.size()); ++k) {
+    where.push_back(fmt::format("{} {}", types[k].second.empty() ? "-" : types[k].second,
+                                pct(types[k].first / total)));
+  }
+  if (total > 0)
+    s.recommendations.push_back(fmt::format("Where the time goes: {}.", fmt::join(where, ", ")));
+  std::vector<std::string> mem, low;
+  for (const auto& [t, i] : order) {
+    const auto& r = recs[i];
+    if (str(r, "bound") == "memory" && mem.size() < 5) {
+      mem.push_back(fmt::format("{} ({} ms, {} FLOP/B, {})", str(r, "label"), g4(t),
+                                g4(num(r, "ai")), str(r, "ceiling")));
+    }
+    if (num(r, "pct_of_roof") < 10 && low.size() < 5) {
+      low.push_back(fmt::format("{} ({} ms at {} of its roof)", str(r, "label"), g4(t),
+                                pct(num(r, "pct_of_roof") / 100)));
+    }
+  }
+  if (!mem.empty()) {
+    s.recommendations.push_back(
+        fmt::format("Slowest memory-bound points (faster arithmetic will not help them; fewer "
+                    "bytes will: fusion, "
+                    "blocking for a smaller level, lower precision): {}.",
+                    fmt::join(mem, "; ")));
+  }
+  if (!low.empty()) {
+    s.recommendations.push_back(fmt::format(
+        "Slowest points below 10% of their roof (the most headroom): {}.", fmt::join(low, "; ")));
+  }
+  for (const auto& n : ctx.value("notes", nlohmann::json::array())) {
+    if (n.is_string()) s.paragraphs.push_back(fmt::format("Note: {}", n.get<std::string>()));
+  }
+  add_figure(s, path.parent_path() / "roofline.svg",
+             "Roofline: attained GFLOP/s against arithmetic intensity (FLOP/byte, counted), "
+             "log-log; one ceiling per "
+             "memory level and SIMD level; the ten slowest points labelled");
+  ReportTable t;
+  t.caption = "Every point, slowest first";
+  t.header = {"point",
+              "layer type",
+              "algorithm",
+              "time (ms)",
+              "FLOPs",
+              "bytes",
+              "intensity (FLOP/B)",
+              "attained (GFLOP/s)",
+              "attainable (GFLOP/s)",
+              "% of roof",
+              "bound",
+              "ceiling"};
+  t.numeric = {false, false, false, true, true, true, true, true, true, true, false, false};
+  for (const auto& [tm, i] : order) {
+    const auto& r = recs[i];
+    t.rows.push_back({str(r, "label"), str(r, "layer_type"), str(r, "algorithm"), g4(tm),
+                      g4(num(r, "flops")), g4(num(r, "bytes")), g4(num(r, "ai")),
+                      g4(num(r, "attained_gflops")), g4(num(r, "attainable_gflops")),
+                      g4(num(r, "pct_of_roof")), str(r, "bound"), str(r, "ceiling")});
+  }
+  t.note =
+      "time: the measured median or mean per interval as the source job reports it; GFLOP/s "
+      "decimal (1e9).";
+  s.tables.push_back(std::move(t));
+  return s;
+}
+
+// ---------------------------------------------------------------- profile sweeps
+
+struct Sweep {
+  fs::path overall, layers;
+};
+
+ReportSection profile_section(const std::vector<Sweep>& sweeps, const fs::path& root) {
+  ReportSection s;
+  s.title = "Convolution-algorithm profiles";
+  ReportTable whole;
+  bool first = true;
+  // (model, batch, size) -> algorithm -> median ms; layer -> algorithm -> ms
+  std::map<std::string, std::map<std::string, double>> model_ms;
+  std::map<std::string, std::map<std::string, std::map<std::string, double>>> layer_ms;
+  std::map<std::string, std::string> layer_shape;
+  for (const Sweep& sw : sweeps) {
+    check_interrupt();
+    const CsvTable o = read_csv(sw.overall);
+    if (first) {
+      whole = csv_table(o, "Whole-model inference time (ms) per sweep and input size");
+      whole.header.insert(whole.header.begin(), "sweep");
+      whole.numeric.insert(whole.numeric.begin(), false);
+      whole.rows.clear();
+      first = false;
+    }
+    const std::size_t c_model = o.require("model"), c_algo = o.require("algorithm"),
+                      c_batch = o.require("batch_size"), c_size = o.require("input_size"),
+                      c_med = o.require("median");
+    for (std::size_t r = 0; r < o.rows.size(); ++r) {
+      auto row = o.rows[r];
+      if (row.size() + 1 == whole.header.size()) {
+        row.insert(row.begin(), rel(sw.overall.parent_path(), root));
+        whole.rows.push_back(row);
+      }
+      const std::string key = fmt::format("{} batch {} at {}x{}", o.cell(r, c_model),
+                                          o.cell(r, c_batch), o.cell(r, c_size), o.cell(r, c_size));
+      model_ms[key][o.cell(r, c_algo)] = o.number(r, c_med);
+    }
+    if (sw.layers.empty()) continue;
+    const CsvTable l = read_csv(sw.layers);
+    const std::size_t l_model = l.require("model"), l_algo = l.require("algorithm"),
+                      l_size = l.require("input_size"), l_layer = l.require("layer"),
+                      l_ms = l.require("mean_ms"), l_conv = l.require("is_conv"),
+                      l_k = l.require("kernel_size"), l_s = l.require("stride"),
+                      l_used = l.require("algorithm_used");
+    for (std::size_t r = 0; r < l.rows.size(); ++r) {
+      if (l.cell(r, l_conv) != "yes") continue;
+      const std::string key = fmt::format("{} at {}", l.cell(r, l_model), l.cell(r, l_size));
+      const std::string algo =
+          l.cell(r, l_algo) == l.cell(r, l_used) || l.cell(r, l_used).empty()
+              ? l.cell(r, l_algo)
+              : fmt::format("{} (via {})", l.cell(r, l_used), l.cell(r, l_algo));
+      layer_ms[key][l.cell(r, l_layer)][algo] = l.number(r, l_ms);
+      layer_shape[l.cell(r, l_layer)] =
+          fmt::format("{}x{} stride {}", l.cell(r, l_k), l.cell(r, l_k), l.cell(r, l_s));
+    }
+  }
+  for (const auto& [key, algos] : model_ms) {
+    if (algos.size() < 2) continue;
+    const auto best =
+        std::min_element(algos.begin(), algos.end(),
+                         [](const auto& a, const auto& b) { return a.second < b.second; });
+    std::vector<std::string> others;
+    for (const auto& [a, ms] : algos) {
+      if (a != best->first)
+        others.push_back(fmt::format("{} {}x slower", a, g4(ms / best->second)));
+    }
+    s.recommendations.push_back(
+        fmt::format("{}: {} is fastest for the whole model ({} ms median); {}.", key, best->first,
+                    g4(best->second), fmt::join(others, ", ")));
+  }
+  for (const auto& [key, layers] : layer_ms) {
+    // shape -> winner -> count
+    std::map<std::string, std::map<std::string, int>> wins;
+    for (const auto& [layer, algos] : layers) {
+      if (algos.size() < 2) continue;
+      const auto best =
+          std::min_element(algos.begin(), algos.end(),
+                           [](const auto& a, const auto& b) { return a.second < b.second; });
+      ++wins[layer_shape[layer]][best->first];
+    }
+    for (const auto& [shape, w] : wins) {
+      int n = 0;
+      std::vector<std::string> parts;
+      for (const auto& [a, c] : w) {
+        n += c;
+        parts.push_back(fmt::format("{} on {}", a, c));
+      }
+      s.recommendations.push_back(fmt::format("{}, {} convolutions ({} layers): fastest {}.", key,
+                                              shape, n, fmt::join(parts, ", ")));
+    }
+  }
+  whole.note =
+      "median/mean/std/min/max in ms per inference of the whole model, timed without per-layer "
+      "hooks; "
+      "power and energy columns are empty where no counter was readable.";
+  s.tables.push_back(std::move(whole));
+  return s;
+}
+
+// ---------------------------------------------------------------- mlp-bench
+
+ReportSection mlp_bench_section(const fs::path& path, const fs::path& root) {
+  const nlohmann::json doc = read_json(path);
+  const JsonPath at{path.string(), ""};
+  const nlohmann::json& ctx = json_object(doc, "context", at);
+  ReportSection s;
+  s.title = fmt::format("MLP implementation benchmark ({})", rel(path.parent_path(), root));
+  s.paragraphs.push_back(
+      fmt::format("{} with {}, {} thread(s); {} warm-up and {} measured iterations per case.",
+                  str(ctx, "model"), str(ctx, "optimizer"), str(ctx, "threads"), str(ctx, "warmup"),
+                  str(ctx, "measure")));
+  ReportTable t;
+  t.caption = "Time per iteration";
+  t.header = {"implementation", "batch",   "step",     "median (ms)",      "min (ms)",
+              "max (ms)",       "GFLOP/s", "images/s", "speedup vs naive", "speedup vs blas"};
+  t.numeric = {false, true, false, true, true, true, true, true, true, true};
+  std::map<std::pair<int64_t, std::string>, std::pair<double, std::string>> best;
+  for (const auto& r : doc.value("records", nlohmann::json::array())) {
+    t.rows.push_back({str(r, "impl"), str(r, "batch_size"), str(r, "step"),
+                      g4(num(r, "time_ms_median")), g4(num(r, "time_ms_min")),
+                      g4(num(r, "time_ms_max")), g4(num(r, "gflops_per_s")),
+                      g4(num(r, "imgs_per_sec")), g4(num(r, "speedup_vs_naive")),
+                      g4(num(r, "speedup_vs_blas"))});
+    const auto key = std::make_pair(r.value("batch_size", int64_t{0}), str(r, "step"));
+    const double ms = num(r, "time_ms_median");
+    if (!best.count(key) || ms < best[key].first) best[key] = {ms, str(r, "impl")};
+  }
+  for (const auto& [key, b] : best) {
+    s.recommendations.push_back(fmt::format("batch {}, {}: {} is fastest ({} ms).", key.first,
+                                            key.second, b.second, g4(b.first)));
+  }
+  int bad = 0, checked = 0;
+  for (const auto& c : doc.value("consistency", nlohmann::json::array())) {
+    ++checked;
+    if (c.contains("pass") && c["pass"].is_boolean() && !c["pass"].get<bool>()) ++bad;
+  }
+  if (checked > 0) {
+    s.recommendations.push_back(
+        bad == 0 ? fmt::format(
+                       "All {} implementations reach the same loss curve (accuracy consistency).",
+                       checked)
+                 : fmt::format("{} of {} implementations drift from the reference loss curve.", bad,
+                               checked));
+  }
+  t.note = "GFLOP/s: counted FLOPs per iteration / median time (decimal).";
+  s.tables.push_back(std::move(t));
+  add_figure(s, path.parent_path() / "plots" / "iteration_time.svg",
+             "Time per training iteration (ms) per implementation and batch size");
+  return s;
+}
+
+// ---------------------------------------------------------------- activation study
+
+ReportSection activation_section(const fs::path& summary, const fs::path& root) {
+  const CsvTable t = read_csv(summary);
+  ReportSection s;
+  s.title = fmt::format("Activation-timing study ({})", rel(summary.parent_path(), root));
+  s.paragraphs.push_back(
+      fmt::format("The study's own report: {}.", rel(summary.parent_path() / "report.md", root)));
+  const std::size_t c_act = t.require("Activation"), c_med = t.require("median_ms"),
+                    c_acc = t.require("test_acc");
+  std::size_t fast = 0, acc = 0;
+  for (std::size_t r = 1; r < t.rows.size(); ++r) {
+    if (t.number(r, c_med) < t.number(fast, c_med)) fast = r;
+    if (t.number(r, c_acc) > t.number(acc, c_acc)) acc = r;
+  }
+  if (!t.rows.empty()) {
+    s.recommendations.push_back(
+        fmt::format("Fastest activation layer: {} ({} ms median per forward pass).",
+                    t.cell(fast, c_act), t.cell(fast, c_med)));
+    s.recommendations.push_back(
+        fmt::format("Best test accuracy: {} ({}).", t.cell(acc, c_act), t.cell(acc, c_acc)));
+  }
+  ReportTable table = csv_table(t, "Per activation (times in ms per training forward pass)");
+  s.tables.push_back(std::move(table));
+  std::error_code ec;
+  std::vector<fs::path> svgs;
+  for (const auto& e : fs::directory_iterator(summary.parent_path() / "plots", ec)) {
+    if (e.path().extension() == ".svg") svgs.push_back(e.path());
+  }
+  std::sort(svgs.begin(), svgs.end());
+  for (const auto& p : svgs)
+    add_figure(s, p, fmt::format("Activation study: {}", p.stem().string()));
+  return s;
+}
+
+// ---------------------------------------------------------------- complexity and training runs
+
+ReportSection complexity_section(const std::vector<fs::path>& files, const fs::path& root) {
+  ReportSection s;
+  s.title = "Complexity (counted from shapes)";
+  ReportTable t;
+  t.header = {"file", "model", "input",      "training",         "params",
+              "MACs", "FLOPs", "min. bytes", "FLOPs / iteration"};
+  t.numeric = {false, false, false, false, true, true, true, true, true};
+  for (const fs::path& p : files) {
+    const nlohmann::json doc = read_json(p);
+    const nlohmann::json& c = json_object(doc, "context", {p.string(), ""});
+    const nlohmann::json tot = c.value("totals", nlohmann::json::object());
+    t.rows.push_back({rel(p, root), str(c, "model"), str(c, "input_shape"), str(c, "training"),
+                      str(tot, "params"), g4(num(tot, "macs")), g4(num(tot, "flops")),
+                      g4(num(tot, "bytes")), g4(num(tot, "flops_per_iteration"))});
+    if (s.paragraphs.empty() && c.contains("convention") && c["convention"].contains("summary")) {
+      for (const auto& line : c["convention"]["summary"]) {
+        if (line.is_string()) s.paragraphs.push_back(line.get<std::string>());
+      }
+    }
+  }
+  t.note =
+      "Per batch, forward pass unless 'FLOPs / iteration' (forward + backward + optimizer) is "
+      "given.";
+  s.tables.push_back(std::move(t));
+  return s;
+}
+
+ReportSection training_section(const std::vector<fs::path>& files, const fs::path& root) {
+  ReportSection s;
+  s.title = "Training runs";
+  ReportTable t;
+  t.header = {"run",           "activation", "batch",    "epochs",
+              "test accuracy", "test loss",  "images/s", "measured (s)"};
+  t.numeric = {false, false, true, true, true, true, true, true};
+  for (const fs::path& p : files) {
+    const nlohmann::json j = read_json(p);
+    const nlohmann::json hp = j.value("hyperparameters", nlohmann::json::object());
+    t.rows.push_back({rel(p.parent_path(), root), str(j, "activation"), str(hp, "batch_size"),
+                      str(hp, "epochs"), g4(num(j, "final_test_acc")),
+                      g4(num(j, "final_test_loss")), g4(num(j, "imgs_per_sec")),
+                      g4(num(j, "measured_sec"))});
+  }
+  t.note =
+      "images/s and measured seconds cover the training steps of the timed epochs only (no data "
+      "loading or evaluation).";
+  s.tables.push_back(std::move(t));
+  return s;
+}
+
+bool is_complexity_json(const fs::path& p) {
+  std::error_code ec;
+  if (p.extension() != ".json" || p.filename().string().find("_trace_") != std::string::npos ||
+      fs::file_size(p, ec) > (std::uintmax_t{64} << 20)) {
+    return false;
+  }
+  const std::string text = read_file(p);
+  if (text.find("\"convention\"") == std::string::npos ||
+      text.find("\"totals\"") == std::string::npos)
+    return false;
+  const nlohmann::json j = parse_json(text, p.string());
+  return j.is_object() && j.contains("context") && j["context"].is_object() &&
+         j["context"].contains("convention") && j.contains("records");
+}
+
+}  // namespace
+
+ReportDocument build_report(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw UsageError(fmt::format("{}: no such results folder", dir.string()));
+  std::vector<fs::path> files;
+  for (auto it =
+           fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file(ec)) files.push_back(it->path());
+  }
+  if (ec) fail("{}: cannot list ({})", dir.string(), ec.message());
+  std::sort(files.begin(), files.end());
+  std::vector<fs::path> runs, peaks, rooflines, benches, studies, complexity, trainings;
+  std::vector<Sweep> sweeps;
+  std::set<fs::path> study_dirs;
+  for (const fs::path& f : files) {
+    if (f.filename() == "summary.csv" && fs::exists(f.parent_path() / "report.md", ec))
+      study_dirs.insert(f.parent_path());
+  }
+  for (const fs::path& f : files) {
+    check_interrupt();
+    const std::string name = f.filename().string();
+    if (name == "run.json") {
+      runs.push_back(f);
+    } else if (name == "peaks.json") {
+      peaks.push_back(f);
+    } else if (name == "roofline.json") {
+      rooflines.push_back(f);
+    } else if (name == "mlp_bench.json") {
+      benches.push_back(f);
+    } else if (name == "summary.csv" && study_dirs.count(f.parent_path())) {
+      studies.push_back(f);
+    } else if (name == "final_results.json") {
+      if (!study_dirs.count(f.parent_path().parent_path())) trainings.push_back(f);
+    } else if (name.ends_with("_overall.csv") && fs::exists(f.parent_path() / "run.json", ec)) {
+      const fs::path layers = f.parent_path() / (name.substr(0, name.size() - 12) + "_layers.csv");
+      sweeps.push_back({f, fs::exists(layers, ec) ? layers : fs::path()});
+    } else if (is_complexity_json(f)) {
+      complexity.push_back(f);
+    }
+  }
+  ReportDocument doc;
+  doc.title =
+      fmt::format("{}{}", kTitlePrefix, fs::absolute(dir).lexically_normal().filename().string());
+  doc.intro.push_back(
+      fmt::format("Rebuilt by `nnperf report` from the files saved under {}; nothing was re-run. "
+                  "Every time is a "
+                  "measured median or mean as its table says; FLOPs are counted (2 per "
+                  "multiply-add), GFLOP/s and GB/s "
+                  "are decimal.",
+                  dir.string()));
+  for (const auto& p : peaks) doc.sections.push_back(peaks_section(p, dir));
+  for (const auto& p : rooflines) doc.sections.push_back(roofline_section(p, dir));
+  if (!sweeps.empty()) doc.sections.push_back(profile_section(sweeps, dir));
+  for (const auto& p : benches) doc.sections.push_back(mlp_bench_section(p, dir));
+  for (const auto& p : studies) doc.sections.push_back(activation_section(p, dir));
+  if (!complexity.empty()) doc.sections.push_back(complexity_section(complexity, dir));
+  if (!trainings.empty()) doc.sections.push_back(training_section(trainings, dir));
+  if (doc.sections.empty()) {
+    throw UsageError(
+        fmt::format("{}: no nnperf results found (peaks.json, roofline.json, profile sweeps, "
+                    "mlp_bench.json, activation studies, complexity JSON, final_results.json)",
+                    dir.string()));
+  }
+  if (!runs.empty()) doc.sections.push_back(machine_section(runs, dir));
+  return doc;
+}
+
+ReportFiles write_report(const fs::path& dir, const fs::path& out_dir) {
+  const ReportDocument doc = build_report(dir);
+  const fs::path out = out_dir.empty() ? dir : out_dir;
+  ensure_writable_dir(out);
+  ReportFiles files;
+  files.markdown = out / "report.md";
+  std::error_code ec;
+  if (fs::exists(files.markdown, ec) &&
+      read_file(files.markdown).rfind("# " + std::string(kTitlePrefix), 0) != 0) {
+    files.markdown = out / "nnperf_report.md";  // another job's report.md stays
+  }
+  files.html = out / "report.html";
+  write_file_atomic(files.markdown, render_markdown(doc, out));
+  write_file_atomic(files.html, render_html(doc));
+  files.sections = doc.sections.size();
+  for (const auto& s : doc.sections) {
+    files.figures += s.figures.size();
+    files.tables += s.tables.size();
+  }
+  return files;
+}
+
+}  // namespace nnperf

@@ -1,0 +1,159 @@
+// The report: escaping (HTML, Markdown), base64 against known vectors, a report rebuilt from a
+// real results folder (two profile sweeps, a roofline, a complexity JSON) whose folder name is an
+// HTML injection attempt, and the HTML opened in headless Chromium (scripts/check_report_html.py).
+#include "nnperf/report/report.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "nnperf/core/error.h"
+#include "nnperf/io/files.h"
+#include "nnperf/report/document.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+const std::string kEvil = "<img src=x onerror=alert(1)>";
+
+TEST(ReportDocument, Escaping) {
+  EXPECT_EQ(html_escape(kEvil), "&lt;img src=x onerror=alert(1)&gt;");
+  EXPECT_EQ(html_escape("a&b \"q\" 'x'"), "a&amp;b &quot;q&quot; &#39;x&#39;");
+  EXPECT_EQ(markdown_escape(kEvil), "&lt;img src=x onerror=alert(1)&gt;");
+  EXPECT_EQ(markdown_escape("a|b *c* _d_ [e](f) `g` \\ #h\nz"),
+            "a\\|b \\*c\\* \\_d\\_ \\[e\\](f) \\`g\\` \\\\ \\#h z");
+}
+
+TEST(ReportDocument, Base64KnownVectors) {
+  // RFC 4648 section 10.
+  EXPECT_EQ(base64(""), "");
+  EXPECT_EQ(base64("f"), "Zg==");
+  EXPECT_EQ(base64("fo"), "Zm8=");
+  EXPECT_EQ(base64("foo"), "Zm9v");
+  EXPECT_EQ(base64("foob"), "Zm9vYg==");
+  EXPECT_EQ(base64("fooba"), "Zm9vYmE=");
+  EXPECT_EQ(base64("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(base64(std::string("\xff\x00\x80", 3)), "/wCA");
+}
+
+TEST(ReportDocument, EveryStringEscapedInBothRenderings) {
+  ReportDocument d;
+  d.title = kEvil;
+  d.intro = {kEvil};
+  ReportSection s;
+  s.title = kEvil;
+  s.paragraphs = {kEvil};
+  s.recommendations = {kEvil};
+  s.tables.push_back({kEvil, {kEvil, "n"}, {{kEvil, "1.5"}}, {false, true}, kEvil});
+  d.sections.push_back(s);
+  const std::string html = render_html(d);
+  const std::string md = render_markdown(d, ".");
+  EXPECT_EQ(html.find("<img src=x"), std::string::npos);
+  EXPECT_EQ(md.find("<img src=x"), std::string::npos);
+  EXPECT_NE(html.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
+  // Self-contained: no URL the browser would fetch.
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_NE(html.find("Content-Security-Policy"), std::string::npos);
+}
+
+class ReportFolder : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir("nnperf-report");
+    const std::filesystem::path sweeps = dir_->path() / kEvil;
+    for (const char* algo : {"gemm", "winograd"}) {
+      const auto r =
+          test::run_nnperf(fmt::format("profile --model resnet18 --algorithm {} --stage sanity "
+                                       "--sizes 32 --threads 1 --output-dir '{}'",
+                                       algo, (sweeps / algo).string()));
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+    auto r = test::run_nnperf(
+        fmt::format("roofline '{}' --peak-compute 0.05 --peak-bw 10 --out-dir '{}'",
+                    sweeps.string(), (dir_->path() / "roofline").string()));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = test::run_nnperf(fmt::format("complexity --model resnet18 --input-size 32 --json '{}'",
+                                     (dir_->path() / "resnet18_complexity.json").string()));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  static test::TempDir* dir_;
+};
+test::TempDir* ReportFolder::dir_ = nullptr;
+
+TEST_F(ReportFolder, SectionsFindingsAndEscapedNames) {
+  const ReportDocument d = build_report(dir_->path());
+  std::vector<std::string> titles;
+  for (const auto& s : d.sections) titles.push_back(s.title);
+  const auto has = [&](const std::string& prefix) {
+    return std::any_of(titles.begin(), titles.end(),
+                       [&](const std::string& t) { return t.rfind(prefix, 0) == 0; });
+  };
+  EXPECT_TRUE(has("Roofline")) << fmt::format("{}", fmt::join(titles, " | "));
+  EXPECT_TRUE(has("Convolution-algorithm profiles"));
+  EXPECT_TRUE(has("Complexity"));
+  EXPECT_TRUE(has("Machine and build"));
+  const auto profile = std::find_if(
+      d.sections.begin(), d.sections.end(),
+      [](const ReportSection& s) { return s.title == "Convolution-algorithm profiles"; });
+  ASSERT_NE(profile, d.sections.end());
+  // Both sweeps share the model and size: the report says which algorithm won, whole model and per
+  // shape.
+  bool whole = false, shape = false;
+  for (const auto& r : profile->recommendations) {
+    whole = whole || r.find("is fastest for the whole model") != std::string::npos;
+    shape = shape || r.find("3x3 stride 1 convolutions") != std::string::npos;
+  }
+  EXPECT_TRUE(whole);
+  EXPECT_TRUE(shape);
+  const auto roof = std::find_if(d.sections.begin(), d.sections.end(), [](const ReportSection& s) {
+    return s.title.rfind("Roofline", 0) == 0;
+  });
+  ASSERT_NE(roof, d.sections.end());
+  EXPECT_NE(roof->recommendations.at(0).find("of the measured time is in memory-bound points"),
+            std::string::npos);
+  ASSERT_EQ(roof->figures.size(), 1u);
+
+  const ReportFiles f = write_report(dir_->path());
+  const std::string html = test::read_text(f.html);
+  const std::string md = test::read_text(f.markdown);
+  EXPECT_EQ(html.find("<img src=x"), std::string::npos);
+  EXPECT_EQ(md.find("<img src=x"), std::string::npos);
+  EXPECT_NE(html.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
+  EXPECT_EQ(md.rfind("# nnperf report: ", 0), 0u);
+  // Rebuilt again from the same files: the same report.
+  EXPECT_EQ(write_report(dir_->path()).markdown, f.markdown);
+  EXPECT_EQ(test::read_text(f.markdown), md);
+}
+
+TEST_F(ReportFolder, OpensInHeadlessChromium) {
+  const ReportFiles f = write_report(dir_->path());
+  const auto r = test::run_command(
+      fmt::format("python3 '{}/scripts/check_report_html.py' '{}' --figures 1 --text 'Roofline' "
+                  "--text '&lt;img src=x onerror=alert(1)&gt;' --absent '<img src=\"x\"'",
+                  NNPERF_SOURCE_DIR, f.html.string()));
+  if (r.exit_code == 77) GTEST_SKIP() << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST(Report, RefusesWhatIsNotAResultsFolder) {
+  test::TempDir dir;
+  EXPECT_THROW(build_report(dir / "missing"), UsageError);
+  EXPECT_THROW(build_report(dir.path()), UsageError);  // empty
+  write_file_atomic(dir / "roofline.json", "{\"context\": 3}");
+  try {
+    build_report(dir.path());
+    FAIL() << "a broken roofline.json";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("roofline.json"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace nnperf
