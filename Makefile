@@ -17,12 +17,12 @@ configure: deps
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job on the embedded default data (Fashion-MNIST from Debian's package). Builds only
+# The main job (nnperf lab) on the embedded default data (Fashion-MNIST from Debian's package). Builds only
 # the program it runs, not the tests and benchmarks, and skips the test-only TensorBoard venv.
 run: DEPS_FLAGS = --no-test-deps
 run: configure
 	cmake --build $(BUILD) -j $(JOBS) --target nnperf_cli
-	./$(BUILD)/nnperf activations --quick
+	./$(BUILD)/nnperf lab
 
 # The whole test suite.
 test: build

@@ -22,13 +22,6 @@ struct Flags {
   bool quick = false;
 };
 
-// --quick: a few epochs on a subset, about a minute for all eight activations on 2 cores.
-constexpr int kQuickEpochs = 4;
-constexpr int kQuickWarmup = 1;
-constexpr int64_t kQuickTrain = 15000;
-constexpr int64_t kQuickVal = 3000;
-constexpr int64_t kQuickTest = 5000;
-
 int run_activations(Flags& f, CLI::App& sub) {
   if (!f.analyze.empty()) {
     const auto report = analyse_activation_study(f.analyze, command_line());
@@ -37,11 +30,11 @@ int run_activations(Flags& f, CLI::App& sub) {
   }
   if (f.quick) {
     auto unset = [&](const char* flag) { return sub.count(flag) == 0; };
-    if (unset("--epochs")) f.train.run.epochs = kQuickEpochs;
-    if (unset("--warmup-epochs")) f.train.run.warmup_epochs = kQuickWarmup;
-    if (unset("--limit-train")) f.train.run.data.limit_train = kQuickTrain;
-    if (unset("--val-split")) f.train.run.data.val_split = kQuickVal;
-    if (unset("--limit-test")) f.train.run.data.limit_test = kQuickTest;
+    if (unset("--epochs")) f.train.run.epochs = QuickStudy::kEpochs;
+    if (unset("--warmup-epochs")) f.train.run.warmup_epochs = QuickStudy::kWarmupEpochs;
+    if (unset("--limit-train")) f.train.run.data.limit_train = QuickStudy::kTrain;
+    if (unset("--val-split")) f.train.run.data.val_split = QuickStudy::kVal;
+    if (unset("--limit-test")) f.train.run.data.limit_test = QuickStudy::kTest;
   }
   finish_train_flags(f.train);
   ActivationStudyOptions o;
@@ -54,7 +47,8 @@ int run_activations(Flags& f, CLI::App& sub) {
       const std::size_t comma = std::min(f.activations.find(',', pos), f.activations.size());
       const std::string name = f.activations.substr(pos, comma - pos);
       if (std::find(o.activations.begin(), o.activations.end(), name) != o.activations.end()) {
-        throw UsageError(fmt::format("--activations '{}': {} is listed twice", f.activations, name));
+        throw UsageError(
+            fmt::format("--activations '{}': {} is listed twice", f.activations, name));
       }
       o.activations.push_back(name);
       pos = comma + 1;
@@ -83,9 +77,10 @@ const Registrar reg{Command{
       sub.add_option("--activations", f->activations,
                      "Comma-separated subset (default: all eight: ReLU, GELU, Sigmoid, Tanh, ELU, "
                      "LeakyReLU, SiLU, Mish)");
-      sub.add_option("--out-dir", f->out_dir,
-                     "Output folder (default a new results/activations_<timestamp>); must be new or "
-                     "empty");
+      sub.add_option(
+          "--out-dir", f->out_dir,
+          "Output folder (default a new results/activations_<timestamp>); must be new or "
+          "empty");
       sub.add_flag("--overwrite", f->train.run.overwrite,
                    "Replace an earlier study's --out-dir whole (only a folder nnperf wrote)");
       sub.add_flag("--quick", f->quick,
@@ -94,7 +89,7 @@ const Registrar reg{Command{
           "--analyze", f->analyze,
           "Only rebuild summary.csv, plots and report.md from the runs saved in this folder");
       add_list_flags(sub);
-  add_train_flags(sub, f->train, /*with_activation=*/false);
+      add_train_flags(sub, f->train, /*with_activation=*/false);
       CLI::App* self = &sub;
       return [f, self] { return run_activations(*f, *self); };
     }}};

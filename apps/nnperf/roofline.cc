@@ -85,11 +85,9 @@ int run(const Flags& f) {
   const nlohmann::json doc = roofline_json(points, roof, notes, f.color_by);
   const fs::path out = prepare_output_dir(f.out_dir, "results/roofline", "--out-dir", f.overwrite);
   write_run_json(out, command_line(), {{"job", "roofline"}});
-  write_json_atomic(out / "roofline.json", doc);
-  write_csv_doc(roofline_points_csv(doc), out / "roofline_points.csv");
+  const PlotResult plot = write_roofline_outputs(doc, out);
   if (!f.summary.empty()) write_csv_doc(roofline_summary_csv(doc), f.summary);
   if (!f.json.empty()) write_json_atomic(f.json, doc);
-  const PlotResult plot = roofline_plot(doc, out / "roofline");
   fmt::print("{}", roofline_text(doc));
   if (!plot.rendered) warn("roofline plot not rendered: {}", plot.message);
   fmt::print("wrote {}\n", out.string());

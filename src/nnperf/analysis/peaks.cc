@@ -66,7 +66,14 @@ double sgemm_gflops(int64_t n, int threads) {
 
 }  // namespace
 
-Peaks measure_peaks(const PeakOptions& o) {
+Peaks measure_peaks(const PeakOptions& options) {
+  PeakOptions o = options;
+  if (o.quick) {
+    o.rounds = std::min(o.rounds, 3);
+    o.seconds_per_round = 0.03;
+    o.triad_bytes = 3 * (int64_t{32} << 20);
+    o.sgemm_n = std::min<int64_t>(o.sgemm_n, 512);
+  }
   if (o.rounds < 1) throw UsageError(fmt::format("--rounds {}: expected at least 1", o.rounds));
   if (o.sgemm_n < 0)
     throw UsageError(fmt::format("--sgemm-n {}: expected 0 (skip) or a size", o.sgemm_n));

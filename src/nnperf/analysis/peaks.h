@@ -16,6 +16,7 @@ struct PeakOptions {
   double seconds_per_round = 0.1;                 // FMA loop length
   int64_t triad_bytes = 3 * (int64_t{64} << 20);  // three 64 MiB arrays: far beyond the caches
   int64_t sgemm_n = 1024;                         // 0 = skip the BLAS figure
+  bool quick = false;  // a few seconds: 3 rounds, shorter loops, smaller arrays and SGEMM
 };
 
 struct Peaks {

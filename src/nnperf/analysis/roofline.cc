@@ -17,6 +17,7 @@
 #include "nnperf/io/files.h"
 #include "nnperf/io/json_read.h"
 #include "nnperf/io/records.h"
+#include "nnperf/io/run_info.h"
 
 namespace nnperf {
 
@@ -468,6 +469,12 @@ CsvDoc roofline_summary_csv(const nlohmann::json& doc) {
 void write_csv_doc(const CsvDoc& csv, const fs::path& path) {
   CsvWriter w(path, csv.header);
   for (const auto& row : csv.rows) w.row(row);
+}
+
+PlotResult write_roofline_outputs(const nlohmann::json& doc, const fs::path& dir) {
+  write_json_atomic(dir / "roofline.json", doc);
+  write_csv_doc(roofline_points_csv(doc), dir / "roofline_points.csv");
+  return roofline_plot(doc, dir / "roofline");
 }
 
 PlotResult roofline_plot(const nlohmann::json& doc, const fs::path& stem) {

@@ -77,5 +77,8 @@ PlotResult roofline_plot(const nlohmann::json& doc, const std::filesystem::path&
 // Terminal summary: ceilings, time share by bound, the ten slowest points.
 std::string roofline_text(const nlohmann::json& doc);
 void write_csv_doc(const CsvDoc& csv, const std::filesystem::path& path);
+// Writes roofline.json, roofline_points.csv and the plot (roofline.svg/.png, .dat, .gp) into
+// `dir`; the plot's result says whether gnuplot rendered it.
+PlotResult write_roofline_outputs(const nlohmann::json& doc, const std::filesystem::path& dir);
 
 }  // namespace nnperf

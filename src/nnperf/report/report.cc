@@ -315,11 +315,12 @@ ReportSection profile_section(const std::vector<Sweep>& sweeps, const fs::path& 
     for (std::size_t r = 0; r < l.rows.size(); ++r) {
       if (l.cell(r, l_conv) != "yes") continue;
       const std::string key = fmt::format("{} at {}", l.cell(r, l_model), l.cell(r, l_size));
-      const std::string algo =
-          l.cell(r, l_algo) == l.cell(r, l_used) || l.cell(r, l_used).empty()
-              ? l.cell(r, l_algo)
-              : fmt::format("{} (via {})", l.cell(r, l_used), l.cell(r, l_algo));
-      layer_ms[key][l.cell(r, l_layer)][algo] = l.number(r, l_ms);
+      // Keyed by the algorithm that ran (a layer of the `find` sweep that ran winograd counts as
+      // winograd), the fastest of the sweeps that ran it.
+      const std::string algo = l.cell(r, l_used).empty() ? l.cell(r, l_algo) : l.cell(r, l_used);
+      auto& slot = layer_ms[key][l.cell(r, l_layer)];
+      const double ms = l.number(r, l_ms);
+      if (!slot.count(algo) || ms < slot[algo]) slot[algo] = ms;
       layer_shape[l.cell(r, l_layer)] =
           fmt::format("{}x{} stride {}", l.cell(r, l_k), l.cell(r, l_k), l.cell(r, l_s));
     }

@@ -1,0 +1,160 @@
+#include "nnperf/runs/lab.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+
+#include "nnperf/analysis/complexity.h"
+#include "nnperf/analysis/peaks.h"
+#include "nnperf/analysis/roofline.h"
+#include "nnperf/core/error.h"
+#include "nnperf/core/interrupt.h"
+#include "nnperf/io/csv.h"
+#include "nnperf/io/files.h"
+#include "nnperf/io/out_dir.h"
+#include "nnperf/io/run_info.h"
+#include "nnperf/kernels/conv/conv.h"
+#include "nnperf/models/registry.h"
+#include "nnperf/profile/clock.h"
+#include "nnperf/report/report.h"
+#include "nnperf/runs/activation_study.h"
+#include "nnperf/runs/mlp_bench.h"
+#include "nnperf/runs/profile_run.h"
+
+namespace nnperf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void peaks_stage(const LabOptions& o, const fs::path& dir) {
+  PeakOptions p;
+  p.threads = o.threads;
+  p.quick = true;
+  fs::create_directories(dir);
+  write_json_atomic(dir / "peaks.json", peaks_to_json(measure_peaks(p), hostname()));
+}
+
+void mlp_bench_stage(const LabOptions& o, const fs::path& dir) {
+  MlpBenchOptions b;
+  b.batch_sizes = {64, 256};
+  b.warmup = 2;
+  b.measure = 10;
+  b.max_seconds_per_case = 3;
+  b.threads = o.threads;
+  b.consistency_steps = 50;
+  b.overhead_reps = 50;
+  b.data_dir = o.data_dir;
+  b.synthetic = o.synthetic;
+  b.out_dir = dir;
+  b.command_line = o.command_line;
+  write_mlp_bench_outputs(run_mlp_bench(b), b, {}, {});
+}
+
+void activations_stage(const LabOptions& o, const fs::path& dir) {
+  ActivationStudyOptions a;
+  a.quick = true;
+  a.base.epochs = QuickStudy::kEpochs;
+  a.base.warmup_epochs = QuickStudy::kWarmupEpochs;
+  a.base.data.limit_train = QuickStudy::kTrain;
+  a.base.data.val_split = QuickStudy::kVal;
+  a.base.data.limit_test = QuickStudy::kTest;
+  a.base.data.dir = o.data_dir;
+  a.base.data.synthetic = o.synthetic;
+  a.base.threads = o.threads;
+  a.base.progress = Progress::Mode::kQuiet;
+  a.base.command_line = o.command_line;
+  a.out_dir = dir;
+  run_activation_study(a);
+}
+
+void profile_stage(const LabOptions& o, const fs::path& dir, Progress& progress) {
+  for (const std::string& algo : o.algorithms) {
+    ProfileOptions p;
+    p.model = o.model;
+    p.algorithm = algo;
+    p.stage = "sanity";
+    p.threads = o.threads;
+    p.output_dir = dir / fmt::format("{}_{}", o.model, algo);
+    p.progress = Progress::Mode::kQuiet;
+    p.command_line = o.command_line;
+    const ProfileResult r = run_profile(p);
+    progress.line(fmt::format("      {} with {}: {} conv layers ({})", o.model, algo, r.conv_layers,
+                              r.algorithms_used));
+  }
+}
+
+void complexity_stage(const LabOptions& o, const fs::path& dir) {
+  fs::create_directories(dir);
+  ProfileOptions p;
+  p.stage = "sanity";
+  apply_stage(p);
+  for (const int64_t size : p.sizes) {
+    const nlohmann::json doc = complexity_json(model_complexity(o.model, size, p.batch_size));
+    const fs::path stem = dir / fmt::format("{}_{}", o.model, size);
+    write_json_atomic(stem.string() + ".json", doc);
+    const ComplexityCsv csv = complexity_csv(doc);
+    CsvWriter w(stem.string() + ".csv", csv.header);
+    for (const auto& row : csv.rows) w.row(row);
+  }
+}
+
+void roofline_stage(const fs::path& root, const fs::path& dir) {
+  std::vector<std::string> notes;
+  const std::vector<RooflinePoint> points = collect_roofline_points(root, notes);
+  const MachineCeilings roof = read_peaks_json(root / "peaks" / "peaks.json");
+  fs::create_directories(dir);
+  const PlotResult plot = write_roofline_outputs(roofline_json(points, roof, notes), dir);
+  if (!plot.rendered) warn("roofline plot not rendered: {}", plot.message);
+}
+
+}  // namespace
+
+LabResult run_lab(const LabOptions& o) {
+  // What the last stages need is checked before the first one measures anything.
+  if (std::string(find_model(o.model).name) == "mlp")
+    throw UsageError("--model mlp: the lab profiles a CNN");
+  if (o.algorithms.empty())
+    throw UsageError("--algorithms: expected at least one convolution algorithm");
+  for (const std::string& a : o.algorithms) {
+    if (a != "guess" && a != "find") find_conv(a);
+  }
+  LabResult result;
+  const fs::path out = prepare_output_dir(o.out_dir, "results/lab", "--out-dir", o.overwrite);
+  result.out_dir = out;
+  write_run_json(
+      out, o.command_line,
+      {{"job", "lab"},
+       {"stages", "peaks, mlp-bench, activations, profile, complexity, roofline, report"}});
+  Progress progress(o.progress == Progress::Mode::kBar ? Progress::Mode::kLines : o.progress);
+  const std::vector<std::pair<std::string, std::function<void()>>> stages{
+      {"ceilings (peaks --quick)", [&] { peaks_stage(o, out / "peaks"); }},
+      {"MLP implementation benchmark", [&] { mlp_bench_stage(o, out / "mlp-bench"); }},
+      {"activation-timing study (quick)", [&] { activations_stage(o, out / "activations"); }},
+      {fmt::format("convolution-algorithm profile of {} (sanity)", o.model),
+       [&] { profile_stage(o, out / "profile", progress); }},
+      {"complexity", [&] { complexity_stage(o, out / "complexity"); }},
+      {"roofline", [&] { roofline_stage(out, out / "roofline"); }},
+      {"report",
+       [&] {
+         const ReportFiles f = write_report(out);
+         result.report_markdown = f.markdown;
+         result.report_html = f.html;
+       }},
+  };
+  const int64_t t_all = now_ns();
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    check_interrupt();
+    progress.line(fmt::format("[{}/{}] {} ...", i + 1, stages.size(), stages[i].first));
+    const int64_t t0 = now_ns();
+    stages[i].second();
+    const double sec = seconds_since(t0);
+    result.stage_seconds.push_back({stages[i].first, sec});
+    progress.line(
+        fmt::format("[{}/{}] {}: done in {:.1f} s", i + 1, stages.size(), stages[i].first, sec));
+  }
+  progress.line(fmt::format("lab finished in {:.1f} s", seconds_since(t_all)));
+  return result;
+}
+
+}  // namespace nnperf
