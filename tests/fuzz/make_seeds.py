@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora of idx_fuzz and conv_problem_fuzz into tests/fuzz/corpus/.
+"""Writes the seed corpora of idx_fuzz, conv_problem_fuzz and ncu_fuzz into tests/fuzz/corpus/.
 
 The seeds are committed; run this again only to change them (the output is deterministic: gzip
 members carry mtime 0). Small real-looking IDX files, raw and gzip, valid and broken, and
-convolution descriptors, valid and broken. Usage: python3 tests/fuzz/make_seeds.py
+convolution descriptors, valid and broken; Nsight Compute CSV files (the test fixtures of
+tests/data/ncu/ plus small edge cases). Usage: python3 tests/fuzz/make_seeds.py
 """
 import gzip
 import io
@@ -120,6 +121,46 @@ def conv_seeds():
         write("conv_problem", f"invalid-{i:02d}", text)
 
 
+def ncu_seeds():
+    # Every fixture of tests/analysis/ncu_test.cc (both layouts, both number conventions, n/a,
+    # utilisation-only, each broken case), then small inputs aimed at single rules.
+    fixtures = HERE.parent / "data" / "ncu"
+    for path in sorted(fixtures.glob("*.csv")):
+        write("ncu", path.name, path.read_bytes())
+    hdr = '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
+
+    def row(id_, metric, unit, value, name="k"):
+        return f'"{id_}","{name}","{metric}","{unit}","{value}"\n'
+
+    base = (row(0, "dram__bytes.sum", "Kbyte", "1") + row(0, "gpu__time_duration.sum", "usecond", "1")
+            + row(0, "sm__sass_thread_inst_executed_op_ffma_pred_on.sum", "inst", "10")
+            + row(0, "sm__sass_thread_inst_executed_op_fmul_pred_on.sum", "inst", "0")
+            + row(0, "sm__sass_thread_inst_executed_op_fadd_pred_on.sum", "inst", "0"))
+    seeds = {
+        "min-details.csv": hdr + base,
+        "min-raw.csv": '"ID","Kernel Name","dram__bytes.sum","gpu__time_duration.sum"\n'
+                       '"","","Mbyte","msecond"\n"0","k","1.5","0.25"\n"1","k","2,000.5","1"\n',
+        "crlf-bom.csv": "\ufeff" + (hdr + base).replace("\n", "\r\n"),
+        "cycles.csv": hdr + row(0, "dram__bytes.sum", "byte", "0")
+        + row(0, "sm__cycles_elapsed.avg", "cycle", "1,000")
+        + row(0, "sm__cycles_elapsed.avg.per_second", "cycle/nsecond", "1.5"),
+        "exponent.csv": hdr + row(0, "dram__bytes.sum", "Gbyte", "1.5e+03")
+        + row(0, "gpu__time_duration.sum", "s", "2E-6"),
+        "section-names.csv": hdr + row(0, "Compute (SM) Throughput", "%", "40")
+        + row(0, "DRAM Throughput", "%", "10,5") + row(0, "Duration", "usecond", "9,25"),
+        "prof-after-header.csv": hdr + base + "==PROF== Report written\n\n",
+        "no-kernels.csv": "==PROF== Connected to process 1\n==WARNING== No kernels were profiled.\n",
+        "second-header.csv": hdr + base + hdr + base,
+        "huge-exponent.csv": hdr + row(0, "dram__bytes.sum", "Pbyte", "9e999999999999")
+        + row(0, "gpu__time_duration.sum", "ns", "1e-999999"),
+        "bad-utf8-name.csv": (hdr + base.replace('"k"', '"k\udcff\udce2\udc82"'))
+        .encode("utf-8", "surrogateescape"),
+    }
+    for name, data in seeds.items():
+        write("ncu", name, data)
+
+
 if __name__ == "__main__":
     idx_seeds()
     conv_seeds()
+    ncu_seeds()
