@@ -7,9 +7,11 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <optional>
 
 #include "command.h"
 #include "flags.h"
+#include "nnperf/analysis/ncu.h"
 #include "nnperf/core/error.h"
 #include "nnperf/io/files.h"
 #include "nnperf/io/out_dir.h"
@@ -22,7 +24,7 @@ namespace fs = std::filesystem;
 
 struct Flags {
   std::vector<std::string> dirs;
-  std::string peaks, env, out_dir, summary, json, color_by = "type";
+  std::string peaks, env, out_dir, summary, json, ncu, color_by = "type";
   double peak_compute = 0, peak_bw = 0;
   bool overwrite = false;
 };
@@ -62,7 +64,55 @@ MachineCeilings ceilings(const Flags& f) {
       "--peak-bw GB/s");
 }
 
+// --ncu: Nsight Compute launches as points. The file is read in full before anything is written,
+// so a broken export leaves no partial output.
+int run_ncu(const Flags& f) {
+  if (!f.dirs.empty())
+    throw UsageError("--ncu and results folders exclude each other: give one or the other");
+  check_output(f.summary, "--summary");
+  check_output(f.json, "--json");
+  const NcuImport import = read_ncu_csv(f.ncu);
+  NcuRoof nr;
+  std::optional<MachineCeilings> roof;
+  if (f.peak_compute > 0 || f.peak_bw > 0 || !f.peaks.empty()) {
+    roof = ceilings(f);
+    nr.peak_gflops = roof->peak_gflops_fp32;
+    nr.peak_gbps = roof->peak_gbps;
+  }
+  const nlohmann::json ncu = ncu_json(import, nr);
+  for (const auto& w : import.warnings) warn("{}", w);
+  std::vector<std::string> notes;
+  const std::vector<RooflinePoint> points = ncu_roofline_points(import, notes);
+  if (!import.utilisation_only && !roof) {
+    throw UsageError(
+        "--ncu: give the GPU's ceilings with --peak-compute TFLOP/s and --peak-bw GB/s (or "
+        "--peaks)");
+  }
+  const fs::path out = prepare_output_dir(f.out_dir, "results/roofline", "--out-dir", f.overwrite);
+  write_run_json(out, command_line(), {{"job", "roofline"}, {"ncu", f.ncu}});
+  write_json_atomic(out / "ncu.json", ncu);
+  if (!f.json.empty()) write_json_atomic(f.json, ncu);
+  fmt::print("{}: {} launches ({} page, numbers as {})\n", f.ncu, import.launches.size(),
+             import.layout, import.number_convention);
+  if (import.utilisation_only) {
+    fmt::print(
+        "{}\nno counter roofline can be drawn from utilisation metrics alone (collect the metrics "
+        "of "
+        "share/ncu-roofline-metrics.txt)\nwrote {}\n",
+        ncu_utilisation_summary(import).dump(2), out.string());
+    return 0;
+  }
+  const nlohmann::json doc = roofline_json(points, *roof, notes, "type");
+  const PlotResult plot = write_roofline_outputs(doc, out);
+  if (!f.summary.empty()) write_csv_doc(roofline_summary_csv(doc), f.summary);
+  fmt::print("{}", roofline_text(doc));
+  if (!plot.rendered) warn("roofline plot not rendered: {}", plot.message);
+  fmt::print("wrote {}\n", out.string());
+  return 0;
+}
+
 int run(const Flags& f) {
+  if (!f.ncu.empty()) return run_ncu(f);
   if (f.dirs.empty())
     throw UsageError("roofline: give at least one results folder (profile, mlp-bench or train)");
   for (const auto& d : f.dirs) {
@@ -115,6 +165,9 @@ const Registrar reg{Command{
       sub.add_option("--summary", f->summary,
                      "Also write attained vs attainable per point to this CSV");
       sub.add_option("--json", f->json, "Also write the records to this JSON file");
+      sub.add_option("--ncu", f->ncu,
+                     "Nsight Compute CSV export (ncu --csv, or --page raw --csv): one point per "
+                     "kernel launch");
       sub.add_option("--color-by", f->color_by, "Colour points by layer type or algorithm")
           ->check(CLI::IsMember({"type", "algorithm"}))
           ->capture_default_str();

@@ -78,3 +78,67 @@ TEST(RooflineCli, RefusedInputs) {
 
 }  // namespace
 }  // namespace nnperf
+
+namespace nnperf {
+namespace {
+
+std::string ncu_fixture(const std::string& name) {
+  return fmt::format("{}/ncu/{}", NNPERF_TEST_DATA_DIR, name);
+}
+
+TEST(RooflineNcuCli, LaunchesBecomePointsAndTheReportEscapesKernelNames) {
+  TempDir dir;
+  auto r = run_nnperf(
+      fmt::format("roofline --ncu '{}' --peak-compute 60 --peak-bw 3350 --out-dir '{}' --json '{}'",
+                  ncu_fixture("xss_name.csv"), (dir / "roof").string(), (dir / "k.json").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto k = nlohmann::json::parse(test::read_text(dir / "k.json"));
+  ASSERT_FALSE(k["records"].empty());
+  EXPECT_EQ(k["records"][0]["name"], "<img src=x onerror=alert(1)>");
+  const CsvTable t = read_csv(dir / "roof" / "roofline_points.csv");
+  EXPECT_EQ(t.rows.size(), k["records"].size());
+  EXPECT_EQ(t.cell(0, t.require("backend")), "cuda");
+  r = run_nnperf(fmt::format("report '{}'", (dir / "roof").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string html = test::read_text(dir / "roof" / "report.html");
+  EXPECT_EQ(html.find("<img src=x"), std::string::npos);
+  EXPECT_NE(html.find("Nsight Compute kernels"), std::string::npos);
+  const auto check =
+      test::run_command(fmt::format("python3 '{}/scripts/check_report_html.py' '{}' --figures 1 "
+                                    "--text '&lt;img src=x onerror=alert(1)&gt;' "
+                                    "--absent '<img src=\"x\"'",
+                                    NNPERF_SOURCE_DIR, (dir / "roof" / "report.html").string()));
+  if (check.exit_code != 77) {
+    EXPECT_EQ(check.exit_code, 0) << check.out;
+  }
+}
+
+TEST(RooflineNcuCli, BrokenOrUtilisationOnlyExports) {
+  TempDir dir;
+  // A broken export: exit 1, one line naming the file and line, no folder written.
+  auto r =
+      run_nnperf(fmt::format("roofline --ncu '{}' --peak-compute 60 --peak-bw 3350 --out-dir '{}'",
+                             ncu_fixture("broken_no_dram.csv"), (dir / "a").string()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(one_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("broken_no_dram.csv"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "a"));
+  // Utilisation metrics only: the summary, and no roofline.
+  r = run_nnperf(fmt::format("roofline --ncu '{}' --out-dir '{}'",
+                             ncu_fixture("utilisation_only.csv"), (dir / "b").string()));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("no counter roofline can be drawn"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir / "b" / "roofline_points.csv"));
+  // Counters but no ceilings; folders and --ncu together.
+  r = run_nnperf(fmt::format("roofline --ncu '{}' --out-dir '{}'",
+                             ncu_fixture("same_name_two_ids.csv"), (dir / "c").string()));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--peak-compute"), std::string::npos) << r.err;
+  r = run_nnperf(fmt::format("roofline '{}' --ncu '{}' --peak-compute 1 --peak-bw 2",
+                             dir.path().string(), ncu_fixture("same_name_two_ids.csv")));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("exclude each other"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace nnperf

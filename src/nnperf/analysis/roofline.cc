@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "nnperf/analysis/complexity.h"
+#include "nnperf/analysis/ncu.h"
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
 #include "nnperf/io/csv.h"
@@ -331,6 +332,39 @@ std::vector<RooflinePoint> collect_roofline_points(const fs::path& dir,
     } else if (name == "final_results.json") {
       train_points(f, counter, points, notes);
     }
+  }
+  return points;
+}
+
+std::vector<RooflinePoint> ncu_roofline_points(const NcuImport& import,
+                                               std::vector<std::string>& notes) {
+  std::vector<RooflinePoint> points;
+  std::size_t skipped = 0;
+  for (const NcuLaunch& l : import.launches) {
+    if (!(std::isfinite(l.flops) && l.flops > 0 && std::isfinite(l.dram_bytes) &&
+          l.dram_bytes > 0 && std::isfinite(l.time_s) && l.time_s > 0)) {
+      ++skipped;
+      continue;
+    }
+    RooflinePoint p;
+    p.source = "ncu";
+    p.origin = import.path;
+    p.label = fmt::format("{}:{}", l.id, l.name);
+    p.backend = "cuda";
+    p.layer = l.name;
+    p.layer_type = "kernel";
+    p.pass = "";
+    p.flops = l.flops;
+    p.bytes = l.dram_bytes;
+    p.time_ms = l.time_s * 1e3;
+    p.elapsed_sec = l.time_s;
+    points.push_back(std::move(p));
+  }
+  if (skipped > 0) {
+    notes.push_back(
+        fmt::format("{}: {} of {} launches have no FLOPs, DRAM bytes or time (n/a, zero or not "
+                    "collected) and are not points",
+                    import.path, skipped, import.launches.size()));
   }
   return points;
 }

@@ -52,6 +52,13 @@ struct RooflinePoint {
 std::vector<RooflinePoint> collect_roofline_points(const std::filesystem::path& dir,
                                                    std::vector<std::string>& notes);
 
+// One point per launch of an Nsight Compute import (analysis/ncu.h) that has FLOPs, DRAM bytes
+// and a time: backend "cuda", layer = the kernel name, bytes = DRAM bytes. Launches without them
+// (or with no FLOP counters) are listed in `notes`.
+struct NcuImport;
+std::vector<RooflinePoint> ncu_roofline_points(const NcuImport& import,
+                                               std::vector<std::string>& notes);
+
 // Ceilings from two numbers (roofline_plot.py's --peak-compute TFLOP/s --peak-bw GB/s).
 MachineCeilings ceilings_from_peaks(double peak_tflops, double peak_gbps);
 

@@ -267,6 +267,41 @@ ReportSection roofline_section(const fs::path& path, const fs::path& root) {
   return s;
 }
 
+// ---------------------------------------------------------------- Nsight Compute imports
+
+ReportSection ncu_section(const fs::path& path, const fs::path& root) {
+  const nlohmann::json doc = read_json(path);
+  const nlohmann::json& ctx = json_object(doc, "context", {path.string(), ""});
+  ReportSection s;
+  s.title = fmt::format("Nsight Compute kernels ({})", rel(path, root));
+  s.paragraphs.push_back(
+      fmt::format("{}: {} launches of {} kernels ({} page). FLOPs = 2 x FMA + MUL + ADD thread "
+                  "instructions per precision; tensor-pipe work is not counted (flagged).",
+                  str(ctx, "path"), str(ctx, "launches"), str(ctx, "kernels"), str(ctx, "layout")));
+  if (doc.contains("utilisation")) {
+    s.paragraphs.push_back(
+        "Utilisation metrics only: no counter roofline can be drawn from this file.");
+  }
+  ReportTable t;
+  t.caption = "Per kernel name (launches summed, never joined across IDs)";
+  t.header = {
+      "kernel",  "launches",  "time (ms)",       "FLOPs", "DRAM bytes", "intensity (FLOP/B, DRAM)",
+      "GFLOP/s", "DRAM GB/s", "% of attainable", "bound", "flags"};
+  t.numeric = {false, true, true, true, true, true, true, true, true, false, false};
+  for (const auto& k : doc.value("by_name", nlohmann::json::array())) {
+    std::vector<std::string> flags;
+    for (const auto& f : k.value("flags", nlohmann::json::array())) {
+      if (f.is_string()) flags.push_back(f.get<std::string>());
+    }
+    t.rows.push_back({str(k, "name"), str(k, "launches"), g4(num(k, "time_s") * 1e3),
+                      g4(num(k, "flops")), g4(num(k, "dram_bytes")), g4(num(k, "ai_dram")),
+                      g4(num(k, "gflops")), g4(num(k, "dram_gbs")), g4(num(k, "pct_of_attainable")),
+                      str(k, "bound"), fmt::format("{}", fmt::join(flags, " "))});
+  }
+  s.tables.push_back(std::move(t));
+  return s;
+}
+
 // ---------------------------------------------------------------- profile sweeps
 
 struct Sweep {
@@ -535,7 +570,7 @@ ReportDocument build_report(const fs::path& dir) {
   }
   if (ec) fail("{}: cannot list ({})", dir.string(), ec.message());
   std::sort(files.begin(), files.end());
-  std::vector<fs::path> runs, peaks, rooflines, benches, studies, complexity, trainings;
+  std::vector<fs::path> runs, peaks, rooflines, benches, studies, complexity, trainings, ncus;
   std::vector<Sweep> sweeps;
   std::set<fs::path> study_dirs;
   for (const fs::path& f : files) {
@@ -551,6 +586,8 @@ ReportDocument build_report(const fs::path& dir) {
       peaks.push_back(f);
     } else if (name == "roofline.json") {
       rooflines.push_back(f);
+    } else if (name == "ncu.json") {
+      ncus.push_back(f);
     } else if (name == "mlp_bench.json") {
       benches.push_back(f);
     } else if (name == "summary.csv" && study_dirs.count(f.parent_path())) {
@@ -576,6 +613,7 @@ ReportDocument build_report(const fs::path& dir) {
                   dir.string()));
   for (const auto& p : peaks) doc.sections.push_back(peaks_section(p, dir));
   for (const auto& p : rooflines) doc.sections.push_back(roofline_section(p, dir));
+  for (const auto& p : ncus) doc.sections.push_back(ncu_section(p, dir));
   if (!sweeps.empty()) doc.sections.push_back(profile_section(sweeps, dir));
   for (const auto& p : benches) doc.sections.push_back(mlp_bench_section(p, dir));
   for (const auto& p : studies) doc.sections.push_back(activation_section(p, dir));
