@@ -26,6 +26,7 @@
 #include "nnperf/profile/clock.h"
 #include "nnperf/profile/exec_log.h"
 #include "nnperf/profile/profiler.h"
+#include "nnperf/runs/train_outputs.h"
 #include "nnperf/train/trainer.h"
 
 namespace nnperf {
@@ -76,8 +77,9 @@ Data load_data(const DataOptions& o, uint64_t seed) {
     // Sizes from flags: the whole draw (and its split copy) must fit before it is made.
     const int64_t n = o.synthetic_train + o.synthetic_test + o.val_split;
     const auto bytes = checked_mul(n, int64_t{2 * 28 * 28 * 4});
-    check_memory(bytes.value_or(-1),
-                 fmt::format("--val-split {} with --synthetic ({} samples of 28x28)", o.val_split, n));
+    check_memory(
+        bytes.value_or(-1),
+        fmt::format("--val-split {} with --synthetic ({} samples of 28x28)", o.val_split, n));
     // One draw (the class patterns depend on the seed), then the test part split off.
     Dataset everything =
         make_synthetic(o.synthetic_train + o.val_split + o.synthetic_test, 1, 28, 28, 10, seed);
@@ -140,7 +142,9 @@ void check_mlp_memory(const std::vector<int64_t>& hidden, int64_t batch, const s
   check_memory(overflow || !bytes ? -1 : *bytes, fmt::format("{} ({} parameters)", what, params));
 }
 
-TrainRunResult run_training(const TrainRunOptions& o) {
+namespace {
+
+void validate(const TrainRunOptions& o) {
   if (o.init != "pytorch" && o.init != "he") {
     throw UsageError(fmt::format("--init '{}': expected pytorch or he", o.init));
   }
@@ -154,188 +158,150 @@ TrainRunResult run_training(const TrainRunOptions& o) {
     throw UsageError(fmt::format("--batch-size {}: expected a positive number", o.batch_size));
   if (!(o.optimizer.lr > 0.0f))
     throw UsageError(fmt::format("--lr {}: expected a positive number", o.optimizer.lr));
-  const int threads = set_threads(o.threads);
   (void)make_optimizer(o.optimizer);  // an unknown --optimizer is refused before the data is read
-  const ActivationKernel& act = find_activation(o.activation);
-  const GemmAlgorithm& gemm = find_gemm(o.gemm);
+  (void)find_activation(o.activation);
+  (void)find_gemm(o.gemm);
   check_mlp_memory(o.hidden, std::max(o.batch_size, o.eval_batch_size),
-                   fmt::format("the MLP with --hidden {} and --batch-size {}", fmt::join(o.hidden, ","),
-                               o.batch_size));
+                   fmt::format("the MLP with --hidden {} and --batch-size {}",
+                               fmt::join(o.hidden, ","), o.batch_size));
+}
 
-  Progress progress(o.progress);
-  const Data data = load_data(o.data, o.seed);
-  const MemoryContext memory_context(
-      fmt::format("the MLP with --hidden {} and --batch-size {}", fmt::join(o.hidden, ","), o.batch_size));
-  progress.line(fmt::format("data: {} ({} train, {} validation, {} test samples)", data.source,
-                            data.train.size(), data.val.size(), data.test.size()));
-
-  const int64_t features = data.train.sample_numel();
-  // Batches arrive flattened (mb x features), so the graph needs no Flatten copy.
-  Graph graph = build_mlp(features, o.hidden, data.train.num_classes, act, /*flatten=*/false,
-                          o.init == "he" ? LinearInit::kHeNormal : LinearInit::kTorchDefault);
-  Rng init_rng(o.seed);
-  graph.init(init_rng);
-  PlanContext plan{&gemm, threads, true};
-  Trainer trainer(graph, make_optimizer(o.optimizer), plan, o.label_smoothing);
-  graph.plan(Shape{o.batch_size, features}, plan);
-  // Only now, with the data read and the model planned, is the folder claimed: a run refused
-  // above leaves nothing behind.
-  const std::filesystem::path out_dir = prepare_output_dir(o.out_dir, "runs/mlp", "--out-dir", o.overwrite);
-
-  std::vector<int> act_nodes;
-  for (int i = 1; i < graph.size(); ++i) {
-    if (graph.layer(i).is_activation()) act_nodes.push_back(i);
+// Everything one run measures with: the model, its trainer and the per-layer timer.
+struct Session {
+  Session(const TrainRunOptions& o, const Data& data, int threads)
+      : act(find_activation(o.activation)),
+        gemm(find_gemm(o.gemm)),
+        graph(initialized_mlp(o, data, act)),
+        trainer(graph, make_optimizer(o.optimizer), PlanContext{&gemm, threads, true},
+                o.label_smoothing),
+        profiler(LayerProfiler::activations_forward(graph)),
+        // NNPERF_VERBOSE=exec logs every node of every pass: training steps and evaluations.
+        exec(exec_log_from_env(graph, "mlp", gemm.name)) {
+    // Batches arrive flattened (mb x features), so the graph needs no Flatten copy.
+    graph.plan(Shape{o.batch_size, data.train.sample_numel()}, PlanContext{&gemm, threads, true});
+    for (int i = 1; i < graph.size(); ++i) {
+      if (graph.layer(i).is_activation()) act_nodes.push_back(i);
+    }
+    graph.set_hook(with_exec_log(exec.get(), nullptr));
   }
-  LayerProfiler profiler = LayerProfiler::activations_forward(graph);
-  // NNPERF_VERBOSE=exec logs every node of every pass: training steps and evaluations.
-  const std::unique_ptr<ExecLog> exec = exec_log_from_env(graph, "mlp", gemm.name);
-  graph.set_hook(with_exec_log(exec.get(), nullptr));
-  const TimerOverhead overhead = measure_timer_overhead();
+  static Graph initialized_mlp(const TrainRunOptions& o, const Data& data,
+                               const ActivationKernel& act) {
+    Graph g = build_mlp(data.train.sample_numel(), o.hidden, data.train.num_classes, act,
+                        /*flatten=*/false,
+                        o.init == "he" ? LinearInit::kHeNormal : LinearInit::kTorchDefault);
+    Rng rng(o.seed);
+    g.init(rng);
+    return g;
+  }
+  const ActivationKernel& act;
+  const GemmAlgorithm& gemm;
+  Graph graph;
+  Trainer trainer;
+  LayerProfiler profiler;
+  std::unique_ptr<ExecLog> exec;
+  std::vector<int> act_nodes;
+};
 
-  std::vector<std::string> timing_header{"epoch"};
-  for (std::size_t i = 0; i < act_nodes.size(); ++i)
-    timing_header.push_back(fmt::format("layer_{}", i + 1));
-  timing_header.push_back("total_time");
-  CsvWriter metrics_csv(out_dir / "training_metrics.csv",
-                        {"epoch", "train_loss", "train_acc", "val_loss", "val_acc"});
-  CsvWriter timing_csv(out_dir / "activation_timings.csv", timing_header);
-  std::unique_ptr<TensorBoardWriter> tb;
-  if (o.tensorboard) tb = std::make_unique<TensorBoardWriter>(out_dir / "tensorboard");
-
-  nlohmann::json run_extra = {
+nlohmann::json run_record(const Session& s, const Data& data, const TimerOverhead& overhead) {
+  nlohmann::json r = {
       {"job", "train"},
       {"model",
-       {{"name", "mlp"}, {"layers", nlohmann::json::array()}, {"params", graph.num_params()}}},
+       {{"name", "mlp"}, {"layers", nlohmann::json::array()}, {"params", s.graph.num_params()}}},
       {"data", data.source},
-      {"gemm", gemm.name},
+      {"gemm", s.gemm.name},
       {"timer",
-       {{"clock", profiler.timer_name()},
+       {{"clock", s.profiler.timer_name()},
         {"empty_interval_ns", overhead.empty_interval_ns},
         {"pair_cost_ns", overhead.pair_cost_ns},
         {"note", "per-layer times include the timer's own overhead; nothing is subtracted"}}}};
-  for (int i = 1; i < graph.size(); ++i)
-    run_extra["model"]["layers"].push_back(graph.layer(i).describe());
-  write_run_json(out_dir, o.command_line, run_extra);
+  for (int i = 1; i < s.graph.size(); ++i)
+    r["model"]["layers"].push_back(s.graph.layer(i).describe());
+  return r;
+}
 
-  TrainRunResult result;
-  result.out_dir = out_dir;
-  result.timer_empty_interval_ns = overhead.empty_interval_ns;
-  result.timer_pair_cost_ns = overhead.pair_cost_ns;
-  Batcher batcher(data.train, o.batch_size, /*shuffle=*/true, o.seed + 1);
+// One epoch: the training steps (timed per activation layer unless a warm-up epoch), then the
+// validation pass with the profiler detached.
+EpochRecord train_epoch(Session& s, Batcher& batcher, const Data& data, const TrainRunOptions& o,
+                        int epoch, Progress& progress, int64_t& images) {
+  EpochRecord rec;
+  rec.epoch = epoch;
+  rec.timed = o.time_layers && epoch > o.warmup_epochs;
+  batcher.start_epoch();
+  BatchResult train_acc;
+  int64_t batch_index = 0, step_ns = 0;
   Tensor x;
   std::vector<int32_t> labels;
-  const int64_t total_batches = batcher.batches_per_epoch();
-
-  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-    EpochRecord rec;
-    rec.epoch = epoch;
-    rec.timed = o.time_layers && epoch > o.warmup_epochs;
-    batcher.start_epoch();
-    BatchResult train_acc;
-    int64_t batch_index = 0;
-    int64_t step_ns = 0;
-    graph.set_hook(with_exec_log(exec.get(), rec.timed ? &profiler : nullptr));
-    profiler.take();  // discard anything stale
-    while (batcher.next(x, labels, /*flatten=*/true)) {
-      const int64_t t0 = now_ns();
-      train_acc += trainer.step(x, labels);
-      step_ns += now_ns() - t0;
-      ++batch_index;
-      if (progress.is_bar()) {
-        const double secs = static_cast<double>(step_ns) * 1e-9;
-        progress.update(fmt::format("epoch {}/{}", epoch, o.epochs), batch_index, total_batches,
-                        fmt::format("loss {:.4f} acc {:.3f} {:.0f} img/s", train_acc.mean_loss(),
-                                    train_acc.accuracy(),
-                                    secs > 0 ? static_cast<double>(train_acc.count) / secs : 0.0));
-      }
+  s.graph.set_hook(with_exec_log(s.exec.get(), rec.timed ? &s.profiler : nullptr));
+  s.profiler.take();  // discard anything stale
+  while (batcher.next(x, labels, /*flatten=*/true)) {
+    const int64_t t0 = now_ns();
+    train_acc += s.trainer.step(x, labels);
+    step_ns += now_ns() - t0;
+    ++batch_index;
+    if (progress.is_bar()) {
+      const double secs = static_cast<double>(step_ns) * 1e-9;
+      progress.update(fmt::format("epoch {}/{}", epoch, o.epochs), batch_index,
+                      batcher.batches_per_epoch(),
+                      fmt::format("loss {:.4f} acc {:.3f} {:.0f} img/s", train_acc.mean_loss(),
+                                  train_acc.accuracy(),
+                                  secs > 0 ? static_cast<double>(train_acc.count) / secs : 0.0));
     }
-    graph.set_hook(with_exec_log(exec.get(), nullptr));
-    const LayerProfiler::Totals totals = profiler.take();
-    rec.train_loss = train_acc.mean_loss();
-    rec.train_acc = train_acc.accuracy();
-    rec.train_sec = static_cast<double>(step_ns) * 1e-9;
-    rec.imgs_per_sec =
-        rec.train_sec > 0 ? static_cast<double>(train_acc.count) / rec.train_sec : 0.0;
-    if (epoch > o.warmup_epochs) {  // MEASURED_SEC: warm-up epochs are not measured
-      result.measured_sec += rec.train_sec;
-      result.images_trained += train_acc.count;
-    }
-    const bool has_val = data.val.size() > 0;
-    if (has_val) {
-      const BatchResult v = trainer.evaluate(data.val, o.eval_batch_size);
-      rec.val_loss = v.mean_loss();
-      rec.val_acc = v.accuracy();
-    }
-    // Without a validation split the cells stay empty: no made-up zeros.
-    metrics_csv.row({std::to_string(epoch), csv_number(rec.train_loss, 8),
-                     csv_number(rec.train_acc, 8), has_val ? csv_number(rec.val_loss, 8) : "",
-                     has_val ? csv_number(rec.val_acc, 8) : ""});
-    if (rec.timed) {
-      std::vector<std::string> row{std::to_string(epoch)};
-      for (int node : act_nodes) {
-        rec.layer_ms.push_back(totals.forward_mean_ms(node));
-        rec.total_ms += rec.layer_ms.back();
-        row.push_back(csv_number(rec.layer_ms.back(), 8));
-      }
-      row.push_back(csv_number(rec.total_ms, 8));
-      timing_csv.row(row);
-    }
-    if (tb) {
-      tb->add_scalar("Loss/train", rec.train_loss, epoch);
-      tb->add_scalar("Accuracy/train", rec.train_acc, epoch);
-      if (data.val.size() > 0) {
-        tb->add_scalar("Loss/val", rec.val_loss, epoch);
-        tb->add_scalar("Accuracy/val", rec.val_acc, epoch);
-      }
-      tb->add_scalar("Throughput/train_imgs_per_sec", rec.imgs_per_sec, epoch);
-      for (std::size_t i = 0; i < rec.layer_ms.size(); ++i) {
-        tb->add_scalar(fmt::format("Timing/layer_{}_ms", i + 1), rec.layer_ms[i], epoch);
-      }
-      if (rec.timed) tb->add_scalar("Timing/total_activation_ms", rec.total_ms, epoch);
-      tb->flush();
-    }
-    std::string line = fmt::format("epoch {}/{}: train_loss {:.4f} train_acc {:.4f}", epoch,
-                                   o.epochs, rec.train_loss, rec.train_acc);
-    if (data.val.size() > 0)
-      line += fmt::format(" val_loss {:.4f} val_acc {:.4f}", rec.val_loss, rec.val_acc);
-    line += fmt::format(" | {:.2f} s, {:.0f} img/s", rec.train_sec, rec.imgs_per_sec);
-    if (rec.timed) line += fmt::format(" | activations {:.4f} ms/forward", rec.total_ms);
-    progress.line(line);
-    result.epochs.push_back(std::move(rec));
   }
-  progress.finish();
+  s.graph.set_hook(with_exec_log(s.exec.get(), nullptr));
+  const LayerProfiler::Totals totals = s.profiler.take();
+  rec.train_loss = train_acc.mean_loss();
+  rec.train_acc = train_acc.accuracy();
+  rec.train_sec = static_cast<double>(step_ns) * 1e-9;
+  rec.imgs_per_sec = rec.train_sec > 0 ? static_cast<double>(train_acc.count) / rec.train_sec : 0.0;
+  images = train_acc.count;
+  if (data.val.size() > 0) {
+    const BatchResult v = s.trainer.evaluate(data.val, o.eval_batch_size);
+    rec.val_loss = v.mean_loss();
+    rec.val_acc = v.accuracy();
+  }
+  if (rec.timed) {
+    for (int node : s.act_nodes) {
+      rec.layer_ms.push_back(totals.forward_mean_ms(node));
+      rec.total_ms += rec.layer_ms.back();
+    }
+  }
+  return rec;
+}
 
-  const BatchResult test = trainer.evaluate(data.test, o.eval_batch_size);
-  result.test_loss = test.mean_loss();
-  result.test_acc = test.accuracy();
+// The means over the timed epochs.
+void summarize_epochs(TrainRunResult& result, std::size_t layers) {
+  int timed = 0;
+  result.layer_ms.assign(layers, 0.0);
+  std::vector<double> totals;
+  for (const EpochRecord& r : result.epochs) {
+    if (!r.timed) continue;
+    ++timed;
+    for (std::size_t i = 0; i < layers; ++i) result.layer_ms[i] += r.layer_ms[i];
+    totals.push_back(r.total_ms);
+  }
+  for (double& v : result.layer_ms) v = timed > 0 ? v / timed : 0.0;
+  result.total_activation_ms = mean(totals);
   result.imgs_per_sec = result.measured_sec > 0
                             ? static_cast<double>(result.images_trained) / result.measured_sec
                             : 0.0;
-  int timed_epochs = 0;
-  result.layer_ms.assign(act_nodes.size(), 0.0);
-  for (const EpochRecord& r : result.epochs) {
-    if (!r.timed) continue;
-    ++timed_epochs;
-    for (std::size_t i = 0; i < act_nodes.size(); ++i) result.layer_ms[i] += r.layer_ms[i];
-  }
-  for (double& v : result.layer_ms) v = timed_epochs > 0 ? v / timed_epochs : 0.0;
-  std::vector<double> totals_per_epoch;
-  for (const EpochRecord& r : result.epochs) {
-    if (r.timed) totals_per_epoch.push_back(r.total_ms);
-  }
-  result.total_activation_ms = mean(totals_per_epoch);
+}
 
+nlohmann::json final_results_json(const TrainRunResult& result, const TrainRunOptions& o,
+                                  const Session& s, const Data& data, int64_t test_samples,
+                                  int threads) {
   const EpochRecord& last = result.epochs.back();
-  nlohmann::json final_json = {
-      {"activation", act.name},
+  const int timed_epochs = o.epochs - o.warmup_epochs;
+  const bool has_val = data.val.size() > 0;
+  nlohmann::json j = {
+      {"activation", s.act.name},
       {"final_train_loss", last.train_loss},
       {"final_train_acc", last.train_acc},
-      {"final_val_loss", data.val.size() > 0 ? nlohmann::json(last.val_loss) : nlohmann::json(nullptr)},
-      {"final_val_acc", data.val.size() > 0 ? nlohmann::json(last.val_acc) : nlohmann::json(nullptr)},
+      {"final_val_loss", has_val ? nlohmann::json(last.val_loss) : nlohmann::json(nullptr)},
+      {"final_val_acc", has_val ? nlohmann::json(last.val_acc) : nlohmann::json(nullptr)},
       {"validation_samples", data.val.size()},
       {"final_test_loss", result.test_loss},
       {"final_test_acc", result.test_acc},
-      {"test_samples", test.count},
+      {"test_samples", test_samples},
       {"activation_times", nlohmann::json::object()},
       {"total_activation_time", result.total_activation_ms},
       {"hyperparameters",
@@ -351,19 +317,61 @@ TrainRunResult run_training(const TrainRunOptions& o) {
         {"hidden", o.hidden},
         {"seed", o.seed},
         {"threads", threads},
-        {"gemm", gemm.name}}},
+        {"gemm", s.gemm.name}}},
       {"timing_unit", "ms per training forward pass (mean over timed epochs)"},
-      {"timer_empty_interval_ns", overhead.empty_interval_ns},
-      {"timer_pair_cost_ns", overhead.pair_cost_ns},
+      {"timer_empty_interval_ns", result.timer_empty_interval_ns},
+      {"timer_pair_cost_ns", result.timer_pair_cost_ns},
       {"measured_sec", result.measured_sec},
-      {"measured_epochs", o.epochs - o.warmup_epochs},
+      {"measured_epochs", timed_epochs},
       {"imgs_per_sec", result.imgs_per_sec}};
   for (std::size_t i = 0; i < result.layer_ms.size(); ++i) {
-    final_json["activation_times"][fmt::format("layer_{}", i + 1)] = result.layer_ms[i];
+    j["activation_times"][fmt::format("layer_{}", i + 1)] = result.layer_ms[i];
   }
-  write_json_atomic(out_dir / "final_results.json", final_json);
-  progress.line(fmt::format("test: loss {:.4f} acc {:.4f} ({} samples)", result.test_loss,
-                            result.test_acc, test.count));
+  return j;
+}
+
+}  // namespace
+
+TrainRunResult run_training(const TrainRunOptions& o) {
+  validate(o);
+  const int threads = set_threads(o.threads);
+  Progress progress(o.progress);
+  const Data data = load_data(o.data, o.seed);
+  const MemoryContext memory_context(fmt::format("the MLP with --hidden {} and --batch-size {}",
+                                                 fmt::join(o.hidden, ","), o.batch_size));
+  progress.line(fmt::format("data: {} ({} train, {} validation, {} test samples)", data.source,
+                            data.train.size(), data.val.size(), data.test.size()));
+  Session s(o, data, threads);
+  // Only now, with the data read and the model planned, is the folder claimed: a run refused
+  // above leaves nothing behind.
+  TrainRunResult result;
+  result.out_dir = prepare_output_dir(o.out_dir, "runs/mlp", "--out-dir", o.overwrite);
+  const TimerOverhead overhead = measure_timer_overhead();
+  result.timer_empty_interval_ns = overhead.empty_interval_ns;
+  result.timer_pair_cost_ns = overhead.pair_cost_ns;
+  const nlohmann::json run = run_record(s, data, overhead);
+  write_run_json(result.out_dir, o.command_line, run);
+  TrainOutputs outputs(result.out_dir, run, static_cast<int>(s.act_nodes.size()),
+                       data.val.size() > 0, o.tensorboard, o.epochs, progress);
+
+  Batcher batcher(data.train, o.batch_size, /*shuffle=*/true, o.seed + 1);
+  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+    int64_t images = 0;
+    EpochRecord rec = train_epoch(s, batcher, data, o, epoch, progress, images);
+    if (epoch > o.warmup_epochs) {  // MEASURED_SEC: warm-up epochs are not measured
+      result.measured_sec += rec.train_sec;
+      result.images_trained += images;
+    }
+    outputs.add(rec);
+    result.epochs.push_back(std::move(rec));
+  }
+  progress.finish();
+
+  const BatchResult test = s.trainer.evaluate(data.test, o.eval_batch_size);
+  result.test_loss = test.mean_loss();
+  result.test_acc = test.accuracy();
+  summarize_epochs(result, s.act_nodes.size());
+  outputs.finish(result, final_results_json(result, o, s, data, test.count, threads), test.count);
   return result;
 }
 
