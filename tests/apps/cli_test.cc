@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -228,6 +229,46 @@ TEST(Cli, DevicesReportsCpuAndBlas) {
   EXPECT_NE(r.out.find("cpu:"), std::string::npos);
   EXPECT_NE(r.out.find("OpenBLAS"), std::string::npos);
   EXPECT_NE(r.out.find("cuda:"), std::string::npos);
+}
+
+TEST(Cli, PeaksQuickMergesIntoPeaksJsonAndDrawsTheSweep) {
+  TempDir dir;
+  const fs::path file = dir / "peaks.json";
+  const nlohmann::json other = {
+      {"gpu-box",
+       {{"description", "A100"}, {"peak_gbps", 1555}, {"peak_gflops", {{"fp32", 19500}}}}}};
+  { std::ofstream(file) << other.dump(); }
+  const auto r = run_nnperf(fmt::format(
+      "peaks --quick --rounds 1 --steps-per-octave 1 --sgemm-n 64 --env test-env --out '{}'",
+      file.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  for (const char* section :
+       {"FMA", "Bandwidth plateaus", "DRAM", "STREAM", "SGEMM 64^3", "peak_gbps"}) {
+    EXPECT_NE(r.out.find(section), std::string::npos) << section << "\n" << r.out;
+  }
+  const auto j = nlohmann::json::parse(test::read_text(file));
+  ASSERT_EQ(j.size(), 2u) << j.dump();
+  EXPECT_EQ(j["gpu-box"], other["gpu-box"]);
+  for (const char* key :
+       {"description", "peak_gbps", "peak_gflops", "machine", "method", "compute_ceilings",
+        "memory_ceilings", "bandwidth_sweep", "stream_triad", "sgemm", "measured"}) {
+    EXPECT_TRUE(j["test-env"].contains(key)) << key;
+  }
+  EXPECT_EQ(j["test-env"]["method"]["quick"], true);
+  // The plot's data and script always; the images when gnuplot is installed.
+  EXPECT_TRUE(fs::exists(dir / "peaks_bandwidth.dat"));
+  EXPECT_TRUE(fs::exists(dir / "peaks_bandwidth.gp"));
+}
+
+TEST(Cli, PeaksRefusesACorruptPeaksJsonBeforeMeasuring) {
+  TempDir dir;
+  const fs::path file = dir / "peaks.json";
+  { std::ofstream(file) << "{\"box\": {\"peak_gbps\": 1"; }
+  const auto r = run_nnperf(fmt::format("peaks --quick --out '{}'", file.string()));
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_NE(r.err.find(file.string()), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("FMA"), std::string::npos) << r.out;  // nothing measured
+  EXPECT_EQ(test::read_text(file), "{\"box\": {\"peak_gbps\": 1");
 }
 
 }  // namespace

@@ -261,6 +261,7 @@ TEST(Hostile, NonsenseNumbersAreRefusedNamingTheFlag) {
       {"mlp-bench --batch-sizes 0,32", "--batch-sizes"},
       {"peaks --rounds 0", "--rounds"},
       {"peaks --sgemm-n -1", "--sgemm-n"},
+      {"peaks --steps-per-octave 0", "--steps-per-octave"},
       {"profile --warmup -5", "--warmup"},
       {"profile --measure 0", "--measure"},
       {"profile --num-sizes 0", "--num-sizes"},

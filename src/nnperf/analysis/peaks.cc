@@ -1,11 +1,19 @@
+// nnperf peaks: the measurements (FMA per SIMD width, the working-set sweep and its plateaus,
+// the STREAM check, SGEMM), peaks.json (written by merging) and its reader. Timing: the steady
+// clock around one OpenMP region per sample, each sample at least min_sample_seconds (passes
+// are repeated inside the region for small working sets), median of `rounds` samples.
 #include "nnperf/analysis/peaks.h"
 
 #include <cblas.h>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <omp.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
-#include <vector>
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
 
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
@@ -14,8 +22,11 @@
 #include "nnperf/core/rng.h"
 #include "nnperf/core/tensor.h"
 #include "nnperf/core/threads.h"
+#include "nnperf/core/workspace.h"
 #include "nnperf/io/json_read.h"
+#include "nnperf/io/plot.h"
 #include "nnperf/io/run_info.h"
+#include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/kernels/peak/peak.h"
 #include "nnperf/profile/clock.h"
 #include "nnperf/profile/stats.h"
@@ -24,16 +35,78 @@ namespace nnperf {
 
 namespace {
 
-// GFLOP/s of the FMA loop on `threads` threads: every thread runs the same number of rounds.
-double fma_gflops(SimdLevel level, int threads, int64_t iters) {
+namespace fs = std::filesystem;
+
+// Floats between the arrays of one sweep kernel: 5 cache lines, so equal-sized arrays never sit
+// a multiple of 4 KiB apart (loads would falsely wait on stores to the same page offset).
+constexpr int64_t kArrayPad = 80;
+constexpr float kTriadScalar = 0.5f;
+
+struct Stats3 {
+  double median = 0, min = 0, max = 0;
+};
+Stats3 stats3(const std::vector<double>& v) {
+  return {median(v), *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end())};
+}
+
+std::vector<int> thread_counts(int all) {
+  return all > 1 ? std::vector<int>{1, all} : std::vector<int>{1};
+}
+
+CacheSizes effective_caches(const PeakOptions& o) {
+  if (o.caches.l1d > 0 || o.caches.l2 > 0 || o.caches.l3 > 0) return o.caches;
+  const CpuInfo& cpu = cpu_info();
+  return {cpu.l1d_bytes, cpu.l2_bytes, cpu.l3_bytes};
+}
+
+// CPU seconds the whole machine spent busy (every CPU; the hypervisor's steal included) and
+// those this process used: the difference over the measurement is what other work took from it.
+struct CpuSeconds {
+  double machine = -1, self = 0;
+};
+CpuSeconds cpu_seconds() {
+  std::ifstream in("/proc/stat");
+  std::string label;
+  long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  if (!(in >> label >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal) ||
+      label != "cpu") {
+    return {};
+  }
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * t.tv_usec; };
+  return {static_cast<double>(user + nice + system + irq + softirq + steal) / tick,
+          sec(ru.ru_utime) + sec(ru.ru_stime)};
+}
+
+// ---- FMA ----
+
+// Calibrates iterations so that one thread runs `seconds`.
+int64_t calibrate_fma(const FmaKernel& k, double seconds) {
+  float sink = 0;
+  int64_t iters = 1 << 10;
+  for (;;) {
+    const int64_t t0 = now_ns();
+    k.run(iters, &sink);
+    const double sec = seconds_since(t0);
+    if (sec > seconds / 4 || iters > (int64_t{1} << 36)) {
+      return std::max<int64_t>(
+          1, static_cast<int64_t>(static_cast<double>(iters) * seconds / std::max(sec, 1e-9)));
+    }
+    iters *= 4;
+  }
+}
+
+// GFLOP/s of `threads` threads each running the loop `iters` times.
+double fma_sample(const FmaKernel& k, int threads, int64_t iters) {
   std::vector<double> flops(static_cast<std::size_t>(threads), 0.0);
   std::vector<float> sinks(static_cast<std::size_t>(threads), 0.0f);
   const int64_t t0 = now_ns();
 #pragma omp parallel num_threads(threads)
   {
-    const int t = omp_get_thread_num();
-    flops[static_cast<std::size_t>(t)] =
-        fma_peak_loop(level, iters, &sinks[static_cast<std::size_t>(t)]);
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    flops[t] = k.run(iters, &sinks[t]);
   }
   const double sec = seconds_since(t0);
   double total = 0;
@@ -43,182 +116,783 @@ double fma_gflops(SimdLevel level, int threads, int64_t iters) {
   return total / sec * 1e-9;
 }
 
-double sgemm_gflops(int64_t n, int threads) {
-  set_threads(threads);
-  Tensor a(Shape{n, n}), b(Shape{n, n}), c(Shape{n, n});
-  Rng rng(7);
-  rng.fill_uniform({a.data(), static_cast<std::size_t>(a.numel())}, -1, 1);
-  rng.fill_uniform({b.data(), static_cast<std::size_t>(b.numel())}, -1, 1);
-  const auto ni = static_cast<int>(n);
+// The rows measured for one simd width: those of the highest `needs` level this CPU may run.
+std::vector<const FmaKernel*> fma_candidates(const std::string& simd) {
+  const SimdLevel active = active_simd();
+  std::vector<const FmaKernel*> rows;
+  for (const FmaKernel& k : fma_kernels()) {
+    if (simd != k.simd || k.needs > active) continue;
+    if (!rows.empty() && k.needs > rows.front()->needs) rows.clear();
+    if (rows.empty() || k.needs == rows.front()->needs) rows.push_back(&k);
+  }
+  return rows;
+}
+
+std::vector<std::string> fma_widths() {
+  std::vector<std::string> widths;
+  for (const FmaKernel& k : fma_kernels()) {
+    if (k.needs <= active_simd() &&
+        std::find(widths.begin(), widths.end(), k.simd) == widths.end()) {
+      widths.push_back(k.simd);
+    }
+  }
+  return widths;
+}
+
+// Tries every chain count on one thread (interleaved, `rounds` samples each) and returns the
+// best row; the trials are appended to `trials`.
+const FmaKernel* choose_chains(const std::vector<const FmaKernel*>& rows, int rounds,
+                               double seconds, std::vector<FmaTrial>* trials) {
+  std::vector<int64_t> iters;
+  for (const FmaKernel* k : rows) iters.push_back(calibrate_fma(*k, seconds));
+  std::vector<std::vector<double>> g(rows.size());
+  for (int r = 0; r < rounds; ++r) {
+    check_interrupt();
+    for (std::size_t i = 0; i < rows.size(); ++i) g[i].push_back(fma_sample(*rows[i], 1, iters[i]));
+  }
+  std::size_t best = 0;
+  std::vector<double> med;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    med.push_back(median(g[i]));
+    if (trials != nullptr)
+      trials->push_back({rows[i]->name, rows[i]->simd, rows[i]->chains, med[i]});
+    if (med[i] > med[best]) best = i;
+  }
+  return rows[best];
+}
+
+FmaCeiling fma_ceiling(const FmaKernel& k, int threads, int rounds, double seconds) {
+  const int64_t iters = calibrate_fma(k, seconds);
   std::vector<double> g;
-  for (int r = 0; r < 6; ++r) {
+  for (int r = 0; r < rounds; ++r) {
+    check_interrupt();
+    g.push_back(fma_sample(k, threads, iters));
+  }
+  const Stats3 s = stats3(g);
+  return {k.name, k.simd, threads, k.lanes, k.chains, rounds, s.median, s.min, s.max};
+}
+
+// ---- Bandwidth sweep ----
+
+struct SweepKernel {
+  const char* name;
+  int arrays;  // bytes counted per element = 4 x arrays (STREAM: no write-allocate)
+  void (*run)(const BandwidthKernels& k, float* a, float* b, float* c, int64_t n, int64_t reps,
+              float* sink);
+};
+
+constexpr SweepKernel kSweepKernels[] = {
+    {"read", 1,
+     [](const BandwidthKernels& k, float* a, float*, float*, int64_t n, int64_t reps, float* sink) {
+       *sink += k.read(a, n, reps);
+     }},
+    {"copy", 2,
+     [](const BandwidthKernels& k, float* a, float* b, float*, int64_t n, int64_t reps, float*) {
+       k.copy(a, b, n, reps);
+     }},
+    {"triad", 3,
+     [](const BandwidthKernels& k, float* a, float* b, float* c, int64_t n, int64_t reps, float*) {
+       k.triad(a, b, c, kTriadScalar, n, reps);
+     }},
+};
+
+struct SweepRun {
+  const BandwidthKernels& k;
+  const SweepKernel& kernel;
+  float* base;
+  int threads;
+  int64_t n;  // floats per array, a multiple of k.block * threads
+
+  int64_t bytes() const { return kernel.arrays * n * static_cast<int64_t>(sizeof(float)); }
+  // Seconds for `reps` passes, each thread over its slice of every array: the wall time around
+  // the parallel region, and in *busy the longest time one thread spent in the kernel (without
+  // the wait for a sleeping thread to be scheduled, which on a loaded machine can take
+  // milliseconds per region and would make calibration take 1 pass of 4 KiB for 1 ms of work).
+  double time(int64_t reps, std::vector<float>& sinks, double* busy = nullptr) const {
+    float* a = base;
+    float* b = a + n + kArrayPad;
+    float* c = b + n + kArrayPad;
+    const int64_t chunk = n / threads;
+    int64_t longest = 0;
+    const int64_t t0 = now_ns();
+#pragma omp parallel num_threads(threads) reduction(max : longest)
+    {
+      const int t = omp_get_thread_num();
+      const int64_t off = t * chunk;
+      const int64_t start = now_ns();
+      kernel.run(k, a + off, b + off, c + off, chunk, reps, &sinks[static_cast<std::size_t>(t)]);
+      longest = now_ns() - start;
+    }
+    const double wall = seconds_since(t0);
+    if (busy != nullptr) *busy = static_cast<double>(longest) * 1e-9;
+    return wall;
+  }
+  // Passes per sample so that each thread works at least `seconds` (also warms the caches and
+  // the pages). The count found is timed twice more and the fastest of the three decides: one
+  // time can include a preemption several milliseconds long.
+  int64_t calibrate(double seconds, std::vector<float>& sinks) const {
+    auto busy = [&](int64_t reps) {
+      double b = 0;
+      time(reps, sinks, &b);
+      return b;
+    };
+    int64_t reps = 1;
+    for (;;) {
+      double sec = busy(reps);
+      if (sec >= seconds) sec = std::min({sec, busy(reps), busy(reps)});
+      if (sec >= seconds || reps >= (int64_t{1} << 40)) return reps;
+      const double want = sec > 0 ? std::ceil(static_cast<double>(reps) * seconds * 1.1 / sec)
+                                  : static_cast<double>(reps) * 64;
+      reps = std::clamp(static_cast<int64_t>(want), reps * 2, reps * 64);
+    }
+  }
+};
+
+// Floats per array for a working set of about `ws` bytes: a multiple of block x threads, at least
+// one block per thread.
+int64_t floats_per_array(int64_t ws, int arrays, int64_t block, int threads) {
+  const int64_t unit = block * threads;
+  return std::max<int64_t>(1, ws / (arrays * static_cast<int64_t>(sizeof(float))) / unit) * unit;
+}
+
+std::vector<int64_t> sweep_sizes(int64_t lo, int64_t hi, int steps_per_octave) {
+  std::vector<int64_t> sizes;
+  for (int i = 0;; ++i) {
+    const auto ws = static_cast<int64_t>(std::llround(
+        static_cast<double>(lo) * std::exp2(static_cast<double>(i) / steps_per_octave)));
+    if (ws >= hi) break;
+    if (sizes.empty() || ws != sizes.back()) sizes.push_back(ws);
+  }
+  sizes.push_back(hi);  // 4 x LLC exactly, even when it is not on the grid
+  return sizes;
+}
+
+void first_touch(float* p, int64_t n, float value) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) p[i] = value;
+}
+
+// ---- Cache windows ----
+
+struct Window {
+  const char* level;
+  double lo, hi;
+};
+
+std::vector<Window> cache_windows(const CacheSizes& c, int threads) {
+  struct Level {
+    const char* name;
+    double bytes;
+  };
+  std::vector<Level> levels;
+  const auto t = static_cast<double>(threads);
+  if (c.l1d > 0) levels.push_back({"L1", static_cast<double>(c.l1d) * t});  // private
+  if (c.l2 > 0) levels.push_back({"L2", static_cast<double>(c.l2) * t});    // private
+  if (c.l3 > 0) levels.push_back({"L3", static_cast<double>(c.l3)});        // shared
+  std::vector<Window> w;
+  double prev = 0, last = 0;
+  for (const Level& l : levels) {
+    if (l.bytes <= prev) continue;  // a level no larger than the one below adds no plateau
+    w.push_back({l.name, 2 * prev, l.bytes / 2});
+    prev = l.bytes;
+    last = std::max(last, l.bytes);
+  }
+  w.push_back(
+      {"DRAM", last > 0 ? 4 * last : 64.0 * (1 << 20), std::numeric_limits<double>::infinity()});
+  return w;
+}
+
+int64_t default_max_working_set(const CacheSizes& c) {
+  const int64_t llc = std::max({c.l1d, c.l2, c.l3});
+  return llc > 0 ? 4 * llc : int64_t{256} << 20;
+}
+
+// ---- SGEMM ----
+
+SgemmFigure sgemm_figure(const char* impl, int64_t n, int threads, int rounds, const Tensor& a,
+                         const Tensor& b, Tensor& c) {
+  set_threads(threads);
+  const GemmShape shape{false, false, n, n, n};
+  const auto ni = static_cast<int>(n);
+  auto once = [&] {
+    if (std::string_view(impl) == "blas") {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, a.data(), ni,
+                  b.data(), ni, 0.0f, c.data(), ni);
+    } else {
+      gemm_run(find_gemm(impl),
+               gemm_args(shape, a.data(), n, b.data(), n, c.data(), n, nullptr, threads));
+    }
+  };
+  once();  // warm-up: packing buffers, thread pools, pages
+  std::vector<double> g;
+  for (int r = 0; r < rounds; ++r) {
     check_interrupt();
     const int64_t t0 = now_ns();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, a.data(), ni, b.data(),
-                ni, 0.0f, c.data(), ni);
-    const double sec = seconds_since(t0);
-    if (r > 0)
-      g.push_back(2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) /
-                  sec * 1e-9);
+    once();
+    g.push_back(shape.flops() / seconds_since(t0) * 1e-9);
   }
-  return median(g);
+  const Stats3 s = stats3(g);
+  return {impl, n, threads, s.median, s.min, s.max};
 }
 
 }  // namespace
 
-Peaks measure_peaks(const PeakOptions& options) {
-  PeakOptions o = options;
-  if (o.quick) {
-    o.rounds = std::min(o.rounds, 3);
-    o.seconds_per_round = 0.03;
-    o.triad_bytes = 3 * (int64_t{32} << 20);
-    o.sgemm_n = std::min<int64_t>(o.sgemm_n, 512);
-  }
-  if (o.rounds < 1) throw UsageError(fmt::format("--rounds {}: expected at least 1", o.rounds));
-  if (o.sgemm_n < 0)
-    throw UsageError(fmt::format("--sgemm-n {}: expected 0 (skip) or a size", o.sgemm_n));
-  if (o.sgemm_n > 0) {
-    check_memory(
-        3 * o.sgemm_n * o.sgemm_n * static_cast<int64_t>(sizeof(float)),
-        fmt::format("--sgemm-n {} (three {}x{} float matrices)", o.sgemm_n, o.sgemm_n, o.sgemm_n));
-  }
-  Peaks p;
-  const int threads = set_threads(o.threads);
-  p.threads = threads;
-  const SimdLevel level = active_simd();
-  p.simd = to_string(level);
-  // Calibrate the loop length to ~seconds_per_round on one thread.
-  float sink = 0;
-  int64_t iters = 1 << 16;
-  for (;;) {
-    const int64_t t0 = now_ns();
-    fma_peak_loop(level, iters, &sink);
-    const double sec = seconds_since(t0);
-    if (sec > o.seconds_per_round / 4 || iters > (int64_t{1} << 34)) {
-      iters = static_cast<int64_t>(static_cast<double>(iters) * o.seconds_per_round /
-                                   std::max(sec, 1e-6));
-      break;
-    }
-    iters *= 4;
-  }
-  std::vector<double> one, all;
-  for (int r = 0; r < o.rounds; ++r) {
-    check_interrupt();
-    one.push_back(fma_gflops(level, 1, iters));
-    if (threads > 1) all.push_back(fma_gflops(level, threads, iters));
-  }
-  p.fma_gflops_1thread = median(one);
-  p.fma_gflops = threads > 1 ? median(all) : p.fma_gflops_1thread;
-  const double mhz = cpu_info().nominal_mhz;
-  if (mhz > 0) p.flops_per_cycle_estimate = p.fma_gflops_1thread / (mhz * 1e-3);
+PeakOptions quick_peak_options() {
+  PeakOptions o;
+  o.quick = true;
+  o.rounds = 3;
+  o.fma_seconds = 0.02;
+  o.fma_trial_seconds = 0.005;
+  o.steps_per_octave = 2;
+  o.sgemm_n = 512;
+  return o;
+}
 
-  const int64_t n = o.triad_bytes / 3 / static_cast<int64_t>(sizeof(float));
-  Tensor a(Shape{n}), b(Shape{n}), c(Shape{n});
-  b.fill(1.0f);
-  c.fill(2.0f);
-  stream_triad(a.data(), b.data(), c.data(), 3.0f, n);  // first touch
-  std::vector<double> bw;
+std::vector<BandwidthPlateau> detect_plateaus(std::span<const SweepPoint> sweep,
+                                              const CacheSizes& caches) {
+  // Groups in the order they first appear in the sweep.
+  std::vector<std::pair<std::string, int>> groups;
+  for (const SweepPoint& p : sweep) {
+    const std::pair<std::string, int> g{p.kernel, p.threads};
+    if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+  }
+  std::vector<BandwidthPlateau> out;
+  for (const auto& [kernel, threads] : groups) {
+    for (const Window& w : cache_windows(caches, threads)) {
+      BandwidthPlateau pl{w.level, kernel, threads};
+      std::vector<double> medians;
+      for (const SweepPoint& p : sweep) {
+        const auto b = static_cast<double>(p.bytes);
+        // 2% slack: sizes are rounded down to whole blocks per thread (4 x LLC lands just below).
+        if (p.kernel != kernel || p.threads != threads || b < 0.98 * w.lo || b > 1.02 * w.hi) {
+          continue;
+        }
+        medians.push_back(p.gbps);
+        pl.min = medians.size() == 1 ? p.min : std::min(pl.min, p.min);
+        pl.max = medians.size() == 1 ? p.max : std::max(pl.max, p.max);
+        pl.lo = medians.size() == 1 ? p.bytes : std::min(pl.lo, p.bytes);
+        pl.hi = std::max(pl.hi, p.bytes);
+      }
+      if (medians.empty()) continue;
+      pl.gbps = median(medians);
+      pl.sizes = static_cast<int>(medians.size());
+      out.push_back(pl);
+    }
+  }
+  return out;
+}
+
+double Peaks::best_fma(int t) const {
+  double best = 0;
+  for (const FmaCeiling& c : compute) {
+    if (c.threads == t) best = std::max(best, c.gflops);
+  }
+  return best;
+}
+
+const BandwidthPlateau* Peaks::plateau(const std::string& level, const std::string& kernel,
+                                       int t) const {
+  for (const BandwidthPlateau& p : plateaus) {
+    if (p.level == level && p.kernel == kernel && p.threads == t) return &p;
+  }
+  return nullptr;
+}
+
+double Peaks::peak_gbps() const {
+  if (const BandwidthPlateau* p = plateau("DRAM", "triad", threads)) return p->gbps;
+  double gbps = 0;
+  int64_t largest = -1;
+  for (const SweepPoint& s : sweep) {
+    if (s.kernel == "triad" && s.threads == threads && s.bytes > largest) {
+      largest = s.bytes;
+      gbps = s.gbps;
+    }
+  }
+  return gbps;
+}
+
+double measure_fma_peak(int threads, int rounds, double seconds_per_round) {
+  const std::vector<std::string> widths = fma_widths();
+  const FmaKernel* k =
+      choose_chains(fma_candidates(widths.back()), rounds, seconds_per_round / 4, nullptr);
+  return fma_ceiling(*k, std::max(1, threads), rounds, seconds_per_round).gflops;
+}
+
+Peaks measure_peaks(const PeakOptions& o) {
+  if (o.rounds < 1) throw UsageError(fmt::format("--rounds {}: expected at least 1", o.rounds));
+  if (o.sgemm_n < 0) {
+    throw UsageError(fmt::format("--sgemm-n {}: expected 0 (skip) or a size", o.sgemm_n));
+  }
+  if (o.steps_per_octave < 1) {
+    throw UsageError(fmt::format("--steps-per-octave {}: expected at least 1", o.steps_per_octave));
+  }
+  const int64_t started = now_ns();
+  const CpuSeconds cpu_start = cpu_seconds();
+  Peaks p;
+  p.options = o;
+  p.caches = effective_caches(o);
+  const int all = set_threads(o.threads);
+  p.threads = all;
+  p.simd = to_string(active_simd());
+  const int64_t max_ws =
+      o.max_working_set > 0 ? o.max_working_set : default_max_working_set(p.caches);
+  p.options.max_working_set = max_ws;
+  const int64_t min_ws = std::min(o.min_working_set, max_ws);
+
+  // Memory first: SGEMM's three n x n matrices, then with them the sweep's arrays (about max_ws)
+  // and the STREAM check's doubles (max_ws).
+  const int64_t sweep_bytes = max_ws + 4 * (kArrayPad + 1024) * static_cast<int64_t>(sizeof(float));
+  const int64_t gemm_bytes = 3 * o.sgemm_n * o.sgemm_n * static_cast<int64_t>(sizeof(float));
+  const std::string sgemm_what =
+      fmt::format("--sgemm-n {} (three {}x{} float matrices)", o.sgemm_n, o.sgemm_n, o.sgemm_n);
+  check_memory(gemm_bytes, sgemm_what);
+  check_memory(2 * sweep_bytes + gemm_bytes,
+               fmt::format("the bandwidth sweep (two {} buffers: working sets up to 4 x the "
+                           "last-level cache){}",
+                           format_bytes(sweep_bytes), o.sgemm_n > 0 ? " and " + sgemm_what : ""));
+
+  // FMA: the best chain count per width on one thread, then those loops on 1 and all threads,
+  // round-robin (round r samples every width and thread count once), so a few seconds of other
+  // work on the machine lands in a few rounds of every figure rather than in all of one.
+  {
+    std::vector<const FmaKernel*> best;
+    std::vector<int64_t> iters;
+    for (const std::string& width : fma_widths()) {
+      best.push_back(
+          choose_chains(fma_candidates(width), o.rounds, o.fma_trial_seconds, &p.fma_trials));
+      iters.push_back(calibrate_fma(*best.back(), o.fma_seconds));
+    }
+    const std::vector<int> ts = thread_counts(all);
+    std::vector<std::vector<double>> g(best.size() * ts.size());
+    for (int r = 0; r < o.rounds; ++r) {
+      check_interrupt();
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        g[i].push_back(fma_sample(*best[i / ts.size()], ts[i % ts.size()], iters[i / ts.size()]));
+      }
+    }
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const FmaKernel& k = *best[i / ts.size()];
+      const Stats3 s = stats3(g[i]);
+      p.compute.push_back(
+          {k.name, k.simd, ts[i % ts.size()], k.lanes, k.chains, o.rounds, s.median, s.min, s.max});
+    }
+  }
+
+  // Bandwidth sweep with the widest vectors (one level below would halve L1 bandwidth).
+  const BandwidthKernels& bk = bandwidth_kernels(active_simd());
+  Workspace sweep_buf;
+  sweep_buf.reserve(static_cast<std::size_t>(sweep_bytes));
+  float* base = static_cast<float*>(sweep_buf.data());
+  first_touch(base, sweep_bytes / static_cast<int64_t>(sizeof(float)), 1.0f);
+  std::vector<float> sinks(static_cast<std::size_t>(all), 0.0f);
+  const std::vector<int64_t> sizes = sweep_sizes(min_ws, max_ws, o.steps_per_octave);
+  // Every point is calibrated first, then sampled round-robin like the FMA figures; a point's
+  // sample is preceded by one untimed pass that brings its arrays back into the caches the
+  // previous point evicted them from (not for DRAM-sized sets, which no cache keeps).
+  struct Point {
+    SweepRun run;
+    int64_t reps;
+    std::vector<double> gbps;
+  };
+  std::vector<Point> points;
+  for (int t : thread_counts(all)) {
+    for (int64_t ws : sizes) {
+      for (const SweepKernel& sk : kSweepKernels) {
+        const SweepRun run{bk, sk, base, t, floats_per_array(ws, sk.arrays, bk.block, t)};
+        check_interrupt();
+        points.push_back({run, run.calibrate(o.min_sample_seconds, sinks), {}});
+      }
+    }
+  }
   for (int r = 0; r < o.rounds; ++r) {
     check_interrupt();
-    const int64_t t0 = now_ns();
-    stream_triad(a.data(), b.data(), c.data(), 3.0f, n);
-    bw.push_back(12.0 * static_cast<double>(n) / seconds_since(t0) * 1e-9);
+    for (Point& pt : points) {
+      check_interrupt();
+      if (pt.run.bytes() < max_ws / 2) pt.run.time(1, sinks);
+      const double sec = pt.run.time(pt.reps, sinks);
+      pt.gbps.push_back(static_cast<double>(pt.run.bytes() * pt.reps) / sec * 1e-9);
+    }
   }
-  p.triad_gbps = median(bw);
+  for (const Point& pt : points) {
+    const Stats3 s = stats3(pt.gbps);
+    p.sweep.push_back({pt.run.kernel.name, pt.run.threads, pt.run.bytes(), s.median, s.min, s.max});
+  }
+  p.plateaus = detect_plateaus(p.sweep, p.caches);
+
+  // STREAM check: at a working set in the middle of each triad plateau, the plain double loop and
+  // our triad, sample by sample in turn (the machine's noise hits both alike).
+  {
+    Workspace stream_buf;
+    stream_buf.reserve(static_cast<std::size_t>(sweep_bytes));
+    auto* d = static_cast<double*>(stream_buf.data());
+    const int64_t max_n = max_ws / 24;
+    first_touch(static_cast<float*>(stream_buf.data()), 2 * (3 * max_n + 64), 0.0f);
+    const SweepKernel& triad = kSweepKernels[2];
+    std::vector<StreamCheck> dram;
+    for (int t : thread_counts(all)) {
+      for (const BandwidthPlateau& pl : p.plateaus) {
+        if (pl.kernel != "triad" || pl.threads != t) continue;
+        // The plateau's middle size (DRAM: its smallest, 4 x LLC).
+        std::vector<int64_t> in;
+        for (const SweepPoint& s : p.sweep) {
+          if (s.kernel == "triad" && s.threads == t && s.bytes >= pl.lo && s.bytes <= pl.hi) {
+            in.push_back(s.bytes);
+          }
+        }
+        const int64_t ws = pl.level == "DRAM" ? in.front() : in[in.size() / 2];
+        const int64_t n = std::max<int64_t>(ws / 24 / 8, 1) * 8;
+        double* a = d;
+        double* b = a + n + 8;
+        double* c = b + n + 8;
+        for (int64_t i = 0; i < n; ++i) {
+          b[i] = 2.0;
+          c[i] = 0.5;
+        }
+        const SimdLevel level = active_simd();
+        auto stream = [&](int64_t r) {
+          const int64_t t0 = now_ns();
+          stream_triad_f64(a, b, c, 3.0, n, r, t, level);
+          return seconds_since(t0);
+        };
+        const SweepRun ours{bk, triad, base, t, floats_per_array(ws, 3, bk.block, t)};
+        auto time_ours = [&](int64_t r) { return ours.time(r, sinks); };
+        // The same bytes in both: STREAM runs as many passes as ours needs.
+        const int64_t reps_ours = ours.calibrate(o.min_sample_seconds, sinks);
+        const int64_t reps_stream = reps_ours;
+        // Each sample after one untimed pass of its own (the other's arrays evicted its own).
+        const bool warm = ws < max_ws / 2;
+        std::vector<double> gs, go;
+        for (int r = 0; r < o.rounds; ++r) {
+          check_interrupt();
+          if (warm) stream(1);
+          gs.push_back(24.0 * static_cast<double>(n * reps_stream) / stream(reps_stream) * 1e-9);
+          if (warm) time_ours(1);
+          go.push_back(static_cast<double>(ours.bytes() * reps_ours) / time_ours(reps_ours) * 1e-9);
+        }
+        StreamCheck sc{pl.level, t, 24 * n, median(gs), median(go)};
+        (pl.level == "DRAM" && t == all ? dram : p.stream).push_back(sc);
+      }
+    }
+    p.stream.insert(p.stream.end(), dram.begin(), dram.end());
+  }
+
+  // SGEMM: ours (blocked) first, then OpenBLAS, whose pool threads spin for a while after a call.
   if (o.sgemm_n > 0) {
-    p.sgemm_gflops_1thread = sgemm_gflops(o.sgemm_n, 1);
-    p.sgemm_gflops = threads > 1 ? sgemm_gflops(o.sgemm_n, threads) : p.sgemm_gflops_1thread;
-    set_threads(threads);
+    const int64_t n = o.sgemm_n;
+    Tensor a(Shape{n, n}), b(Shape{n, n}), c(Shape{n, n});
+    Rng rng(7);
+    rng.fill_uniform({a.data(), static_cast<std::size_t>(a.numel())}, -1, 1);
+    rng.fill_uniform({b.data(), static_cast<std::size_t>(b.numel())}, -1, 1);
+    for (const char* impl : {"blocked", "blas"}) {
+      for (int t : thread_counts(all))
+        p.sgemm.push_back(sgemm_figure(impl, n, t, o.rounds, a, b, c));
+    }
+  }
+  set_threads(all);
+  volatile float keep = sinks[0];
+  (void)keep;
+  p.seconds = seconds_since(started);
+  const CpuSeconds cpu_end = cpu_seconds();
+  if (cpu_start.machine >= 0 && cpu_end.machine >= 0) {
+    p.other_cpu_seconds =
+        std::max(0.0, (cpu_end.machine - cpu_start.machine) - (cpu_end.self - cpu_start.self));
   }
   return p;
 }
 
-nlohmann::json peaks_to_json(const Peaks& p, const std::string& env) {
+// ---- peaks.json ----
+
+nlohmann::json peaks_env_json(const Peaks& p) {
+  using nlohmann::json;
   const CpuInfo& cpu = cpu_info();
-  return {{env,
-           {{"description", fmt::format("{}, {} thread(s), {} kernels (measured by nnperf peaks)",
-                                        cpu.model_name, p.threads, p.simd)},
-            {"peak_gbps", p.triad_gbps},
-            {"peak_gflops", {{"fp32", p.fma_gflops}}},
-            {"measured",
-             {{"threads", p.threads},
-              {"simd", p.simd},
-              {"fma_gflops_per_s_1thread", p.fma_gflops_1thread},
-              {"fma_gflops_per_s", p.fma_gflops},
-              {"triad_gbytes_per_s", p.triad_gbps},
-              {"sgemm_gflops_per_s_1thread", p.sgemm_gflops_1thread},
-              {"sgemm_gflops_per_s", p.sgemm_gflops},
-              {"flops_per_cycle_at_nominal_clock", p.flops_per_cycle_estimate}}}}}};
+  json simd = json::array();
+  for (const FmaCeiling& c : p.compute) {
+    if (std::find(simd.begin(), simd.end(), c.simd) == simd.end()) simd.push_back(c.simd);
+  }
+  json compute = json::array();
+  for (const FmaCeiling& c : p.compute) {
+    compute.push_back({{"name", c.name},
+                       {"simd", c.simd},
+                       {"threads", c.threads},
+                       {"gflops", c.gflops},
+                       {"min", c.min},
+                       {"max", c.max},
+                       {"rounds", c.rounds},
+                       {"chains", c.chains},
+                       {"lanes", c.lanes}});
+  }
+  auto plateau_json = [](const BandwidthPlateau& pl) {
+    return json{{"level", pl.level},
+                {"kernel", pl.kernel},
+                {"threads", pl.threads},
+                {"gbps", pl.gbps},
+                {"min", pl.min},
+                {"max", pl.max},
+                {"working_set_bytes", {pl.lo, pl.hi}},
+                {"sizes", pl.sizes}};
+  };
+  json memory = json::array(), plateaus = json::array();
+  for (const BandwidthPlateau& pl : p.plateaus) {
+    if (pl.kernel == "triad") memory.push_back(plateau_json(pl));
+    plateaus.push_back(plateau_json(pl));
+  }
+  json sweep = json::array();
+  for (const SweepPoint& s : p.sweep) {
+    sweep.push_back({{"kernel", s.kernel},
+                     {"threads", s.threads},
+                     {"bytes", s.bytes},
+                     {"gbps", s.gbps},
+                     {"min", s.min},
+                     {"max", s.max}});
+  }
+  json checks = json::array();
+  json stream_dram = nullptr;
+  for (const StreamCheck& s : p.stream) {
+    const json j{{"level", s.level},
+                 {"threads", s.threads},
+                 {"working_set_bytes", s.working_set_bytes},
+                 {"gbps", s.stream_gbps},
+                 {"ours_gbps", s.ours_gbps},
+                 {"ratio", s.ratio()}};
+    checks.push_back(j);
+    if (s.level == "DRAM" && s.threads == p.threads) stream_dram = j;
+  }
+  json sgemm = json::array();
+  for (const SgemmFigure& s : p.sgemm) {
+    const double peak = p.best_fma(s.threads);
+    sgemm.push_back({{"impl", s.impl},
+                     {"n", s.n},
+                     {"threads", s.threads},
+                     {"gflops", s.gflops},
+                     {"min", s.min},
+                     {"max", s.max},
+                     {"percent_of_fma_peak", peak > 0 ? 100 * s.gflops / peak : 0.0}});
+  }
+  json trials = json::array();
+  for (const FmaTrial& t : p.fma_trials) {
+    trials.push_back(
+        {{"name", t.name}, {"simd", t.simd}, {"chains", t.chains}, {"gflops_1thread", t.gflops}});
+  }
+  auto sgemm_at = [&](const char* impl, int t) {
+    for (const SgemmFigure& s : p.sgemm) {
+      if (s.impl == impl && s.threads == t) return s.gflops;
+    }
+    return 0.0;
+  };
+  const double fma1 = p.best_fma(1);
+  const PeakOptions& o = p.options;
+  return {
+      {"description", fmt::format("{}, {} thread(s), {} kernels (measured by nnperf peaks)",
+                                  cpu.model_name, p.threads, p.simd)},
+      {"peak_gbps", p.peak_gbps()},
+      {"peak_gflops", {{"fp32", p.best_fma(p.threads)}}},
+      {"machine",
+       {{"cpu", cpu.model_name},
+        {"logical_cpus", cpu.logical_cpus},
+        {"simd", simd},
+        {"caches", {{"L1d", p.caches.l1d}, {"L2", p.caches.l2}, {"L3", p.caches.l3}}},
+        {"nominal_mhz", cpu.nominal_mhz}}},
+      {"method",
+       {{"rounds", o.rounds},
+        {"statistic", "median"},
+        {"bytes_counting", "STREAM (no write-allocate)"},
+        {"quick", o.quick},
+        {"threads", p.threads},
+        {"fma_seconds_per_sample", o.fma_seconds},
+        {"fma_trials", trials},
+        {"bandwidth_simd", p.simd},
+        {"min_sample_seconds", o.min_sample_seconds},
+        {"steps_per_octave", o.steps_per_octave},
+        {"working_set_range", {std::min(o.min_working_set, o.max_working_set), o.max_working_set}},
+        {"working_set", "bytes of every array the kernel touches (read 1, copy 2, triad 3)"},
+        {"plateau_rule",
+         "L1: ws <= L1/2; Ln: 2 x L(n-1) <= ws <= Ln/2; DRAM: ws >= 4 x the last level; L1d and "
+         "L2 count once per thread, L3 once; gbps = median of the per-size medians, min/max over "
+         "every sample"},
+        {"timing", "steady clock around one OpenMP region per sample; passes repeated inside it"},
+        {"wall_seconds", p.seconds},
+        {"other_processes_cpu_seconds",
+         p.other_cpu_seconds >= 0 ? json(p.other_cpu_seconds) : json(nullptr)}}},
+      {"compute_ceilings", compute},
+      {"memory_ceilings", memory},
+      {"bandwidth_plateaus", plateaus},
+      {"bandwidth_sweep", sweep},
+      {"stream_triad", stream_dram},
+      {"stream_checks", checks},
+      {"sgemm", sgemm},
+      {"measured",
+       {{"threads", p.threads},
+        {"simd", p.simd},
+        {"fma_gflops_per_s_1thread", fma1},
+        {"fma_gflops_per_s", p.best_fma(p.threads)},
+        {"triad_gbytes_per_s", p.peak_gbps()},
+        {"sgemm_gflops_per_s_1thread", sgemm_at("blas", 1)},
+        {"sgemm_gflops_per_s", sgemm_at("blas", p.threads)},
+        {"flops_per_cycle_at_nominal_clock",
+         cpu.nominal_mhz > 0 ? fma1 / (cpu.nominal_mhz * 1e-3) : 0.0}}}};
 }
 
+nlohmann::json peaks_to_json(const Peaks& p, const std::string& env) {
+  return {{env, peaks_env_json(p)}};
+}
+
+namespace {
+
+nlohmann::json read_mergeable(const fs::path& path) {
+  if (!fs::exists(path)) return nlohmann::json::object();
+  nlohmann::json doc;
+  try {
+    doc = read_json(path);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{} (left as it is: fix or move it, or pass another --out)", e.what()));
+  }
+  if (!doc.is_object()) {
+    fail(
+        "{}: expected an object of environments ({{env: {{description, peak_gbps, ...}}}}) "
+        "(left as it is: fix or move it, or pass another --out)",
+        path.string());
+  }
+  return doc;
+}
+
+}  // namespace
+
+void check_peaks_json_mergeable(const fs::path& path) { (void)read_mergeable(path); }
+
+void merge_peaks_json(const fs::path& path, const std::string& env, const nlohmann::json& entry) {
+  nlohmann::json doc = read_mergeable(path);
+  doc[env] = entry;
+  write_json_atomic(path, doc);
+}
+
+// ---- Reading ----
+
 MachineCeilings ceilings_from_json(const nlohmann::json& doc, const std::string& env,
-                                   const std::string& path) {
-  const JsonPath root{path, ""};
-  if (!doc.is_object() || doc.empty()) fail("{}: expected an object of environments", path);
-  std::string key = env;
-  if (key.empty()) {
-    if (doc.size() == 1) {
-      key = doc.begin().key();
+                                   const std::string& path_for_messages) {
+  const std::string& src = path_for_messages;
+  if (!doc.is_object()) {
+    fail(
+        "{}: expected an object of environments ({{env: {{description, peak_gbps, "
+        "peak_gflops}}}})",
+        src);
+  }
+  if (doc.empty()) fail("{}: no environments in the file", src);
+  std::vector<std::string> envs;
+  for (const auto& [key, value] : doc.items()) envs.push_back(key);
+  auto list = [&] {
+    std::string s;
+    for (const std::string& e : envs) s += (s.empty() ? "" : ", ") + quote_input(e);
+    return s;
+  };
+  std::string chosen = env;
+  if (chosen.empty()) {
+    if (envs.size() == 1) {
+      chosen = envs.front();
     } else if (doc.contains(hostname())) {
-      key = hostname();
+      chosen = hostname();
     } else {
-      std::vector<std::string> names;
-      for (const auto& [k, v] : doc.items()) names.push_back(k);
-      throw UsageError(fmt::format("{} holds {} environments ({}); choose one with --env", path,
-                                   names.size(), fmt::join(names, ", ")));
+      throw UsageError(
+          fmt::format("{}: {} environments and none is named after this host ('{}'); "
+                      "name one of: {}",
+                      src, envs.size(), quote_input(hostname()), list()));
     }
-  } else if (!doc.contains(key)) {
-    std::vector<std::string> names;
-    for (const auto& [k, v] : doc.items()) names.push_back(k);
-    throw UsageError(fmt::format("--env {}: not in {} (it holds: {})", quote_input(key), path,
-                                 fmt::join(names, ", ")));
+  } else if (!doc.contains(chosen)) {
+    throw UsageError(
+        fmt::format("{}: no environment '{}'; the file has: {}", src, quote_input(chosen), list()));
   }
-  const JsonPath at = root.at(key);
-  const nlohmann::json& e = json_object(doc, key, root);
+  const JsonPath root{src, ""};
+  const nlohmann::json& e = json_object(doc, chosen, root);
+  const JsonPath where = root.at(chosen);
   MachineCeilings m;
-  m.env = key;
-  if (e.contains("description") && e["description"].is_string()) m.description = e["description"];
-  m.peak_gbps = json_number(e, "peak_gbps", at);
-  m.peak_gflops_fp32 = json_number(json_object(e, "peak_gflops", at), "fp32", at.at("peak_gflops"));
-  if (!(m.peak_gbps > 0)) fail("{}: expected a positive number", at.at("peak_gbps").str());
-  if (!(m.peak_gflops_fp32 > 0))
-    fail("{}: expected a positive number", at.at("peak_gflops.fp32").str());
-  if (e.contains("compute_ceilings")) {
-    const JsonPath cp = at.at("compute_ceilings");
-    if (!e["compute_ceilings"].is_array()) fail("{}: expected an array", cp.str());
-    for (std::size_t i = 0; i < e["compute_ceilings"].size(); ++i) {
-      const JsonPath ip = cp.at(std::to_string(i));
-      const nlohmann::json& c = e["compute_ceilings"][i];
-      if (!c.is_object()) fail("{}: expected an object", ip.str());
-      m.compute.push_back({json_string(c, "name", ip), json_string(c, "simd", ip),
-                           static_cast<int>(json_integer(c, "threads", ip)),
-                           json_number(c, "gflops", ip)});
+  m.env = chosen;
+  if (e.contains("description") && e["description"].is_string()) {
+    m.description = e["description"].get<std::string>();
+  }
+  auto positive = [](double v, const JsonPath& at) {
+    if (!(v > 0)) fail("{}: expected a positive number, found {}", at.str(), v);
+    return v;
+  };
+  m.peak_gbps = positive(json_number(e, "peak_gbps", where), where.at("peak_gbps"));
+  const nlohmann::json& pg = json_object(e, "peak_gflops", where);
+  const JsonPath pg_at = where.at("peak_gflops");
+  m.peak_gflops_fp32 = positive(json_number(pg, "fp32", pg_at), pg_at.at("fp32"));
+  for (const auto& [precision, value] : pg.items()) {
+    if (value.is_number()) m.peak_gflops[precision] = value.get<double>();
+  }
+  auto array_of_objects = [&](const char* key) -> const nlohmann::json* {
+    const auto it = e.find(key);
+    if (it == e.end() || it->is_null()) return nullptr;
+    if (!it->is_array()) fail("{}: expected an array", where.at(key).str());
+    return &*it;
+  };
+  auto element = [&](const char* key, std::size_t i) {
+    return where.at(fmt::format("{}[{}]", key, i));
+  };
+  if (const nlohmann::json* cc = array_of_objects("compute_ceilings")) {
+    for (std::size_t i = 0; i < cc->size(); ++i) {
+      const nlohmann::json& c = (*cc)[i];
+      const JsonPath at = element("compute_ceilings", i);
+      m.compute.push_back({json_string(c, "name", at), json_string(c, "simd", at),
+                           static_cast<int>(json_integer(c, "threads", at)),
+                           json_number(c, "gflops", at)});
     }
   }
-  if (e.contains("memory_ceilings")) {
-    const JsonPath mp = at.at("memory_ceilings");
-    if (!e["memory_ceilings"].is_array()) fail("{}: expected an array", mp.str());
-    for (std::size_t i = 0; i < e["memory_ceilings"].size(); ++i) {
-      const JsonPath ip = mp.at(std::to_string(i));
-      const nlohmann::json& c = e["memory_ceilings"][i];
-      if (!c.is_object()) fail("{}: expected an object", ip.str());
-      MemoryCeiling mc{json_string(c, "level", ip),
-                       static_cast<int>(json_integer(c, "threads", ip)),
-                       json_number(c, "gbps", ip)};
-      if (c.contains("working_set_bytes") && c["working_set_bytes"].is_array() &&
-          c["working_set_bytes"].size() == 2 && c["working_set_bytes"][0].is_number() &&
-          c["working_set_bytes"][1].is_number()) {
-        mc.working_set_lo = c["working_set_bytes"][0].get<double>();
-        mc.working_set_hi = c["working_set_bytes"][1].get<double>();
+  if (const nlohmann::json* mc = array_of_objects("memory_ceilings")) {
+    for (std::size_t i = 0; i < mc->size(); ++i) {
+      const nlohmann::json& c = (*mc)[i];
+      const JsonPath at = element("memory_ceilings", i);
+      MemoryCeiling mem{json_string(c, "level", at),
+                        static_cast<int>(json_integer(c, "threads", at)),
+                        json_number(c, "gbps", at)};
+      if (c.contains("working_set_bytes")) {
+        const nlohmann::json& ws = c["working_set_bytes"];
+        if (!ws.is_array() || ws.size() != 2 || !ws[0].is_number() || !ws[1].is_number()) {
+          fail("{}: expected [lo, hi] in bytes", at.at("working_set_bytes").str());
+        }
+        mem.working_set_lo = ws[0].get<double>();
+        mem.working_set_hi = ws[1].get<double>();
       }
-      m.memory.push_back(mc);
+      m.memory.push_back(mem);
     }
   }
   return m;
 }
 
-MachineCeilings read_peaks_json(const std::filesystem::path& path, const std::string& env) {
+MachineCeilings read_peaks_json(const fs::path& path, const std::string& env) {
   return ceilings_from_json(read_json(path), env, path.string());
+}
+
+// Bandwidth against working set, one curve per kernel x threads, cache sizes marked.
+PlotResult peaks_bandwidth_plot(const Peaks& p, const std::filesystem::path& stem) {
+  PlotSpec spec;
+  spec.title = fmt::format("Bandwidth vs working set ({}, STREAM byte counting)", p.simd);
+  spec.xlabel = "working set (KiB)";
+  spec.ylabel = "GB/s";
+  spec.logx = true;
+  spec.logy = true;                      // L1 on all threads and DRAM on one differ by 20x
+  for (const SweepPoint& s : p.sweep) {  // in size order within each kernel x threads
+    const std::string title =
+        fmt::format("{}, {} thread{}", s.kernel, s.threads, s.threads > 1 ? "s" : "");
+    auto it = std::find_if(spec.series.begin(), spec.series.end(),
+                           [&](const Series& x) { return x.title == title; });
+    if (it == spec.series.end()) {
+      Series added;
+      added.title = title;
+      it = spec.series.insert(spec.series.end(), added);
+    }
+    it->x.push_back(static_cast<double>(s.bytes) / 1024);
+    it->y.push_back(s.gbps);
+  }
+  const std::tuple<const char*, int64_t, const char*> marks[] = {
+      {"L1d", p.caches.l1d, "per core"}, {"L2", p.caches.l2, "per core"}, {"L3", p.caches.l3, ""}};
+  for (const auto& [name, bytes, scope] : marks) {
+    if (bytes > 0) {
+      spec.x_marks.push_back(
+          {static_cast<double>(bytes) / 1024,
+           fmt::format("{} {}{}{}", name, format_bytes(bytes), *scope ? " " : "", scope)});
+    }
+  }
+  return render_plot(spec, stem);
 }
 
 }  // namespace nnperf

@@ -138,6 +138,16 @@ Rendered render_xy(const PlotSpec& spec, const std::string& dat) {
   body += "set grid\nset colorsequence podo\n";
   if (spec.logx) body += "set logscale x\n";
   if (spec.logy) body += "set logscale y\n";
+  // Mark labels take tags from 100000 so that label_points' tags (1, 2, ...) cannot replace them.
+  for (std::size_t i = 0; i < spec.x_marks.size(); ++i) {
+    const PlotSpec::XMark& m = spec.x_marks[i];
+    body += fmt::format("set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 2 lc rgb 'gray40'\n",
+                        num(m.x));
+    body += fmt::format(
+        "set label {} {} at {}, graph 0.98 rotate by 90 right offset char -0.7,0 "
+        "tc rgb 'gray30' noenhanced\n",
+        100000 + i, gp_string(m.label), num(m.x));
+  }
   const bool points = spec.kind == PlotSpec::Kind::kPoints;
   if (points && spec.label_points) {
     body += "set key off\n";

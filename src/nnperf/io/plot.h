@@ -32,6 +32,12 @@ struct PlotSpec {
   std::vector<std::vector<double>> matrix;  // kHeatmap values [row][column]
   bool logx = false, logy = false;
   bool label_points = false;  // kPoints: write each point's series title beside it
+  // kLines/kPoints: a dashed vertical line at each x, labelled along it (cache sizes, ...).
+  struct XMark {
+    double x = 0;
+    std::string label;
+  };
+  std::vector<XMark> x_marks;
 };
 
 struct PlotResult {

@@ -152,13 +152,7 @@ nlohmann::json bench_conv(const ConvProblem& p, const ConvBenchOptions& o) {
   const int threads = set_threads(o.threads);
   double peak = o.peak_gflops;
   if (peak <= 0) {
-    PeakOptions po;
-    po.threads = 1;
-    po.rounds = 3;
-    po.seconds_per_round = 0.05;
-    po.triad_bytes = 3 << 20;
-    po.sgemm_n = 0;
-    peak = measure_peaks(po).fma_gflops_1thread * threads;
+    peak = measure_fma_peak(1, 3, 0.05) * threads;
     set_threads(threads);
   }
   set_blas_threads(1);  // as in CNN inference (core/threads.h)

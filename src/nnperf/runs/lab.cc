@@ -28,11 +28,13 @@ namespace fs = std::filesystem;
 namespace {
 
 void peaks_stage(const LabOptions& o, const fs::path& dir) {
-  PeakOptions p;
+  PeakOptions p = quick_peak_options();
   p.threads = o.threads;
-  p.quick = true;
   fs::create_directories(dir);
-  write_json_atomic(dir / "peaks.json", peaks_to_json(measure_peaks(p), hostname()));
+  const Peaks measured = measure_peaks(p);
+  merge_peaks_json(dir / "peaks.json", hostname(), peaks_env_json(measured));
+  const PlotResult plot = peaks_bandwidth_plot(measured, dir / "peaks_bandwidth");
+  if (!plot.rendered) warn("bandwidth plot not rendered: {}", plot.message);
 }
 
 void mlp_bench_stage(const LabOptions& o, const fs::path& dir) {

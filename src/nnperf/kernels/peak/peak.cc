@@ -1,39 +1,91 @@
+// The baseline (x86-64, SSE2) peak loops, and the one list of every FMA loop and bandwidth kernel
+// across the per-ISA files. Without FMA the update is a multiply and an add, whose chain latency
+// is the sum of both (6 cycles on Zen 3), so these rows try more chains than the FMA rows.
 #include "nnperf/kernels/peak/peak.h"
+
+#include <xmmintrin.h>
+
+#include <vector>
+
+#include "nnperf/kernels/peak/peak_impl.h"
+#include "nnperf/kernels/simd_traits.h"
 
 namespace nnperf {
 
-double fma_peak_loop_avx2(int64_t iters, float* sink);
-double fma_peak_loop_avx512(int64_t iters, float* sink);
+const FmaKernel* fma_kernels_avx2(std::size_t* count);
+const FmaKernel* fma_kernels_avx512(std::size_t* count);
+const BandwidthKernels* bandwidth_kernels_avx2();
+const BandwidthKernels* bandwidth_kernels_avx512();
+void stream_triad_f64_avx2(double* a, const double* b, const double* c, double s, int64_t n,
+                           int64_t reps, int threads);
+void stream_triad_f64_avx512(double* a, const double* b, const double* c, double s, int64_t n,
+                             int64_t reps, int threads);
 
 namespace {
-// Portable version: 8 scalar chains; the compiler may or may not contract to FMA.
-double fma_peak_loop_scalar(int64_t iters, float* sink) {
-  float acc[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-  const float a = 0.999999f, b = 1e-7f;
-  for (int64_t i = 0; i < iters; ++i) {
-    for (float& x : acc) x = x * a + b;
+
+// One float in the low lane of an xmm register, multiply then add (mulss, addss): the compiler
+// cannot pack these chains into vectors as it may with plain float code.
+struct ScalarMulAdd {
+  using V = __m128;
+  static constexpr int kWidth = 1;
+  static V set1(float x) { return _mm_set_ss(x); }
+  static V fmadd(V a, V b, V c) { return _mm_add_ss(_mm_mul_ss(a, b), c); }
+  static V add(V a, V b) { return _mm_add_ss(a, b); }
+  static void storeu(float* p, V v) { _mm_store_ss(p, v); }
+};
+
+using peak::fma_chains;
+using Sse = simd::Portable<simd::F32x4>;  // mulps + addps: -std=c++20 does not contract
+constexpr SimdLevel kNeeds = SimdLevel::kScalar;
+
+constexpr FmaKernel kFma[] = {
+    {"scalar mul+add", "scalar", kNeeds, 1, 8, fma_chains<ScalarMulAdd, 8>},
+    {"scalar mul+add", "scalar", kNeeds, 1, 12, fma_chains<ScalarMulAdd, 12>},
+    {"sse mul+add", "sse", kNeeds, 4, 8, fma_chains<Sse, 8>},
+    {"sse mul+add", "sse", kNeeds, 4, 12, fma_chains<Sse, 12>},
+};
+
+constexpr BandwidthKernels kBandwidth = {"sse", peak::kBlock<Sse>, peak::read_sum<Sse>,
+                                         peak::copy<Sse>, peak::triad<Sse>};
+
+std::vector<FmaKernel> all_fma_kernels() {
+  std::vector<FmaKernel> all(std::begin(kFma), std::end(kFma));
+  for (auto* rows : {fma_kernels_avx2, fma_kernels_avx512}) {
+    std::size_t n = 0;
+    const FmaKernel* k = rows(&n);
+    all.insert(all.end(), k, k + n);
   }
-  float s = 0;
-  for (float x : acc) s += x;
-  *sink = s;
-  return 2.0 * 8.0 * static_cast<double>(iters);
+  return all;
 }
+
 }  // namespace
 
-double fma_peak_loop(SimdLevel level, int64_t iters, float* sink) {
+std::span<const FmaKernel> fma_kernels() {
+  static const std::vector<FmaKernel> all = all_fma_kernels();
+  return all;
+}
+
+const BandwidthKernels& bandwidth_kernels(SimdLevel level) {
   switch (level) {
     case SimdLevel::kAvx512:
-      return fma_peak_loop_avx512(iters, sink);
+      return *bandwidth_kernels_avx512();
     case SimdLevel::kAvx2:
-      return fma_peak_loop_avx2(iters, sink);
+      return *bandwidth_kernels_avx2();
     default:
-      return fma_peak_loop_scalar(iters, sink);
+      return kBandwidth;
   }
 }
 
-void stream_triad(float* a, const float* b, const float* c, float s, int64_t n) {
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+void stream_triad_f64(double* a, const double* b, const double* c, double s, int64_t n,
+                      int64_t reps, int threads, SimdLevel level) {
+  switch (level) {
+    case SimdLevel::kAvx512:
+      return stream_triad_f64_avx512(a, b, c, s, n, reps, threads);
+    case SimdLevel::kAvx2:
+      return stream_triad_f64_avx2(a, b, c, s, n, reps, threads);
+    default:
+      return peak::stream_triad_f64_loop(a, b, c, s, n, reps, threads);
+  }
 }
 
 }  // namespace nnperf
