@@ -468,7 +468,10 @@ nlohmann::json roofline_json(const std::vector<RooflinePoint>& points, const Mac
         "the best fp32 FMA ceiling measured with the point's thread count; the level is the "
         "smallest whose measured plateau covers the point's minimum bytes (else DRAM)",
         "peak_gbps is the DRAM figure of peaks.json, as cloudml-project1 records it; ceiling_gbps "
-        "is the level's bandwidth used for the point"}}};
+        "is the level's bandwidth used for the point",
+        "FLOPs are those of the layer's definition (direct convolution): winograd and fft do fewer "
+        "arithmetic operations, so their attained GFLOP/s is an effective rate and can exceed the "
+        "compute roof (pct_of_roof above 100)"}}};
   return {{"context", ctx}, {"records", records}};
 }
 

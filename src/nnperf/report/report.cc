@@ -231,6 +231,21 @@ ReportSection roofline_section(const fs::path& path, const fs::path& root) {
     s.recommendations.push_back(fmt::format(
         "Slowest points below 10% of their roof (the most headroom): {}.", fmt::join(low, "; ")));
   }
+  std::map<std::string, int> above;
+  for (const auto& r : recs) {
+    if (num(r, "pct_of_roof") > 100) ++above[str(r, "algorithm")];
+  }
+  if (!above.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [a, n] : above)
+      parts.push_back(fmt::format("{} ({} points)", a.empty() ? "-" : a, n));
+    s.recommendations.push_back(
+        fmt::format("Above the compute roof: {}. FLOPs are counted as the layer defines them "
+                    "(direct convolution); "
+                    "winograd and fft do less arithmetic, so these rates are effective rates, not "
+                    "a broken roof.",
+                    fmt::join(parts, ", ")));
+  }
   for (const auto& n : ctx.value("notes", nlohmann::json::array())) {
     if (n.is_string()) s.paragraphs.push_back(fmt::format("Note: {}", n.get<std::string>()));
   }
