@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -16,8 +17,8 @@
 #include "nnperf/core/threads.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
-#include "nnperf/io/records.h"
 #include "nnperf/io/out_dir.h"
+#include "nnperf/io/records.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/io/trace.h"
 #include "nnperf/kernels/conv/conv.h"
@@ -38,47 +39,65 @@ namespace {
 
 const std::vector<std::string> kOverallHeader{
     "model", "algorithm", "batch_size", "input_size", "mean", "std", "min", "max", "median",
-    "power_mean_w", "power_std_w", "power_min_w", "power_max_w", "energy_total_j", "energy_per_inference_j",
-    "power_samples",
+    "power_mean_w", "power_std_w", "power_min_w", "power_max_w", "energy_total_j",
+    "energy_per_inference_j", "power_samples",
     // ours, after ai3-8CuDNN's columns
     "layers_sum_ms", "threads", "power_source", "conv_layers", "conv_layers_other_algorithm",
     "algorithms_used"};
 const std::vector<std::string> kLayersHeader{
-    "model", "algorithm", "input_size", "layer", "in_channels", "out_channels", "kernel_size", "stride", "padding",
-    "mean_ms", "std_ms", "percentage",
+    "model", "algorithm", "input_size", "layer", "in_channels", "out_channels", "kernel_size",
+    "stride", "padding", "mean_ms", "std_ms", "percentage",
     // ours
     "layer_type", "is_conv", "algorithm_used", "fallback_reason", "problem"};
 
-
-std::string opt_num(const std::optional<double>& v) { return v ? csv_number(*v, 7) : std::string(); }
+std::string opt_num(const std::optional<double>& v) {
+  return v ? csv_number(*v, 7) : std::string();
+}
 
 // What a sweep's rows depend on: resuming with any of these changed would put rows of two setups
 // in one file.
 nlohmann::json sweep_setup(const ProfileOptions& o, const ModelEntry& m, int threads) {
-  return {{"model", m.name},           {"algorithm", o.algorithm},     {"batch_size", o.batch_size},
-          {"threads", threads},        {"fold_bn", o.fold_bn},         {"strict", o.strict},
-          {"find_exhaustive", o.find_exhaustive}, {"warmup", o.warmup}, {"measure", o.measure},
-          {"layers", o.layers},        {"seed", o.seed},               {"power_source", o.power_source},
-          {"host", hostname()},        {"cpu", cpu_info().model_name}, {"simd", to_string(active_simd())}};
+  return {{"model", m.name},
+          {"algorithm", o.algorithm},
+          {"batch_size", o.batch_size},
+          {"threads", threads},
+          {"fold_bn", o.fold_bn},
+          {"strict", o.strict},
+          {"find_exhaustive", o.find_exhaustive},
+          {"warmup", o.warmup},
+          {"measure", o.measure},
+          {"layers", o.layers},
+          {"seed", o.seed},
+          {"power_source", o.power_source},
+          {"host", hostname()},
+          {"cpu", cpu_info().model_name},
+          {"simd", to_string(active_simd())}};
 }
 
-// --resume: the stored setup (run.json's "setup") must equal this command's; lists every difference.
+// --resume: the stored setup (run.json's "setup") must equal this command's; lists every
+// difference.
 void check_same_setup(const fs::path& dir, const nlohmann::json& now) {
   const fs::path rj = dir / "run.json";
   const RunJson stored = parse_run_json(read_file(rj), rj.string());
   if (!stored.setup) {
-    fail("--resume {}: {} has no \"setup\" (written by an older nnperf), so the stored sweep's setup "
-         "cannot be checked; start a new --output-dir", dir.string(), rj.string());
+    fail(
+        "--resume {}: {} has no \"setup\" (written by an older nnperf), so the stored sweep's "
+        "setup "
+        "cannot be checked; start a new --output-dir",
+        dir.string(), rj.string());
   }
   std::vector<std::string> diffs;
   for (const auto& [key, value] : now.items()) {
-    const nlohmann::json& was = stored.setup->contains(key) ? (*stored.setup)[key] : nlohmann::json();
-    if (was != value) diffs.push_back(fmt::format("{}: {} stored, {} now", key, was.dump(), value.dump()));
+    const nlohmann::json& was =
+        stored.setup->contains(key) ? (*stored.setup)[key] : nlohmann::json();
+    if (was != value)
+      diffs.push_back(fmt::format("{}: {} stored, {} now", key, was.dump(), value.dump()));
   }
   if (!diffs.empty()) {
-    throw UsageError(fmt::format("--resume {}: the stored sweep ran another setup ({}); rows of two setups "
-                                 "never share a file: rerun with the stored flags or use another --output-dir",
-                                 dir.string(), fmt::join(diffs, "; ")));
+    throw UsageError(
+        fmt::format("--resume {}: the stored sweep ran another setup ({}); rows of two setups "
+                    "never share a file: rerun with the stored flags or use another --output-dir",
+                    dir.string(), fmt::join(diffs, "; ")));
   }
 }
 
@@ -90,20 +109,23 @@ std::set<int64_t> open_sweep_folder(const ProfileOptions& o, const nlohmann::jso
   const auto owner = folder_owner(o.output_dir);
   if (!o.resume || !owner) {
     if (!o.resume && owner && owner->job == "profile" && !o.overwrite) {
-      throw UsageError(fmt::format("--output-dir {}: already holds {}; nothing was written. Use --resume to "
-                                   "continue it, another --output-dir, or --overwrite to replace it whole",
-                                   o.output_dir.string(), owner->description));
+      throw UsageError(
+          fmt::format("--output-dir {}: already holds {}; nothing was written. Use --resume to "
+                      "continue it, another --output-dir, or --overwrite to replace it whole",
+                      o.output_dir.string(), owner->description));
     }
     claim_output_dir(o.output_dir, "--output-dir", o.overwrite);
     return done;
   }
   if (owner->job != "profile") {
-    throw UsageError(fmt::format("--output-dir {} --resume: the folder holds {}, not a profile sweep",
-                                 o.output_dir.string(), owner->description));
+    throw UsageError(
+        fmt::format("--output-dir {} --resume: the folder holds {}, not a profile sweep",
+                    o.output_dir.string(), owner->description));
   }
   check_same_setup(o.output_dir, setup);
   if (!fs::exists(overall_path)) {
-    if (fs::exists(layers_path)) fs::remove(layers_path);  // layer rows of a size that never finished
+    if (fs::exists(layers_path))
+      fs::remove(layers_path);  // layer rows of a size that never finished
     return done;
   }
   repair_truncated_csv(overall_path);
@@ -117,7 +139,8 @@ std::set<int64_t> open_sweep_folder(const ProfileOptions& o, const nlohmann::jso
   if (fs::exists(layers_path)) {
     repair_truncated_csv(layers_path);
     const CsvTable l = read_csv(layers_path);
-    if (l.header != kLayersHeader) fail("cannot resume: {} does not have the expected columns", layers_path.string());
+    if (l.header != kLayersHeader)
+      fail("cannot resume: {} does not have the expected columns", layers_path.string());
     const std::size_t lc = l.require("input_size");
     std::string kept = fmt::format("{}\n", fmt::join(kLayersHeader, ","));
     for (std::size_t r = 0; r < l.rows.size(); ++r) {
@@ -154,14 +177,14 @@ AlgorithmUse algorithm_use(const Graph& g, const std::string& requested) {
     ++u.used[c.algorithm_used];
     if (named && c.algorithm_used != requested) {
       ++u.other;
-      if (u.first_reason.empty()) u.first_reason = fmt::format("{}: {}", g.name(n), c.fallback_reason);
+      if (u.first_reason.empty())
+        u.first_reason = fmt::format("{}: {}", g.name(n), c.fallback_reason);
     }
   }
   return u;
 }
 
 }  // namespace
-
 
 void apply_stage(ProfileOptions& o) {
   int n = 0, w = 0, m = 0;
@@ -177,194 +200,335 @@ void apply_stage(ProfileOptions& o) {
   if (o.num_sizes < 0) o.num_sizes = n;
   if (o.warmup < 0) o.warmup = w;
   if (o.measure < 0) o.measure = m;
-  if (o.num_sizes < 1) throw UsageError(fmt::format("--num-sizes {}: expected at least 1", o.num_sizes));
+  if (o.num_sizes < 1)
+    throw UsageError(fmt::format("--num-sizes {}: expected at least 1", o.num_sizes));
   if (o.measure < 1) throw UsageError(fmt::format("--measure {}: expected at least 1", o.measure));
-  if (o.batch_size < 1) throw UsageError(fmt::format("--batch-size {}: expected at least 1", o.batch_size));
+  if (o.batch_size < 1)
+    throw UsageError(fmt::format("--batch-size {}: expected at least 1", o.batch_size));
   if (o.min_size < 1 || o.max_size < o.min_size) {
-    throw UsageError(fmt::format("--min-size {} / --max-size {}: expected 1 <= min <= max", o.min_size, o.max_size));
+    throw UsageError(fmt::format("--min-size {} / --max-size {}: expected 1 <= min <= max",
+                                 o.min_size, o.max_size));
   }
   if (o.sizes.empty()) {
     for (int i = 0; i < o.num_sizes; ++i) {
-      o.sizes.push_back(o.num_sizes == 1 ? o.min_size : o.min_size + i * (o.max_size - o.min_size) / (o.num_sizes - 1));
+      o.sizes.push_back(o.num_sizes == 1
+                            ? o.min_size
+                            : o.min_size + i * (o.max_size - o.min_size) / (o.num_sizes - 1));
     }
   }
 }
 
-ProfileResult run_profile(ProfileOptions o) {
-  apply_stage(o);
-  const ModelEntry& model = find_model(o.model);
-  if (std::string(model.name) == "mlp") throw UsageError("--model mlp: the profiler sweeps image sizes of CNNs; use mlp-bench for the MLP");
+namespace {
+
+// What one input size measured: the record every output of that size is rendered from.
+struct LayerRow {
+  std::string name;
+  LayerColumns columns;
+  Summary time;  // ms over the layer passes
+};
+struct TraceSlice {
+  std::string name, kind;
+  double begin_us = 0, dur_us = 0;
+  nlohmann::json args;
+};
+struct SizeRecord {
+  int64_t size = 0;
+  Summary whole;  // ms per whole-model pass, no hooks
+  int64_t passes = 0;
+  PowerWindow power;
+  AlgorithmUse use;
+  std::vector<LayerRow> layers;  // empty without --layers
+  double layers_sum = 0;
+  std::vector<TraceSlice> trace;  // the last layer pass
+};
+
+// Everything a sweep measures with, planned once.
+struct Sweep {
+  const ModelEntry& model;
+  int threads = 1;
+  Graph graph;
+  PlanContext ctx;
+  Rng rng;
+  std::unique_ptr<ExecLog> exec;
+  PowerMonitor power;
+};
+
+void validate_sweep(ProfileOptions& o, const ModelEntry& model) {
+  if (std::string(model.name) == "mlp") {
+    throw UsageError(
+        "--model mlp: the profiler sweeps image sizes of CNNs; use mlp-bench for the MLP");
+  }
   if (o.algorithm != "guess" && o.algorithm != "find") o.algorithm = find_conv(o.algorithm).name;
   for (int64_t s : o.sizes) {
     if (s < model.min_input_size) {
-      throw UsageError(fmt::format("input size {}: {} needs at least {}x{} (its receptive field shrinks smaller inputs "
-                                   "below 1x1)", s, model.name, model.min_input_size, model.min_input_size));
+      throw UsageError(fmt::format(
+          "input size {}: {} needs at least {}x{} (its receptive field shrinks smaller inputs "
+          "below 1x1)",
+          s, model.name, model.min_input_size, model.min_input_size));
     }
   }
-  const int threads = set_threads(o.threads);
-  set_blas_threads(1);  // see core/threads.h: OpenBLAS's spinning pool vs the OpenMP team
   if (o.machine.empty()) o.machine = hostname();
   if (o.machine.find('/') != std::string::npos || o.machine == "." || o.machine == "..") {
-    throw UsageError(fmt::format("--machine '{}': expected a name for the default folder, without '/'", o.machine));
+    throw UsageError(fmt::format(
+        "--machine '{}': expected a name for the default folder, without '/'", o.machine));
   }
-  if (o.output_dir.empty()) o.output_dir = fs::path("results") / o.stage / fmt::format("{}_{}_{}", model.name, o.algorithm, o.machine);
+  if (o.output_dir.empty()) {
+    o.output_dir =
+        fs::path("results") / o.stage / fmt::format("{}_{}_{}", model.name, o.algorithm, o.machine);
+  }
+}
+
+PowerOptions power_options(const ProfileOptions& o) {
+  PowerOptions po;
+  po.source = o.power_source;
+  return po;
+}
+
+nlohmann::json run_record(const ProfileOptions& o, const nlohmann::json& setup,
+                          const ModelEntry& model, const PowerMonitor& power) {
+  nlohmann::json r = {
+      {"job", "profile"},
+      {"setup", setup},
+      {"model", model.name},
+      {"algorithm", o.algorithm},
+      {"stage", o.stage},
+      {"sizes", o.sizes},
+      {"batch_size", o.batch_size},
+      {"warmup", o.warmup},
+      {"measure", o.measure},
+      {"strict", o.strict},
+      {"fold_bn", o.fold_bn},
+      {"find_exhaustive", o.find_exhaustive},
+      {"power", {{"source", power.source()}, {"available", power.available()}}},
+      {"timing",
+       "whole model: one steady-clock interval per forward pass, no per-layer hooks; layers: "
+       "separate passes with a hook around every node; percentages against the sum of the "
+       "layer means of those passes"}};
+  if (!power.available()) {
+    r["power"]["note"] =
+        fmt::format("no power counter readable here ({}); the power and energy columns are empty",
+                    power.unavailable_reason());
+  }
+  return r;
+}
+
+// The whole model, no hooks (but the exec log's, when asked for), power sampled over exactly the
+// measured passes.
+void measure_whole(Sweep& sw, const ProfileOptions& o, const Tensor& x, SizeRecord& r,
+                   const std::function<void(const std::string&)>& show) {
+  sw.graph.set_hook(with_exec_log(sw.exec.get(), nullptr));
+  for (int i = 0; i < o.warmup; ++i) {
+    show(fmt::format("warm-up {}/{}", i + 1, o.warmup));
+    sw.graph.forward(x);
+    check_interrupt();
+  }
+  std::vector<double> ms;
+  ms.reserve(static_cast<std::size_t>(o.measure));
+  sw.power.begin();
+  for (int i = 0; i < o.measure && !interrupt_requested(); ++i) {
+    const int64_t t0 = now_ns();
+    sw.graph.forward(x);
+    ms.push_back(static_cast<double>(now_ns() - t0) * 1e-6);
+  }
+  r.power = sw.power.end();
+  check_interrupt();
+  r.whole = summarize(ms);
+  r.passes = static_cast<int64_t>(ms.size());
+}
+
+// The layers, in separate passes with a hook around every node.
+void measure_layers(Sweep& sw, const ProfileOptions& o, const Tensor& x, SizeRecord& r,
+                    const std::function<void(const std::string&)>& show) {
+  Graph& g = sw.graph;
+  LayerRecorder rec(g.size());
+  rec.reserve(o.measure);
+  g.set_hook(with_exec_log(sw.exec.get(), &rec));
+  for (int i = 0; i < o.measure; ++i) {
+    show(fmt::format("layers pass {}/{}", i + 1, o.measure));
+    rec.start_pass();
+    g.forward(x);
+    check_interrupt();
+  }
+  g.set_hook(with_exec_log(sw.exec.get(), nullptr));
+  for (int n = 1; n < g.size(); ++n) {
+    r.layers.push_back(
+        {g.name(n), layer_columns(g, n), summarize(rec.ms()[static_cast<std::size_t>(n)])});
+    r.layers_sum += r.layers.back().time.mean;
+  }
+  for (const auto& sp : rec.last_pass()) {
+    const Layer& L = g.layer(sp.node);
+    r.trace.push_back({g.name(sp.node),
+                       L.kind(),
+                       static_cast<double>(sp.begin_ns - rec.pass_begin_ns()) * 1e-3,
+                       static_cast<double>(sp.end_ns - sp.begin_ns) * 1e-3,
+                       {{"layer", L.describe()},
+                        {"dispatch", L.dispatch()},
+                        {"output", g.output_shape(sp.node).str()}}});
+  }
+}
+
+SizeRecord measure_size(Sweep& sw, const ProfileOptions& o, int64_t size,
+                        const std::function<void(const std::string&)>& show) {
+  SizeRecord r;
+  r.size = size;
+  show("planning");
+  const int64_t channels = sw.model.default_input[0];
+  const MemoryContext memory_context(fmt::format("{} at input {}x{}x{}x{} (--batch-size, --sizes)",
+                                                 sw.model.name, o.batch_size, channels, size,
+                                                 size));
+  plan_model(sw.model, sw.graph, Shape{o.batch_size, channels, size, size}, sw.ctx);
+  r.use = algorithm_use(sw.graph, o.algorithm);
+  Tensor x(Shape{o.batch_size, channels, size, size});
+  sw.rng.fill_uniform({x.data(), static_cast<std::size_t>(x.numel())}, -1.0f, 1.0f);
+  measure_whole(sw, o, x, r, show);
+  if (o.layers) measure_layers(sw, o, x, r, show);
+  return r;
+}
+
+// The reporter: renders each size's record into the two CSVs (ai3-8CuDNN's columns, then ours),
+// the trace and the progress line.
+class SweepOutputs {
+ public:
+  SweepOutputs(const ProfileOptions& o, const std::string& model, int threads,
+               const fs::path& overall, const fs::path& layers, std::string stem)
+      : o_(o),
+        model_(model),
+        threads_(threads),
+        stem_(std::move(stem)),
+        overall_(overall, kOverallHeader, CsvWriter::Mode::kAppend),
+        layers_(layers, kLayersHeader, CsvWriter::Mode::kAppend) {}
+
+  void add(const SizeRecord& r, int64_t input_channels, Progress& progress) {
+    const std::string size = std::to_string(r.size);
+    for (const LayerRow& l : r.layers) {
+      const LayerColumns& c = l.columns;
+      layers_.row({model_, o_.algorithm, size, l.name, c.in_channels, c.out_channels, c.kernel_size,
+                   c.stride, c.padding, csv_number(l.time.mean, 7), csv_number(l.time.std, 7),
+                   csv_number(r.layers_sum > 0 ? 100 * l.time.mean / r.layers_sum : 0.0, 6),
+                   c.layer_type, c.is_conv ? "yes" : "no", c.algorithm_used, c.fallback_reason,
+                   c.problem});
+    }
+    if (o_.layers) write_trace(r, input_channels);
+    const PowerWindow& pw = r.power;
+    const double per_inf = pw.energy_j ? *pw.energy_j / static_cast<double>(r.passes) : 0.0;
+    const Summary& w = r.whole;
+    overall_.row({model_,
+                  o_.algorithm,
+                  std::to_string(o_.batch_size),
+                  size,
+                  csv_number(w.mean, 7),
+                  csv_number(w.std, 7),
+                  csv_number(w.min, 7),
+                  csv_number(w.max, 7),
+                  csv_number(w.median, 7),
+                  opt_num(pw.power_mean_w),
+                  opt_num(pw.power_std_w),
+                  opt_num(pw.power_min_w),
+                  opt_num(pw.power_max_w),
+                  opt_num(pw.energy_j),
+                  pw.energy_j ? csv_number(per_inf, 7) : "",
+                  std::to_string(pw.samples),
+                  o_.layers ? csv_number(r.layers_sum, 7) : "",
+                  std::to_string(threads_),
+                  pw.source,
+                  std::to_string(r.use.conv_layers),
+                  std::to_string(r.use.other),
+                  r.use.text()});
+    progress.line(fmt::format(
+        "{} {} size {}: median {:.3f} ms (min {:.3f}, max {:.3f}){}{}{}", model_, o_.algorithm,
+        r.size, w.median, w.min, w.max,
+        o_.layers ? fmt::format(", layers sum {:.3f} ms ({:+.1f}% vs whole)", r.layers_sum,
+                                100 * (r.layers_sum / w.mean - 1))
+                  : "",
+        pw.energy_j ? fmt::format(", {:.3f} J per inference", per_inf) : "",
+        r.use.other > 0 ? fmt::format("; {} of {} conv layers ran another algorithm than {} ({})",
+                                      r.use.other, r.use.conv_layers, o_.algorithm, r.use.text())
+                        : ""));
+  }
+
+ private:
+  // The last instrumented pass: one slice per layer.
+  void write_trace(const SizeRecord& r, int64_t input_channels) const {
+    TraceWriter trace("nnperf profile");
+    trace.set_thread_name(0, "layers");
+    trace.set_metadata("model", model_);
+    trace.set_metadata("algorithm", o_.algorithm);
+    trace.set_metadata("input",
+                       fmt::format("{}x{}x{}x{}", o_.batch_size, input_channels, r.size, r.size));
+    for (const TraceSlice& t : r.trace)
+      trace.add_complete(t.name, t.kind, t.begin_us, t.dur_us, 0, t.args);
+    trace.write(o_.output_dir / fmt::format("{}_trace_{}.json", stem_, r.size));
+  }
+
+  const ProfileOptions& o_;
+  std::string model_;
+  int threads_;
+  std::string stem_;
+  CsvWriter overall_, layers_;
+};
+
+}  // namespace
+
+ProfileResult run_profile(ProfileOptions o) {
+  apply_stage(o);
+  const ModelEntry& model = find_model(o.model);
+  validate_sweep(o, model);
+  const int threads = set_threads(o.threads);
+  set_blas_threads(1);  // see core/threads.h: OpenBLAS's spinning pool vs the OpenMP team
   const std::string stem = fmt::format("{}_{}", model.name, o.algorithm);
   const fs::path overall_path = o.output_dir / (stem + "_overall.csv");
   const fs::path layers_path = o.output_dir / (stem + "_layers.csv");
-  PowerOptions po;
-  po.source = o.power_source;
-  PowerMonitor power(po);
   // Power first: a --power-source that cannot be read is refused before the folder is touched.
+  Sweep sw{
+      model, threads, Graph(), PlanContext{}, Rng(o.seed), nullptr, PowerMonitor(power_options(o))};
   const nlohmann::json setup = sweep_setup(o, model, threads);
   const std::set<int64_t> done = open_sweep_folder(o, setup, overall_path, layers_path);
-
-  nlohmann::json extra = {{"job", "profile"},
-                          {"setup", setup},
-                          {"model", model.name},
-                          {"algorithm", o.algorithm},
-                          {"stage", o.stage},
-                          {"sizes", o.sizes},
-                          {"batch_size", o.batch_size},
-                          {"warmup", o.warmup},
-                          {"measure", o.measure},
-                          {"strict", o.strict},
-                          {"fold_bn", o.fold_bn},
-                          {"find_exhaustive", o.find_exhaustive},
-                          {"power", {{"source", power.source()}, {"available", power.available()}}},
-                          {"timing", "whole model: one steady-clock interval per forward pass, no per-layer hooks; layers: "
-                                     "separate passes with a hook around every node; percentages against the sum of the "
-                                     "layer means of those passes"}};
-  if (!power.available()) {
-    extra["power"]["note"] = fmt::format("no power counter readable here ({}); the power and energy columns are empty",
-                                         power.unavailable_reason());
-  }
-  write_run_json(o.output_dir, o.command_line, extra);
-
-  CsvWriter overall(overall_path, kOverallHeader, CsvWriter::Mode::kAppend);
-  CsvWriter layers(layers_path, kLayersHeader, CsvWriter::Mode::kAppend);
+  write_run_json(o.output_dir, o.command_line, run_record(o, setup, model, sw.power));
+  SweepOutputs outputs(o, model.name, threads, overall_path, layers_path, stem);
 
   ModelOptions mo;
   mo.fold_bn = o.fold_bn;
-  const MemoryContext building(fmt::format("building {}", model.name));
-  Graph g = model.build(mo);
-  Rng rng(o.seed);
-  g.init(rng);
-  PlanContext ctx;
-  ctx.threads = threads;
-  ctx.training = false;
-  ctx.conv_algorithm = o.algorithm;
-  ctx.strict = o.strict;
-  ctx.time_conv = time_conv_ms;
-  // NNPERF_VERBOSE=exec: every pass below (warm-up, whole model, layers) logs each node.
-  const std::unique_ptr<ExecLog> exec = exec_log_from_env(g, model.name, o.algorithm);
-  ctx.find_exhaustive = o.find_exhaustive;
+  {
+    const MemoryContext building(fmt::format("building {}", model.name));
+    sw.graph = model.build(mo);
+  }
+  sw.graph.init(sw.rng);
+  sw.ctx.threads = threads;
+  sw.ctx.training = false;
+  sw.ctx.conv_algorithm = o.algorithm;
+  sw.ctx.strict = o.strict;
+  sw.ctx.time_conv = time_conv_ms;
+  sw.ctx.find_exhaustive = o.find_exhaustive;
+  // NNPERF_VERBOSE=exec: every pass (warm-up, whole model, layers) logs each node.
+  sw.exec = exec_log_from_env(sw.graph, model.name, o.algorithm);
 
   Progress progress(o.progress);
   ProfileResult result;
   result.output_dir = o.output_dir;
   const int64_t t_start = now_ns();
   int processed = 0;
-  const int todo = static_cast<int>(std::count_if(o.sizes.begin(), o.sizes.end(), [&](int64_t s) { return !done.count(s); }));
-  for (std::size_t si = 0; si < o.sizes.size(); ++si) {
-    const int64_t size = o.sizes[si];
+  const int todo = static_cast<int>(
+      std::count_if(o.sizes.begin(), o.sizes.end(), [&](int64_t s) { return !done.count(s); }));
+  for (const int64_t size : o.sizes) {
     if (done.count(size)) {
       ++result.sizes_skipped;
       continue;
     }
     check_interrupt();
     const double elapsed = seconds_since(t_start);
-    const std::string eta = processed > 0 ? fmt::format("{:.0f} s left", elapsed / processed * (todo - processed)) : "";
-    auto show = [&](const std::string& what) {
-      progress.update(fmt::format("{} {} size {} ({}/{})", model.name, o.algorithm, size, processed + 1, todo),
-                      processed, todo, what + (eta.empty() ? "" : ", " + eta));
+    const std::string eta =
+        processed > 0 ? fmt::format("{:.0f} s left", elapsed / processed * (todo - processed)) : "";
+    const auto show = [&](const std::string& what) {
+      progress.update(
+          fmt::format("{} {} size {} ({}/{})", model.name, o.algorithm, size, processed + 1, todo),
+          processed, todo, what + (eta.empty() ? "" : ", " + eta));
     };
-    show("planning");
-    const MemoryContext memory_context(fmt::format("{} at input {}x{}x{}x{} (--batch-size, --sizes)", model.name,
-                                                   o.batch_size, model.default_input[0], size, size));
-    plan_model(model, g, Shape{o.batch_size, model.default_input[0], size, size}, ctx);
-    const AlgorithmUse use = algorithm_use(g, o.algorithm);
-    if (use.other > 0) result.layers_other_algorithm = std::max(result.layers_other_algorithm, use.other);
-    result.conv_layers = use.conv_layers;
-    result.algorithms_used = use.text();
-    if (result.other_reason.empty()) result.other_reason = use.first_reason;
-    Tensor x(Shape{o.batch_size, model.default_input[0], size, size});
-    rng.fill_uniform({x.data(), static_cast<std::size_t>(x.numel())}, -1.0f, 1.0f);
-
-    // Whole model, no hooks (but the exec log's, when asked for).
-    g.set_hook(with_exec_log(exec.get(), nullptr));
-    for (int i = 0; i < o.warmup; ++i) {
-      show(fmt::format("warm-up {}/{}", i + 1, o.warmup));
-      g.forward(x);
-      check_interrupt();
-    }
-    std::vector<double> ms;
-    ms.reserve(static_cast<std::size_t>(o.measure));
-    power.begin();
-    for (int i = 0; i < o.measure && !interrupt_requested(); ++i) {
-      const int64_t t0 = now_ns();
-      g.forward(x);
-      ms.push_back(static_cast<double>(now_ns() - t0) * 1e-6);
-    }
-    const PowerWindow pw = power.end();
-    check_interrupt();
-    const Summary whole = summarize(ms);
-
-    // Layers, in separate passes.
-    LayerRecorder rec(g.size());
-    double layers_sum = 0;
-    std::vector<Summary> per_node(static_cast<std::size_t>(g.size()));
-    if (o.layers) {
-      rec.reserve(o.measure);
-      g.set_hook(with_exec_log(exec.get(), &rec));
-      for (int i = 0; i < o.measure; ++i) {
-        show(fmt::format("layers pass {}/{}", i + 1, o.measure));
-        rec.start_pass();
-        g.forward(x);
-        check_interrupt();
-      }
-      g.set_hook(with_exec_log(exec.get(), nullptr));
-      for (int n = 1; n < g.size(); ++n) {
-        per_node[static_cast<std::size_t>(n)] = summarize(rec.ms()[static_cast<std::size_t>(n)]);
-        layers_sum += per_node[static_cast<std::size_t>(n)].mean;
-      }
-      for (int n = 1; n < g.size(); ++n) {
-        const LayerColumns c = layer_columns(g, n);
-        const Summary& s = per_node[static_cast<std::size_t>(n)];
-        layers.row({model.name, o.algorithm, std::to_string(size), g.name(n), c.in_channels, c.out_channels,
-                    c.kernel_size, c.stride, c.padding, csv_number(s.mean, 7), csv_number(s.std, 7),
-                    csv_number(layers_sum > 0 ? 100 * s.mean / layers_sum : 0.0, 6), c.layer_type,
-                    c.is_conv ? "yes" : "no", c.algorithm_used, c.fallback_reason, c.problem});
-      }
-      // Trace of the last instrumented pass: one slice per layer.
-      TraceWriter trace("nnperf profile");
-      trace.set_thread_name(0, "layers");
-      trace.set_metadata("model", model.name);
-      trace.set_metadata("algorithm", o.algorithm);
-      trace.set_metadata("input", fmt::format("{}x{}x{}x{}", o.batch_size, model.default_input[0], size, size));
-      for (const auto& sp : rec.last_pass()) {
-        const Layer& L = g.layer(sp.node);
-        trace.add_complete(g.name(sp.node), L.kind(), static_cast<double>(sp.begin_ns - rec.pass_begin_ns()) * 1e-3,
-                           static_cast<double>(sp.end_ns - sp.begin_ns) * 1e-3, 0,
-                           {{"layer", L.describe()}, {"dispatch", L.dispatch()}, {"output", g.output_shape(sp.node).str()}});
-      }
-      trace.write(o.output_dir / fmt::format("{}_trace_{}.json", stem, size));
-    }
-    const double per_inf = pw.energy_j ? *pw.energy_j / static_cast<double>(ms.size()) : 0.0;
-    overall.row({model.name, o.algorithm, std::to_string(o.batch_size), std::to_string(size), csv_number(whole.mean, 7),
-                 csv_number(whole.std, 7), csv_number(whole.min, 7), csv_number(whole.max, 7), csv_number(whole.median, 7),
-                 opt_num(pw.power_mean_w), opt_num(pw.power_std_w), opt_num(pw.power_min_w), opt_num(pw.power_max_w),
-                 opt_num(pw.energy_j), pw.energy_j ? csv_number(per_inf, 7) : "",
-                 std::to_string(pw.samples), o.layers ? csv_number(layers_sum, 7) : "", std::to_string(threads),
-                 pw.source, std::to_string(use.conv_layers), std::to_string(use.other), use.text()});
-    progress.line(fmt::format("{} {} size {}: median {:.3f} ms (min {:.3f}, max {:.3f}){}{}", model.name, o.algorithm, size,
-                              whole.median, whole.min, whole.max,
-                              o.layers ? fmt::format(", layers sum {:.3f} ms ({:+.1f}% vs whole)", layers_sum,
-                                                     100 * (layers_sum / whole.mean - 1))
-                                       : "",
-                              pw.energy_j ? fmt::format(", {:.3f} J per inference", per_inf) : "",
-                              use.other > 0 ? fmt::format("; {} of {} conv layers ran another algorithm than {} ({})",
-                                                          use.other, use.conv_layers, o.algorithm, use.text())
-                                            : ""));
+    const SizeRecord r = measure_size(sw, o, size, show);
+    outputs.add(r, model.default_input[0], progress);
+    result.layers_other_algorithm = std::max(result.layers_other_algorithm, r.use.other);
+    result.conv_layers = r.use.conv_layers;
+    result.algorithms_used = r.use.text();
+    if (result.other_reason.empty()) result.other_reason = r.use.first_reason;
     ++processed;
     ++result.sizes_done;
   }
@@ -382,7 +546,8 @@ std::string profile_status(const fs::path& dir) {
     try {
       j = parse_run_json(read_file(e.path()), e.path().string());
     } catch (const Error& err) {
-      out += fmt::format("{}: unreadable run.json ({})\n", e.path().parent_path().string(), err.what());
+      out += fmt::format("{}: unreadable run.json ({})\n", e.path().parent_path().string(),
+                         err.what());
       continue;
     }
     if (j.job != "profile") continue;
@@ -399,17 +564,18 @@ std::string profile_status(const fs::path& dir) {
       } catch (const Error&) {
         rows = -1;
       }
-      const auto age = std::chrono::duration_cast<std::chrono::seconds>(fs::file_time_type::clock::now() -
-                                                                         fs::last_write_time(overall))
+      const auto age = std::chrono::duration_cast<std::chrono::seconds>(
+                           fs::file_time_type::clock::now() - fs::last_write_time(overall))
                            .count();
       updated = fmt::format("{} s ago", age);
     }
-    const std::string state = rows < 0 ? "CORRUPT overall CSV"
+    const std::string state = rows < 0                                       ? "CORRUPT overall CSV"
                               : rows >= static_cast<int64_t>(planned.size()) ? "complete"
-                              : rows == 0 ? "not started"
+                              : rows == 0                                    ? "not started"
                                           : "incomplete (resume with --resume)";
-    out += fmt::format("{:<12} {:<22} {:>4}/{:<4} sizes  {:<34} last row {}  {}\n", model, algo, std::max<int64_t>(rows, 0),
-                       planned.size(), state, updated, e.path().parent_path().string());
+    out += fmt::format("{:<12} {:<22} {:>4}/{:<4} sizes  {:<34} last row {}  {}\n", model, algo,
+                       std::max<int64_t>(rows, 0), planned.size(), state, updated,
+                       e.path().parent_path().string());
   }
   if (sweeps == 0) out = fmt::format("no profile sweeps under {}\n", dir.string());
   return out;
