@@ -142,6 +142,15 @@ TEST_F(ReportFolder, OpensInHeadlessChromium) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
+TEST_F(ReportFolder, KeepsAnotherJobsReportMd) {
+  test::TempDir out;
+  write_file_atomic(out / "report.md", "# Activation study\n");
+  const ReportFiles f = write_report(dir_->path(), out.path());
+  EXPECT_EQ(f.markdown, out / "nnperf_report.md");
+  EXPECT_EQ(test::read_text(out / "report.md"), "# Activation study\n");
+  EXPECT_TRUE(std::filesystem::exists(out / "report.html"));
+}
+
 TEST(Report, RefusesWhatIsNotAResultsFolder) {
   test::TempDir dir;
   EXPECT_THROW(build_report(dir / "missing"), UsageError);
