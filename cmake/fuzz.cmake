@@ -15,6 +15,8 @@ endif()
 
 find_package(fmt REQUIRED)
 find_package(ZLIB REQUIRED)
+find_package(JPEG REQUIRED)
+find_package(PNG REQUIRED)
 find_package(nlohmann_json QUIET)  # for io/json_read.cc and io/records.cc when they exist
 
 # The sources the parsers need (dataset.cc holds Tensor and Rng users, hence tensor.cc, rng.cc).
@@ -25,6 +27,8 @@ set(NNPERF_FUZZ_LIB_SOURCES
   src/nnperf/io/csv.cc
   src/nnperf/io/files.cc
   src/nnperf/data/dataset.cc
+  src/nnperf/data/cifar.cc
+  src/nnperf/data/image_decode.cc
   src/nnperf/kernels/conv/conv_problem.cc)
 foreach(optional src/nnperf/io/json_read.cc src/nnperf/io/records.cc src/nnperf/analysis/ncu.cc)
   if(EXISTS ${CMAKE_SOURCE_DIR}/${optional})
@@ -43,7 +47,7 @@ add_library(nnperf_fuzz_parsers STATIC ${NNPERF_FUZZ_LIB_SOURCES})
 target_include_directories(nnperf_fuzz_parsers PUBLIC src)
 target_compile_options(nnperf_fuzz_parsers PRIVATE ${NNPERF_FUZZ_WARNINGS} ${NNPERF_FUZZ_COMMON}
                        -fsanitize=fuzzer-no-link,address,undefined)
-target_link_libraries(nnperf_fuzz_parsers PUBLIC fmt::fmt ZLIB::ZLIB)
+target_link_libraries(nnperf_fuzz_parsers PUBLIC fmt::fmt ZLIB::ZLIB JPEG::JPEG PNG::PNG)
 if(nlohmann_json_FOUND)
   target_link_libraries(nnperf_fuzz_parsers PUBLIC nlohmann_json::nlohmann_json)
 endif()

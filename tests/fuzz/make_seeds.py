@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora of idx_fuzz, conv_problem_fuzz and ncu_fuzz into tests/fuzz/corpus/.
+"""Writes the seed corpora of idx_fuzz, conv_problem_fuzz, ncu_fuzz, cifar_fuzz and image_fuzz into tests/fuzz/corpus/.
 
 The seeds are committed; run this again only to change them (the output is deterministic: gzip
 members carry mtime 0). Small real-looking IDX files, raw and gzip, valid and broken, and
@@ -11,6 +11,9 @@ import io
 import pathlib
 import random
 import struct
+import subprocess
+import tempfile
+import zlib
 
 HERE = pathlib.Path(__file__).resolve().parent
 ELEM = {0x08: 1, 0x09: 1, 0x0B: 2, 0x0C: 4, 0x0D: 4, 0x0E: 8}
@@ -160,7 +163,94 @@ def ncu_seeds():
         write("ncu", name, data)
 
 
+def cifar_seeds():
+    """CIFAR-10 records (1 label byte + 3072 pixels) and CIFAR-100 ones (coarse, fine + 3072)."""
+    rng = random.Random(2025)
+
+    def pixels():
+        return bytes(rng.randrange(256) for _ in range(3072))
+
+    ten = bytes([3]) + pixels() + bytes([9]) + pixels()
+    hundred = bytes([19, 99]) + pixels() + bytes([0, 42]) + pixels()
+    seeds = {
+        "cifar10-two-records.bin": ten,
+        "cifar100-two-records.bin": hundred,
+        "cifar10-one-record.bin": ten[:3073],
+        # Broken on purpose: a cut record, labels out of range, nothing.
+        "cut-record.bin": ten[:5000],
+        "cifar10-label-10.bin": bytes([10]) + ten[1:3073],
+        "cifar100-fine-100.bin": bytes([5, 100]) + hundred[2:3074],
+        "cifar100-coarse-20.bin": bytes([20, 5]) + hundred[2:3074],
+        "empty.bin": b"",
+    }
+    for name, data in seeds.items():
+        write("cifar", name, data)
+
+
+def png_chunk(kind, data):
+    body = kind + data
+    return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+
+def png(width, height, depth, color, rows, interlace=0, extra=()):
+    """rows: the raw scanlines (without filter bytes); each gets filter type 0 (None)."""
+    ihdr = struct.pack(">IIBBBBB", width, height, depth, color, 0, 0, interlace)
+    raw = b"".join(b"\x00" + r for r in rows)
+    out = b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", ihdr)
+    for kind, data in extra:
+        out += png_chunk(kind, data)
+    return out + png_chunk(b"IDAT", zlib.compress(raw, 9)) + png_chunk(b"IEND", b"")
+
+
+def image_seeds():
+    """PNGs of every colour type and depth decode_image converts, and broken ones; the JPEG seeds
+    come from make_jpeg_seeds.cc (compiled and run here when a C++ compiler and libjpeg exist)."""
+    w, h = 8, 6
+    rgb = [bytes((x * 30 + c * 80 + y * 10) % 256 for x in range(w) for c in range(3)) for y in range(h)]
+    grey = [bytes((x * 30 + y * 10) % 256 for x in range(w)) for y in range(h)]
+    rgba = [bytes(v for x in range(w) for v in (x * 30 % 256, y * 40 % 256, 99, x * 32 % 256)) for y in range(h)]
+    rgb16 = [b"".join(struct.pack(">HHH", x * 8000, y * 9000, 65535 - x * 100) for x in range(w)) for y in range(h)]
+    grey_alpha = [bytes(v for x in range(w) for v in (x * 30 % 256, 255 - x)) for y in range(h)]
+    bits1 = [bytes([0b10110010]) for _ in range(h)]  # 8 pixels of 1 bit per row
+    palette = [bytes(((x + y) % 4) for x in range(w)) for y in range(h)]
+    plte = (b"PLTE", bytes([255, 0, 0, 0, 255, 0, 0, 0, 255, 9, 9, 9]))
+    trns = (b"tRNS", bytes([0, 128]))
+    seeds = {
+        "rgb8-8x6.png": png(w, h, 8, 2, rgb),
+        "grey8-8x6.png": png(w, h, 8, 0, grey),
+        "rgba8-8x6.png": png(w, h, 8, 6, rgba),
+        "rgb16-8x6.png": png(w, h, 16, 2, rgb16),
+        "grey-alpha8-8x6.png": png(w, h, 8, 4, grey_alpha),
+        "grey1-8x6.png": png(w, h, 1, 0, bits1),
+        "palette-trns-8x6.png": png(w, h, 8, 3, palette, extra=(plte, trns)),
+        "interlaced-1x1.png": png(1, 1, 8, 2, [b"\x10\x20\x30"], interlace=1),
+    }
+    good = seeds["rgb8-8x6.png"]
+    seeds.update({
+        # Broken on purpose.
+        "broken-cut-in-idat.png": good[:len(good) - 20],
+        "broken-ihdr-crc.png": good[:29] + b"\x00\x00\x00\x00" + good[33:],
+        "broken-huge-claim.png": png(60000, 60000, 8, 2, [b""]),
+        "broken-zero-width.png": png(0, 6, 8, 2, rgb),
+        "broken-signature-only.png": good[:8],
+        "broken-palette-missing.png": png(w, h, 8, 3, palette),
+    })
+    for name, data in seeds.items():
+        write("image", name, data)
+    src = HERE / "make_jpeg_seeds.cc"
+    out = HERE / "corpus" / "image"
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = pathlib.Path(tmp) / "make_jpeg_seeds"
+        try:
+            subprocess.run(["c++", "-std=c++20", "-O1", "-o", str(exe), str(src), "-ljpeg"], check=True)
+            subprocess.run([str(exe), str(out)], check=True)
+        except (OSError, subprocess.CalledProcessError) as e:
+            print(f"make_seeds: JPEG seeds not written ({e}); needs c++ and libjpeg62-turbo-dev")
+
+
 if __name__ == "__main__":
     idx_seeds()
     conv_seeds()
     ncu_seeds()
+    cifar_seeds()
+    image_seeds()
