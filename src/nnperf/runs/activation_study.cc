@@ -1,21 +1,20 @@
+// The study is: train once per activation (run_activation_study), then load the runs' records
+// (load_activation_study), analyse them (analyze_activations) and render the outputs from that
+// (the reporters in activation_study_outputs.h).
 #include "nnperf/runs/activation_study.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
-#include <algorithm>
-#include <nlohmann/json.hpp>
+#include <cstdio>
 
-#include "nnperf/analysis/activation_analysis.h"
 #include "nnperf/core/error.h"
-#include "nnperf/core/threads.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
-#include "nnperf/io/records.h"
 #include "nnperf/io/out_dir.h"
-#include "nnperf/io/plot.h"
+#include "nnperf/io/records.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/activations.h"
+#include "nnperf/runs/activation_study_outputs.h"
 
 namespace nnperf {
 
@@ -46,7 +45,8 @@ fs::path run_activation_study(const ActivationStudyOptions& o) {
     run.activation = act->name;
     run.overwrite = false;
     // usra-survey's folder names; unique even for two runs of one activation in one second.
-    run.out_dir = create_unique_dir(out_dir / fmt::format("MLP_{}_{}", act->name, timestamp_compact()));
+    run.out_dir =
+        create_unique_dir(out_dir / fmt::format("MLP_{}_{}", act->name, timestamp_compact()));
     fmt::print("=== [{}/{}] {} -> {}\n", i, acts.size(), act->name, run.out_dir.string());
     std::fflush(stdout);
     const TrainRunResult r = run_training(run);
@@ -82,7 +82,8 @@ ActivationRun load_run(const fs::path& folder) {
   }
   for (std::size_t row = 0; row < t.rows.size(); ++row) {
     std::vector<double> layers;
-    for (int c = 1; c < total_col; ++c) layers.push_back(t.number(row, static_cast<std::size_t>(c)));
+    for (int c = 1; c < total_col; ++c)
+      layers.push_back(t.number(row, static_cast<std::size_t>(c)));
     r.layer_ms_per_epoch.push_back(std::move(layers));
     r.total_ms_per_epoch.push_back(t.number(row, static_cast<std::size_t>(total_col)));
   }
@@ -91,18 +92,8 @@ ActivationRun load_run(const fs::path& folder) {
   return r;
 }
 
-std::string md_table(const std::vector<std::string>& header,
-                     const std::vector<std::vector<std::string>>& rows) {
-  std::string s = "| " + fmt::format("{}", fmt::join(header, " | ")) + " |\n|";
-  for (std::size_t i = 0; i < header.size(); ++i) s += i == 0 ? "---|" : "---:|";
-  s += "\n";
-  for (const auto& r : rows) s += "| " + fmt::format("{}", fmt::join(r, " | ")) + " |\n";
-  return s;
-}
-
-}  // namespace
-
-fs::path analyse_activation_study(const fs::path& dir, const std::string& command_line) {
+// Every MLP_* run folder under `dir`, loaded.
+std::vector<ActivationRun> load_run_folders(const fs::path& dir) {
   if (!fs::is_directory(dir))
     fail("{}: not a folder (expected an activation study output folder)", dir.string());
   std::vector<fs::path> folders;
@@ -113,7 +104,11 @@ fs::path analyse_activation_study(const fs::path& dir, const std::string& comman
   if (folders.empty()) fail("{}: no MLP_<Activation>_<time> run folders found", dir.string());
   std::vector<ActivationRun> runs;
   for (const auto& f : folders) runs.push_back(load_run(f));
-  // usra-survey's order, and the newest run per activation when one was repeated.
+  return runs;
+}
+
+// usra-survey's order, and the newest run per activation when one was repeated.
+std::vector<ActivationRun> newest_per_activation(const std::vector<ActivationRun>& runs) {
   std::vector<ActivationRun> ordered;
   for (const auto& k : activation_kernels()) {
     const ActivationRun* pick = nullptr;
@@ -122,160 +117,37 @@ fs::path analyse_activation_study(const fs::path& dir, const std::string& comman
     }
     if (pick != nullptr) ordered.push_back(*pick);
   }
-  const ActivationAnalysis a = analyze_activations(ordered);
+  return ordered;
+}
 
-  // summary.csv: usra-survey's columns first, then ours (units in names).
-  std::vector<std::string> header{"Activation", "Final (ms)", "Mean (ms)", "Std (ms)",
-                                  "Min (ms)",   "Max (ms)",   "Epochs",    "test_acc"};
-  for (int l = 1; l <= a.num_layers; ++l) header.push_back(fmt::format("layer_{}_ms", l));
-  header.insert(header.end(),
-                {"median_ms", "acc_per_ms", "train_imgs_per_sec", "share_of_step", "pareto"});
-  {
-    CsvWriter csv(dir / "summary.csv", header);
-    for (const auto& s : a.rows) {
-      std::vector<std::string> row{s.activation,
-                                   csv_number(s.final_ms),
-                                   csv_number(s.mean_ms),
-                                   csv_number(s.std_ms),
-                                   csv_number(s.min_ms),
-                                   csv_number(s.max_ms),
-                                   std::to_string(s.epochs),
-                                   csv_number(s.test_acc)};
-      for (double v : s.layer_mean_ms) row.push_back(csv_number(v));
-      row.insert(row.end(),
-                 {csv_number(s.median_ms), csv_number(s.acc_per_ms), csv_number(s.imgs_per_sec, 7),
-                  csv_number(s.share_of_step), s.pareto ? "yes" : "no"});
-      csv.row(row);
-    }
+// A run's validation accuracy per epoch from its training_metrics.csv (epochs with an empty
+// val_acc cell, i.e. runs without a validation split, left out).
+std::vector<std::pair<int64_t, double>> load_val_acc(const fs::path& folder) {
+  const CsvTable m = read_csv(folder / "training_metrics.csv");
+  const std::size_t ce = m.require("epoch"), cv = m.require("val_acc");
+  std::vector<std::pair<int64_t, double>> out;
+  for (std::size_t row = 0; row < m.rows.size(); ++row) {
+    const auto v = m.optional_number(row, cv);
+    if (v) out.emplace_back(m.integer(row, ce), *v);
   }
+  return out;
+}
 
-  // Plots.
-  const fs::path plots = dir / "plots";
-  fs::create_directories(plots);
-  std::vector<std::string> names;
-  for (const auto& s : a.rows) names.push_back(s.activation);
-  PlotSpec timing;
-  timing.title = "Activation forward time per training pass (mean over timed epochs)";
-  timing.xlabel = "activation";
-  timing.ylabel = "ms per forward pass (all activation layers)";
-  timing.kind = PlotSpec::Kind::kBars;
-  timing.categories = names;
-  Series ts{"mean ms", {}, {}};
-  for (std::size_t i = 0; i < a.rows.size(); ++i) {
-    ts.x.push_back(static_cast<double>(i));
-    ts.y.push_back(a.rows[i].mean_ms);
-  }
-  timing.series.push_back(ts);
-  PlotSpec scatter;
-  scatter.title = "Test accuracy vs activation time";
-  scatter.xlabel = "activation forward time per pass (ms)";
-  scatter.ylabel = "test accuracy (%)";
-  scatter.kind = PlotSpec::Kind::kPoints;
-  scatter.label_points = true;
-  for (const auto& s : a.rows)
-    scatter.series.push_back(Series{s.activation, {s.mean_ms}, {100 * s.test_acc}});
-  PlotSpec heat;
-  heat.title = "Per-layer activation time (ms per forward pass)";
-  heat.kind = PlotSpec::Kind::kHeatmap;
-  heat.xlabel = "layer";
-  heat.ylabel = "activation";
-  heat.categories = names;
-  for (int l = 1; l <= a.num_layers; ++l) heat.columns.push_back(fmt::format("layer_{}", l));
-  for (const auto& s : a.rows) heat.matrix.push_back(s.layer_mean_ms);
-  PlotSpec curves;
-  curves.title = "Validation accuracy per epoch";
-  curves.xlabel = "epoch";
-  curves.ylabel = "validation accuracy (%)";
-  curves.kind = PlotSpec::Kind::kLines;
-  for (const auto& r : ordered) {
-    const fs::path folder = dir / r.folder;
-    const CsvTable m = read_csv(folder / "training_metrics.csv");
-    Series s{r.activation, {}, {}};
-    const std::size_t ce = m.require("epoch"), cv = m.require("val_acc");
-    for (std::size_t row = 0; row < m.rows.size(); ++row) {
-      const auto v = m.optional_number(row, cv);  // empty: no validation split in that run
-      if (!v) continue;
-      s.x.push_back(static_cast<double>(m.integer(row, ce)));
-      s.y.push_back(100 * *v);
-    }
-    if (!s.x.empty()) curves.series.push_back(std::move(s));
-  }
-  struct Named {
-    const char* stem;
-    const PlotSpec* spec;
-    const char* caption;
-  };
-  const Named all_plots[] = {{"timing_comparison", &timing, "Activation time per forward pass"},
-                             {"accuracy_vs_time", &scatter, "Accuracy vs activation time"},
-                             {"layer_heatmap", &heat, "Per-layer timing heatmap"},
-                             {"validation_curves", &curves, "Validation accuracy per epoch"}};
-  std::string plot_md;
-  for (const auto& p : all_plots) {
-    if (p.spec->series.empty() && p.spec->kind == PlotSpec::Kind::kLines) {
-      plot_md += fmt::format("### {}\n\nNo data: none of the runs held out a validation split (--val-split 0).\n\n",
-                             p.caption);
-      continue;
-    }
-    const PlotResult pr = render_plot(*p.spec, plots / p.stem);
-    if (pr.rendered) {
-      plot_md += fmt::format("### {}\n\n![{}](plots/{}.svg)\n\n", p.caption, p.caption, p.stem);
-    } else {
-      plot_md += fmt::format(
-          "### {}\n\nNot rendered: {} (data and gnuplot script: plots/{}.dat, plots/{}.gp)\n\n",
-          p.caption, pr.message, p.stem, p.stem);
-    }
-  }
+}  // namespace
 
-  // report.md
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& s : a.rows) {
-    rows.push_back({s.activation, fmt::format("{:.2f}", 100 * s.test_acc),
-                    fmt::format("{:.4f}", s.mean_ms), fmt::format("{:.4f}", s.std_ms),
-                    fmt::format("{:.4f}", s.min_ms), fmt::format("{:.4f}", s.max_ms),
-                    fmt::format("{:.1f}", 100 * s.acc_per_ms),
-                    fmt::format("{:.0f}", s.imgs_per_sec),
-                    fmt::format("{:.1f}", 100 * s.share_of_step), s.pareto ? "yes" : ""});
-  }
-  std::vector<std::vector<std::string>> layer_rows;
-  std::vector<std::string> layer_header{"activation"};
-  for (int l = 1; l <= a.num_layers; ++l) layer_header.push_back(fmt::format("layer_{} (ms)", l));
-  for (const auto& s : a.rows) {
-    std::vector<std::string> r{s.activation};
-    for (double v : s.layer_mean_ms) r.push_back(fmt::format("{:.4f}", v));
-    layer_rows.push_back(std::move(r));
-  }
-  std::string recs;
-  for (const auto& r : a.recommendations) recs += "- " + r + "\n";
-  nlohmann::json ctx = run_context();
-  const std::string report = fmt::format(
-      "# Activation-timing study\n\n"
-      "Machine: {} ({} logical CPUs, {} kernels), {} thread(s). Build {} ({}). Generated {}.\n\n"
-      "Each activation trained the same MLP from the same random seed; times are the mean "
-      "milliseconds per training "
-      "forward pass spent in all activation layers, measured per layer with the steady clock "
-      "around each layer "
-      "(no device synchronisation, evaluation passes not timed), averaged per epoch over the timed "
-      "epochs "
-      "(warm-up epochs excluded). Spread = population std over the timed epochs.\n\n"
-      "## Summary\n\n{}\n"
-      "## Per-layer times\n\n{}\n"
-      "## Recommendations\n\n{}\n"
-      "## Plots\n\n{}"
-      "## Files\n\n- `summary.csv`: the table above\n- `MLP_<Activation>_<time>/`: each run's "
-      "`training_metrics.csv`, `activation_timings.csv`, `final_results.json`, `run.json`, "
-      "`tensorboard/` (folders and files named and laid out as usra-survey's `MLP.py` writes "
-      "them)\n"
-      "- Rebuild this report from the saved runs: `nnperf activations --analyze {}`\n\n"
-      "Command: `{}`\n",
-      ctx["machine"].value("cpu_model", std::string("?")), ctx["machine"].value("logical_cpus", 0),
-      ctx["machine"].value("simd", std::string("?")), num_threads(),
-      ctx["build"].value("commit", std::string("?")),
-      ctx["build"].value("build_type", std::string("?")), iso8601_now(),
-      md_table({"activation", "test acc (%)", "mean (ms)", "std (ms)", "min (ms)", "max (ms)",
-                "acc per ms (%/ms)", "train img/s", "share of step (%)", "Pareto"},
-               rows),
-      md_table(layer_header, layer_rows), recs, plot_md, dir.string(), command_line);
-  write_file_atomic(dir / "report.md", report);
+ActivationStudyRecords load_activation_study(const fs::path& dir) {
+  ActivationStudyRecords rec;
+  rec.runs = newest_per_activation(load_run_folders(dir));
+  for (const auto& r : rec.runs) rec.val_acc.push_back(load_val_acc(dir / r.folder));
+  return rec;
+}
+
+fs::path analyse_activation_study(const fs::path& dir, const std::string& command_line) {
+  const ActivationStudyRecords records = load_activation_study(dir);
+  const ActivationAnalysis a = analyze_activations(records.runs);
+  write_activation_summary_csv(a, dir / "summary.csv");
+  const std::string plots_md = render_activation_plots(a, records, dir / "plots");
+  write_file_atomic(dir / "report.md", activation_report_md(a, plots_md, dir, command_line));
   return dir / "report.md";
 }
 

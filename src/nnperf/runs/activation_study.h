@@ -5,8 +5,10 @@
 #pragma once
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "nnperf/analysis/activation_analysis.h"
 #include "nnperf/runs/train_run.h"
 
 namespace nnperf {
@@ -31,9 +33,19 @@ struct ActivationStudyOptions {
 // Runs every activation, then analyse_activation_study(out_dir). Returns the report path.
 std::filesystem::path run_activation_study(const ActivationStudyOptions& options);
 
-// Reads every MLP_* run folder under `dir` (final_results.json + activation_timings.csv), and
-// writes summary.csv, plots/ and report.md there. Throws naming the folder when a run is
-// incomplete. Returns the report path.
+// The records of a study: its saved runs, as the analysis and the reporters read them.
+struct ActivationStudyRecords {
+  std::vector<ActivationRun> runs;  // usra-survey's order; the newest run per activation
+  // Per run (same order): (epoch, validation accuracy) of each epoch that had a validation pass.
+  std::vector<std::vector<std::pair<int64_t, double>>> val_acc;
+};
+
+// Reads every MLP_* run folder under `dir` (final_results.json + activation_timings.csv), then
+// the training_metrics.csv of the runs kept. Throws naming the folder when a run is incomplete.
+ActivationStudyRecords load_activation_study(const std::filesystem::path& dir);
+
+// load_activation_study(dir), analyze_activations, then the reporters (activation_study_outputs.h)
+// write summary.csv, plots/ and report.md there. Returns the report path.
 std::filesystem::path analyse_activation_study(const std::filesystem::path& dir,
                                                const std::string& command_line);
 

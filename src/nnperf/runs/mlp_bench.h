@@ -39,12 +39,20 @@ struct MlpBenchResult {
   std::filesystem::path out_dir;  // claimed before anything was measured
 };
 
+// Measures; writes nothing but the claimed (empty) output folder.
 MlpBenchResult run_mlp_bench(const MlpBenchOptions& options);
-// Writes <out_dir>/mlp_bench.json, mlp_bench.csv, plots/iteration_time.{svg,png}, run.json, and
-// the extra --json/--csv paths when given (empty = skip).
+
+// The reporters (runs/mlp_bench_outputs.cc): everything below is rendered from the result's
+// JSON document alone.
+//
+// Writes <out_dir>/mlp_bench.json, mlp_bench.csv, plots/iteration_time.{dat,gp,svg,png},
+// run.json, and the extra --json/--csv paths when given (empty = skip).
 void write_mlp_bench_outputs(const MlpBenchResult& result, const MlpBenchOptions& options,
                              const std::filesystem::path& json_path,
                              const std::filesystem::path& csv_path);
+// Writes mlp_bench.csv and plots/iteration_time.* in `dir` from a mlp_bench.json document: run
+// on a saved mlp_bench.json it rebuilds the run's CSV byte for byte.
+void render_mlp_bench_outputs(const nlohmann::json& doc, const std::filesystem::path& dir);
 // The terminal table of a result.
 std::string format_mlp_bench(const nlohmann::json& result);
 
