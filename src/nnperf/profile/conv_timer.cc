@@ -54,6 +54,7 @@ double time_conv_ms(const ConvAlgorithm& algo, const ConvProblem& p, int threads
   int64_t start = now_ns();
   algo.run(args);
   const double warmup_ms = static_cast<double>(now_ns() - start) * 1e-6;
+  check_interrupt();
   if (warmup_ms > loser_above_ms) return warmup_ms;
   std::vector<double> runs;
   double spent = 0.0;
