@@ -1,6 +1,7 @@
-// `nnperf devices`: the CPU (model, cores, SIMD level, caches), the BLAS in use and its threads,
-// and whether a CUDA device is present. `--check-cuda` (the flag ai3-8CuDNN's profiler has): the
-// whole CUDA stack, and exit 1 when there is no CUDA device, so scripts can test for a GPU.
+// `nnperf devices`: the CPU (model, cores, SIMD level, caches), the machine model the conv cost
+// models use, the BLAS in use and its threads, and whether a CUDA device is present.
+// `--check-cuda` (the flag ai3-8CuDNN's profiler has): the whole CUDA stack, and exit 1 when
+// there is no CUDA device, so scripts can test for a GPU.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include "flags.h"
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
+#include "nnperf/core/machine_model.h"
 #include "nnperf/core/threads.h"
 #include "nnperf/gpu/probe.h"
 
@@ -37,6 +39,8 @@ int run_devices(int threads) {
   fmt::print("  caches: L1d {} KiB, L2 {} KiB, L3 {} KiB\n", cpu.l1d_bytes / 1024,
              cpu.l2_bytes / 1024, cpu.l3_bytes / 1024);
   fmt::print("  threads in use: {}\n", num_threads());
+  // What `guess` ranks convolution algorithms for (docs/machine-model.md).
+  fmt::print("  cost model: {}\n", describe(machine_model()));
   fmt::print("blas: {}\n", blas_description());
   const CudaProbe cuda = probe_cuda();
   if (cuda.devices.empty()) {
@@ -56,10 +60,13 @@ int run_devices(int threads) {
 
 const Registrar reg{Command{
     "devices", 90, [](CLI::App& sub) -> std::function<int()> {
-      sub.description("Report the CPU, the BLAS in use and whether a CUDA device is present");
+      sub.description(
+          "Report the CPU, the machine model `guess` ranks convolutions for (peaks.json or an "
+          "estimate), the BLAS in use and whether a CUDA device is present");
       auto threads = std::make_shared<int>(0);
       auto cuda = std::make_shared<bool>(false);
-      sub.add_option("--threads", *threads, "Threads (0 = all logical CPUs)")->check(threads_count());
+      sub.add_option("--threads", *threads, "Threads (0 = all logical CPUs)")
+          ->check(threads_count());
       sub.add_flag("--check-cuda", *cuda,
                    "Report the CUDA driver and runtime versions, every device (name, SMs, memory, "
                    "clocks, compute capability), cuDNN, cuBLAS and NVML, each missing part with "

@@ -2,8 +2,10 @@
 // without a GPU --check-cuda prints what it found, then "no CUDA device: <reason>" and exits 1;
 // with one it lists the devices and exits 0. (The probe's details are tested on a stand-in
 // library in tests/gpu.)
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 #include "test_util.h"
@@ -19,6 +21,25 @@ TEST(DevicesCli, ReportsTheCpuAndBlas) {
   EXPECT_EQ(r.out.rfind("cpu: ", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("\nblas: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\ncuda: "), std::string::npos) << r.out;
+  // The machine model guess ranks convolutions for, on one line.
+  EXPECT_NE(r.out.find("\n  cost model: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" GFLOP/s per core ("), std::string::npos) << r.out;
+}
+
+TEST(DevicesCli, ShowsTheCostModelFromNnperfPeaksAndRefusesABrokenOne) {
+  const std::string fixture = std::string(NNPERF_TEST_DATA_DIR) + "/bench_conv/peaks.json";
+  auto r = test::run_command(
+      fmt::format("NNPERF_PEAKS='{}' '{}' devices --threads 1", fixture, NNPERF_BINARY));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\n  cost model: peaks.json " + fixture + " env vm: "), std::string::npos)
+      << r.out;
+  test::TempDir dir("devices");
+  const std::string broken = (dir / "peaks.json").string();
+  std::ofstream(broken) << "{\"vm\": {\"peak_gbps\": 21";
+  r = test::run_command(fmt::format("NNPERF_PEAKS='{}' '{}' devices", broken, NNPERF_BINARY));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind("nnperf: error: $NNPERF_PEAKS: " + broken + ": not valid JSON", 0), 0u)
+      << r.err;
 }
 
 TEST(DevicesCli, CheckCudaReportsEveryPartAndTellsScriptsWhetherThereIsAGpu) {

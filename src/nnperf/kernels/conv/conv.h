@@ -82,7 +82,8 @@ struct ConvAlgorithm {
   // c_algo in |y - ref| <= c_algo * K * eps * sum|a*b| + eps * |ref|, K = icg*kh*kw.
   // 1 for exact-arithmetic methods; Winograd and FFT state their measured worst case.
   double tolerance_factor;
-  // Rough cost in seconds on this machine class, for `guess` (lower is better).
+  // Rough cost in seconds on the machine model (core/machine_model.h), for `guess` and the order
+  // in which `find` times candidates (lower is better).
   double (*cost)(const ConvProblem& p, int threads);
 };
 

@@ -32,6 +32,39 @@ inline double conv_gemm_shape_efficiency(int64_t m, int64_t n, int64_t k, double
          __builtin_sqrt(clamp01(static_cast<double>(n) / 96.0));
 }
 inline int64_t conv_round_up(int64_t a, int64_t b) { return conv_ceil_div(a, b) * b; }
+
+// ---- the cost models' machine (docs/machine-model.md) ----
+// Every rate in the cost functions was measured with bench/conv_bench.cc on one machine, the
+// "fitted" one: one Zen 3 core of an AMD EPYC VM (2.45 GHz nominal, ~3.2 GHz sustained), whose
+// `nnperf peaks` figures are below (tests/data/bench_conv/peaks.json). A cost function states a
+// rate as measured there over the fitted figure, a ratio, and multiplies it by the model's term:
+// e.g. implicit_gemm's 84 GFLOP/s becomes (84 / kFmaGflops) * m.fma_flops_per_s.
+namespace conv_fit {
+inline constexpr double kFmaGflops = 102.0;  // fp32 FMA, AVX2, 1 thread (peaks: 101.9-102.5)
+inline constexpr double kDramGbps = 21.0;    // STREAM triad, 1 thread (peaks: 21.0)
+inline constexpr double kL3Bytes = 32.0 * 1024 * 1024;  // cpu0's L3 in sysfs
+}  // namespace conv_fit
+// machine_model() in the units the cost functions use.
+struct ConvMachine {
+  bool avx2 = true;             // our AVX2 kernels run (else the portable ones)
+  double fma_flops_per_s = 0;   // one core's FMA peak at AVX2 width (the model's, lane-scaled)
+  double blas_flops_per_s = 0;  // one core's FMA peak at the width OpenBLAS uses
+  double dram_bytes_per_s = 0;  // one core
+  double dram_total_bytes_per_s = 0;
+  double l3_bytes = 0;
+  // Seconds of a per-element overhead measured on the fitted core, on this one: they scale with
+  // the clock, i.e. with the FMA peak at a fixed width (32 FLOPs per cycle at AVX2 width).
+  double seconds(double fitted_seconds) const {
+    return fitted_seconds * conv_fit::kFmaGflops * 1e9 / fma_flops_per_s;
+  }
+  // DRAM bytes/s of `threads` threads copying in parallel.
+  double dram_at(int threads) const {
+    const double t = threads > 1 ? threads : 1;
+    return t * dram_bytes_per_s < dram_total_bytes_per_s ? t * dram_bytes_per_s
+                                                         : dram_total_bytes_per_s;
+  }
+};
+ConvMachine conv_machine();  // reads machine_model() on every call (tests may replace it)
 // p's dimensions into the plain int64 fields a kernel's Plan starts with (mb, g, ic, icg, oc, ocg,
 // ih, iw, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw: direct_impl.h, implicit_gemm_impl.h), which the
 // ISA files read without instantiating ConvProblem's inline code.

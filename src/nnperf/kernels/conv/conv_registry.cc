@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "nnperf/core/error.h"
+#include "nnperf/core/machine_model.h"
 #include "nnperf/core/workspace.h"
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/kernels/conv/conv_internal.h"
@@ -138,6 +139,20 @@ ConvArgs conv_prepare(const ConvAlgorithm& algo, const ConvProblem& p, const flo
 std::string conv_serves_any(const ConvProblem& p) { return p.invalid_reason(); }
 
 std::size_t conv_no_workspace(const ConvProblem&, int) { return 0; }
+
+ConvMachine conv_machine() {
+  const MachineModel& m = machine_model();
+  ConvMachine c;
+  c.avx2 = m.simd >= SimdLevel::kAvx2;
+  // Our conv kernels top out at AVX2 (an AVX-512 model is halved to AVX2 width); OpenBLAS
+  // dispatches to the hardware's best level itself.
+  c.fma_flops_per_s = fma_gflops_at(m, SimdLevel::kAvx2) * 1e9;
+  c.blas_flops_per_s = fma_gflops_at(m, m.blas_simd) * 1e9;
+  c.dram_bytes_per_s = m.dram_gbps_per_core * 1e9;
+  c.dram_total_bytes_per_s = std::max(m.dram_gbps_total, m.dram_gbps_per_core) * 1e9;
+  c.l3_bytes = static_cast<double>(m.l3_bytes);
+  return c;
+}
 
 int conv_useful_threads(int threads, double flops, int64_t jobs) {
   // Below ~1 MFLOP per thread (~20 us of one core) a second thread costs more than it saves.

@@ -128,26 +128,48 @@ void conv_direct_run(const ConvArgs& args) {
   }
 }
 
-// Rates measured on one Zen3 core (bench/conv_bench.cc, single thread): full 6 x 16 tiles run at
-// ~82 GFLOP/s (80% of the FMA peak) on rows of 48+ outputs, ~62 on 14-28 (edge tiles), ~38 on 7;
-// 1x1 loads one input vector per 6 FMAs from 60+ channel planes, ~60. Depthwise runs at ~30
-// GFLOP/s (1 load per FMA, 9 FMAs per output) plus ~0.1 us per channel of setup, or at the
-// memory rate (~10 GB/s for src + dst) when that is slower (stride 2: 4 inputs per output).
+// Rates measured on the fitted Zen 3 core (bench/conv_bench.cc, single thread), as ratios to its
+// FMA peak and triad bandwidth (conv_internal.h): full 6 x 16 tiles run at ~82 GFLOP/s (80% of
+// the FMA peak) on rows of 48+ outputs, ~62 on 14-28 (edge tiles), ~38 on 7; 1x1 loads one input
+// vector per 6 FMAs from 60+ channel planes, ~60. The portable kernels (NNPERF_SIMD=scalar) run
+// at 17-20 GFLOP/s whatever the shape. Depthwise runs at ~30 GFLOP/s (portable ~9; 1 load per
+// FMA, 9 FMAs per output) plus ~0.1 us per channel of setup, or at the memory rate (~10 GB/s
+// for src + dst) when that is slower (stride 2: 4 inputs per output).
+constexpr double kDenseRate = 82.0 / conv_fit::kFmaGflops;
+constexpr double kDensePortableRate = 19.0 / conv_fit::kFmaGflops;
+constexpr double kDepthwiseRate = 30.0 / conv_fit::kFmaGflops;
+constexpr double kDepthwisePortableRate = 9.0 / conv_fit::kFmaGflops;
+constexpr double kDepthwiseSetupSeconds = 0.1e-6;  // per channel, on the fitted core
+constexpr double kDepthwiseDram = 10.0 / conv_fit::kDramGbps;
+constexpr double kPadCopyDram = 15.0 / conv_fit::kDramGbps;
+
 double conv_direct_cost(const ConvProblem& p, int threads) {
+  const ConvMachine m = conv_machine();
   const double t = std::max(1, threads);
   const double pad_bytes = 8.0 * static_cast<double>(p.src_numel());  // padded copy: read + write
   if (p.icg() == 1) {
-    const double compute = p.flops() / (30e9 * t) + static_cast<double>(p.mb * p.g) * 0.1e-6 / t;
-    const double memory = 4.0 * static_cast<double>(p.src_numel() + p.dst_numel()) / 10e9;
+    const double rate = (m.avx2 ? kDepthwiseRate : kDepthwisePortableRate) * m.fma_flops_per_s;
+    const double compute = p.flops() / (rate * t) +
+                           static_cast<double>(p.mb * p.g) * m.seconds(kDepthwiseSetupSeconds) / t;
+    const double memory = 4.0 * static_cast<double>(p.src_numel() + p.dst_numel()) /
+                          (kDepthwiseDram * m.dram_at(threads));
     return std::max(compute, memory);
   }
   const int64_t ow = p.ow();
-  double rate = 82e9 * (ow >= 48 ? 1.0 : ow >= 14 ? 0.75 : 0.45);
-  if (p.kh * p.kw == 1) rate *= 0.75;
+  double rate = m.fma_flops_per_s;
+  if (m.avx2) {
+    rate *= kDenseRate *
+            (ow >= 48   ? 1.0
+             : ow >= 14 ? 0.75
+                        : 0.45) *
+            (p.kh * p.kw == 1 ? 0.75 : 1.0);
+  } else {
+    rate *= kDensePortableRate;
+  }
   const int64_t ocb = std::min(kMaxOcBlock, p.ocg());
   if (ocb < kMaxOcBlock) rate *= std::min(1.0, static_cast<double>(ocb) / 4.0);
   rate *= static_cast<double>(p.ocg()) / static_cast<double>(conv_round_up(p.ocg(), ocb));
-  return p.flops() / (rate * t) + pad_bytes / 15e9;
+  return p.flops() / (rate * t) + pad_bytes / (kPadCopyDram * m.dram_at(threads));
 }
 
 }  // namespace nnperf

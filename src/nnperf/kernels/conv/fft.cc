@@ -85,7 +85,7 @@ void conv_fft_run(const ConvArgs& args) {
 }
 
 double conv_fft_cost(const ConvProblem& p, int threads) {
-  return fft_conv::cost_seconds(p, fft_conv::whole_image_geometry(p), threads);
+  return fft_conv::cost_seconds(p, fft_conv::whole_image_geometry(p), threads, conv_machine());
 }
 
 }  // namespace nnperf

@@ -145,15 +145,18 @@ void gather_spectrum(const float* y, const Geometry& geo, fftwf_complex* spec) {
   }
 }
 
-// ---- cost model (measured on a Zen3 EPYC core, AVX2; see bench/fft_conv_bench.cc) ----
+// ---- cost model (measured on the fitted Zen 3 EPYC core, AVX2, conv_internal.h; see
+// bench/fft_conv_bench.cc), as ratios to its FMA peak, triad bandwidth and L3 ----
 // The multiply-accumulate sustains ~60 GFLOP/s of its own FLOPs (8 per complex multiply-add)
-// while the packed weights come from cache.
-constexpr double kMacFlopsPerS = 60e9;
-// Fill, scatter, gather and crop around each transform: ~0.65 ns per point.
+// while the packed weights come from cache; the portable one ~30 (NNPERF_SIMD=scalar, same bench).
+constexpr double kMacRate = 60.0 / conv_fit::kFmaGflops;
+constexpr double kMacPortableRate = 30.0 / conv_fit::kFmaGflops;
+// Fill, scatter, gather and crop around each transform: ~0.65 ns per point (scales with clock).
 constexpr double kCopySecondsPerPoint = 0.65e-9;
-// Packed weights beyond the L3 share of one core stream from DRAM once per chunk (~15 GB/s).
-constexpr double kDramBytesPerS = 15e9;
-constexpr double kL3Bytes = 16e6;
+// Packed weights beyond the L3 share of one core (16 MB of the fitted core's 32 MiB) stream from
+// DRAM once per chunk (~15 GB/s).
+constexpr double kWeightsDram = 15.0 / conv_fit::kDramGbps;
+constexpr double kL3Share = 16e6 / conv_fit::kL3Bytes;
 
 // Sizes FFTW_ESTIMATE plans in one pass of its hard-coded codelets: powers of two and most
 // sizes up to 16, 20. Other 7-smooth sizes get multi-pass plans 3-8x slower per point.
@@ -161,12 +164,24 @@ bool codelet_size(int64_t n) { return (n <= 16 && n != 14) || n == 20 || (n & (n
 
 // One FFTW r2c or c2r of th x tw: ~0.19 ns * log2(th*tw) per point for codelet sizes (16x16 in
 // 370 ns, 32x32 in 1.7 us), 2.5x / 5x that with one / two other sizes (24x24 4.4 us, 60x60
-// 39 us under FFTW_ESTIMATE; FFTW_MEASURE narrows the gap).
+// 39 us under FFTW_ESTIMATE; FFTW_MEASURE narrows the gap). Seconds on the fitted core.
 double fft_seconds(int64_t th, int64_t tw) {
   const double n = static_cast<double>(th * tw);
   const int slow = (codelet_size(th) ? 0 : 1) + (codelet_size(tw) ? 0 : 1);
   const double penalty = slow == 0 ? 1.0 : slow == 1 ? 2.5 : 5.0;
   return n * (0.19e-9 * std::log2(std::max(n, 2.0)) * penalty + kCopySecondsPerPoint);
+}
+
+// The fitted core itself (AVX2 kernels): the transform size, and with it the workspace and the
+// packed weights' layout, is chosen on its figures, so a problem's geometry never depends on the
+// machine model, which a test or flag may replace between planning and running.
+ConvMachine fitted_machine() {
+  ConvMachine m;
+  m.avx2 = true;
+  m.fma_flops_per_s = m.blas_flops_per_s = conv_fit::kFmaGflops * 1e9;
+  m.dram_bytes_per_s = m.dram_total_bytes_per_s = conv_fit::kDramGbps * 1e9;
+  m.l3_bytes = conv_fit::kL3Bytes;
+  return m;
 }
 
 }  // namespace
@@ -222,7 +237,7 @@ Geometry make_geometry(const ConvProblem& p, int64_t th, int64_t tw,
 
 void GeometryPicker::offer(int64_t th, int64_t tw) {
   const Geometry geo = make_geometry(p_, th, tw, chunk_budget_bytes_);
-  const double cost = cost_seconds(p_, geo, 1);
+  const double cost = cost_seconds(p_, geo, 1, fitted_machine());
   if (best_.th == 0 || cost < best_cost_) {
     best_ = geo;
     best_cost_ = cost;
@@ -320,15 +335,18 @@ std::size_t workspace_bytes(const ConvProblem& p, const Geometry& geo, int threa
          sizeof(float);
 }
 
-double cost_seconds(const ConvProblem& p, const Geometry& geo, int threads) {
+double cost_seconds(const ConvProblem& p, const Geometry& geo, int threads, const ConvMachine& m) {
   const double tiles = static_cast<double>(geo.tiles);
   const double mac_flops =
       8.0 * tiles * static_cast<double>(geo.nfb * kFreqBlock) * static_cast<double>(p.oc * p.icg());
-  const double fft_s = tiles * static_cast<double>(p.ic + p.oc) * fft_seconds(geo.th, geo.tw);
+  const double fft_s =
+      tiles * static_cast<double>(p.ic + p.oc) * m.seconds(fft_seconds(geo.th, geo.tw));
   const double w_bytes = static_cast<double>(packed_floats(p, geo)) * 4.0;
   const double chunks = static_cast<double>(conv_ceil_div(geo.tiles, geo.chunk_tiles));
-  const double w_s = w_bytes > kL3Bytes ? w_bytes * chunks / kDramBytesPerS : 0.0;
-  const double mac_s = mac_flops / kMacFlopsPerS;
+  const double w_s = w_bytes > kL3Share * m.l3_bytes
+                         ? w_bytes * chunks / (kWeightsDram * m.dram_bytes_per_s)
+                         : 0.0;
+  const double mac_s = mac_flops / ((m.avx2 ? kMacRate : kMacPortableRate) * m.fma_flops_per_s);
   // Streaming the weights overlaps the multiply-accumulate only in part.
   const double mac_w = std::max(mac_s, w_s) + 0.5 * std::min(mac_s, w_s);
   const int t = std::max(1, threads);
@@ -347,9 +365,11 @@ void run(const Geometry& geo, const ConvArgs& a) {
   const int64_t x_tile_stride = p.g * geo.nfb * icg * kBlockFloats;
   const int64_t y_tile_stride = p.oc * geo.nfb * kBlockFloats;
   const SimdLevel level = active_simd();
-  // Work in FLOP-equivalents (modelled seconds at ~50 GFLOP/s); the multiply-accumulate's jobs
-  // (one per group and frequency block) are the coarsest split of the three phases.
-  const int threads = conv_useful_threads(a.threads, cost_seconds(p, geo, 1) * 50e9, p.g * geo.nfb);
+  // Work in FLOP-equivalents (seconds modelled on the fitted core at ~50 GFLOP/s, half its FMA
+  // peak); the multiply-accumulate's jobs (one per group and frequency block) are the coarsest
+  // split of the three phases.
+  const double work = cost_seconds(p, geo, 1, fitted_machine()) * 0.5 * conv_fit::kFmaGflops * 1e9;
+  const int threads = conv_useful_threads(a.threads, work, p.g * geo.nfb);
 
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {

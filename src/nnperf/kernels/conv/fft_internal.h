@@ -94,9 +94,9 @@ std::size_t packed_floats(const ConvProblem& p, const Geometry& geo);
 void pack_weights(const ConvProblem& p, const Geometry& geo, const float* wei, float* packed);
 std::size_t workspace_bytes(const ConvProblem& p, const Geometry& geo, int threads);
 void run(const Geometry& geo, const ConvArgs& args);
-// Seconds on a Zen3-class core (calibrated by bench/fft_conv_bench.cc), for `guess` and for
-// fft_tiling's choice of transform size.
-double cost_seconds(const ConvProblem& p, const Geometry& geo, int threads);
+// Seconds on machine m (rates calibrated on the fitted core by bench/fft_conv_bench.cc): for
+// `guess` on the machine model, and for the choice of transform size on the fitted core.
+double cost_seconds(const ConvProblem& p, const Geometry& geo, int threads, const ConvMachine& m);
 
 // ---- FFTW plans ----
 // A process-wide cache keyed by transform size, filled under a mutex (FFTW's planner is not

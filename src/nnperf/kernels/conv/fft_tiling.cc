@@ -79,7 +79,7 @@ void conv_fft_tiling_run(const ConvArgs& args) {
 }
 
 double conv_fft_tiling_cost(const ConvProblem& p, int threads) {
-  return fft_conv::cost_seconds(p, fft_conv::tiling_geometry(p), threads);
+  return fft_conv::cost_seconds(p, fft_conv::tiling_geometry(p), threads, conv_machine());
 }
 
 }  // namespace nnperf

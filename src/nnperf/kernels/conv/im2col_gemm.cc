@@ -112,15 +112,22 @@ void conv_gemm_run(const ConvArgs& args) {
   conv_add_bias(p, args.bias, args.dst, args.threads);
 }
 
-// OpenBLAS SGEMM at ~86 GFLOP/s per core on large shapes (measured on the VGG16 layers' GEMMs;
-// ~91 on square 1024^3), scaled by the shape efficiency, plus writing and reading the K x N patch
-// matrix (~15 GB/s each way: 115 MB for VGG16 conv1_2 costs ~15 ms of its ~60).
+// OpenBLAS SGEMM at ~86 GFLOP/s per core on large shapes (measured on the fitted core, the VGG16
+// layers' GEMMs; ~91 on square 1024^3), scaled by the shape efficiency, plus writing and reading
+// the K x N patch matrix (~15 GB/s each way: 115 MB for VGG16 conv1_2 costs ~15 ms of its ~60).
+// OpenBLAS picks its kernels from CPUID, so its rate follows the hardware's SIMD level, not
+// NNPERF_SIMD (measured: the same time under NNPERF_SIMD=scalar).
+constexpr double kBlasRate = 86.0 / conv_fit::kFmaGflops;
+constexpr double kPatchDram = 15.0 / conv_fit::kDramGbps;
+
 double conv_gemm_cost(const ConvProblem& p, int threads) {
+  const ConvMachine m = conv_machine();
   const double t = std::max(1, threads);
   const GemmShape s = gemm_shape(p);
   const double eff = std::max(0.1, conv_gemm_shape_efficiency(s.m, s.n, s.k));
   const double col = static_cast<double>(col_bytes(p)) * static_cast<double>(p.mb * p.g);
-  return p.flops() / (86e9 * eff * t) + 2.0 * col / 15e9;
+  return p.flops() / (kBlasRate * m.blas_flops_per_s * eff * t) +
+         2.0 * col / (kPatchDram * m.dram_at(threads));
 }
 
 }  // namespace nnperf

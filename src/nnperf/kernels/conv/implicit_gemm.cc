@@ -141,11 +141,17 @@ void conv_implicit_gemm_run(const ConvArgs& args) {
   conv_igemm::run(args, false, nullptr, nullptr);
 }
 
-// The 6 x 16 micro-kernel runs at ~84 GFLOP/s (82% of the FMA peak) on large shapes; packing
+// On the fitted core the 6 x 16 micro-kernel runs at ~84 GFLOP/s (82% of the FMA peak) on large
+// shapes, the portable kernel at ~23 (0.27 of that, measured under NNPERF_SIMD=scalar); packing
 // costs ~0.15 ns per patch element (vector copies of 16-pixel rows, bounds-checked scalars at row
-// ends and for strides).
+// ends and for strides: ~0.6), which scales with the clock.
+constexpr double kRate = 84.0 / conv_fit::kFmaGflops;
+constexpr double kPortableRate = 23.0 / conv_fit::kFmaGflops;
+
 double conv_implicit_gemm_cost(const ConvProblem& p, int threads) {
-  return conv_igemm::cost_seconds(p, threads, 84e9, p.sw == 1 ? 0.15e-9 : 0.6e-9);
+  const ConvMachine m = conv_machine();
+  return conv_igemm::cost_seconds(p, threads, (m.avx2 ? kRate : kPortableRate) * m.fma_flops_per_s,
+                                  m.seconds(p.sw == 1 ? 0.15e-9 : 0.6e-9));
 }
 
 }  // namespace nnperf

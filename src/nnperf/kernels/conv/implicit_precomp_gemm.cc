@@ -71,13 +71,20 @@ void conv_implicit_precomp_gemm_run(const ConvArgs& args) {
   conv_igemm::run(args, true, koff, koff + p.icg() * p.kh * p.kw);
 }
 
-// As implicit_gemm, with cheaper packing (~0.1 ns per patch element: vector loads; ~0.4 with
-// gathers on maps narrower than 8) plus one padded copy of the input (~15 GB/s).
+// As implicit_gemm (on the fitted core ~86 GFLOP/s, portable ~21), with cheaper packing (~0.1 ns
+// per patch element: vector loads; ~0.4 with gathers on maps narrower than 8) plus one padded
+// copy of the input (~15 GB/s).
+constexpr double kRate = 86.0 / conv_fit::kFmaGflops;
+constexpr double kPortableRate = 21.0 / conv_fit::kFmaGflops;
+constexpr double kPadCopyDram = 15.0 / conv_fit::kDramGbps;
+
 double conv_implicit_precomp_gemm_cost(const ConvProblem& p, int threads) {
+  const ConvMachine m = conv_machine();
   const double pad_bytes =
       p.ph + p.pw > 0 || p.sw > 1 ? 8.0 * static_cast<double>(p.mb * padded_elements(p)) : 0.0;
-  return conv_igemm::cost_seconds(p, threads, 86e9, p.ow() >= 8 ? 0.1e-9 : 0.4e-9) +
-         pad_bytes / 15e9;
+  return conv_igemm::cost_seconds(p, threads, (m.avx2 ? kRate : kPortableRate) * m.fma_flops_per_s,
+                                  m.seconds(p.ow() >= 8 ? 0.1e-9 : 0.4e-9)) +
+         pad_bytes / (kPadCopyDram * m.dram_at(threads));
 }
 
 }  // namespace nnperf

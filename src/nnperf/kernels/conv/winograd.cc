@@ -197,20 +197,25 @@ void run_fused(const Kernels& k, const Blocking& b, const ConvArgs& args) {
   }
 }
 
-// Measured on Zen3 with bench/winograd_bench.cc (stage/...): the AVX2 16x6 micro-kernel runs the
-// 36 GEMMs at 85-92 GFLOP/s (U streamed from L3/DRAM at 256-512 channels costs the low end);
-// the input transform takes ~10 ns per tile and input channel, the output transform ~7 ns per
-// tile and output channel (12 and 10 at 224x224, where channel planes alias in L1). The portable
-// kernels: ~22 GFLOP/s and about 4x the transform time.
-double gemm_seconds(const Geometry& g, SimdLevel level) {
+// Measured on the fitted Zen 3 core (conv_internal.h) with bench/winograd_bench.cc (stage/...):
+// the AVX2 16x6 micro-kernel runs the 36 GEMMs at 85-92 GFLOP/s (U streamed from L3/DRAM at
+// 256-512 channels costs the low end); the input transform takes ~10 ns per tile and input
+// channel, the output transform ~7 ns per tile and output channel (12 and 10 at 224x224, where
+// channel planes alias in L1). The portable kernels: ~22 GFLOP/s and about 4x the transform
+// time. Rates are ratios to the FMA peak, times scale with the clock (ConvMachine::seconds).
+constexpr double kGemmRate = 85.0 / conv_fit::kFmaGflops;
+constexpr double kGemmPortableRate = 22.0 / conv_fit::kFmaGflops;
+
+double gemm_seconds(const Geometry& g, const ConvMachine& m) {
   const double flops = 2.0 * kXi * static_cast<double>(g.tiles * g.icp * g.ocp);
-  return flops / (level >= SimdLevel::kAvx2 ? 85e9 : 22e9);
+  return flops / ((m.avx2 ? kGemmRate : kGemmPortableRate) * m.fma_flops_per_s);
 }
 
-double transform_seconds(const Geometry& g, SimdLevel level) {
-  const double scale = level >= SimdLevel::kAvx2 ? 1.0 : 4.0;
+double transform_seconds(const Geometry& g, const ConvMachine& m) {
+  const double scale = m.avx2 ? 1.0 : 4.0;
   return scale * static_cast<double>(g.tiles) *
-         (10e-9 * static_cast<double>(g.icp) + 7e-9 * static_cast<double>(g.oc));
+         (m.seconds(10e-9) * static_cast<double>(g.icp) +
+          m.seconds(7e-9) * static_cast<double>(g.oc));
 }
 
 }  // namespace winograd
@@ -267,9 +272,9 @@ void conv_winograd_run(const ConvArgs& args) {
 
 double conv_winograd_cost(const ConvProblem& p, int threads) {
   const winograd::Geometry g = winograd::make_geometry(p);
-  const SimdLevel level = active_simd();
+  const ConvMachine m = conv_machine();
   const int used = winograd::plan_fused(p, threads).threads;
-  return (winograd::gemm_seconds(g, level) + winograd::transform_seconds(g, level)) / used;
+  return (winograd::gemm_seconds(g, m) + winograd::transform_seconds(g, m)) / used;
 }
 
 }  // namespace nnperf

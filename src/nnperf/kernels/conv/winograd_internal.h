@@ -20,6 +20,10 @@
 #include "nnperf/core/cpu.h"
 #include "nnperf/kernels/conv/conv.h"
 
+namespace nnperf {
+struct ConvMachine;  // conv_internal.h
+}  // namespace nnperf
+
 namespace nnperf::winograd {
 
 inline constexpr int64_t kTile = 4;      // outputs per tile side, m in F(m x m, 3 x 3)
@@ -92,9 +96,9 @@ std::size_t fused_workspace_bytes(const Geometry& g, const Blocking& b);
 // workspace holds fused_workspace_bytes(geometry, blocking).
 void run_fused(const Kernels& k, const Blocking& b, const ConvArgs& args);
 
-// Cost-model terms for `guess` (seconds on one Zen3-class core; see winograd.cc).
-double gemm_seconds(const Geometry& g, SimdLevel level);
-double transform_seconds(const Geometry& g, SimdLevel level);
+// Cost-model terms for `guess`: seconds on one core of the machine model (see winograd.cc).
+double gemm_seconds(const Geometry& g, const ConvMachine& m);
+double transform_seconds(const Geometry& g, const ConvMachine& m);
 
 // u = G g G^T of one 3x3 filter g (row-major), computed in double; u[xi] with xi = 6*row + col.
 void transform_filter(const float* g, double* u);

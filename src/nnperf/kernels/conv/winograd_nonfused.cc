@@ -127,14 +127,16 @@ void conv_winograd_nonfused_run(const ConvArgs& args) {
 
 // The fused algorithm's GEMM and transform terms (the blocked GEMM runs these shapes at about
 // the speed of the fused micro-kernel), plus V and M written and read once each through memory
-// (~10 GB/s per core) and the OpenMP split of the transforms.
+// (~10 GB/s per core on the fitted one) and the OpenMP split of the transforms.
+constexpr double kBufferDram = 10.0 / conv_fit::kDramGbps;
+
 double conv_winograd_nonfused_cost(const ConvProblem& p, int threads) {
   const Layout l = layout_of(p);
-  const SimdLevel level = active_simd();
+  const ConvMachine m = conv_machine();
   const double bytes = 2.0 * static_cast<double>(l.v_floats + l.m_floats) * sizeof(float);
-  return (winograd::gemm_seconds(l.g, level) + winograd::transform_seconds(l.g, level)) /
+  return (winograd::gemm_seconds(l.g, m) + winograd::transform_seconds(l.g, m)) /
              std::max(1, threads) +
-         bytes / 10e9;
+         bytes / (kBufferDram * m.dram_at(threads));
 }
 
 }  // namespace nnperf
