@@ -11,6 +11,7 @@
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
 #include "nnperf/core/memory.h"
+#include "nnperf/io/machine_model_file.h"
 
 namespace nnperf::app {
 
@@ -28,6 +29,9 @@ const std::string& command_line() { return g_command_line; }
 
 int main(int argc, char** argv) {
   using namespace nnperf;
+  // The cost models' machine: measured ceilings ($NNPERF_PEAKS, ./peaks.json) when there are
+  // any, read on first use.
+  set_machine_model_source(&detect_machine_model);
   for (int i = 0; i < argc; ++i) {
     if (i > 0) app::g_command_line += ' ';
     std::string a = argv[i];
@@ -40,7 +44,8 @@ int main(int argc, char** argv) {
   cli.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   cli.set_version_flag("--version", "nnperf 0.1.0");
   auto& cmds = app::commands();
-  std::sort(cmds.begin(), cmds.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
+  std::sort(cmds.begin(), cmds.end(),
+            [](const auto& a, const auto& b) { return a.order < b.order; });
   std::map<CLI::App*, std::function<int()>> actions;
   for (auto& c : cmds) {
     CLI::App* sub = cli.add_subcommand(c.name);

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "nnperf/core/error.h"
+#include "nnperf/io/machine_model_file.h"
 #include "nnperf/io/run_info.h"
 #include "test_util.h"
 

@@ -4,7 +4,6 @@
 // one, else estimated from the detected CPU features; the cost functions read rates from here
 // only, as ratios to these figures (docs/machine-model.md).
 #pragma once
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "nnperf/core/cpu.h"
@@ -25,19 +24,15 @@ struct MachineModel {
   std::string source;
 };
 
-// The model in use: set_machine_model()'s, else detect_machine_model()'s, computed once
-// (thread-safe). Throws what detect_machine_model() throws (a broken $NNPERF_PEAKS).
+// The model in use: set_machine_model()'s, else the installed source's (called once, on first
+// use; the program installs io/machine_model_file.h's detect_machine_model, which reads
+// $NNPERF_PEAKS or ./peaks.json and may throw for a broken file), else
+// estimate_machine_model(cpu_info(), active_simd()). Thread-safe.
 const MachineModel& machine_model();
 // Replaces the model in use (tests, CLI flags); references returned earlier stay valid.
 void set_machine_model(const MachineModel& m);
-
-// Where the model comes from, looked up on every call:
-//  1. $NNPERF_PEAKS (a path; $NNPERF_PEAKS_ENV picks the env, else the host's or the only
-//     one): an unreadable or malformed file is an nnperf::Error naming it;
-//  2. ./peaks.json when it is JSON and has an env named after this host or exactly one env
-//     (that env's fields must then be well formed: a broken one is an Error);
-//  3. estimate_machine_model(cpu_info(), active_simd()).
-MachineModel detect_machine_model();
+using MachineModelSource = MachineModel (*)();
+void set_machine_model_source(MachineModelSource source);
 
 // FMA GFLOP/s per core = lanes (scalar 1, AVX2 8, AVX-512 16) x 2 FMA pipes x 2 FLOPs x the
 // nominal clock (2.5 GHz when /proc/cpuinfo has none; clamped to 0.8-6 GHz); DRAM
@@ -45,16 +40,6 @@ MachineModel detect_machine_model();
 // threads is assumed); caches as detected (defaults where sysfs has none).
 inline constexpr double kEstimateDramGbpsPerCore = 15.0;
 MachineModel estimate_machine_model(const CpuInfo& cpu, SimdLevel level);
-
-// One env of a peaks.json document, in the layout `nnperf peaks` writes (compute_ceilings,
-// memory_ceilings, machine.caches) or the older one (measured.fma_gflops_per_s_1thread,
-// measured.triad_gbytes_per_s), or only the cloudml fields peak_gbps and peak_gflops.fp32
-// (which both layouts carry and which are required). env "" = the env named after this host,
-// else the only one. Figures measured at another SIMD level than `level` are scaled by the lane
-// ratio; cache sizes missing from the file come from `cpu`. Errors name `path` and the field.
-MachineModel machine_model_from_peaks_json(const nlohmann::json& doc, const std::string& env,
-                                           const std::string& path, const CpuInfo& cpu,
-                                           SimdLevel level);
 
 int simd_lanes(SimdLevel level);  // fp32 lanes: 1, 8, 16
 // The model's per-core FMA rate converted to `level` by the lane ratio (GFLOP/s).

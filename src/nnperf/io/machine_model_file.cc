@@ -1,0 +1,216 @@
+// Reading the machine model from measured ceilings: one env of a peaks.json ($NNPERF_PEAKS, else
+// ./peaks.json), else the estimate. Field names follow `nnperf peaks` (analysis/peaks.cc); every
+// read goes through io/json_read.h, so a broken file is an error naming the file and field.
+#include "nnperf/io/machine_model_file.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "nnperf/core/error.h"
+#include "nnperf/io/json_read.h"
+#include "nnperf/io/run_info.h"
+
+namespace nnperf {
+
+namespace {
+
+// Lanes of a compute ceiling's "simd" field ("scalar", "sse", "avx2", "avx512"); 0 = unknown.
+int lanes_of(const std::string& simd) {
+  if (simd == "scalar") return 1;
+  if (simd == "sse") return 4;
+  if (simd == "avx2") return 8;
+  if (simd == "avx512") return 16;
+  return 0;
+}
+
+double positive(double v, const JsonPath& where) {
+  if (!(v > 0)) fail("{}: expected a positive number, found {}", where.str(), v);
+  return v;
+}
+
+const nlohmann::json* optional_array(const nlohmann::json& e, const char* key, const JsonPath& at) {
+  const auto it = e.find(key);
+  if (it == e.end() || it->is_null()) return nullptr;
+  if (!it->is_array()) fail("{}: expected an array", at.at(key).str());
+  return &*it;
+}
+
+std::string env_names(const nlohmann::json& doc) {
+  std::vector<std::string> names;
+  for (const auto& [k, v] : doc.items()) names.push_back(quote_input(k));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// The env `env` names, else this host's, else the only one; nullopt when none fits.
+std::optional<std::string> pick_env(const nlohmann::json& doc, const std::string& env) {
+  if (!env.empty()) return doc.contains(env) ? std::optional(env) : std::nullopt;
+  if (doc.contains(hostname())) return hostname();
+  if (doc.size() == 1) return doc.begin().key();
+  return std::nullopt;
+}
+
+}  // namespace
+
+MachineModel machine_model_from_peaks_json(const nlohmann::json& doc, const std::string& env,
+                                           const std::string& path, const CpuInfo& cpu,
+                                           SimdLevel level) {
+  const JsonPath root{path, ""};
+  if (!doc.is_object() || doc.empty()) fail("{}: expected an object of environments", path);
+  const std::optional<std::string> key = pick_env(doc, env);
+  if (!key) {
+    if (!env.empty()) fail("{}: no env {} (it holds: {})", path, quote_input(env), env_names(doc));
+    fail(
+        "{} holds {} environments ({}) and none is named after this host ({}); name one with "
+        "$NNPERF_PEAKS_ENV",
+        path, doc.size(), env_names(doc), quote_input(hostname()));
+  }
+  const JsonPath at = root.at(*key);
+  const nlohmann::json& e = json_object(doc, *key, root);
+  // The cloudml fields, in every layout: all threads' triad and FMA figures.
+  const double peak_gbps = positive(json_number(e, "peak_gbps", at), at.at("peak_gbps"));
+  const JsonPath pg = at.at("peak_gflops");
+  const double peak_gflops =
+      positive(json_number(json_object(e, "peak_gflops", at), "fp32", pg), pg.at("fp32"));
+  const nlohmann::json* measured = nullptr;
+  const JsonPath mp = at.at("measured");
+  if (e.contains("measured") && !e["measured"].is_null())
+    measured = &json_object(e, "measured", at);
+
+  MachineModel m = estimate_machine_model(cpu, level);  // caches and blas_simd as detected
+  m.source = fmt::format("peaks.json {} env {}", path, quote_input(*key));
+
+  // FMA, one thread: the active level's compute ceiling, else the widest one scaled by lanes,
+  // else measured.fma_gflops_per_s_1thread (at measured.simd), else peak_gflops / threads.
+  const int want = simd_lanes(level);
+  double best_at_level = 0, best_scaled = 0;
+  int best_lanes = 0;
+  if (const nlohmann::json* cc = optional_array(e, "compute_ceilings", at)) {
+    for (std::size_t i = 0; i < cc->size(); ++i) {
+      const JsonPath ip = at.at("compute_ceilings").at(std::to_string(i));
+      const nlohmann::json& c = (*cc)[i];
+      if (!c.is_object()) fail("{}: expected an object", ip.str());
+      const std::string simd = json_string(c, "simd", ip);
+      const int64_t threads = json_integer(c, "threads", ip);
+      const double gflops = positive(json_number(c, "gflops", ip), ip.at("gflops"));
+      const int lanes = lanes_of(simd);
+      if (threads != 1 || lanes == 0) continue;
+      if (lanes == want) best_at_level = std::max(best_at_level, gflops);
+      if (lanes > best_lanes || (lanes == best_lanes && gflops * want / lanes > best_scaled)) {
+        best_lanes = lanes;
+        best_scaled = gflops * want / lanes;
+      }
+    }
+  }
+  if (best_at_level > 0) {
+    m.fma_gflops_per_core = best_at_level;
+  } else if (best_scaled > 0) {
+    m.fma_gflops_per_core = best_scaled;
+  } else if (measured != nullptr && measured->contains("fma_gflops_per_s_1thread")) {
+    const double g = positive(json_number(*measured, "fma_gflops_per_s_1thread", mp),
+                              mp.at("fma_gflops_per_s_1thread"));
+    int lanes = want;
+    if (measured->contains("simd")) {
+      const std::string simd = json_string(*measured, "simd", mp);
+      lanes = lanes_of(simd);
+      if (lanes == 0) fail("{}: expected scalar, sse, avx2 or avx512", mp.at("simd").str());
+    }
+    m.fma_gflops_per_core = g * want / lanes;
+  } else {
+    int64_t threads = cpu.logical_cpus;
+    if (measured != nullptr && measured->contains("threads")) {
+      threads = json_integer(*measured, "threads", mp);
+      if (threads < 1) fail("{}: expected at least 1", mp.at("threads").str());
+    }
+    m.fma_gflops_per_core = peak_gflops / static_cast<double>(std::max<int64_t>(1, threads));
+  }
+
+  // DRAM: the triad plateau at one thread and at the most threads, else the older figures.
+  double dram1 = 0, dram_all = 0;
+  int64_t most_threads = 0;
+  if (const nlohmann::json* mc = optional_array(e, "memory_ceilings", at)) {
+    for (std::size_t i = 0; i < mc->size(); ++i) {
+      const JsonPath ip = at.at("memory_ceilings").at(std::to_string(i));
+      const nlohmann::json& c = (*mc)[i];
+      if (!c.is_object()) fail("{}: expected an object", ip.str());
+      const std::string lvl = json_string(c, "level", ip);
+      const int64_t threads = json_integer(c, "threads", ip);
+      const double gbps = positive(json_number(c, "gbps", ip), ip.at("gbps"));
+      if (lvl != "DRAM") continue;
+      if (threads == 1) dram1 = std::max(dram1, gbps);
+      if (threads > most_threads || (threads == most_threads && gbps > dram_all)) {
+        most_threads = threads;
+        dram_all = gbps;
+      }
+    }
+  }
+  if (dram_all <= 0) dram_all = peak_gbps;
+  if (dram1 <= 0 && measured != nullptr && measured->contains("triad_gbytes_per_s") &&
+      measured->contains("threads") && json_integer(*measured, "threads", mp) == 1) {
+    dram1 = positive(json_number(*measured, "triad_gbytes_per_s", mp), mp.at("triad_gbytes_per_s"));
+  }
+  // No one-thread figure: one core gets at most all of it, and is assumed to get the estimate's.
+  if (dram1 <= 0) dram1 = std::min(dram_all, kEstimateDramGbpsPerCore);
+  m.dram_gbps_per_core = dram1;
+  m.dram_gbps_total = std::max(dram_all, dram1);
+
+  // Caches the file names (`nnperf peaks` writes machine.caches), else the detected ones.
+  if (e.contains("machine") && e["machine"].is_object() && e["machine"].contains("caches")) {
+    const JsonPath cp = at.at("machine");
+    const nlohmann::json& caches = json_object(e["machine"], "caches", cp);
+    const JsonPath cap = cp.at("caches");
+    auto size = [&](const char* name, long& out) {
+      if (const std::optional<double> v = json_optional_number(caches, name, cap); v && *v > 0) {
+        out = static_cast<long>(*v);
+      }
+    };
+    size("L1d", m.l1d_bytes);
+    size("L2", m.l2_bytes);
+    size("L3", m.l3_bytes);
+  }
+  return m;
+}
+
+MachineModel detect_machine_model() {
+  const CpuInfo& cpu = cpu_info();
+  const SimdLevel level = active_simd();
+  if (const char* path = std::getenv("NNPERF_PEAKS"); path != nullptr && *path != '\0') {
+    const char* env = std::getenv("NNPERF_PEAKS_ENV");
+    try {
+      return machine_model_from_peaks_json(read_json(path), env != nullptr ? env : "", path, cpu,
+                                           level);
+    } catch (const Error& e) {
+      fail("$NNPERF_PEAKS: {}", e.what());
+    }
+  }
+  std::string why;
+  std::error_code ec;
+  if (std::filesystem::is_regular_file("peaks.json", ec)) {
+    const std::string path = "./peaks.json";
+    nlohmann::json doc;
+    try {
+      doc = read_json(path);
+    } catch (const Error& e) {
+      why = e.what();  // not ours (another tool's file, unreadable): passed over, and said so
+    }
+    if (why.empty()) {
+      if (!doc.is_object() || doc.empty()) {
+        why = "not an object of environments";
+      } else if (!pick_env(doc, "")) {
+        why = fmt::format("{} environments, none named after this host ({})", doc.size(),
+                          quote_input(hostname()));
+      } else {
+        return machine_model_from_peaks_json(doc, "", path, cpu, level);  // a broken env throws
+      }
+    }
+  }
+  MachineModel m = estimate_machine_model(cpu, level);
+  if (!why.empty()) m.source += fmt::format(" (./peaks.json passed over: {})", why);
+  return m;
+}
+
+}  // namespace nnperf
