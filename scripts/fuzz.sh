@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh [SECONDS]        # or: make fuzz FUZZ_SECONDS=300   (default 60 s per target)
 # Needs clang and libFuzzer (Debian: clang libclang-rt-dev, both in scripts/install-deps.sh).
 # Configures build-fuzz/ (-DNNPERF_FUZZ=ON: only a small parser library and the targets, ~1 min),
-# then runs each target for SECONDS on a temporary COPY of tests/fuzz/corpus/<name>/ (the
+# then runs each target for SECONDS (FUZZ_JOBS at a time, default one per CPU) on a temporary COPY of tests/fuzz/corpus/<name>/ (the
 # repository's seeds are never modified) with -timeout=10 -rss_limit_mb=2048 -detect_leaks=1.
 # Prints one line per target (runs, coverage, result); exits 1 on any crash, timeout, leak or OOM.
 # A failing input is kept in build-fuzz/findings/<name>/; reproduce it with
@@ -33,8 +33,9 @@ cmake --build "$BUILD" --target fuzz_targets -j "${JOBS:-$(nproc)}"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/nnperf-fuzz.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-status=0
-for src in "$ROOT"/tests/fuzz/*_fuzz.cc; do
+# One target: its result line goes to $work/<name>.result, its exit code to $work/<name>.rc.
+run_target() {
+  local src="$1" target name bin corpus artifacts log rc runs cov ft kept result kind
   target="$(basename "$src" .cc)"
   name="${target%_fuzz}"
   bin="$BUILD/fuzz/$target"
@@ -42,7 +43,7 @@ for src in "$ROOT"/tests/fuzz/*_fuzz.cc; do
   artifacts="$work/artifacts/$name"
   mkdir -p "$corpus" "$artifacts"
   if [ -d "$ROOT/tests/fuzz/corpus/$name" ]; then cp -R "$ROOT/tests/fuzz/corpus/$name/." "$corpus/"; fi
-  extra=()
+  local extra=()
   if [ -f "$ROOT/tests/fuzz/$name.dict" ]; then extra+=(-dict="$ROOT/tests/fuzz/$name.dict"); fi
   log="$work/$name.log"
   rc=0
@@ -55,7 +56,6 @@ for src in "$ROOT"/tests/fuzz/*_fuzz.cc; do
   if [ "$rc" -eq 0 ]; then
     result="ok"
   else
-    status=1
     kind="$(grep -oE 'ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer)[^(]*' "$log" | head -1)"
     if grep -q "runtime error:" "$log"; then kind="${kind:-UndefinedBehaviorSanitizer: runtime error}"; fi
     if grep -q "property failed" "$log"; then kind="$(grep -m1 'property failed' "$log")"; fi
@@ -65,7 +65,25 @@ for src in "$ROOT"/tests/fuzz/*_fuzz.cc; do
     result="FAILED (exit $rc: ${kind:-see log}; inputs and log in $BUILD/findings/$name/)"
   fi
   printf 'fuzz %-14s %4ss  runs %-10s cov %-6s ft %-6s corpus %-5s %s\n' \
-    "$name" "$SECS" "${runs:-?}" "${cov:-?}" "${ft:-?}" "$kept" "$result"
-  if [ "$rc" -ne 0 ]; then tail -n 40 "$log" | sed "s/^/  $name| /" >&2; fi
+    "$name" "$SECS" "${runs:-?}" "${cov:-?}" "${ft:-?}" "$kept" "$result" > "$work/$name.result"
+  echo "$rc" > "$work/$name.rc"
+}
+
+# FUZZ_JOBS targets at a time (default: one per CPU), each on one core; results in name order.
+jobs_max="${FUZZ_JOBS:-$(nproc)}"
+srcs=("$ROOT"/tests/fuzz/*_fuzz.cc)
+for src in "${srcs[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do sleep 1; done
+  run_target "$src" &
+done
+wait
+status=0
+for src in "${srcs[@]}"; do
+  name="$(basename "$src" _fuzz.cc)"
+  cat "$work/$name.result"
+  if [ "$(cat "$work/$name.rc")" -ne 0 ]; then
+    status=1
+    tail -n 40 "$work/$name.log" | sed "s/^/  $name| /" >&2
+  fi
 done
 exit "$status"
