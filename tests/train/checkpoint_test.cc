@@ -63,8 +63,9 @@ struct TrainRun {
   }
 };
 
-nlohmann::json test_meta() {
+nlohmann::json test_meta(const std::string& optimizer) {
   return {{"model", "mlp"},
+          {"optimizer", {{"lr", TrainRun::options(optimizer).lr}, {"momentum", 0.9}}},
           {"epoch", 3},
           {"global_step", 3},
           {"best_accuracy", 0.5},
@@ -78,13 +79,15 @@ TEST_P(CheckpointResume, NextStepIsBitIdentical) {
   TrainRun original(GetParam(), 5);
   for (int i = 0; i < 3; ++i) original.step(i);
   const auto path = dir / "best.nnpckpt";
-  write_checkpoint(path,
-                   capture_checkpoint(original.graph, original.trainer.optimizer(), test_meta()));
+  write_checkpoint(path, capture_checkpoint(original.graph, original.trainer.optimizer(),
+                                            test_meta(GetParam())));
 
   TrainRun resumed(GetParam(), 99);  // other initial weights, no optimizer state yet
   const Checkpoint ckpt = read_checkpoint(path);
   EXPECT_EQ(ckpt.meta["data_order"]["position"], 24);
   EXPECT_EQ(ckpt.meta["optimizer"]["name"], GetParam());
+  EXPECT_EQ(ckpt.meta["optimizer"]["lr"], TrainRun::options(GetParam()).lr);  // as typed
+  EXPECT_EQ(ckpt.meta["optimizer"]["momentum"], 0.9);
   restore_checkpoint(ckpt, resumed.graph, resumed.trainer.optimizer(), "mlp", path.string());
   EXPECT_EQ(resumed.weights(), original.weights());
   EXPECT_EQ(resumed.trainer.optimizer().steps(), original.trainer.optimizer().steps());
@@ -99,13 +102,25 @@ TEST_P(CheckpointResume, NextStepIsBitIdentical) {
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
 }
 
+TEST(CheckpointResumeLr, ScheduledLrIsRestored) {
+  TrainRun original("sgd", 5);
+  original.step(0);
+  original.trainer.optimizer().set_lr(0.0123f);  // where a schedule left it
+  const Checkpoint c =
+      capture_checkpoint(original.graph, original.trainer.optimizer(), test_meta("sgd"));
+  TrainRun resumed("sgd", 6);
+  restore_checkpoint(parse_checkpoint(serialize_checkpoint(c), "c"), resumed.graph,
+                     resumed.trainer.optimizer(), "mlp", "c");
+  EXPECT_EQ(resumed.trainer.optimizer().lr(), 0.0123f);
+}
+
 INSTANTIATE_TEST_SUITE_P(Optimizers, CheckpointResume, ::testing::Values("adam", "sgd"));
 
 // A small trained checkpoint (Adam: params and optim state) and its bytes.
 Checkpoint trained_checkpoint() {
   TrainRun run("adam", 5);
   run.step(0);
-  return capture_checkpoint(run.graph, run.trainer.optimizer(), test_meta());
+  return capture_checkpoint(run.graph, run.trainer.optimizer(), test_meta("adam"));
 }
 
 std::string error_of(std::string_view bytes) {

@@ -71,7 +71,13 @@ Checkpoint capture_checkpoint(Graph& graph, const Optimizer& optimizer, nlohmann
   nlohmann::json& opt = meta["optimizer"];
   if (!opt.is_object()) opt = nlohmann::json::object();
   opt["name"] = optimizer.name();
-  opt["lr"] = optimizer.lr();
+  // Keep the caller's lr as typed (0.001, not 0.0010000000474974513) when it is the optimizer's
+  // float lr; restore sets static_cast<float>(lr) either way.
+  const auto typed = opt.find("lr");
+  if (typed == opt.end() || !typed->is_number() ||
+      static_cast<float>(typed->get<double>()) != optimizer.lr()) {
+    opt["lr"] = optimizer.lr();
+  }
   opt["steps"] = optimizer.steps();
   if (!meta.contains("nnperf_version")) meta["nnperf_version"] = build_info::kVersion;
   Checkpoint ckpt;
