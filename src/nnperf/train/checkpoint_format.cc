@@ -3,6 +3,7 @@
 // count and size against the bytes actually present before it allocates anything.
 #include <zlib.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
