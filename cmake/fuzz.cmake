@@ -19,7 +19,8 @@ find_package(JPEG REQUIRED)
 find_package(PNG REQUIRED)
 find_package(nlohmann_json QUIET)  # for io/json_read.cc and io/records.cc when they exist
 
-# The sources the parsers need (dataset.cc holds Tensor and Rng users, hence tensor.cc, rng.cc).
+# The sources the parsers need (dataset.cc holds Tensor and Rng users, hence tensor.cc, rng.cc;
+# checkpoint_format.cc is the checkpoint parser without the Graph/Optimizer glue).
 set(NNPERF_FUZZ_LIB_SOURCES
   src/nnperf/core/memory.cc
   src/nnperf/core/rng.cc
@@ -29,7 +30,8 @@ set(NNPERF_FUZZ_LIB_SOURCES
   src/nnperf/data/dataset.cc
   src/nnperf/data/cifar.cc
   src/nnperf/data/image_decode.cc
-  src/nnperf/kernels/conv/conv_problem.cc)
+  src/nnperf/kernels/conv/conv_problem.cc
+  src/nnperf/train/checkpoint_format.cc)
 foreach(optional src/nnperf/io/json_read.cc src/nnperf/io/records.cc src/nnperf/analysis/ncu.cc)
   if(EXISTS ${CMAKE_SOURCE_DIR}/${optional})
     list(APPEND NNPERF_FUZZ_LIB_SOURCES ${optional})

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora of idx_fuzz, conv_problem_fuzz, ncu_fuzz, cifar_fuzz and image_fuzz into tests/fuzz/corpus/.
+"""Writes the seed corpora of idx_fuzz, conv_problem_fuzz, ncu_fuzz, cifar_fuzz, image_fuzz and
+checkpoint_fuzz into tests/fuzz/corpus/.
 
 The seeds are committed; run this again only to change them (the output is deterministic: gzip
 members carry mtime 0). Small real-looking IDX files, raw and gzip, valid and broken, and
@@ -248,9 +249,47 @@ def image_seeds():
             print(f"make_seeds: JPEG seeds not written ({e}); needs c++ and libjpeg62-turbo-dev")
 
 
+def checkpoint(meta, tensors, version=1):
+    """An nnperf checkpoint (docs/checkpoint.md): tensors are (name, dims, values)."""
+    meta_bytes = meta.encode()
+    table = struct.pack("<I", len(tensors))
+    data = b""
+    for name, dims, values in tensors:
+        raw = struct.pack("<%df" % len(values), *values)
+        table += struct.pack("<I", len(name)) + name.encode() + struct.pack("<II", 1, len(dims))
+        table += b"".join(struct.pack("<q", d) for d in dims) + struct.pack("<QQ", len(data), len(raw))
+        data += raw
+    total = 8 + 4 + 8 + 8 + len(meta_bytes) + len(table) + len(data) + 4
+    body = b"NNPFCKPT" + struct.pack("<IQQ", version, total, len(meta_bytes)) + meta_bytes + table + data
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def checkpoint_seeds():
+    rng = random.Random(9)
+    meta = '{"model":"mlp","epoch":2,"optimizer":{"name":"adam","lr":0.001,"steps":8}}'
+    w = [rng.uniform(-1, 1) for _ in range(12)]
+    small = checkpoint(meta, [("params.fc1.weight", [4, 3], w), ("params.fc1.bias", [3], w[:3]),
+                              ("optim.exp_avg.0", [4, 3], w), ("optim.exp_avg_sq.0", [4, 3], w)])
+    seeds = {
+        "small.ckpt": small,
+        "empty.ckpt": checkpoint("{}", []),
+        "scalar-and-zero.ckpt": checkpoint('{"a":[1,2,{"b":null}]}', [("s", [], [1.5]), ("z", [0, 5], [])]),
+        "cut.ckpt": small[:len(small) // 2],
+        "bad-crc.ckpt": small[:-1] + bytes([small[-1] ^ 1]),
+        "version-2.ckpt": checkpoint("{}", [], version=2),
+        "meta-array.ckpt": checkpoint("[1]", []),
+        "meta-not-json.ckpt": checkpoint("{", []),
+        "duplicate.ckpt": checkpoint("{}", [("a", [1], [1.0]), ("a", [1], [2.0])]),
+        "rank-9.ckpt": checkpoint("{}", [("a", [1] * 9, [1.0])]),
+    }
+    for name, data in seeds.items():
+        write("checkpoint", name, data)
+
+
 if __name__ == "__main__":
     idx_seeds()
     conv_seeds()
     ncu_seeds()
     cifar_seeds()
     image_seeds()
+    checkpoint_seeds()

@@ -1,0 +1,58 @@
+// nnperf's own checkpoint format (docs/checkpoint.md): a versioned header, a JSON metadata block,
+// a table of named float32 tensors with their shapes, the raw data and a CRC-32, written to a
+// temporary file and renamed. capture/restore map a Graph and its Optimizer onto named tensors;
+// a checkpoint of another model, with other shapes, or with tensors missing or extra is refused.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nnperf/core/tensor.h"
+
+namespace nnperf {
+
+class Graph;
+class Optimizer;
+
+inline constexpr char kCheckpointMagic[8] = {'N', 'N', 'P', 'F', 'C', 'K', 'P', 'T'};
+inline constexpr uint32_t kCheckpointVersion = 1;
+inline constexpr uint32_t kCheckpointDtypeFloat32 = 1;
+
+struct CheckpointTensor {
+  std::string name;
+  Shape shape;
+  std::vector<float> data;  // shape.numel() values
+};
+
+struct Checkpoint {
+  nlohmann::json meta = nlohmann::json::object();
+  std::vector<CheckpointTensor> tensors;
+};
+
+// The bytes of the file. Throws nnperf::Error for a tensor whose data does not match its shape,
+// duplicate names, or metadata that is not a JSON object.
+std::string serialize_checkpoint(const Checkpoint& ckpt);
+// Checks everything (magic, version, length, CRC-32, every count and size against the bytes
+// present) before allocating; throws nnperf::Error with one line starting "<source>: ".
+// checkpoint_format.cc: depends only on core/ (the fuzz target links it alone).
+Checkpoint parse_checkpoint(std::string_view bytes, const std::string& source);
+
+void write_checkpoint(const std::filesystem::path& path, const Checkpoint& ckpt);  // atomic
+Checkpoint read_checkpoint(const std::filesystem::path& path);
+
+// Every parameter as "params.<node>.<param>" ("params.fc1.weight"), every BatchNorm2d running
+// statistic as "buffers.<node>.running_mean" / ".running_var", every optimizer state buffer as
+// "optim.<state name>" ("optim.exp_avg.0"). meta must hold "model" (a string); capture adds
+// meta["optimizer"]["name"/"lr"/"steps"] and meta["nnperf_version"] (when absent).
+Checkpoint capture_checkpoint(Graph& graph, const Optimizer& optimizer, nlohmann::json meta);
+// Restores into a graph and optimizer built the same way (same model, same optimizer kind).
+// Everything is checked before anything is changed; refusals (nnperf::Error starting with
+// "<source>: ") name the other model, the missing or extra tensor, or the tensor with its
+// expected and found shapes. Sets the optimizer's lr and step counter from meta["optimizer"].
+void restore_checkpoint(const Checkpoint& ckpt, Graph& graph, Optimizer& optimizer,
+                        const std::string& expected_model, const std::string& source);
+
+}  // namespace nnperf
