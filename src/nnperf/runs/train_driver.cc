@@ -1,0 +1,183 @@
+#include "nnperf/runs/train_driver.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <ctime>
+
+#include "nnperf/build_info.h"
+#include "nnperf/core/cpu.h"
+#include "nnperf/core/error.h"
+#include "nnperf/core/interrupt.h"
+#include "nnperf/core/memory.h"
+#include "nnperf/core/rng.h"
+#include "nnperf/core/threads.h"
+#include "nnperf/data/dataset.h"
+#include "nnperf/io/csv.h"
+#include "nnperf/io/files.h"
+#include "nnperf/io/run_info.h"
+#include "nnperf/kernels/conv/conv.h"
+#include "nnperf/models/registry.h"
+#include "nnperf/profile/clock.h"
+#include "nnperf/profile/conv_timer.h"
+#include "nnperf/train/trainer.h"
+
+namespace nnperf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The steps cycle over this many distinct synthetic batches.
+constexpr int64_t kDistinctBatches = 2;
+
+void validate(const TrainDriverOptions& o, const ModelEntry& m) {
+  if (o.batch_size < 1)
+    throw UsageError(fmt::format("--batch-size {}: expected at least 1", o.batch_size));
+  if (o.iters < 1) throw UsageError(fmt::format("--iters {}: expected at least 1", o.iters));
+  if (o.warmup_iters < 0)
+    throw UsageError(fmt::format("--warmup-iters {}: expected 0 or more", o.warmup_iters));
+  const bool image_model = std::string(m.name) != "mlp";
+  if (image_model && o.input_size != 0 && o.input_size < m.min_input_size) {
+    throw UsageError(fmt::format("--input-size {}: {} needs at least {}", o.input_size, m.name,
+                                 m.min_input_size));
+  }
+  if (o.algorithm != "guess" && o.algorithm != "find") (void)find_conv(o.algorithm);
+  (void)make_optimizer(o.optimizer);
+}
+
+// [C, H, W] of one sample.
+Shape sample_shape(const TrainDriverOptions& o, const ModelEntry& m) {
+  const int64_t c = o.in_channels > 0 ? o.in_channels : m.default_input[0];
+  const int64_t h = o.input_size > 0 ? o.input_size : m.default_input[1];
+  const int64_t w = o.input_size > 0 ? o.input_size : m.default_input[2];
+  return Shape{c, h, w};
+}
+
+// An existing metrics.csv must have run_train.py's header exactly: it is appended to, never
+// rewritten.
+void check_metrics_header(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec) || fs::file_size(path, ec) == 0) return;
+  const std::string text = read_file(path);
+  const std::string first = text.substr(0, text.find('\n'));
+  std::string expected;
+  for (const auto& c : train_metrics_header()) expected += (expected.empty() ? "" : ",") + c;
+  if (first != expected) {
+    fail(
+        "{}: cannot append: its header is not run_train.py's 22 columns ({}); give another "
+        "--log-dir",
+        path.string(), quote_input(first, 80));
+  }
+}
+
+std::string utc_timestamp() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::vector<std::string> metrics_row(const TrainDriverOptions& o, const std::string& arch,
+                                     const TrainDriverResult& r) {
+  return {utc_timestamp(),
+          hostname(),
+          arch,
+          "cpu",
+          cpu_info().model_name,
+          std::to_string(o.batch_size),
+          std::to_string(o.warmup_iters),
+          std::to_string(o.iters),
+          "fp32",
+          csv_number(o.optimizer.lr, 8),
+          csv_number(o.optimizer.momentum, 8),
+          csv_number(o.optimizer.weight_decay, 8),
+          csv_number(r.measured_sec, 8),
+          csv_number(r.imgs_per_sec, 8),
+          std::to_string(r.images_processed),
+          "synthetic",
+          o.label,
+          fmt::format("nnperf {}",
+                      build_info::kVersion),  // the column run_train.py fills with torch's version
+          "false",                            // channels_last: nnperf is NCHW
+          "1",                                // grad_accum_steps
+          "false",                            // deterministic: not requested
+          o.algorithm == "find" ? "true" : "false"};  // cudnn_benchmark = time every algorithm
+}
+
+}  // namespace
+
+const std::vector<std::string>& train_metrics_header() {
+  static const std::vector<std::string> h{
+      "timestamp",     "hostname",       "arch",           "backend",        "device_name",
+      "batch_size",    "warmup_iters",   "measured_iters", "precision",      "lr",
+      "momentum",      "weight_decay",   "elapsed_sec",    "images_per_sec", "images_processed",
+      "data_root",     "label",          "torch_version",  "channels_last",  "grad_accum_steps",
+      "deterministic", "cudnn_benchmark"};
+  return h;
+}
+
+TrainDriverResult run_train_driver(const TrainDriverOptions& o) {
+  const ModelEntry& m = find_model(o.model);
+  validate(o, m);
+  const int threads = set_threads(o.threads);
+  const Shape sample = sample_shape(o, m);
+  const fs::path metrics = o.log_dir / "metrics.csv";
+  ensure_writable_dir(o.log_dir);
+  check_metrics_header(metrics);
+
+  ModelOptions mo;
+  mo.input_shape = sample;
+  mo.classes = o.num_classes;
+  const MemoryContext memory(fmt::format("{} at batch {} of {} (--batch-size, --input-size)",
+                                         m.name, o.batch_size, sample.str()));
+  Graph graph = m.build(mo);
+  Rng rng(o.seed);
+  graph.init(rng);
+  // ModelOptions::classes 0 = the model's default: the MLP's 10, the ImageNet CNNs' 1000.
+  const int64_t classes =
+      o.num_classes > 0 ? o.num_classes : (std::string(m.name) == "mlp" ? 10 : 1000);
+  PlanContext ctx;
+  ctx.threads = threads;
+  ctx.training = true;
+  ctx.conv_algorithm = o.algorithm;
+  ctx.time_conv = time_conv_ms;
+  Trainer trainer(graph, make_optimizer(o.optimizer), ctx, o.label_smoothing);
+
+  const int64_t n = o.batch_size * kDistinctBatches;
+  check_memory(checked_mul(n, sample.numel() * 4).value_or(-1),
+               fmt::format("--batch-size {} of {} synthetic images", o.batch_size, sample.str()));
+  const Dataset data =
+      make_synthetic(n, static_cast<int>(sample[0]), static_cast<int>(sample[1]),
+                     static_cast<int>(sample[2]), static_cast<int>(classes), o.seed);
+  std::vector<Tensor> xs;
+  std::vector<std::vector<int32_t>> ys;
+  for (int64_t b = 0; b < kDistinctBatches; ++b) {
+    Tensor x(Shape{o.batch_size, sample[0], sample[1], sample[2]});
+    const int64_t per = x.numel();
+    std::copy(data.images.data() + b * per, data.images.data() + (b + 1) * per, x.data());
+    xs.push_back(std::move(x));
+    ys.emplace_back(data.labels.begin() + b * o.batch_size,
+                    data.labels.begin() + (b + 1) * o.batch_size);
+  }
+
+  TrainDriverResult r;
+  int64_t t0 = now_ns();
+  for (int i = 0; i < o.warmup_iters + o.iters; ++i) {
+    check_interrupt();
+    if (i == o.warmup_iters) t0 = now_ns();  // MEASURED_SEC: the warm-up steps are not measured
+    const std::size_t b = static_cast<std::size_t>(i % kDistinctBatches);
+    r.final_loss = trainer.step(xs[b], ys[b]).mean_loss();
+  }
+  r.measured_sec = seconds_since(t0);
+  r.images_processed = o.batch_size * o.iters;
+  r.imgs_per_sec = static_cast<double>(r.images_processed) / r.measured_sec;
+  CsvWriter csv(metrics, train_metrics_header(), CsvWriter::Mode::kAppend);
+  csv.row(metrics_row(o, m.name, r));
+  r.metrics_csv = metrics;
+  return r;
+}
+
+}  // namespace nnperf

@@ -1,0 +1,48 @@
+// The fixed-iteration training driver (cloudml-project1's run_train.py): a registered CNN (or the
+// MLP) trained for exactly --warmup-iters + --iters steps on synthetic data, the measured time
+// excluding the warm-up steps, the `MEASURED_SEC=... IMGS_PER_SEC=...` line, and one row appended
+// to <log-dir>/metrics.csv with run_train.py's 22 columns in its order (header written once; a
+// file with another header is refused, never rewritten; rows written whole).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "nnperf/train/optimizer.h"
+
+namespace nnperf {
+
+struct TrainDriverOptions {
+  std::string model;         // any registry model
+  int64_t batch_size = 128;  // run_train.py's defaults
+  int warmup_iters = 5;
+  int iters = 50;
+  int64_t input_size = 0;      // H = W; 0 = the model's default
+  int64_t in_channels = 0;     // 0 = the model's default
+  int64_t num_classes = 0;     // 0 = the model's default
+  OptimizerOptions optimizer;  // sgd, lr 0.1, momentum 0.9, weight decay 1e-4 (run_train.py)
+  float label_smoothing = 0.0f;
+  std::string algorithm =
+      "guess";  // conv algorithm, as profile's --algorithm (find = cudnn_benchmark)
+  int threads = 0;
+  uint64_t seed = 1234;
+  std::string label;
+  std::filesystem::path log_dir = "logs";
+  std::string command_line;
+};
+
+struct TrainDriverResult {
+  double measured_sec = 0;  // the --iters steps only
+  double imgs_per_sec = 0;
+  int64_t images_processed = 0;
+  double final_loss = 0;
+  std::filesystem::path metrics_csv;
+};
+
+// The 22 columns of run_train.py's logs/metrics.csv, in its order.
+const std::vector<std::string>& train_metrics_header();
+
+TrainDriverResult run_train_driver(const TrainDriverOptions& options);
+
+}  // namespace nnperf

@@ -1,0 +1,94 @@
+// `nnperf train --iters N`, the fixed-iteration driver (cloudml-project1's run_train.py): a CNN
+// trained for exactly warm-up + N steps on synthetic data, the MEASURED_SEC line, and one row per
+// run appended to <log-dir>/metrics.csv with run_train.py's 22 columns (header once; a file with
+// another header refused and left as it is); refused flag combinations name the flag.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "nnperf/io/csv.h"
+#include "nnperf/io/files.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+const char* kSmall =
+    "--synthetic --iters 2 --warmup-iters 1 --batch-size 4 --input-size 32 --num-classes 10 "
+    "--threads 1";
+
+TEST(TrainDriverCli, CnnStepsMeasuredAndOneMetricsRowPerRun) {
+  test::TempDir dir;
+  const std::string logs = (dir / "logs").string();
+  auto r = test::run_nnperf(
+      fmt::format("train --arch resnet18 {} --label first --log-dir '{}'", kSmall, logs));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  double sec = 0, ips = 0;
+  const auto at = r.out.find("MEASURED_SEC=");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + at, "MEASURED_SEC=%lf IMGS_PER_SEC=%lf", &sec, &ips), 2)
+      << r.out;
+  EXPECT_GT(sec, 0);
+  EXPECT_NEAR(ips, 8 / sec, 0.01 * ips + 0.01);  // 2 measured steps of 4 images
+  EXPECT_NE(r.out.find("BATCH=4 ARCH=resnet18 BACKEND=cpu"), std::string::npos) << r.out;
+  r = test::run_nnperf(
+      fmt::format("train --model mobilenet_v2 {} --algorithm gemm --label second --log-dir '{}'",
+                  kSmall, logs));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const CsvTable t = read_csv(dir / "logs" / "metrics.csv");
+  const std::vector<std::string> header{
+      "timestamp",     "hostname",       "arch",           "backend",        "device_name",
+      "batch_size",    "warmup_iters",   "measured_iters", "precision",      "lr",
+      "momentum",      "weight_decay",   "elapsed_sec",    "images_per_sec", "images_processed",
+      "data_root",     "label",          "torch_version",  "channels_last",  "grad_accum_steps",
+      "deterministic", "cudnn_benchmark"};
+  EXPECT_EQ(t.header, header);
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.cell(0, t.require("arch")), "resnet18");
+  EXPECT_EQ(t.cell(1, t.require("arch")), "mobilenet_v2");
+  EXPECT_EQ(t.cell(0, t.require("label")), "first");
+  EXPECT_EQ(t.cell(0, t.require("warmup_iters")), "1");
+  EXPECT_EQ(t.cell(0, t.require("measured_iters")), "2");
+  EXPECT_EQ(t.cell(0, t.require("images_processed")), "8");
+  EXPECT_EQ(t.cell(0, t.require("lr")), "0.1");  // run_train.py's defaults
+  EXPECT_EQ(t.cell(0, t.require("weight_decay")), "0.0001");
+  EXPECT_NEAR(t.number(0, t.require("elapsed_sec")), sec, 1e-6);
+}
+
+TEST(TrainDriverCli, AnotherHeaderIsRefusedAndKept) {
+  test::TempDir dir;
+  std::filesystem::create_directories(dir / "logs");
+  const std::string other = "a,b,c\n1,2,3\n";
+  write_file_atomic(dir / "logs" / "metrics.csv", other);
+  const auto r = test::run_nnperf(
+      fmt::format("train --model resnet18 {} --log-dir '{}'", kSmall, (dir / "logs").string()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("metrics.csv: cannot append"), std::string::npos) << r.err;
+  EXPECT_EQ(test::read_text(dir / "logs" / "metrics.csv"), other);
+}
+
+TEST(TrainDriverCli, RefusedCombinations) {
+  test::TempDir dir;
+  struct Case {
+    std::string args, expect;
+  };
+  const std::vector<Case> cases{
+      {"train --model resnet18 --iters 2", "--synthetic"},
+      {"train --model vgg16 --synthetic --epochs 1", "--iters"},
+      {fmt::format("train --model resnet18 {} --algorithm nosuch", kSmall), "nosuch"},
+      {"train --model vgg16 --synthetic --iters 2 --input-size 8", "--input-size 8"},
+      {"train --model nosuch --synthetic --iters 2", "nosuch"},
+      {"train --model resnet18 --synthetic --iters -1", "--iters"},
+  };
+  for (const auto& c : cases) {
+    const auto r =
+        test::run_nnperf(fmt::format("{} --log-dir '{}'", c.args, (dir / "logs").string()));
+    EXPECT_NE(r.exit_code, 0) << c.args;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << "\n" << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "logs" / "metrics.csv"));
+}
+
+}  // namespace
+}  // namespace nnperf
