@@ -123,6 +123,8 @@ TrainDriverResult run_train_driver(const TrainDriverOptions& o) {
   const ModelEntry& m = find_model(o.model);
   validate(o, m);
   const int threads = set_threads(o.threads);
+  set_blas_threads(
+      1);  // as in CNN inference (core/threads.h): OpenBLAS's spinning pool vs the OpenMP team
   const Shape sample = sample_shape(o, m);
   const fs::path metrics = o.log_dir / "metrics.csv";
   ensure_writable_dir(o.log_dir);
