@@ -206,25 +206,7 @@ TEST(MachineModel, ErrorsNameTheFileAndTheField) {
   EXPECT_NE(e.find("NNPERF_PEAKS_ENV"), std::string::npos) << e;
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_.empty()) {
-      unsetenv(name_);
-    } else {
-      setenv(name_, old_.c_str(), 1);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-};
+using test::ScopedEnv;
 
 // Runs in `dir` for one scope (./peaks.json is looked up in the working directory).
 class ScopedCwd {

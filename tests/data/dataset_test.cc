@@ -186,9 +186,9 @@ TEST(ReadIdx, CorruptAndCutGzip) {
 // gzip bytes in memory (what write_gz writes to a file).
 std::string gzip_bytes(const std::string& raw) {
   z_stream zs{};
-  EXPECT_EQ(deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 9,
-                         Z_DEFAULT_STRATEGY),
-            Z_OK);
+  EXPECT_EQ(
+      deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY),
+      Z_OK);
   std::string out(deflateBound(&zs, raw.size()), '\0');
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(raw.data()));
   zs.avail_in = static_cast<uInt>(raw.size());
@@ -200,30 +200,7 @@ std::string gzip_bytes(const std::string& raw) {
   return out;
 }
 
-// Sets an environment variable for one scope (the memory budget's NNPERF_MEMORY_LIMIT).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    if (old != nullptr) old_ = old;
-    had_ = old != nullptr;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using test::ScopedEnv;
 
 // Runs f in a forked child and returns how far the child's peak resident memory rose above this
 // process's resident memory at the fork, in MiB; nullopt unless the child ended with an
@@ -337,7 +314,8 @@ TEST(ReadIdx, GzipBombLikeClaimsAreBoundedByTheDataThatArrives) {
 TEST(ReadIdx, DimensionProductOverflowAndBadDimensionCounts) {
   TempDir dir("nnperf-idx");
   // 4 x (2^32 - 1) doubles: 2^131 bytes, far past int64.
-  const std::string overflow = idx_header(0x0E, {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu});
+  const std::string overflow =
+      idx_header(0x0E, {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu});
   write_raw(dir / "overflow.idx", overflow + "abc");
   expect_error([&] { read_idx(dir / "overflow.idx"); },
                {"overflow.idx", "4294967295x4294967295x4294967295x4294967295 double",
@@ -345,9 +323,12 @@ TEST(ReadIdx, DimensionProductOverflowAndBadDimensionCounts) {
   expect_error([&] { parse_idx(gzip_bytes(overflow), "overflow.gz"); },
                {"overflow.gz", "more than 2^63 bytes"});
   // Just below overflow: (2^32-1) x (2^31-1) ubytes fit int64 but not a 13-byte input.
-  expect_error([&] { parse_idx(idx_header(0x08, {0xFFFFFFFFu, 0x7FFFFFFFu}) + "x", "square"); },
-               {"square", "truncated", "4294967295x2147483647 ubyte (9223372030412324865 bytes)",
-                "only 1 bytes"});
+  expect_error(
+      [&] {
+        parse_idx(idx_header(0x08, {0xFFFFFFFFu, 0x7FFFFFFFu}) + "x", "square");
+      },
+      {"square", "truncated", "4294967295x2147483647 ubyte (9223372030412324865 bytes)",
+       "only 1 bytes"});
   // 0 dimensions, more than 4, a zero dimension: raw and gzip alike.
   for (const auto& [text, needle] : std::vector<std::pair<std::string, std::string>>{
            {idx_header(0x08, {}), "0 dimensions (expected 1 to 4)"},
@@ -480,7 +461,8 @@ TEST(LoadMnist, RejectsMismatchedCountsRangesAndTypes) {
 
 TEST(LoadMnist, FloatCopyIsCheckedAgainstTheMemoryBudget) {
   TempDir dir("nnperf-mnist");
-  // 20000 image bytes pass a 64 KiB budget; their float32 copy (80000 bytes + 4 per label) does not.
+  // 20000 image bytes pass a 64 KiB budget; their float32 copy (80000 bytes + 4 per label) does
+  // not.
   write_mnist(dir.path(), "train", 50, 20, 20, std::string(50, 3), false);
   {
     ScopedEnv limit("NNPERF_MEMORY_LIMIT", "64K");
