@@ -514,38 +514,21 @@ PlotResult write_roofline_outputs(const nlohmann::json& doc, const fs::path& dir
   return roofline_plot(doc, dir / "roofline");
 }
 
-PlotResult roofline_plot(const nlohmann::json& doc, const fs::path& stem) {
-  const nlohmann::json& ctx = doc.at("context");
-  const nlohmann::json& records = doc.at("records");
-  PlotSpec spec;
-  spec.kind = PlotSpec::Kind::kPoints;
-  spec.logx = spec.logy = true;
-  spec.xlabel = "arithmetic intensity (FLOP/byte, counted)";
-  spec.ylabel = "GFLOP/s (attained)";
-  spec.title = fmt::format("Roofline: {}", sval(ctx, "env"));
-  // The thread count most points ran with: its ceilings are drawn.
-  std::map<int, int> thread_votes;
-  double xmin = std::numeric_limits<double>::infinity(), xmax = 0;
-  for (const auto& r : records) {
-    ++thread_votes[r.value("threads", 1)];
-    xmin = std::min(xmin, dnum(r, "ai"));
-    xmax = std::max(xmax, dnum(r, "ai"));
-  }
-  int threads = 1;
-  int best = -1;
-  for (const auto& [t, n] : thread_votes) {
-    if (n > best) {
-      best = n;
-      threads = t;
-    }
-  }
-  if (!(xmax > 0)) {
-    xmin = 0.1;
-    xmax = 100;
-  }
-  xmin = std::max(xmin / 4, 1e-3);
-  xmax = xmax * 4;
-  // Ceilings from the context (what roofline_json recorded).
+namespace {
+
+// Indices of the `n` records with the longest time, longest first.
+std::vector<std::size_t> slowest(const nlohmann::json& records, std::size_t n) {
+  std::vector<std::pair<double, std::size_t>> by_time;
+  for (std::size_t i = 0; i < records.size(); ++i)
+    by_time.push_back({dnum(records[i], "time_ms"), i});
+  std::sort(by_time.begin(), by_time.end(), std::greater<>());
+  std::vector<std::size_t> out;
+  for (std::size_t k = 0; k < std::min(n, by_time.size()); ++k) out.push_back(by_time[k].second);
+  return out;
+}
+
+// The ceilings roofline_json recorded in its context.
+MachineCeilings ceilings_from_context(const nlohmann::json& ctx) {
   MachineCeilings m;
   m.peak_gflops_fp32 = dnum(ctx.at("peak_gflops"), "fp32");
   m.peak_gbps = dnum(ctx, "peak_gbps");
@@ -558,21 +541,28 @@ PlotResult roofline_plot(const nlohmann::json& doc, const fs::path& stem) {
     m.memory.push_back({sval(c, "level"), c.value("threads", 1), dnum(c, "gbps"),
                         ws.at(0).get<double>(), ws.at(1).get<double>()});
   }
+  return m;
+}
+
+// One line per memory level (up to the compute roof) and per SIMD compute ceiling, for `threads`.
+std::vector<Series> ceiling_series(const MachineCeilings& m, int threads, double xmin,
+                                   double xmax) {
   auto compute = for_threads(m.compute, threads);
   if (compute.empty()) compute.push_back({"peak fp32", "", threads, m.peak_gflops_fp32});
   auto memory = for_threads(m.memory, threads);
   if (memory.empty()) memory.push_back({"DRAM", threads, m.peak_gbps, 0, 0});
   double top = 0;
   for (const auto& c : compute) top = std::max(top, c.gflops);
+  std::vector<Series> out;
   for (const auto& c : memory) {
     if (!(c.gbps > 0)) continue;
-    const double ridge = top / c.gbps;
+    const double end = std::min(top / c.gbps, xmax);
     Series s;
     s.title = fmt::format("{} {:.1f} GB/s", c.level, c.gbps);
     s.style = Series::Style::kLines;
-    s.x = {xmin, std::min(ridge, xmax)};
-    s.y = {xmin * c.gbps, std::min(ridge, xmax) * c.gbps};
-    spec.series.push_back(std::move(s));
+    s.x = {xmin, end};
+    s.y = {xmin * c.gbps, end * c.gbps};
+    out.push_back(std::move(s));
   }
   for (const auto& c : compute) {
     if (!(c.gflops > 0)) continue;
@@ -582,17 +572,15 @@ PlotResult roofline_plot(const nlohmann::json& doc, const fs::path& stem) {
     const double lo = std::max(xmin, c.gflops / std::max(memory.back().gbps, 1e-9));
     s.x = {std::min(lo, xmax), xmax};
     s.y = {c.gflops, c.gflops};
-    spec.series.push_back(std::move(s));
+    out.push_back(std::move(s));
   }
-  // Points by colour key; the ten slowest labelled.
-  std::vector<std::pair<double, std::size_t>> by_time;
-  for (std::size_t i = 0; i < records.size(); ++i)
-    by_time.push_back({dnum(records[i], "time_ms"), i});
-  std::sort(by_time.begin(), by_time.end(), std::greater<>());
-  std::set<std::size_t> slow;
-  for (std::size_t k = 0; k < std::min<std::size_t>(10, by_time.size()); ++k)
-    slow.insert(by_time[k].second);
-  const std::string key = sval(ctx, "color_by") == "algorithm" ? "algorithm" : "layer_type";
+  return out;
+}
+
+// One series of points per value of `key` (layer_type or algorithm), the ten slowest labelled.
+std::vector<Series> point_series(const nlohmann::json& records, const std::string& key) {
+  const std::vector<std::size_t> slow_list = slowest(records, 10);
+  const std::set<std::size_t> slow(slow_list.begin(), slow_list.end());
   std::map<std::string, Series> groups;
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto& r = records[i];
@@ -606,15 +594,51 @@ PlotResult roofline_plot(const nlohmann::json& doc, const fs::path& stem) {
     const std::string lbl = sval(r, "layer").empty() ? sval(r, "label") : sval(r, "layer");
     s.point_labels.push_back(slow.count(i) ? lbl : "");
   }
-  for (auto& [g, s] : groups) spec.series.push_back(std::move(s));
+  std::vector<Series> out;
+  for (auto& [g, s] : groups) out.push_back(std::move(s));
   if (records.empty()) {
     Series s;
     s.title = "no points";
     s.style = Series::Style::kPoints;
     s.x = {std::nan("")};
     s.y = {std::nan("")};
-    spec.series.push_back(std::move(s));
+    out.push_back(std::move(s));
   }
+  return out;
+}
+
+}  // namespace
+
+PlotResult roofline_plot(const nlohmann::json& doc, const fs::path& stem) {
+  const nlohmann::json& ctx = doc.at("context");
+  const nlohmann::json& records = doc.at("records");
+  PlotSpec spec;
+  spec.kind = PlotSpec::Kind::kPoints;
+  spec.logx = spec.logy = true;
+  spec.xlabel = "arithmetic intensity (FLOP/byte, counted)";
+  spec.ylabel = "GFLOP/s (attained)";
+  spec.title = fmt::format("Roofline: {}", sval(ctx, "env"));
+  // The ceilings drawn are those of the thread count most points ran with.
+  std::map<int, int> thread_votes;
+  double xmin = std::numeric_limits<double>::infinity(), xmax = 0;
+  for (const auto& r : records) {
+    ++thread_votes[r.value("threads", 1)];
+    xmin = std::min(xmin, dnum(r, "ai"));
+    xmax = std::max(xmax, dnum(r, "ai"));
+  }
+  const auto most =
+      std::max_element(thread_votes.begin(), thread_votes.end(),
+                       [](const auto& a, const auto& b) { return a.second < b.second; });
+  const int threads = most == thread_votes.end() ? 1 : most->first;
+  if (!(xmax > 0)) {
+    xmin = 0.1;
+    xmax = 100;
+  }
+  xmin = std::max(xmin / 4, 1e-3);
+  xmax = xmax * 4;
+  spec.series = ceiling_series(ceilings_from_context(ctx), threads, xmin, xmax);
+  const std::string key = sval(ctx, "color_by") == "algorithm" ? "algorithm" : "layer_type";
+  for (Series& s : point_series(records, key)) spec.series.push_back(std::move(s));
   return render_plot(spec, stem);
 }
 
@@ -639,16 +663,13 @@ std::string roofline_text(const nlohmann::json& doc) {
       fmt::format("  {} points, {:.3f} ms in all; {} of the time in memory-bound points\n",
                   records.size(), dnum(ctx, "total_time_ms"),
                   std::isfinite(share) ? fmt::format("{:.1f}%", 100 * share) : std::string("n/a"));
-  std::vector<std::pair<double, std::size_t>> by_time;
-  for (std::size_t i = 0; i < records.size(); ++i)
-    by_time.push_back({dnum(records[i], "time_ms"), i});
-  std::sort(by_time.begin(), by_time.end(), std::greater<>());
-  if (!by_time.empty()) {
+  const std::vector<std::size_t> slow = slowest(records, 10);
+  if (!slow.empty()) {
     out += fmt::format("  {:<44} {:>10} {:>8} {:>10} {:>10} {:>6}  {}\n", "slowest points",
                        "time_ms", "ai", "GFLOP/s", "roof", "%roof", "bound (ceiling)");
   }
-  for (std::size_t k = 0; k < std::min<std::size_t>(10, by_time.size()); ++k) {
-    const auto& r = records[by_time[k].second];
+  for (const std::size_t i : slow) {
+    const auto& r = records[i];
     std::string label = sval(r, "label");
     if (label.size() > 44) label = "..." + label.substr(label.size() - 41);
     out += fmt::format("  {:<44} {:>10.3f} {:>8.2f} {:>10.2f} {:>10.2f} {:>6.1f}  {} ({})\n", label,
