@@ -167,37 +167,20 @@ ReportSection peaks_section(const fs::path& path, const fs::path& root) {
 
 // ---------------------------------------------------------------- roofline
 
-ReportSection roofline_section(const fs::path& path, const fs::path& root) {
-  const nlohmann::json doc = read_json(path);
-  const JsonPath at{path.string(), ""};
-  const nlohmann::json& ctx = json_object(doc, "context", at);
-  if (!doc.contains("records") || !doc["records"].is_array())
-    fail("{}: field 'records': expected an array", path.string());
-  const nlohmann::json& recs = doc["records"];
-  ReportSection s;
-  s.title = fmt::format("Roofline ({})", rel(path.parent_path(), root));
-  s.paragraphs.push_back(fmt::format(
-      "{} points against {} ({}): peak fp32 {} GFLOP/s, DRAM {} GB/s. Intensity is counted FLOPs "
-      "over "
-      "counted minimum bytes (complexity model); each point is held to the compute roof of its "
-      "thread count "
-      "and the bandwidth of the smallest memory level whose measured plateau holds its bytes.",
-      recs.size(), str(ctx, "env"), str(ctx, "description"),
-      g4(num(ctx.value("peak_gflops", nlohmann::json::object()), "fp32")),
-      g4(num(ctx, "peak_gbps"))));
+// The roofline's findings: the memory-bound share, where the time goes by layer type, the
+// slowest memory-bound points, the points furthest below their roof, and points above it.
+std::vector<std::string> roofline_findings(
+    const nlohmann::json& ctx, const nlohmann::json& recs,
+    const std::vector<std::pair<double, std::size_t>>& order) {
+  std::vector<std::string> out;
   double total = 0;
   std::map<std::string, double> by_type;
-  std::vector<std::pair<double, std::size_t>> order;
-  for (std::size_t i = 0; i < recs.size(); ++i) {
-    const double t = num(recs[i], "time_ms");
-    total += t;
-    by_type[str(recs[i], "layer_type")] += t;
-    order.push_back({t, i});
+  for (const auto& r : recs) {
+    total += num(r, "time_ms");
+    by_type[str(r, "layer_type")] += num(r, "time_ms");
   }
-  std::sort(order.begin(), order.end(), std::greater<>());
   const double share = num(ctx, "memory_bound_time_share");
-  s.recommendations.push_back(
-      fmt::format("{} of the measured time is in memory-bound points.", pct(share)));
+  out.push_back(fmt::format("{} of the measured time is in memory-bound points.", pct(share)));
   std::vector<std::pair<double, std::string>> types;
   for (const auto& [k, v] : by_type) types.push_back({v, k});
   std::sort(types.begin(), types.end(), std::greater<>());
@@ -206,8 +189,7 @@ ReportSection roofline_section(const fs::path& path, const fs::path& root) {
     where.push_back(fmt::format("{} {}", types[k].second.empty() ? "-" : types[k].second,
                                 pct(types[k].first / total)));
   }
-  if (total > 0)
-    s.recommendations.push_back(fmt::format("Where the time goes: {}.", fmt::join(where, ", ")));
+  if (total > 0) out.push_back(fmt::format("Where the time goes: {}.", fmt::join(where, ", ")));
   std::vector<std::string> mem, low;
   for (const auto& [t, i] : order) {
     const auto& r = recs[i];
@@ -221,15 +203,15 @@ ReportSection roofline_section(const fs::path& path, const fs::path& root) {
     }
   }
   if (!mem.empty()) {
-    s.recommendations.push_back(
+    out.push_back(
         fmt::format("Slowest memory-bound points (faster arithmetic will not help them; fewer "
                     "bytes will: fusion, "
                     "blocking for a smaller level, lower precision): {}.",
                     fmt::join(mem, "; ")));
   }
   if (!low.empty()) {
-    s.recommendations.push_back(fmt::format(
-        "Slowest points below 10% of their roof (the most headroom): {}.", fmt::join(low, "; ")));
+    out.push_back(fmt::format("Slowest points below 10% of their roof (the most headroom): {}.",
+                              fmt::join(low, "; ")));
   }
   std::map<std::string, int> above;
   for (const auto& r : recs) {
@@ -239,20 +221,18 @@ ReportSection roofline_section(const fs::path& path, const fs::path& root) {
     std::vector<std::string> parts;
     for (const auto& [a, n] : above)
       parts.push_back(fmt::format("{} ({} points)", a.empty() ? "-" : a, n));
-    s.recommendations.push_back(
+    out.push_back(
         fmt::format("Above the compute roof: {}. FLOPs are counted as the layer defines them "
                     "(direct convolution); "
                     "winograd and fft do less arithmetic, so these rates are effective rates, not "
                     "a broken roof.",
                     fmt::join(parts, ", ")));
   }
-  for (const auto& n : ctx.value("notes", nlohmann::json::array())) {
-    if (n.is_string()) s.paragraphs.push_back(fmt::format("Note: {}", n.get<std::string>()));
-  }
-  add_figure(s, path.parent_path() / "roofline.svg",
-             "Roofline: attained GFLOP/s against arithmetic intensity (FLOP/byte, counted), "
-             "log-log; one ceiling per "
-             "memory level and SIMD level; the ten slowest points labelled");
+  return out;
+}
+
+ReportTable roofline_points_table(const nlohmann::json& recs,
+                                  const std::vector<std::pair<double, std::size_t>>& order) {
   ReportTable t;
   t.caption = "Every point, slowest first";
   t.header = {"point",
@@ -278,7 +258,39 @@ ReportSection roofline_section(const fs::path& path, const fs::path& root) {
   t.note =
       "time: the measured median or mean per interval as the source job reports it; GFLOP/s "
       "decimal (1e9).";
-  s.tables.push_back(std::move(t));
+  return t;
+}
+
+ReportSection roofline_section(const fs::path& path, const fs::path& root) {
+  const nlohmann::json doc = read_json(path);
+  const JsonPath at{path.string(), ""};
+  const nlohmann::json& ctx = json_object(doc, "context", at);
+  if (!doc.contains("records") || !doc["records"].is_array())
+    fail("{}: field 'records': expected an array", path.string());
+  const nlohmann::json& recs = doc["records"];
+  ReportSection s;
+  s.title = fmt::format("Roofline ({})", rel(path.parent_path(), root));
+  s.paragraphs.push_back(fmt::format(
+      "{} points against {} ({}): peak fp32 {} GFLOP/s, DRAM {} GB/s. Intensity is counted FLOPs "
+      "over "
+      "counted minimum bytes (complexity model); each point is held to the compute roof of its "
+      "thread count "
+      "and the bandwidth of the smallest memory level whose measured plateau holds its bytes.",
+      recs.size(), str(ctx, "env"), str(ctx, "description"),
+      g4(num(ctx.value("peak_gflops", nlohmann::json::object()), "fp32")),
+      g4(num(ctx, "peak_gbps"))));
+  std::vector<std::pair<double, std::size_t>> order;  // slowest first
+  for (std::size_t i = 0; i < recs.size(); ++i) order.push_back({num(recs[i], "time_ms"), i});
+  std::sort(order.begin(), order.end(), std::greater<>());
+  s.recommendations = roofline_findings(ctx, recs, order);
+  for (const auto& n : ctx.value("notes", nlohmann::json::array())) {
+    if (n.is_string()) s.paragraphs.push_back(fmt::format("Note: {}", n.get<std::string>()));
+  }
+  add_figure(s, path.parent_path() / "roofline.svg",
+             "Roofline: attained GFLOP/s against arithmetic intensity (FLOP/byte, counted), "
+             "log-log; one ceiling per "
+             "memory level and SIMD level; the ten slowest points labelled");
+  s.tables.push_back(roofline_points_table(recs, order));
   return s;
 }
 
