@@ -1,13 +1,17 @@
-// `nnperf train --model mlp`: trains a classifier MLP on MNIST-format data and writes the
-// outputs of usra-survey's MLP.py; the last line is cloudml-project1's run_train.py summary
-// MEASURED_SEC=... IMGS_PER_SEC=...
+// `nnperf train`: a classifier MLP on MNIST-format data with the outputs of usra-survey's MLP.py
+// (--model mlp), any registered CNN for epochs on image data with nn-perf train.py's recipe and
+// checkpoints, or any model for a fixed number of steps (--iters, cloudml-project1's
+// run_train.py). The last line is run_train.py's summary MEASURED_SEC=... IMGS_PER_SEC=...
 #include <fmt/format.h>
+
+#include <limits>
 
 #include "command.h"
 #include "flags.h"
 #include "nnperf/core/error.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/models/registry.h"
+#include "nnperf/runs/cnn_train.h"
 #include "nnperf/runs/train_driver.h"
 #include "train_flags.h"
 
@@ -22,6 +26,11 @@ struct Flags {
   int iters = 0, warmup_iters = 5;
   int64_t input_size = 0, in_channels = 0, num_classes = 0;
   std::string algorithm = "guess", label, log_dir = "logs";
+  // CNN epoch training (nn-perf's train.py).
+  int64_t warmup_steps = 500;
+  int workers = 0, prefetch_factor = 2, save_every = 0, profile_iter = 1;
+  bool no_augment = false, profile_one_step = false, no_nesterov = false;
+  std::string resume, on_bad_image = "fail";
 };
 
 // --iters: exactly --warmup-iters + --iters training steps on synthetic data, any registered
@@ -61,15 +70,79 @@ int run_driver(Flags& f, const CLI::App& sub) {
   return 0;
 }
 
+// Flags that configure only the MLP: refused for a CNN rather than silently ignored.
+void refuse_mlp_flags(const CLI::App& sub, const std::string& model) {
+  for (const char* flag : {"--hidden", "--activation", "--impl", "--init", "--val-split"}) {
+    if (sub.count(flag) > 0) {
+      throw UsageError(fmt::format("{}: applies to --model mlp only, not {}", flag, model));
+    }
+  }
+}
+
+OnBadImage parse_on_bad_image(const std::string& s) {
+  if (s == "fail") return OnBadImage::kFail;
+  if (s == "skip") return OnBadImage::kSkip;
+  throw UsageError(fmt::format("--on-bad-image '{}': expected skip or fail", s));
+}
+
+// A registered CNN for epochs (nn-perf train.py): its recipe's defaults where a flag was not given.
+int run_cnn(Flags& f, const CLI::App& sub) {
+  refuse_mlp_flags(sub, f.model);
+  finish_train_flags(f.train);
+  const TrainRunOptions& t = f.train.run;
+  const auto given = [&](const char* flag) { return sub.count(flag) > 0; };
+  CnnTrainOptions o;
+  o.model = f.model;
+  o.data.dir = t.data.dir;
+  o.data.synthetic = t.data.synthetic;
+  o.data.synthetic_channels = f.in_channels;
+  o.data.synthetic_classes = f.num_classes;
+  o.data.input_size = f.input_size;
+  o.data.limit_train = t.data.limit_train;
+  o.data.limit_test = t.data.limit_test;
+  o.data.on_bad_image = parse_on_bad_image(f.on_bad_image);
+  o.in_channels = f.in_channels;
+  o.num_classes = f.num_classes;
+  if (given("--epochs")) o.epochs = t.epochs;
+  o.warmup_epochs = t.warmup_epochs;
+  if (given("--batch-size")) o.batch_size = t.batch_size;
+  if (given("--optimizer")) o.optimizer.name = t.optimizer.name;
+  if (given("--lr")) o.optimizer.lr = t.optimizer.lr;
+  if (given("--momentum")) o.optimizer.momentum = t.optimizer.momentum;
+  if (given("--weight-decay")) o.optimizer.weight_decay = t.optimizer.weight_decay;
+  o.optimizer.nesterov = !f.no_nesterov;
+  o.warmup_steps = f.warmup_steps;
+  o.label_smoothing = t.label_smoothing;
+  if (given("--seed")) o.seed = t.seed;
+  o.data.seed = o.seed;
+  o.threads = t.threads;
+  o.workers = f.workers;
+  o.prefetch_factor = f.prefetch_factor;
+  o.augment = !f.no_augment;
+  o.algorithm = f.algorithm;
+  o.save_every = f.save_every;
+  o.resume = f.resume;
+  o.out_dir = f.out_dir;
+  o.overwrite = t.overwrite;
+  o.tensorboard = t.tensorboard;
+  o.progress = t.progress;
+  o.profile_one_step = f.profile_one_step;
+  o.warmup_iters = given("--warmup-iters") ? f.warmup_iters : 20;
+  o.profile_iter = f.profile_iter;
+  o.command_line = command_line();
+  const CnnTrainResult r = run_cnn_training(o);
+  fmt::print("outputs: {}\n", r.out_dir.string());
+  if (o.profile_one_step) return 0;
+  fmt::print("best test accuracy {:.4f} (epoch {}); the step waited for data {:.1f}% of the time\n",
+             r.best_acc, r.best_epoch, 100.0 * r.data_wait_fraction);
+  fmt::print("MEASURED_SEC={:.6f} IMGS_PER_SEC={:.2f} BATCH={} ARCH={} BACKEND=cpu\n",
+             r.measured_sec, r.imgs_per_sec, o.batch_size, f.model);
+  return 0;
+}
+
 int run_train(Flags& f, const CLI::App& sub) {
   if (f.iters > 0) return run_driver(f, sub);
-  if (f.model != "mlp") {
-    throw UsageError(
-        fmt::format("--model '{}': epoch training takes mlp for now; other models train with the "
-                    "fixed-iteration "
-                    "driver (--synthetic --iters N)",
-                    f.model));
-  }
+  if (find_model(f.model).name != std::string("mlp")) return run_cnn(f, sub);
   finish_train_flags(f.train);
   TrainRunOptions& o = f.train.run;
   o.out_dir = f.out_dir;  // empty: run_training makes a new runs/mlp_<timestamp>
@@ -84,12 +157,16 @@ int run_train(Flags& f, const CLI::App& sub) {
 const Registrar reg{Command{
     "train", 10, [](CLI::App& sub) -> std::function<int()> {
       sub.description(
-          "Train a model (mlp) on MNIST-format data; writes metrics CSVs, final_results.json, "
-          "TensorBoard logs");
+          "Train a model: the MLP on MNIST-format data, any CNN of profile --list-models for "
+          "epochs on IDX, CIFAR binary or image-folder data (SGD nesterov, warm-up + cosine, "
+          "checkpoints), or any model for exactly --iters steps; writes metrics CSVs, "
+          "final_results.json, TensorBoard logs. CNN defaults (nn-perf train.py): --epochs 80 "
+          "--batch-size 128 --optimizer sgd --lr 0.1 --momentum 0.9 --weight-decay 5e-4 --warmup "
+          "500 --seed 42, Nesterov");
       auto f = std::make_shared<Flags>();
       f->train.run.epochs = 5;
       sub.add_option("--model,--arch", f->model,
-                     "Model to train (any of profile --list-models with --iters)")
+                     "Model to train: mlp or any of profile --list-models")
           ->capture_default_str();
       sub.add_option(
              "--iters", f->iters,
@@ -100,21 +177,51 @@ const Registrar reg{Command{
           ->check(integer_in(0, 100000000))
           ->capture_default_str();
       sub.add_option("--input-size", f->input_size,
-                     "Driver: input height = width (default: the model's)")
+                     "Input height = width (driver: default the model's; image folders: the crop, "
+                     "default 224; synthetic: default 32)")
           ->check(integer_in(1, kMaxImageSide));
       sub.add_option("--in-channels", f->in_channels,
-                     "Driver: input channels (default: the model's)")
+                     "Input channels (default: the data's, or the model's for the driver)")
           ->check(integer_in(1, 4096));
-      sub.add_option("--num-classes", f->num_classes, "Driver: classes (default: the model's)")
+      sub.add_option("--num-classes", f->num_classes,
+                     "Classes (default: the data's, or the model's for the driver)")
           ->check(integer_in(2, 1000000));
       sub.add_option("--algorithm", f->algorithm,
-                     "Driver: convolution algorithm, a name, guess or find")
+                     "CNNs: convolution algorithm, a name, guess or find")
           ->capture_default_str();
       sub.add_option("--label", f->label, "Driver: the label column of metrics.csv");
       sub.add_option("--log-dir", f->log_dir, "Driver: metrics.csv goes here (appended)")
           ->capture_default_str();
-      sub.add_option("--out-dir", f->out_dir,
-                     "Output folder (default a new runs/mlp_<timestamp>); must be new or empty");
+      sub.add_option(
+          "--out-dir", f->out_dir,
+          "Output folder (default a new runs/<model>_<timestamp>); must be new or empty");
+      sub.add_option("--warmup", f->warmup_steps,
+                     "CNNs: optimizer steps of linear warm-up before the cosine decay")
+          ->check(integer_in(0, std::numeric_limits<int64_t>::max()))
+          ->capture_default_str();
+      sub.add_option("--workers", f->workers, "CNNs: loader threads making batches ahead (0: none)")
+          ->check(integer_in(0, 256))
+          ->capture_default_str();
+      sub.add_option("--prefetch-factor", f->prefetch_factor, "CNNs: batches ready per worker")
+          ->check(integer_in(1, 64))
+          ->capture_default_str();
+      sub.add_flag("--no-augment", f->no_augment,
+                   "CNNs: no random crop (padding 4) and horizontal flip");
+      sub.add_flag("--no-nesterov", f->no_nesterov, "CNNs: plain SGD momentum instead of Nesterov");
+      sub.add_option("--save-every", f->save_every,
+                     "CNNs: an epoch_NNN checkpoint every N epochs (0: none)")
+          ->check(integer_in(0, 1000000));
+      sub.add_option("--resume", f->resume, "CNNs: continue from a _best or epoch_NNN checkpoint");
+      sub.add_flag("--profile-one-step", f->profile_one_step,
+                   "CNNs: after --warmup-iters (default 20) steps, record one step per layer and "
+                   "phase (Chrome trace + CSV) and stop");
+      sub.add_option("--profile-iter", f->profile_iter,
+                     "CNNs: which step after the warm-up is recorded (1: the first)")
+          ->check(integer_in(1, 100000000))
+          ->capture_default_str();
+      sub.add_option("--on-bad-image", f->on_bad_image,
+                     "Image folders: skip or fail on an image that cannot be decoded")
+          ->capture_default_str();
       sub.add_flag("--overwrite", f->train.run.overwrite,
                    "Replace an earlier run's --out-dir whole (only a folder nnperf wrote)");
       add_list_flags(sub);

@@ -13,10 +13,11 @@ namespace nnperf::app {
 void add_train_flags(CLI::App& sub, TrainFlags& f, bool with_activation) {
   TrainRunOptions& r = f.run;
   sub.add_option("--data", f.data_dir,
-                 "MNIST-format IDX folder (raw or .gz; default $NNPERF_DATA or "
-                 "/usr/share/datasets/fashion-mnist)");
+                 "Data folder: MNIST-format IDX (raw or .gz); for CNNs also CIFAR binary or an "
+                 "image folder (train/, val/); default $NNPERF_DATA or "
+                 "/usr/share/datasets/fashion-mnist");
   sub.add_flag("--synthetic", r.data.synthetic,
-               "Use deterministic synthetic 28x28 data (dry runs)");
+               "Use deterministic synthetic data (dry runs; the MLP's is 28x28)");
   sub.add_option("--hidden", f.hidden, "Hidden layer widths, comma-separated")
       ->check(integer_list_in(1, kMaxWidth))
       ->capture_default_str();
@@ -41,12 +42,15 @@ void add_train_flags(CLI::App& sub, TrainFlags& f, bool with_activation) {
   sub.add_option("--batch-size", r.batch_size, "Training mini-batch size")
       ->check(integer_in(1, kMaxBatch))
       ->capture_default_str();
-  sub.add_option("--epochs", r.epochs, "Epochs")->check(integer_in(1, 1000000))->capture_default_str();
+  sub.add_option("--epochs", r.epochs, "Epochs")
+      ->check(integer_in(1, 1000000))
+      ->capture_default_str();
   sub.add_option("--warmup-epochs", r.warmup_epochs,
                  "Epochs trained before per-layer timing starts")
       ->check(integer_in(0, 1000000))
       ->capture_default_str();
-  sub.add_option("--val-split", r.data.val_split, "Validation samples held out of the training set (0 = none)")
+  sub.add_option("--val-split", r.data.val_split,
+                 "Validation samples held out of the training set (0 = none)")
       ->check(integer_in(0, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
   sub.add_option("--limit-train", r.data.limit_train,
@@ -76,7 +80,8 @@ void add_list_flags(CLI::App& sub) {
       [] {
         fmt::print("GEMM algorithms (--impl):\n");
         for (const auto& a : gemm_algorithms()) {
-          fmt::print("  {:<10} {:<5} {}\n", a.name, a.device == Device::kCpu ? "cpu" : "cuda", a.description);
+          fmt::print("  {:<10} {:<5} {}\n", a.name, a.device == Device::kCpu ? "cpu" : "cuda",
+                     a.description);
         }
         throw CLI::Success();
       },
@@ -86,7 +91,8 @@ void add_list_flags(CLI::App& sub) {
       [] {
         fmt::print("activations (--activation):\n");
         for (const auto& a : activation_kernels()) {
-          fmt::print("  {:<10} {:<40} {:>4} FLOP/element\n", a.name, a.formula, a.flops_per_element);
+          fmt::print("  {:<10} {:<40} {:>4} FLOP/element\n", a.name, a.formula,
+                     a.flops_per_element);
         }
         throw CLI::Success();
       },

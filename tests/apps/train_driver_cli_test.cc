@@ -75,7 +75,7 @@ TEST(TrainDriverCli, RefusedCombinations) {
   };
   const std::vector<Case> cases{
       {"train --model resnet18 --iters 2", "--synthetic"},
-      {"train --model vgg16 --synthetic --epochs 1", "--iters"},
+      {"train --model vgg16 --synthetic --epochs 1 --hidden 4", "--hidden"},
       {fmt::format("train --model resnet18 {} --algorithm nosuch", kSmall), "nosuch"},
       {"train --model vgg16 --synthetic --iters 2 --input-size 8", "--input-size 8"},
       {"train --model nosuch --synthetic --iters 2", "nosuch"},

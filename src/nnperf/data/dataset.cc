@@ -172,8 +172,7 @@ class IdxStream {
   // Upper bound of the bytes this stream can deliver in all.
   int64_t max_decoded() const {
     if (!gzip_) return in_.size();
-    return checked_add(checked_mul(in_.size(), kMaxDeflateRatio).value_or(INT64_MAX),
-                       kInflateSlack)
+    return checked_add(checked_mul(in_.size(), kMaxDeflateRatio).value_or(INT64_MAX), kInflateSlack)
         .value_or(INT64_MAX);
   }
   // The gzip trailer's ISIZE (decoded size mod 2^32 of the last member), a hint only.
@@ -210,8 +209,8 @@ class IdxStream {
         }
         // Z_BUF_ERROR with input and output space left: zlib made no progress (never expected).
         if (rc == Z_BUF_ERROR && zs_.avail_in > 0) {
-          fail("{}: corrupt gzip data (zlib made no progress) after {} decompressed bytes",
-               source_, decoded_);
+          fail("{}: corrupt gzip data (zlib made no progress) after {} decompressed bytes", source_,
+               decoded_);
         }
       } else {
         fail("{}: corrupt gzip data (zlib: {}) after {} decompressed bytes", source_,
@@ -523,9 +522,8 @@ Dataset load_mnist(const fs::path& dir, const std::string& prefix) {
   // The float32 copy is 4x the image bytes (plus 4 bytes per label): checked before allocating.
   const std::optional<int64_t> float_bytes = checked_add(
       checked_mul(static_cast<int64_t>(images.bytes.size()), 4).value_or(INT64_MAX), n * 4);
-  check_memory(float_bytes.value_or(-1),
-               fmt::format("{} (header says {} ubyte) as float32", images_path.string(),
-                           dims_str(images.dims)));
+  check_memory(float_bytes.value_or(-1), fmt::format("{} (header says {} ubyte) as float32",
+                                                     images_path.string(), dims_str(images.dims)));
 
   Dataset ds;
   fs::path base = dir.filename().empty() ? dir.parent_path().filename() : dir.filename();
@@ -622,7 +620,7 @@ std::pair<Dataset, Dataset> split_dataset(const Dataset& all, int64_t n_second, 
 }
 
 Batcher::Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed)
-    : data_(data), batch_size_(batch_size), shuffle_(shuffle), rng_(seed), seed_(seed) {
+    : data_(data), batch_size_(batch_size), shuffle_(shuffle), seed_(seed) {
   if (batch_size < 1) fail("{}: batch size must be at least 1, got {}", data.name, batch_size);
   // An empty data set (a split with nothing held out) simply yields no batches.
   if (data.size() > 0 && (data.images.shape().rank() < 2 || data.images.size(0) != data.size())) {
@@ -635,16 +633,35 @@ Batcher::Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t
 
 void Batcher::start_epoch() { start_epoch(epoch_ + 1); }
 
+Dataset take_first(const Dataset& d, int64_t n) {
+  if (n <= 0 || n >= d.size()) return d;
+  Dataset out;
+  out.name = fmt::format("{}[:{}]", d.name, n);
+  out.num_classes = d.num_classes;
+  Shape s = d.images.shape();
+  s[0] = n;
+  out.images = Tensor(s);
+  std::memcpy(out.images.data(), d.images.data(),
+              static_cast<std::size_t>(out.images.numel()) * sizeof(float));
+  out.labels.assign(d.labels.begin(), d.labels.begin() + n);
+  return out;
+}
+
+std::vector<int64_t> shuffled_order(int64_t n, uint64_t seed, int64_t epoch, bool shuffle_it) {
+  std::vector<int64_t> order(static_cast<std::size_t>(std::max<int64_t>(n, 0)));
+  std::iota(order.begin(), order.end(), 0);
+  if (shuffle_it) {
+    // The golden-ratio step keeps the per-epoch seeds far apart.
+    Rng rng(seed ^ (static_cast<uint64_t>(epoch) * 0x9E3779B97F4A7C15ull));
+    shuffle(order, rng);
+  }
+  return order;
+}
+
 void Batcher::start_epoch(int64_t epoch) {
   epoch_ = epoch;
   pos_ = 0;
-  std::iota(order_.begin(), order_.end(), 0);
-  if (shuffle_) {
-    // Each epoch's order is a function of (seed, epoch) alone; the golden-ratio step keeps the
-    // per-epoch seeds far apart.
-    rng_.reseed(seed_ ^ (static_cast<uint64_t>(epoch) * 0x9E3779B97F4A7C15ull));
-    shuffle(order_, rng_);
-  }
+  order_ = shuffled_order(data_.size(), seed_, epoch, shuffle_);
 }
 
 bool Batcher::next(Tensor& x, std::vector<int32_t>& labels, bool flatten) {

@@ -58,6 +58,13 @@ Dataset make_synthetic(int64_t n, int channels, int height, int width, int num_c
 // Splits off the last `n_second` samples after a seeded shuffle (random_split semantics).
 std::pair<Dataset, Dataset> split_dataset(const Dataset& all, int64_t n_second, uint64_t seed);
 
+// The first n samples (n <= 0 or n >= size: a copy of all), named "<name>[:n]".
+Dataset take_first(const Dataset& d, int64_t n);
+
+// 0..n-1, shuffled when `shuffle`: a function of (seed, epoch) alone, so a resumed run and any
+// number of loader threads see the same order (Batcher and BatchLoader both use it).
+std::vector<int64_t> shuffled_order(int64_t n, uint64_t seed, int64_t epoch, bool shuffle);
+
 // Mini-batches over a Dataset: shuffled each epoch (seeded), last partial batch kept.
 class Batcher {
  public:
@@ -77,7 +84,6 @@ class Batcher {
   const Dataset& data_;
   int64_t batch_size_;
   bool shuffle_;
-  Rng rng_;
   std::vector<int64_t> order_;
   int64_t pos_ = 0;
   uint64_t seed_;

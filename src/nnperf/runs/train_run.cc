@@ -51,20 +51,6 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
 
 namespace {
 
-Dataset take_first(const Dataset& d, int64_t n) {
-  if (n <= 0 || n >= d.size()) return d;
-  Dataset out;
-  out.name = fmt::format("{}[:{}]", d.name, n);
-  out.num_classes = d.num_classes;
-  Shape s = d.images.shape();
-  s[0] = n;
-  out.images = Tensor(s);
-  std::memcpy(out.images.data(), d.images.data(),
-              static_cast<std::size_t>(out.images.numel()) * sizeof(float));
-  out.labels.assign(d.labels.begin(), d.labels.begin() + n);
-  return out;
-}
-
 struct Data {
   Dataset train, val, test;
   std::string source;

@@ -91,6 +91,19 @@ Checkpoint capture_checkpoint(Graph& graph, const Optimizer& optimizer, nlohmann
   return ckpt;
 }
 
+Checkpoint capture_weights(Graph& graph, nlohmann::json meta) {
+  NNPERF_CHECK(meta.is_object() && meta.contains("model") && meta["model"].is_string(),
+               "checkpoint metadata needs \"model\" (a string)");
+  meta["kind"] = "weights";
+  if (!meta.contains("nnperf_version")) meta["nnperf_version"] = build_info::kVersion;
+  Checkpoint ckpt;
+  ckpt.meta = std::move(meta);
+  for (const auto& [name, tensor] : graph_tensors(graph)) {
+    ckpt.tensors.push_back(to_checkpoint_tensor(name, *tensor));
+  }
+  return ckpt;
+}
+
 void restore_checkpoint(const Checkpoint& ckpt, Graph& graph, Optimizer& optimizer,
                         const std::string& expected_model, const std::string& source) {
   const nlohmann::json& meta = ckpt.meta;

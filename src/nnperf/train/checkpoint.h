@@ -48,6 +48,9 @@ Checkpoint read_checkpoint(const std::filesystem::path& path);
 // "optim.<state name>" ("optim.exp_avg.0"). meta must hold "model" (a string); capture adds
 // meta["optimizer"]["name"/"lr"/"steps"] and meta["nnperf_version"] (when absent).
 Checkpoint capture_checkpoint(Graph& graph, const Optimizer& optimizer, nlohmann::json meta);
+// Weights only (parameters and BatchNorm statistics, no optimizer state), meta["kind"] =
+// "weights": seed 004's <model>_final_weights. meta must hold "model".
+Checkpoint capture_weights(Graph& graph, nlohmann::json meta);
 // Restores into a graph and optimizer built the same way (same model, same optimizer kind).
 // Everything is checked before anything is changed; refusals (nnperf::Error starting with
 // "<source>: ") name the other model, the missing or extra tensor, or the tensor with its

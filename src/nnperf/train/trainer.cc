@@ -17,9 +17,27 @@ Trainer::Trainer(Graph& graph, std::unique_ptr<Optimizer> optimizer, PlanContext
   NNPERF_CHECK(optimizer_ != nullptr, "Trainer needs an optimizer");
 }
 
-void Trainer::ensure_planned(const Shape& x_shape) {
-  if (!graph_.planned() || graph_.input_shape() != x_shape) {
-    graph_.plan(x_shape, plan_);
+const char* to_string(StepPhase phase) {
+  switch (phase) {
+    case StepPhase::kForward:
+      return "forward";
+    case StepPhase::kLoss:
+      return "loss";
+    case StepPhase::kBackward:
+      return "backward";
+    case StepPhase::kOptimizer:
+      return "optimizer";
+  }
+  return "?";
+}
+
+void Trainer::ensure_planned(const Shape& x_shape, bool training) {
+  // A graph planned by the caller counts as planned for training (its PlanContext's default).
+  if (!graph_.planned() || graph_.input_shape() != x_shape || planned_training_ != training) {
+    PlanContext ctx = plan_;
+    ctx.training = training;
+    graph_.plan(x_shape, ctx);
+    planned_training_ = training;
     params_.clear();
   }
   // The graph may have been planned by the caller: the parameter list is taken lazily.
@@ -38,9 +56,10 @@ std::string Trainer::divergence_cause() const {
     return "this happened before any update, so the initial weights or the model overflow (not "
            "the learning rate)";
   }
-  return fmt::format("after {} updates with finite inputs: the learning rate ({}) is likely too "
-                     "high; try a lower --lr",
-                     steps_, optimizer_->lr());
+  return fmt::format(
+      "after {} updates with finite inputs: the learning rate ({}) is likely too "
+      "high; try a lower --lr",
+      steps_, optimizer_->lr());
 }
 
 BatchResult Trainer::loss_and_grad(std::span<const int32_t> labels, bool want_grad) {
@@ -59,32 +78,41 @@ BatchResult Trainer::loss_and_grad(std::span<const int32_t> labels, bool want_gr
                                              want_grad ? d_logits_.data() : nullptr,
                                              1.0f / static_cast<float>(mb), label_smoothing_);
   if (!std::isfinite(r.loss_sum) || !all_finite(logits.data(), logits.numel())) {
-    throw DivergenceError(fmt::format("{}: loss is {} (non-finite logits or loss); {}",
-                                      want_grad ? fmt::format("training diverged at step {}", steps_ + 1)
-                                                : "evaluation failed",
-                                      r.loss_sum / static_cast<double>(mb), divergence_cause()));
+    throw DivergenceError(fmt::format(
+        "{}: loss is {} (non-finite logits or loss); {}",
+        want_grad ? fmt::format("training diverged at step {}", steps_ + 1) : "evaluation failed",
+        r.loss_sum / static_cast<double>(mb), divergence_cause()));
   }
   return BatchResult{r.loss_sum, r.correct, mb};
 }
 
 BatchResult Trainer::step(const Tensor& x, std::span<const int32_t> labels) {
-  ensure_planned(x.shape());
+  ensure_planned(x.shape(), true);
+  mark(StepPhase::kForward, true);
   graph_.forward(x);
+  mark(StepPhase::kForward, false);
+  mark(StepPhase::kLoss, true);
   const BatchResult r = loss_and_grad(labels, true);
+  mark(StepPhase::kLoss, false);
+  mark(StepPhase::kBackward, true);
   graph_.backward(d_logits_);
+  mark(StepPhase::kBackward, false);
   for (const Param& p : params_) {
     if (!all_finite(p.grad->data(), p.grad->numel())) {
-      throw DivergenceError(fmt::format("training diverged at step {}: gradient of {} is not finite; {}",
-                                        steps_ + 1, p.name, divergence_cause()));
+      throw DivergenceError(
+          fmt::format("training diverged at step {}: gradient of {} is not finite; {}", steps_ + 1,
+                      p.name, divergence_cause()));
     }
   }
+  mark(StepPhase::kOptimizer, true);
   optimizer_->step(params_);
+  mark(StepPhase::kOptimizer, false);
   ++steps_;
   return r;
 }
 
 BatchResult Trainer::evaluate(const Tensor& x, std::span<const int32_t> labels) {
-  ensure_planned(x.shape());
+  ensure_planned(x.shape(), false);
   graph_.forward(x);
   return loss_and_grad(labels, false);
 }

@@ -28,6 +28,16 @@ struct BatchResult {
   }
 };
 
+// The phases of one training step, for a hook that times them (profile/step_recorder.h).
+enum class StepPhase { kForward, kLoss, kBackward, kOptimizer };
+const char* to_string(StepPhase phase);  // "forward", "loss", "backward", "optimizer"
+
+class StepHook {
+ public:
+  virtual ~StepHook() = default;
+  virtual void phase(StepPhase phase, bool begin) = 0;
+};
+
 class Trainer {
  public:
   Trainer(Graph& graph, std::unique_ptr<Optimizer> optimizer, PlanContext plan,
@@ -36,10 +46,14 @@ class Trainer {
   // changes (the tensors keep their capacity). Throws DivergenceError when the loss or the
   // logits are not finite; the parameters are then left as they were before the update.
   BatchResult step(const Tensor& x, std::span<const int32_t> labels);
-  // Forward and loss only.
+  // Forward and loss only, with the graph planned for inference (BatchNorm uses and keeps its
+  // running statistics, Dropout is off); the next step() plans for training again.
   BatchResult evaluate(const Tensor& x, std::span<const int32_t> labels);
   // Whole data set in batches of `batch_size` (no shuffling).
   BatchResult evaluate(const Dataset& data, int64_t batch_size);
+
+  // Called around each phase of step() (null: none).
+  void set_step_hook(StepHook* hook) { step_hook_ = hook; }
 
   Graph& graph() { return graph_; }
   Optimizer& optimizer() { return *optimizer_; }
@@ -47,7 +61,10 @@ class Trainer {
 
  private:
   std::string divergence_cause() const;
-  void ensure_planned(const Shape& x_shape);
+  void ensure_planned(const Shape& x_shape, bool training);
+  void mark(StepPhase phase, bool begin) {
+    if (step_hook_ != nullptr) step_hook_->phase(phase, begin);
+  }
   BatchResult loss_and_grad(std::span<const int32_t> labels, bool want_grad);
   Graph& graph_;
   std::unique_ptr<Optimizer> optimizer_;
@@ -58,6 +75,8 @@ class Trainer {
   Tensor eval_x_;
   std::vector<int32_t> eval_labels_;
   int64_t steps_ = 0;
+  bool planned_training_ = true;
+  StepHook* step_hook_ = nullptr;
 };
 
 }  // namespace nnperf

@@ -1,0 +1,428 @@
+// The CNN `train` job: plan (data, model, schedule, resume), then epochs of measured steps, each
+// epoch appended as a record that the reporter (cnn_train_outputs) renders. Timing rules as the
+// MLP job: MEASURED_SEC counts the training steps of the timed epochs only (evaluation,
+// checkpoints and --warmup-epochs excluded); the loader's wait is measured inside that time.
+#include "nnperf/runs/cnn_train.h"
+
+#include <fmt/format.h>
+
+#include "nnperf/core/error.h"
+#include "nnperf/core/interrupt.h"
+#include "nnperf/core/memory.h"
+#include "nnperf/core/rng.h"
+#include "nnperf/core/threads.h"
+#include "nnperf/data/loader.h"
+#include "nnperf/io/out_dir.h"
+#include "nnperf/io/run_info.h"
+#include "nnperf/kernels/conv/conv.h"
+#include "nnperf/models/registry.h"
+#include "nnperf/profile/clock.h"
+#include "nnperf/profile/conv_timer.h"
+#include "nnperf/runs/cnn_train_outputs.h"
+#include "nnperf/train/checkpoint.h"
+#include "nnperf/train/schedule.h"
+#include "nnperf/train/trainer.h"
+
+namespace nnperf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void validate(const CnnTrainOptions& o) {
+  if (o.epochs < 1) throw UsageError(fmt::format("--epochs {}: expected at least 1", o.epochs));
+  if (o.warmup_epochs < 0 || o.warmup_epochs >= o.epochs) {
+    throw UsageError(fmt::format("--warmup-epochs {}: expected 0 <= n < --epochs ({})",
+                                 o.warmup_epochs, o.epochs));
+  }
+  if (o.batch_size < 1)
+    throw UsageError(fmt::format("--batch-size {}: expected at least 1", o.batch_size));
+  if (o.warmup_steps < 0)
+    throw UsageError(fmt::format("--warmup {}: expected 0 or more steps", o.warmup_steps));
+  if (o.save_every < 0)
+    throw UsageError(fmt::format("--save-every {}: expected 0 or more", o.save_every));
+  if (o.profile_one_step && (o.warmup_iters < 0 || o.profile_iter < 1)) {
+    throw UsageError(fmt::format("--warmup-iters {} --profile-iter {}: expected >= 0 and >= 1",
+                                 o.warmup_iters, o.profile_iter));
+  }
+  if (o.algorithm != "guess" && o.algorithm != "find") (void)find_conv(o.algorithm);
+  (void)make_optimizer(o.optimizer);
+  if (!o.resume.empty()) {
+    std::error_code ec;
+    if (!fs::is_regular_file(o.resume, ec))
+      throw UsageError(fmt::format("--resume {}: no such checkpoint file", o.resume.string()));
+  }
+}
+
+// The data decide channels and classes; flags given must agree with them.
+void check_data_fits(const CnnTrainOptions& o, const ImageData& d) {
+  if (o.in_channels > 0 && o.in_channels != d.channels()) {
+    throw UsageError(fmt::format("--in-channels {}: {} has {}-channel images", o.in_channels,
+                                 d.source, d.channels()));
+  }
+  if (o.num_classes > 0 && o.num_classes != d.train.num_classes) {
+    throw UsageError(fmt::format("--num-classes {}: {} has {} classes", o.num_classes, d.source,
+                                 d.train.num_classes));
+  }
+  if (o.batch_size > d.train.size()) {
+    throw UsageError(fmt::format("--batch-size {}: larger than the training set of {} ({} samples)",
+                                 o.batch_size, d.source, d.train.size()));
+  }
+  if (d.test.size() == 0) fail("{}: the test split holds no samples", d.source);
+}
+
+LoaderOptions loader_options(const CnnTrainOptions& o, const ImageData& d, bool train) {
+  LoaderOptions l;
+  l.batch_size = o.batch_size;
+  l.shuffle = train;
+  l.seed = o.seed + 1;
+  l.augment.enabled = train && o.augment;
+  l.norm = d.norm;
+  l.workers = o.workers;
+  l.prefetch_factor = o.prefetch_factor;
+  return l;
+}
+
+// The model, its trainer, the loaders and the schedule of one run.
+struct Session {
+  Session(const CnnTrainOptions& o, const ModelEntry& m, const ImageData& d, int threads)
+      : model(m),
+        data(d),
+        graph(build(o, m, d)),
+        trainer(graph, make_optimizer(o.optimizer), plan_context(o, threads), o.label_smoothing),
+        train_loader(d.train, loader_options(o, d, true)),
+        test_loader(d.test, loader_options(o, d, false)) {
+    plan_model(m, graph, Shape{o.batch_size, d.channels(), d.side(), d.side()},
+               plan_context(o, threads));
+    schedule.base_lr = o.optimizer.lr;
+    schedule.warmup_steps = o.warmup_steps;
+    schedule.total_steps = int64_t{o.epochs} * train_loader.batches_per_epoch();
+  }
+  static Graph build(const CnnTrainOptions& o, const ModelEntry& m, const ImageData& d) {
+    ModelOptions mo;
+    mo.input_shape = Shape{d.channels(), d.side(), d.side()};
+    mo.classes = d.train.num_classes;
+    Graph g = m.build(mo);
+    Rng rng(o.seed);
+    g.init(rng);
+    return g;
+  }
+  static PlanContext plan_context(const CnnTrainOptions& o, int threads) {
+    PlanContext ctx;
+    ctx.threads = threads;
+    ctx.training = true;
+    ctx.conv_algorithm = o.algorithm;
+    ctx.time_conv = time_conv_ms;
+    return ctx;
+  }
+  // One training step at the schedule's rate for the optimizer's step count.
+  BatchResult step(const Tensor& x, const std::vector<int32_t>& labels) {
+    trainer.optimizer().set_lr(static_cast<float>(schedule.lr_at(trainer.optimizer().steps())));
+    return trainer.step(x, labels);
+  }
+  const ModelEntry& model;
+  const ImageData& data;
+  Graph graph;
+  Trainer trainer;
+  BatchLoader train_loader, test_loader;
+  WarmupCosine schedule;
+  Tensor x;
+  std::vector<int32_t> labels;
+};
+
+// Where a run stands: what a checkpoint saves besides the tensors.
+struct RunState {
+  int epoch = 0;  // epochs finished
+  double best_acc = -1;
+  int best_epoch = 0;
+  std::vector<CnnEpochRecord> records;
+  fs::path last_checkpoint;
+};
+
+nlohmann::json checkpoint_meta(const CnnTrainOptions& o, const Session& s, const RunState& st) {
+  nlohmann::json records = nlohmann::json::array();
+  for (const auto& r : st.records) records.push_back(cnn_epoch_json(r));
+  return {{"model", s.model.name},
+          {"kind", "full"},
+          {"dataset", s.data.name},
+          {"epoch", st.epoch},
+          {"best_acc", st.best_acc},
+          {"best_epoch", st.best_epoch},
+          {"batch_size", o.batch_size},
+          {"seed", o.seed},
+          {"total_steps", s.schedule.total_steps},
+          {"warmup_steps", o.warmup_steps},
+          {"optimizer", {{"lr", o.optimizer.lr}}},
+          {"records", records}};
+}
+
+// Refuses a checkpoint of another run (model and shapes are checked by restore_checkpoint).
+void check_resume_meta(const nlohmann::json& m, const CnnTrainOptions& o, const Session& s,
+                       const std::string& src) {
+  if (m.value("kind", "") == "weights") {
+    fail("{}: a weights-only file (final weights); --resume needs a _best or epoch_NNN checkpoint",
+         src);
+  }
+  const auto same = [&](const char* key, const nlohmann::json& want, const char* flag) {
+    if (!m.contains(key) || m[key] != want) {
+      fail("{}: checkpoint of a run with {} {}, this run has {} (give the same {})", src, key,
+           m.contains(key) ? m[key].dump() : "(none)", want.dump(), flag);
+    }
+  };
+  same("dataset", s.data.name, "--data");
+  same("batch_size", o.batch_size, "--batch-size");
+  same("seed", o.seed, "--seed");
+  same("total_steps", s.schedule.total_steps, "--epochs");
+  same("warmup_steps", o.warmup_steps, "--warmup");
+}
+
+RunState resume(const CnnTrainOptions& o, Session& s) {
+  const std::string src = o.resume.string();
+  const Checkpoint ckpt = read_checkpoint(o.resume);
+  check_resume_meta(ckpt.meta, o, s, src);
+  restore_checkpoint(ckpt, s.graph, s.trainer.optimizer(), s.model.name, src);
+  RunState st;
+  try {
+    st.epoch = ckpt.meta.at("epoch").get<int>();
+    st.best_acc = ckpt.meta.at("best_acc").get<double>();
+    st.best_epoch = ckpt.meta.at("best_epoch").get<int>();
+    for (const auto& r : ckpt.meta.at("records")) st.records.push_back(cnn_epoch_from_json(r));
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: checkpoint metadata incomplete: {}", src, e.what());
+  }
+  if (st.epoch < 1 || st.epoch >= o.epochs) {
+    fail("{}: checkpoint after epoch {}, nothing left to train with --epochs {}", src, st.epoch,
+         o.epochs);
+  }
+  st.last_checkpoint = o.resume;
+  return st;
+}
+
+void save(const fs::path& path, const CnnTrainOptions& o, Session& s, RunState& st) {
+  write_checkpoint(path,
+                   capture_checkpoint(s.graph, s.trainer.optimizer(), checkpoint_meta(o, s, st)));
+  st.last_checkpoint = path;
+}
+
+BatchResult evaluate(Session& s) {
+  BatchResult total;
+  s.test_loader.start_epoch(0);
+  while (s.test_loader.next(s.x, s.labels)) total += s.trainer.evaluate(s.x, s.labels);
+  return total;
+}
+
+CnnEpochRecord train_epoch(Session& s, int epoch, int epochs, Progress& progress) {
+  CnnEpochRecord rec;
+  rec.epoch = epoch;
+  s.train_loader.start_epoch(epoch - 1);
+  BatchResult acc;
+  int64_t done = 0;
+  const int64_t t0 = now_ns();
+  while (s.train_loader.next(s.x, s.labels)) {
+    check_interrupt();
+    acc += s.step(s.x, s.labels);
+    if (progress.is_bar()) {
+      progress.update(fmt::format("epoch {}/{}", epoch, epochs), ++done,
+                      s.train_loader.batches_per_epoch(),
+                      fmt::format("loss {:.4f} acc {:.3f}", acc.mean_loss(), acc.accuracy()));
+    }
+  }
+  rec.train_sec = seconds_since(t0);
+  rec.data_wait_sec = static_cast<double>(s.train_loader.wait_ns()) * 1e-9;
+  rec.train_loss = acc.mean_loss();
+  rec.train_acc = acc.accuracy();
+  rec.images = acc.count;
+  rec.imgs_per_sec = static_cast<double>(acc.count) / std::max(rec.train_sec, 1e-12);
+  rec.lr = s.trainer.optimizer().lr();
+  const int64_t e0 = now_ns();
+  const BatchResult test = evaluate(s);
+  rec.eval_sec = seconds_since(e0);
+  rec.test_loss = test.mean_loss();
+  rec.test_acc = test.accuracy();
+  return rec;
+}
+
+// "<model>_<dataset>": the prefix of the best and final checkpoints (seed 004's names).
+std::string file_stem(const Session& s) { return fmt::format("{}_{}", s.model.name, s.data.name); }
+
+// Checkpoints after an epoch: best when the test accuracy improved, epoch_NNN every
+// --save-every epochs.
+void checkpoint_epoch(const CnnTrainOptions& o, Session& s, RunState& st, CnnEpochRecord& rec,
+                      const fs::path& dir) {
+  st.epoch = rec.epoch;
+  if (rec.test_acc > st.best_acc) {
+    st.best_acc = rec.test_acc;
+    st.best_epoch = rec.epoch;
+    rec.best = true;
+  }
+  st.records.push_back(rec);
+  if (rec.best) save(dir / (file_stem(s) + "_best.ckpt"), o, s, st);
+  if (o.save_every > 0 && rec.epoch % o.save_every == 0) {
+    save(dir / fmt::format("epoch_{:03d}.ckpt", rec.epoch), o, s, st);
+  }
+}
+
+nlohmann::json run_context(const CnnTrainOptions& o, const Session& s, int threads) {
+  const ImageData& d = s.data;
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const auto& k : d.skipped) skipped.push_back({{"path", k.path}, {"reason", k.reason}});
+  return {
+      {"job", "train"},
+      {"model",
+       {{"name", s.model.name}, {"params", s.graph.num_params()}, {"nodes", s.graph.size() - 1}}},
+      {"data",
+       {{"format", d.format},
+        {"name", d.name},
+        {"source", d.source},
+        {"train", d.train.size()},
+        {"test", d.test.size()},
+        {"shape", {d.channels(), d.side(), d.side()}},
+        {"classes", d.train.num_classes},
+        {"class_names", d.classes},
+        {"norm", {{"mean", d.norm.mean}, {"std", d.norm.std}, {"source", d.norm.source}}},
+        {"augment", o.augment ? "random crop (padding 4) + horizontal flip" : "none"},
+        {"skipped_images", d.skipped.size()},
+        {"skipped", skipped}}},
+      {"recipe",
+       {{"epochs", o.epochs},
+        {"warmup_epochs", o.warmup_epochs},
+        {"batch_size", o.batch_size},
+        {"optimizer", o.optimizer.name},
+        {"lr", o.optimizer.lr},
+        {"momentum", o.optimizer.momentum},
+        {"nesterov", o.optimizer.nesterov},
+        {"weight_decay", o.optimizer.weight_decay},
+        {"schedule", s.schedule.describe()},
+        {"warmup_steps", o.warmup_steps},
+        {"label_smoothing", o.label_smoothing},
+        {"seed", o.seed}}},
+      {"threads", threads},
+      {"workers", o.workers},
+      {"prefetch_factor", o.prefetch_factor},
+      {"conv_algorithm", o.algorithm},
+      {"resume", o.resume.string()}};
+}
+
+// --profile-one-step: unrecorded steps, then one step recorded per layer and phase.
+nlohmann::json profile_one_step(const CnnTrainOptions& o, Session& s, const fs::path& dir,
+                                const nlohmann::json& context) {
+  const int64_t before = int64_t{o.warmup_iters} + o.profile_iter - 1;
+  int64_t epoch = 0;
+  s.train_loader.start_epoch(epoch);
+  const auto next_batch = [&] {
+    if (!s.train_loader.next(s.x, s.labels)) {
+      s.train_loader.start_epoch(++epoch);
+      s.train_loader.next(s.x, s.labels);
+    }
+  };
+  for (int64_t i = 0; i < before; ++i) {
+    check_interrupt();
+    next_batch();
+    s.step(s.x, s.labels);
+  }
+  next_batch();
+  StepRecorder rec(s.graph.size());
+  s.graph.set_hook(&rec);
+  s.trainer.set_step_hook(&rec);
+  s.step(s.x, s.labels);
+  s.graph.set_hook(nullptr);
+  s.trainer.set_step_hook(nullptr);
+  return write_one_step_profile(dir, s.graph, rec, context);
+}
+
+nlohmann::json final_results(const CnnTrainResult& r, const Session& s, const RunState& st,
+                             const nlohmann::json& context) {
+  const CnnEpochRecord& last = r.epochs.back();
+  int timed = 0;
+  for (const auto& e : r.epochs) timed += e.timed && e.epoch > r.resumed_after_epoch ? 1 : 0;
+  return {{"model", s.model.name},
+          {"dataset", s.data.name},
+          {"final_train_loss", last.train_loss},
+          {"final_train_acc", last.train_acc},
+          {"final_test_loss", last.test_loss},
+          {"final_test_acc", last.test_acc},
+          {"best_test_acc", r.best_acc},
+          {"best_epoch", r.best_epoch},
+          {"epochs", r.epochs.size()},
+          {"resumed_after_epoch", r.resumed_after_epoch},
+          {"measured_sec", r.measured_sec},
+          {"measured_epochs", timed},
+          {"images_trained", r.images_trained},
+          {"imgs_per_sec", r.imgs_per_sec},
+          {"data_wait_fraction", r.data_wait_fraction},
+          {"best_checkpoint", st.best_epoch > 0 ? file_stem(s) + "_best.ckpt" : ""},
+          {"final_weights", file_stem(s) + "_final_weights.ckpt"},
+          {"context", context}};
+}
+
+void summarize(CnnTrainResult& r, const RunState& st) {
+  double wait = 0;
+  for (const auto& e : r.epochs) {
+    if (!e.timed || e.epoch <= r.resumed_after_epoch) continue;
+    r.measured_sec += e.train_sec;
+    r.images_trained += e.images;
+    wait += e.data_wait_sec;
+  }
+  r.imgs_per_sec = r.measured_sec > 0 ? static_cast<double>(r.images_trained) / r.measured_sec : 0;
+  r.data_wait_fraction = r.measured_sec > 0 ? wait / r.measured_sec : 0;
+  r.best_acc = st.best_acc;
+  r.best_epoch = st.best_epoch;
+}
+
+}  // namespace
+
+CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
+  const ModelEntry& m = find_model(o.model);
+  validate(o);
+  const int threads = set_threads(o.threads);
+  set_blas_threads(1);  // as the driver: OpenBLAS's own pool would fight the OpenMP team
+  Progress progress(o.progress);
+  const ImageData data = load_image_data(o.data);
+  check_data_fits(o, data);
+  const MemoryContext memory(fmt::format("{} at --batch-size {} on {}x{}x{} images", m.name,
+                                         o.batch_size, data.channels(), data.side(), data.side()));
+  Session s(o, m, data, threads);
+  RunState st = o.resume.empty() ? RunState{} : resume(o, s);
+  CnnTrainResult r;
+  r.resumed_after_epoch = st.epoch;
+  r.epochs = st.records;
+  // Claimed only now: a run refused above leaves nothing behind.
+  r.out_dir =
+      prepare_output_dir(o.out_dir, "runs/" + std::string(m.name), "--out-dir", o.overwrite);
+  const nlohmann::json context = run_context(o, s, threads);
+  write_run_json(r.out_dir, o.command_line, context);
+  progress.line(fmt::format("data: {} ({}, {} train, {} test, {}x{}x{}); {}", data.source,
+                            data.format, data.train.size(), data.test.size(), data.channels(),
+                            data.side(), data.side(), s.schedule.describe()));
+  if (o.profile_one_step) {
+    const nlohmann::json phases = profile_one_step(o, s, r.out_dir, context);
+    write_json_atomic(r.out_dir / "one_step.json", {{"phases_ms", phases}, {"context", context}});
+    progress.line(fmt::format("one step: {}", phases.dump()));
+    return r;
+  }
+  CnnTrainOutputs outputs(r.out_dir, context, o.tensorboard, o.epochs, progress);
+  for (const auto& rec : st.records) outputs.add(rec);
+  for (int epoch = st.epoch + 1; epoch <= o.epochs; ++epoch) {
+    CnnEpochRecord rec;
+    try {
+      rec = train_epoch(s, epoch, o.epochs, progress);
+    } catch (const DivergenceError& e) {
+      throw Error(
+          fmt::format("{} (epoch {}); the {} finished epochs are in {}; last good checkpoint: {}",
+                      e.what(), epoch, st.epoch, (r.out_dir / "training_metrics.csv").string(),
+                      st.last_checkpoint.empty() ? "none" : st.last_checkpoint.string()));
+    }
+    rec.timed = epoch > o.warmup_epochs;
+    checkpoint_epoch(o, s, st, rec, r.out_dir);
+    outputs.add(rec);
+    r.epochs.push_back(rec);
+  }
+  progress.finish();
+  const fs::path weights = r.out_dir / (file_stem(s) + "_final_weights.ckpt");
+  write_checkpoint(weights, capture_weights(s.graph, {{"model", m.name}, {"dataset", data.name}}));
+  summarize(r, st);
+  outputs.finish(final_results(r, s, st, context));
+  return r;
+}
+
+}  // namespace nnperf

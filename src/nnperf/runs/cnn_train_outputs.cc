@@ -1,0 +1,144 @@
+#include "nnperf/runs/cnn_train_outputs.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "nnperf/io/run_info.h"
+#include "nnperf/io/trace.h"
+#include "nnperf/nn/graph.h"
+
+namespace nnperf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kHeader{"epoch",    "train_loss",   "train_acc", "test_loss",
+                                       "test_acc", "lr",           "train_sec", "data_wait_sec",
+                                       "eval_sec", "imgs_per_sec", "best"};
+
+std::vector<std::string> csv_row(const nlohmann::json& r) {
+  const auto num = [&](const char* k) { return csv_number(r.at(k).get<double>(), 8); };
+  return {std::to_string(r.at("epoch").get<int>()),
+          num("train_loss"),
+          num("train_acc"),
+          num("test_loss"),
+          num("test_acc"),
+          num("lr"),
+          num("train_sec"),
+          num("data_wait_sec"),
+          num("eval_sec"),
+          num("imgs_per_sec"),
+          r.at("best").get<bool>() ? "1" : "0"};
+}
+
+}  // namespace
+
+nlohmann::json cnn_epoch_json(const CnnEpochRecord& r) {
+  return {{"epoch", r.epoch},
+          {"train_loss", r.train_loss},
+          {"train_acc", r.train_acc},
+          {"test_loss", r.test_loss},
+          {"test_acc", r.test_acc},
+          {"lr", r.lr},
+          {"train_sec", r.train_sec},
+          {"data_wait_sec", r.data_wait_sec},
+          {"eval_sec", r.eval_sec},
+          {"imgs_per_sec", r.imgs_per_sec},
+          {"images", r.images},
+          {"timed", r.timed},
+          {"best", r.best}};
+}
+
+CnnEpochRecord cnn_epoch_from_json(const nlohmann::json& j) {
+  CnnEpochRecord r;
+  r.epoch = j.at("epoch").get<int>();
+  r.train_loss = j.at("train_loss").get<double>();
+  r.train_acc = j.at("train_acc").get<double>();
+  r.test_loss = j.at("test_loss").get<double>();
+  r.test_acc = j.at("test_acc").get<double>();
+  r.lr = j.at("lr").get<double>();
+  r.train_sec = j.at("train_sec").get<double>();
+  r.data_wait_sec = j.at("data_wait_sec").get<double>();
+  r.eval_sec = j.at("eval_sec").get<double>();
+  r.imgs_per_sec = j.at("imgs_per_sec").get<double>();
+  r.images = j.at("images").get<int64_t>();
+  r.timed = j.at("timed").get<bool>();
+  r.best = j.at("best").get<bool>();
+  return r;
+}
+
+void render_cnn_train_csv(const nlohmann::json& doc, const fs::path& dir) {
+  CsvWriter csv(dir / "training_metrics.csv", kHeader);
+  for (const auto& r : doc.at("records")) csv.row(csv_row(r));
+}
+
+CnnTrainOutputs::CnnTrainOutputs(const fs::path& dir, nlohmann::json context, bool tensorboard,
+                                 int epochs, Progress& progress)
+    : dir_(dir),
+      doc_{{"context", std::move(context)}, {"records", nlohmann::json::array()}},
+      epochs_(epochs),
+      progress_(progress),
+      metrics_(dir / "training_metrics.csv", kHeader) {
+  if (tensorboard) tb_ = std::make_unique<TensorBoardWriter>(dir / "tensorboard");
+}
+
+CnnTrainOutputs::~CnnTrainOutputs() = default;
+
+void CnnTrainOutputs::add(const CnnEpochRecord& rec) {
+  const nlohmann::json r = cnn_epoch_json(rec);
+  doc_["records"].push_back(r);
+  write_json_atomic(dir_ / "train_records.json", doc_);
+  metrics_.row(csv_row(r));
+  if (tb_) {
+    tb_->add_scalar("Loss/train", rec.train_loss, rec.epoch);
+    tb_->add_scalar("Accuracy/train", rec.train_acc, rec.epoch);
+    tb_->add_scalar("Loss/test", rec.test_loss, rec.epoch);
+    tb_->add_scalar("Accuracy/test", rec.test_acc, rec.epoch);
+    tb_->add_scalar("LearningRate", rec.lr, rec.epoch);
+    tb_->add_scalar("Throughput/train_imgs_per_sec", rec.imgs_per_sec, rec.epoch);
+    tb_->add_scalar("Timing/data_wait_sec", rec.data_wait_sec, rec.epoch);
+    tb_->flush();
+  }
+  progress_.line(fmt::format(
+      "epoch {}/{}: train_loss {:.4f} train_acc {:.4f} test_loss {:.4f} test_acc {:.4f} lr {:.5f} "
+      "| {:.2f} s ({:.1f}% waiting for data), {:.0f} img/s{}",
+      rec.epoch, epochs_, rec.train_loss, rec.train_acc, rec.test_loss, rec.test_acc, rec.lr,
+      rec.train_sec, rec.train_sec > 0 ? 100.0 * rec.data_wait_sec / rec.train_sec : 0.0,
+      rec.imgs_per_sec, rec.best ? " | best" : ""));
+}
+
+void CnnTrainOutputs::finish(const nlohmann::json& final_results) {
+  write_json_atomic(dir_ / "final_results.json", final_results);
+}
+
+nlohmann::json write_one_step_profile(const fs::path& dir, const Graph& graph,
+                                      const StepRecorder& rec, const nlohmann::json& context) {
+  const auto& spans = rec.spans();
+  int64_t origin = spans.empty() ? 0 : spans.front().begin_ns;
+  for (const auto& s : spans) origin = std::min(origin, s.begin_ns);
+  const auto us = [&](int64_t ns) { return static_cast<double>(ns - origin) * 1e-3; };
+  TraceWriter trace;
+  trace.set_thread_name(0, "step phases");
+  trace.set_thread_name(1, "layers");
+  trace.set_metadata("context", context);
+  CsvWriter csv(dir / "one_step_layers.csv", {"node", "name", "kind", "phase", "start_ms", "ms"});
+  nlohmann::json phases = nlohmann::json::object();
+  for (const auto& s : spans) {
+    const bool node = s.node >= 0;
+    const std::string name = node ? graph.name(s.node) : "step";
+    const std::string kind = node ? graph.layer(s.node).kind() : "step";
+    trace.add_complete(node ? name + "." + s.phase : s.phase, s.phase, us(s.begin_ns),
+                       us(s.end_ns) - us(s.begin_ns), node ? 1 : 0,
+                       node ? nlohmann::json{{"layer", graph.layer(s.node).describe()}}
+                            : nlohmann::json::object());
+    csv.row({std::to_string(s.node), name, kind, s.phase, csv_number(us(s.begin_ns) * 1e-3, 6),
+             csv_number(s.ms(), 6)});
+    if (!node) phases[s.phase] = s.ms();
+  }
+  trace.write(dir / "one_step_trace.json");
+  return phases;
+}
+
+}  // namespace nnperf

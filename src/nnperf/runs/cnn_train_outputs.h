@@ -1,0 +1,48 @@
+// The reporter of CNN training runs: everything is rendered from records. One CnnEpochRecord at a
+// time as epochs finish: training_metrics.csv, TensorBoard scalars, train_records.json ({context,
+// records}, rewritten atomically, so it always holds every finished epoch) and the progress line;
+// final_results.json at the end; the one-step profile's trace and per-layer CSV.
+// render_cnn_train_csv rebuilds the CSV from a train_records.json document alone.
+#pragma once
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "nnperf/io/csv.h"
+#include "nnperf/io/tensorboard.h"
+#include "nnperf/profile/step_recorder.h"
+#include "nnperf/runs/cnn_train.h"
+#include "nnperf/runs/progress.h"
+
+namespace nnperf {
+
+class Graph;
+
+nlohmann::json cnn_epoch_json(const CnnEpochRecord& r);
+CnnEpochRecord cnn_epoch_from_json(const nlohmann::json& j);  // throws on a missing field
+void render_cnn_train_csv(const nlohmann::json& records_doc, const std::filesystem::path& dir);
+
+class CnnTrainOutputs {
+ public:
+  CnnTrainOutputs(const std::filesystem::path& dir, nlohmann::json context, bool tensorboard,
+                  int epochs, Progress& progress);
+  ~CnnTrainOutputs();
+  void add(const CnnEpochRecord& rec);
+  void finish(const nlohmann::json& final_results);
+
+ private:
+  std::filesystem::path dir_;
+  nlohmann::json doc_;
+  int epochs_;
+  Progress& progress_;
+  CsvWriter metrics_;
+  std::unique_ptr<TensorBoardWriter> tb_;
+};
+
+// one_step_trace.json (Chrome trace: one track for the step's phases, one for the layers) and
+// one_step_layers.csv (node, name, kind, phase, start_ms, ms) from one recorded step; returns
+// the per-phase milliseconds {forward, loss, backward, optimizer}.
+nlohmann::json write_one_step_profile(const std::filesystem::path& dir, const Graph& graph,
+                                      const StepRecorder& rec, const nlohmann::json& context);
+
+}  // namespace nnperf

@@ -1,0 +1,261 @@
+// `nnperf train --model <CNN>` in epoch mode (nn-perf train.py's job): outputs rendered from the
+// records (CSV rebuilt from train_records.json alone), checkpoints (best, epoch_NNN, final
+// weights), --resume reaching the uninterrupted run's weights bit for bit on one thread, refused
+// checkpoints and data by name with nothing written, IDX and CIFAR data with their normalisation,
+// --profile-one-step's trace and CSV, and a diverging run stopped with its finished epochs kept.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "nnperf/io/csv.h"
+#include "nnperf/io/files.h"
+#include "nnperf/runs/cnn_train_outputs.h"
+#include "nnperf/train/checkpoint.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+namespace fs = std::filesystem;
+
+// 4 steps of 8 per epoch, 16 test images of 3x8x8, one thread.
+const char* kTiny =
+    "--model resnet18 --synthetic --input-size 8 --limit-train 32 --limit-test 16 --batch-size 8 "
+    "--warmup 3 --threads 1 --progress lines --no-tensorboard";
+
+nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(test::read_text(p)); }
+
+TEST(CnnTrainCli, EpochsCheckpointsAndRecords) {
+  test::TempDir dir;
+  const fs::path out = dir / "a";
+  const auto r = test::run_nnperf(
+      fmt::format("train {} --epochs 2 --save-every 1 --out-dir '{}'", kTiny, out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("MEASURED_SEC="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BATCH=8 ARCH=resnet18 BACKEND=cpu"), std::string::npos) << r.out;
+  for (const char* f : {"run.json", "train_records.json", "final_results.json",
+                        "training_metrics.csv", "epoch_001.ckpt", "epoch_002.ckpt",
+                        "resnet18_synthetic_best.ckpt", "resnet18_synthetic_final_weights.ckpt"}) {
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  }
+  const CsvTable t = read_csv(out / "training_metrics.csv");
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.cell(1, t.require("epoch")), "2");
+  // 8 steps, warm-up 3, then cosine: the last step (7) is at p = (7 - 3) / 5 = 0.8 (float lr).
+  EXPECT_NEAR(t.number(1, t.require("lr")), 0.1 * 0.5 * (1 + std::cos(M_PI * 0.8)), 1e-8);
+  EXPECT_NEAR(t.number(0, t.require("lr")), 0.1 * 0.5 * (1 + std::cos(M_PI * 0.0)), 1e-8);
+  const nlohmann::json fr = read_json(out / "final_results.json");
+  EXPECT_EQ(fr["model"], "resnet18");
+  EXPECT_EQ(fr["measured_epochs"], 2);
+  EXPECT_GT(fr["measured_sec"].get<double>(), 0);
+  EXPECT_EQ(fr["images_trained"], 64);
+  EXPECT_EQ(fr["context"]["recipe"]["nesterov"], true);
+  EXPECT_EQ(fr["context"]["recipe"]["weight_decay"], 5e-4);
+  // The CSV is rendered from the records: rebuilt from train_records.json alone, same bytes.
+  const fs::path again = dir / "again";
+  fs::create_directories(again);
+  render_cnn_train_csv(read_json(out / "train_records.json"), again);
+  EXPECT_EQ(test::read_text(again / "training_metrics.csv"),
+            test::read_text(out / "training_metrics.csv"));
+  const Checkpoint w = read_checkpoint(out / "resnet18_synthetic_final_weights.ckpt");
+  EXPECT_EQ(w.meta["kind"], "weights");
+  const Checkpoint e1 = read_checkpoint(out / "epoch_001.ckpt");
+  EXPECT_EQ(e1.meta["epoch"], 1);
+  EXPECT_EQ(e1.meta["optimizer"]["steps"], 4);
+}
+
+// Stopped after epoch 1 and resumed: the same weights and BatchNorm statistics, bit for bit.
+TEST(CnnTrainCli, ResumeIsBitIdentical) {
+  test::TempDir dir;
+  const fs::path a = dir / "a", b = dir / "b";
+  auto r = test::run_nnperf(
+      fmt::format("train {} --epochs 2 --save-every 1 --out-dir '{}'", kTiny, a.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = test::run_nnperf(fmt::format("train {} --epochs 2 --resume '{}' --out-dir '{}'", kTiny,
+                                   (a / "epoch_001.ckpt").string(), b.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Checkpoint wa = read_checkpoint(a / "resnet18_synthetic_final_weights.ckpt");
+  const Checkpoint wb = read_checkpoint(b / "resnet18_synthetic_final_weights.ckpt");
+  ASSERT_EQ(wa.tensors.size(), wb.tensors.size());
+  for (std::size_t i = 0; i < wa.tensors.size(); ++i) {
+    EXPECT_EQ(wa.tensors[i].name, wb.tensors[i].name);
+    EXPECT_TRUE(wa.tensors[i].data == wb.tensors[i].data) << wa.tensors[i].name;
+  }
+  // The resumed run's records: epoch 1 from the checkpoint, epoch 2 trained again, same losses.
+  const CsvTable ta = read_csv(a / "training_metrics.csv"),
+                 tb = read_csv(b / "training_metrics.csv");
+  ASSERT_EQ(tb.rows.size(), 2u);
+  for (const char* col : {"train_loss", "train_acc", "test_loss", "test_acc", "lr"}) {
+    EXPECT_EQ(ta.cell(1, ta.require(col)), tb.cell(1, tb.require(col))) << col;
+  }
+  EXPECT_EQ(read_json(b / "final_results.json")["resumed_after_epoch"], 1);
+  EXPECT_EQ(read_json(b / "final_results.json")["measured_epochs"], 1);
+}
+
+TEST(CnnTrainCli, RefusedCheckpointsNameTheProblem) {
+  test::TempDir dir;
+  const fs::path a = dir / "a";
+  ASSERT_EQ(test::run_nnperf(
+                fmt::format("train {} --epochs 2 --save-every 1 --out-dir '{}'", kTiny, a.string()))
+                .exit_code,
+            0);
+  const std::string ckpt = (a / "epoch_001.ckpt").string();
+  const std::string bytes = test::read_text(ckpt);
+  write_file_atomic(dir / "cut.ckpt", bytes.substr(0, bytes.size() / 2));
+  struct Case {
+    std::string args, expect;
+  };
+  const std::vector<Case> cases{
+      {fmt::format("{} --epochs 2 --resume '{}' --batch-size 4", kTiny, ckpt), "--batch-size"},
+      {fmt::format("{} --epochs 3 --resume '{}'", kTiny, ckpt), "--epochs"},
+      {fmt::format("{} --epochs 2 --resume '{}'", kTiny,
+                   (a / "resnet18_synthetic_final_weights.ckpt").string()),
+       "weights-only"},
+      {fmt::format("{} --epochs 2 --resume '{}'", kTiny, (dir / "cut.ckpt").string()), "cut.ckpt"},
+      {fmt::format("{} --epochs 2 --resume '{}'", kTiny, (dir / "none.ckpt").string()), "--resume"},
+  };
+  for (const auto& c : cases) {
+    const fs::path out = dir / "refused";
+    const auto r = test::run_nnperf(fmt::format("train {} --out-dir '{}'", c.args, out.string()));
+    EXPECT_NE(r.exit_code, 0) << c.args;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_FALSE(fs::exists(out)) << c.args;  // refused before the folder is claimed
+  }
+  // Another model's checkpoint: refused by restore_checkpoint, naming both models.
+  const auto r = test::run_nnperf(fmt::format(
+      "train --model resnet34 --synthetic --input-size 8 --limit-train 32 --limit-test 16 "
+      "--batch-size 8 --warmup 3 --threads 1 --epochs 2 --resume '{}' --out-dir '{}'",
+      ckpt, (dir / "other").string()));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("'resnet18', not of 'resnet34'"), std::string::npos) << r.err;
+}
+
+// A small IDX data set (like Fashion-MNIST: 1 x 28 x 28, 10 classes).
+void write_idx(const fs::path& dir, const std::string& prefix, int n) {
+  std::string images{0, 0, 8, 3, 0, 0, 0, static_cast<char>(n), 0, 0, 0, 28, 0, 0, 0, 28};
+  std::string labels{0, 0, 8, 1, 0, 0, 0, static_cast<char>(n)};
+  for (int i = 0; i < n; ++i) {
+    labels.push_back(static_cast<char>(i % 10));
+    for (int p = 0; p < 28 * 28; ++p)
+      images.push_back(static_cast<char>((i * 31 + p * (i % 10 + 1)) % 256));
+  }
+  write_file_atomic(dir / (prefix + "-images-idx3-ubyte"), images);
+  write_file_atomic(dir / (prefix + "-labels-idx1-ubyte"), labels);
+}
+
+TEST(CnnTrainCli, IdxDataAndRefusedShapes) {
+  test::TempDir dir;
+  const fs::path data = dir / "fmnist";
+  fs::create_directories(data);
+  write_idx(data, "train", 40);
+  write_idx(data, "t10k", 20);
+  const std::string base = fmt::format(
+      "train --model resnet18 --data '{}' --batch-size 8 --epochs 1 --threads 1 --progress quiet "
+      "--no-tensorboard",
+      data.string());
+  auto r =
+      test::run_nnperf(fmt::format("{} --workers 1 --out-dir '{}'", base, (dir / "ok").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json run = read_json(dir / "ok" / "final_results.json")["context"]["data"];
+  EXPECT_EQ(run["format"], "idx");
+  EXPECT_EQ(run["name"], "fmnist");
+  EXPECT_EQ(run["shape"], (nlohmann::json{1, 28, 28}));
+  EXPECT_EQ(run["norm"]["source"], "computed from the training set");
+  struct Case {
+    std::string args, expect;
+  };
+  const fs::path empty = dir / "empty";
+  fs::create_directories(empty);
+  const std::vector<Case> cases{
+      {fmt::format("{} --in-channels 3", base), "--in-channels 3"},
+      {fmt::format("{} --num-classes 5", base), "--num-classes 5"},
+      {fmt::format("{} --input-size 32", base), "--input-size 32"},
+      {fmt::format("{} --batch-size 64", base), "--batch-size 64"},
+      {fmt::format("{} --hidden 8", base), "--hidden"},
+      {fmt::format("{} --workers 1000", base), "--workers"},
+      {"train --model resnet18 --data '" + empty.string() + "'", "no data set found"},
+      {"train --model resnet18 --data '" + (dir / "missing").string() + "'", "does not download"},
+      {"train --model vgg16 --synthetic --input-size 8 --epochs 1", "vgg16"},
+  };
+  for (const auto& c : cases) {
+    const fs::path out = dir / "refused";
+    r = test::run_nnperf(fmt::format("{} --out-dir '{}'", c.args, out.string()));
+    EXPECT_NE(r.exit_code, 0) << c.args;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;  // one line
+    EXPECT_FALSE(fs::exists(out)) << c.args;
+  }
+}
+
+TEST(CnnTrainCli, CifarUsesSeedConstants) {
+  test::TempDir dir;
+  const fs::path data = dir / "cifar-10-batches-bin";
+  fs::create_directories(data);
+  const auto batch = [](int n, int seed) {
+    std::string s;
+    for (int i = 0; i < n; ++i) {
+      s.push_back(static_cast<char>((i + seed) % 10));
+      for (int p = 0; p < 3072; ++p) s.push_back(static_cast<char>((p * 7 + i * 13 + seed) % 256));
+    }
+    return s;
+  };
+  for (int b = 1; b <= 5; ++b)
+    write_file_atomic(data / fmt::format("data_batch_{}.bin", b), batch(4, b));
+  write_file_atomic(data / "test_batch.bin", batch(8, 9));
+  const fs::path out = dir / "run";
+  const auto r = test::run_nnperf(fmt::format(
+      "train --model resnet18 --data '{}' --batch-size 10 --epochs 1 --threads 1 --progress quiet "
+      "--no-tensorboard --out-dir '{}'",
+      dir.path().string(), out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json d = read_json(out / "run.json");
+  const std::string text = d.dump();
+  EXPECT_NE(text.find("CIFAR-10 constants"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"cifar-10\""), std::string::npos) << text;
+  EXPECT_TRUE(fs::exists(out / "resnet18_cifar-10_final_weights.ckpt"));
+}
+
+TEST(CnnTrainCli, ProfileOneStepWritesTraceAndLayers) {
+  test::TempDir dir;
+  const fs::path out = dir / "p";
+  const auto r = test::run_nnperf(
+      fmt::format("train {} --profile-one-step --warmup-iters 2 --profile-iter 2 --out-dir '{}'",
+                  kTiny, out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json trace = read_json(out / "one_step_trace.json");
+  std::set<std::string> names;
+  for (const auto& e : trace["traceEvents"]) names.insert(e.value("name", ""));
+  for (const char* n : {"forward", "loss", "backward", "optimizer", "conv1.forward",
+                        "conv1.backward", "fc.forward"}) {
+    EXPECT_TRUE(names.count(n)) << n;
+  }
+  const CsvTable t = read_csv(out / "one_step_layers.csv");
+  int forward = 0, backward = 0;
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    forward += t.cell(i, t.require("phase")) == "forward" && t.cell(i, t.require("node")) != "-1";
+    backward += t.cell(i, t.require("phase")) == "backward";
+    EXPECT_GE(t.number(i, t.require("ms")), 0);
+  }
+  EXPECT_GT(forward, 20);
+  EXPECT_GT(backward, 20);
+  EXPECT_FALSE(fs::exists(out / "training_metrics.csv"));  // the run ends after the step
+}
+
+TEST(CnnTrainCli, DivergenceStopsWithFinishedEpochsKept) {
+  test::TempDir dir;
+  const fs::path out = dir / "d";
+  const auto r = test::run_nnperf(
+      fmt::format("train {} --epochs 2 --lr 1e30 --warmup 0 --out-dir '{}'", kTiny, out.string()));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("diverged"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("epoch 1"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(out / "run.json"));
+}
+
+}  // namespace
+}  // namespace nnperf
