@@ -231,7 +231,7 @@ TEST(Conv2d, GuessPicksTheCheapestSupportedAlgorithm) {
 
 // A fake timer for "find": gemm always wins; counts its calls.
 int g_timer_calls = 0;
-double prefer_gemm(const ConvAlgorithm& a, const ConvProblem&, int, double) {
+double prefer_gemm(const ConvAlgorithm& a, const ConvProblem&, int, double, bool) {
   ++g_timer_calls;
   return std::string(a.name) == "gemm" ? 1.0 : 2.0;
 }
@@ -296,7 +296,8 @@ TEST(Conv2d, FindTimesEverySupportedAlgorithmOnceAndCachesTheWinner) {
 
 // A fake timer that reports each algorithm's modelled cost, and what "find" handed it.
 std::vector<std::pair<std::string, double>> g_find_calls;
-double modelled_time(const ConvAlgorithm& a, const ConvProblem& p, int threads, double loser) {
+double modelled_time(const ConvAlgorithm& a, const ConvProblem& p, int threads, double loser,
+                     bool) {
   g_find_calls.emplace_back(a.name, loser);
   return a.cost(p, threads) * 1e3;
 }

@@ -13,6 +13,7 @@
 
 #include "nnperf/core/workspace.h"
 #include "nnperf/kernels/conv/conv.h"
+#include "nnperf/kernels/conv/conv_dispatch.h"
 #include "nnperf/nn/batchnorm.h"
 #include "nnperf/nn/layer.h"
 
@@ -25,10 +26,6 @@ enum class ConvInit {
   kHeNormal,        // W ~ N(0, sqrt(2 / fan_in)), b = 0 (torchvision DenseNet)
   kHeNormalFanOut,  // W ~ N(0, sqrt(2 / fan_out)), fan_out = oc*kh*kw, b = 0 (ResNet, VGG)
 };
-
-// The process-wide cache of "find" winners, keyed by (problem string, threads).
-void clear_conv_find_cache();
-int conv_find_cache_size();
 
 class Conv2d : public Layer {
  public:
@@ -74,6 +71,9 @@ class Conv2d : public Layer {
   // After plan(): the algorithm that runs, why a requested one was replaced ("" if not), and
   // the problem (for the profiler's layers CSV).
   const ConvAlgorithm* algorithm() const { return algo_; }
+  // When planned for training: the backward-data and backward-weights rows (else null).
+  const ConvBackwardAlgorithm* backward_data_algorithm() const { return bwd_data_; }
+  const ConvBackwardAlgorithm* backward_weights_algorithm() const { return bwd_weights_; }
   std::string fallback_reason() const { return fallback_reason_; }
   ConvProblem problem() const { return problem_; }
   const std::string& requested_algorithm() const { return requested_; }
@@ -100,7 +100,7 @@ class Conv2d : public Layer {
   const Tensor& bias_grad() const { return d_bias_; }
 
  private:
-  const ConvAlgorithm* choose(const PlanContext& ctx);
+  static ConvSelection selection(const PlanContext& ctx);
   void prepare_weights();  // folded weights/bias and the algorithm's packed weights
   const float* run_weights() const;
   const float* run_bias() const;
@@ -114,6 +114,8 @@ class Conv2d : public Layer {
 
   ConvProblem problem_;
   const ConvAlgorithm* algo_ = nullptr;
+  const ConvBackwardAlgorithm* bwd_data_ = nullptr;
+  const ConvBackwardAlgorithm* bwd_weights_ = nullptr;
   std::string requested_;
   std::string fallback_reason_;
   double find_ms_ = -1.0;  // the winner's time when chosen by "find"

@@ -22,6 +22,7 @@ struct Param {
 
 struct ConvAlgorithm;  // kernels/conv/conv.h
 struct ConvProblem;
+struct ConvBackwardAlgorithm;  // kernels/conv/conv_backward.h
 
 struct PlanContext {
   const GemmAlgorithm* gemm = nullptr;  // algorithm for Linear (and later im2col conv) layers
@@ -36,7 +37,10 @@ struct PlanContext {
   // it (time_conv_ms). Null makes "find" an error. A candidate whose untimed warm-up run already
   // exceeds `loser_above_ms` cannot win: the timer may return that run's time at once.
   double (*time_conv)(const ConvAlgorithm& algo, const ConvProblem& p, int threads,
-                      double loser_above_ms) = nullptr;
+                      double loser_above_ms, bool with_weight_prep) = nullptr;
+  // The same for the backward passes' rows (profile/conv_timer.h's time_conv_backward_ms).
+  double (*time_conv_backward)(const ConvBackwardAlgorithm& algo, const ConvProblem& p,
+                               int threads, double loser_above_ms) = nullptr;
   // "find" times the candidates in order of modelled cost and skips one whose modelled cost is
   // over 8x the best time measured so far (the models are within ~2x; fft on a 1x1 layer is
   // 20x). true times every supported algorithm, as cudnnFind does.

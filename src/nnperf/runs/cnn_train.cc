@@ -113,6 +113,7 @@ struct Session {
     ctx.training = true;
     ctx.conv_algorithm = o.algorithm;
     ctx.time_conv = time_conv_ms;
+    ctx.time_conv_backward = time_conv_backward_ms;
     return ctx;
   }
   // One training step at the schedule's rate for the optimizer's step count.

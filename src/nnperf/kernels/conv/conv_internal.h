@@ -31,6 +31,14 @@ inline double conv_gemm_shape_efficiency(int64_t m, int64_t n, int64_t k, double
          __builtin_sqrt(clamp01(static_cast<double>(k) / k_full)) *
          __builtin_sqrt(clamp01(static_cast<double>(n) / 96.0));
 }
+// Row k = (c, r, s) of the K x N patch matrix of one image and group (src points at its first
+// channel): row[oy*ow + ox] = src[c][oy*sh - ph + r*dh][ox*sw - pw + s*dw], zero in the padding.
+// im2col_gemm.cc.
+void conv_im2col_row(const ConvProblem& p, const float* src, int64_t k, float* row);
+// Images whose patch matrices go side by side into one GEMM (gemm, gemm_batched): enough for
+// ~256 columns, at most the batch, the chunk's K x (c*N) floats within 64 MiB unless one image
+// alone needs more. 1 for maps of 256+ positions.
+int64_t conv_chunk_images(const ConvProblem& p);
 inline int64_t conv_round_up(int64_t a, int64_t b) { return conv_ceil_div(a, b) * b; }
 
 // ---- the cost models' machine (docs/machine-model.md) ----

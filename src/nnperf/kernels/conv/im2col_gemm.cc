@@ -1,7 +1,9 @@
 // `gemm`: im2col + GEMM (Caffe's and early cuDNN's method). Per image and group the input patches
 // are unrolled into a K x N matrix (K = icg*kh*kw rows, N = oh*ow columns) in the workspace, then
-// one GEMM dst[ocg x N] = wei[ocg x K] * col[K x N] does all the arithmetic. 1x1 stride-1
-// unpadded convolutions skip the unrolling: the input plane already is the K x N matrix.
+// one GEMM dst[ocg x N] = wei[ocg x K] * col[K x N] does all the arithmetic. Small maps (N < 256)
+// put several images' matrices side by side (conv_chunk_images) so the GEMM is wide rather than
+// a matrix-vector product. 1x1 stride-1 unpadded convolutions skip the unrolling one image at a
+// time: the input plane already is the K x N matrix.
 // The GEMM is OpenBLAS's (kConvGemm below): on this machine it beats our `blocked` GEMM on these
 // shapes (measured in bench/conv_bench.cc; see the report of issue 3). With OpenBLAS's own pool at
 // one thread (CNN runs: core/threads.h) gemm_blas splits each product over args.threads OpenMP
@@ -30,19 +32,40 @@ bool needs_no_im2col(const ConvProblem& p) {
   return p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.ph == 0 && p.pw == 0;
 }
 
+// Images per GEMM (conv_chunk_images): a chunk's patch matrices sit side by side, K x (c*N).
+struct Layout {
+  int64_t c, k, n, cols;
+  bool chunked() const { return c > 1; }
+};
+
+Layout layout(const ConvProblem& p) {
+  const int64_t c = conv_chunk_images(p);
+  const int64_t n = p.oh() * p.ow();
+  return {c, p.icg() * p.kh * p.kw, n, c * n};
+}
+
 GemmShape gemm_shape(const ConvProblem& p) {
-  return GemmShape{false, false, p.ocg(), p.oh() * p.ow(), p.icg() * p.kh * p.kw};
+  const Layout l = layout(p);
+  return GemmShape{false, false, p.ocg(), l.cols, l.k};
 }
 
+std::size_t aligned(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// The patch matrix (none for a 1x1/s1/p0 layer one image at a time) and, for chunks, the GEMM's
+// ocg x (c*N) output before it is scattered into NCHW.
 std::size_t col_bytes(const ConvProblem& p) {
-  if (needs_no_im2col(p)) return 0;
-  const std::size_t floats = static_cast<std::size_t>(p.icg() * p.kh * p.kw * p.oh() * p.ow());
-  return (floats * sizeof(float) + 63) / 64 * 64;
+  const Layout l = layout(p);
+  if (needs_no_im2col(p) && !l.chunked()) return 0;
+  return aligned(static_cast<std::size_t>(l.k * l.cols) * sizeof(float));
+}
+std::size_t out_bytes(const ConvProblem& p) {
+  const Layout l = layout(p);
+  return l.chunked() ? aligned(static_cast<std::size_t>(p.ocg() * l.cols) * sizeof(float)) : 0;
 }
 
-// Row k = (c, r, s) of the K x N patch matrix of one image/group: col[k][oy*ow + ox] =
-// src[c][oy*sh - ph + r*dh][ox*sw - pw + s*dw], zero in the padding.
-void im2col_row(const ConvProblem& p, const float* src, int64_t k, float* row) {
+}  // namespace
+
+void conv_im2col_row(const ConvProblem& p, const float* src, int64_t k, float* row) {
   const int64_t oh = p.oh(), ow = p.ow();
   const int64_t s = k % p.kw, r = k / p.kw % p.kh, c = k / (p.kw * p.kh);
   const float* plane = src + c * p.ih * p.iw;
@@ -68,45 +91,73 @@ void im2col_row(const ConvProblem& p, const float* src, int64_t k, float* row) {
   }
 }
 
-}  // namespace
-
 std::string conv_gemm_why_not(const ConvProblem& p) { return conv_serves_any(p); }
 
-std::size_t conv_gemm_workspace_bytes(const ConvProblem& p, int threads) {
-  return col_bytes(p) + conv_gemm().workspace_bytes(gemm_shape(p), threads);
+int64_t conv_chunk_images(const ConvProblem& p) {
+  constexpr int64_t kTargetColumns = 256;
+  constexpr int64_t kMaxChunkBytes = int64_t{64} << 20;
+  const int64_t n = p.oh() * p.ow(), k = p.icg() * p.kh * p.kw;
+  int64_t c = std::min(p.mb, conv_ceil_div(kTargetColumns, n));
+  while (c > 1 && c * n * k * 4 > kMaxChunkBytes) c /= 2;
+  return std::max<int64_t>(c, 1);
 }
 
+std::size_t conv_gemm_workspace_bytes(const ConvProblem& p, int threads) {
+  return col_bytes(p) + out_bytes(p) + conv_gemm().workspace_bytes(gemm_shape(p), threads);
+}
+
+namespace {
+
+// Images [n0, n0 + c) of group grp into columns [i*N, (i+1)*N) of col (row stride c*N).
+void fill_col(const ConvProblem& p, const ConvArgs& args, const Layout& l, int64_t n0, int64_t c,
+              int64_t grp, int64_t ld, float* col) {
+  const int64_t plane_in = p.ih * p.iw;
+  const bool copy = needs_no_im2col(p);
+  const int t = conv_useful_threads(args.threads, static_cast<double>(l.k * c * l.n) * 4.0, l.k);
+#pragma omp parallel for num_threads(t) if (t > 1) schedule(static) collapse(2)
+  for (int64_t i = 0; i < c; ++i) {
+    for (int64_t row = 0; row < l.k; ++row) {
+      const float* src = args.src + ((n0 + i) * p.ic + grp * p.icg()) * plane_in;
+      float* out = col + row * ld + i * l.n;
+      if (copy) {
+        std::memcpy(out, src + row * plane_in, sizeof(float) * static_cast<std::size_t>(l.n));
+      } else {
+        conv_im2col_row(p, src, row, out);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// Per chunk of images and group: col = the chunk's patch matrices side by side, one GEMM
+// dst[ocg x c*N] = wei[ocg x K] * col[K x c*N], then (for c > 1) each image's columns copied to
+// its NCHW planes.
 void conv_gemm_run(const ConvArgs& args) {
   const ConvProblem& p = *args.p;
-  const GemmShape shape = gemm_shape(p);
-  const int64_t k = shape.k, n = shape.n, plane_in = p.ih * p.iw;
-  const bool direct_b = needs_no_im2col(p);
+  const Layout l = layout(p);
   auto* col = static_cast<float*>(args.workspace);
-  GemmArgs g;
-  g.shape = shape;
-  g.lda = k;
-  g.ldb = n;
-  g.ldc = n;
-  g.workspace = static_cast<char*>(args.workspace) + col_bytes(p);
-  g.threads = args.threads;
-  const int t = conv_useful_threads(args.threads, static_cast<double>(k * n) * 4.0, k);
-  for (int64_t img = 0; img < p.mb; ++img) {
+  auto* out = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + col_bytes(p));
+  void* ws = static_cast<char*>(args.workspace) + col_bytes(p) + out_bytes(p);
+  for (int64_t n0 = 0; n0 < p.mb; n0 += l.c) {
+    const int64_t c = std::min(l.c, p.mb - n0), cols = c * l.n;
     for (int64_t grp = 0; grp < p.g; ++grp) {
-      const float* src = args.src + (img * p.ic + grp * p.icg()) * plane_in;
-      if (direct_b) {
-        g.b = src;
-      } else {
-        if (t > 1) {
-#pragma omp parallel for num_threads(t) schedule(static)
-          for (int64_t row = 0; row < k; ++row) im2col_row(p, src, row, col + row * n);
-        } else {
-          for (int64_t row = 0; row < k; ++row) im2col_row(p, src, row, col + row * n);
-        }
-        g.b = col;
+      const float* b = args.src + (n0 * p.ic + grp * p.icg()) * p.ih * p.iw;
+      if (!(needs_no_im2col(p) && !l.chunked())) {
+        fill_col(p, args, l, n0, c, grp, cols, col);
+        b = col;
       }
-      g.a = args.wei + grp * p.ocg() * k;
-      g.c = args.dst + (img * p.oc + grp * p.ocg()) * n;
-      conv_gemm().run(g);
+      const float* a = args.wei + grp * p.ocg() * l.k;
+      float* dst = args.dst + (n0 * p.oc + grp * p.ocg()) * l.n;
+      conv_gemm().run(gemm_args({false, false, p.ocg(), cols, l.k}, a, l.k, b, cols,
+                                l.chunked() ? out : dst, cols, ws, args.threads));
+      if (!l.chunked()) continue;
+      for (int64_t i = 0; i < c; ++i) {
+        for (int64_t o = 0; o < p.ocg(); ++o) {
+          std::memcpy(args.dst + ((n0 + i) * p.oc + grp * p.ocg() + o) * l.n,
+                      out + o * cols + i * l.n, sizeof(float) * static_cast<std::size_t>(l.n));
+        }
+      }
     }
   }
   conv_add_bias(p, args.bias, args.dst, args.threads);
@@ -125,7 +176,8 @@ double conv_gemm_cost(const ConvProblem& p, int threads) {
   const double t = std::max(1, threads);
   const GemmShape s = gemm_shape(p);
   const double eff = std::max(0.1, conv_gemm_shape_efficiency(s.m, s.n, s.k));
-  const double col = static_cast<double>(col_bytes(p)) * static_cast<double>(p.mb * p.g);
+  const double col = static_cast<double>(col_bytes(p)) * static_cast<double>(p.g) *
+                     static_cast<double>(conv_ceil_div(p.mb, layout(p).c));
   return p.flops() / (kBlasRate * m.blas_flops_per_s * eff * t) +
          2.0 * col / (kPatchDram * m.dram_at(threads));
 }

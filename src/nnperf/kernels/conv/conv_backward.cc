@@ -1,0 +1,430 @@
+// The backward registries (conv_backward.h). Three methods:
+//  - gemm: per image and group, im2col + two BLAS GEMMs + col2im (Caffe's backward):
+//      dW_g [ocg x K] += dY_g [ocg x N] . col^T        dcol [K x N] = W_g^T . dY_g, col2im
+//    with K = icg*kh*kw, N = oh*ow.
+//  - gemm_batched: the same over chunks of images side by side (N -> images x N columns), so the
+//    small maps of deep layers (N = 1..49) make wide GEMMs instead of matrix-vector products;
+//    dY is gathered into the chunk's layout first.
+//  - transposed_forward (data only): for stride 1, dX is a forward convolution of dY with the
+//    flipped, transposed weights W'[c][o][i][j] = W[o][c][kh-1-i][kw-1-j] and padding
+//    d*(k-1) - p, run by the cheapest forward algorithm for that problem (Winograd for 3x3).
+#include "nnperf/kernels/conv/conv_backward.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "nnperf/core/error.h"
+#include "nnperf/kernels/conv/conv_internal.h"
+#include "nnperf/kernels/gemm/gemm.h"
+
+namespace nnperf {
+
+namespace {
+
+const GemmAlgorithm& blas() {
+  static const GemmAlgorithm& g = find_gemm("blas");
+  return g;
+}
+
+std::size_t aligned(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+bool col_is_src(const ConvProblem& p) {
+  return p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.ph == 0 && p.pw == 0;
+}
+
+int64_t chunk_images(const ConvProblem& p, bool batched) {
+  return batched ? conv_chunk_images(p) : 1;
+}
+
+// Workspace of the gemm methods: col (K x cN), dY chunk (ocg x cN), BLAS's own.
+struct GemmLayout {
+  int64_t c, k, n, cols;
+  std::size_t col_bytes, dy_bytes, blas_bytes;
+  GemmLayout(const ConvProblem& p, bool batched, int threads)
+      : c(chunk_images(p, batched)), k(p.icg() * p.kh * p.kw), n(p.oh() * p.ow()), cols(c * n) {
+    col_bytes = aligned(static_cast<std::size_t>(k * cols) * sizeof(float));
+    dy_bytes = c > 1 ? aligned(static_cast<std::size_t>(p.ocg() * cols) * sizeof(float)) : 0;
+    blas_bytes =
+        std::max(blas().workspace_bytes(GemmShape{false, true, p.ocg(), k, cols}, threads),
+                 blas().workspace_bytes(GemmShape{true, false, k, cols, p.ocg()}, threads));
+  }
+  std::size_t total() const { return col_bytes + dy_bytes + blas_bytes; }
+};
+
+// dY of images [n0, n0 + c), group g, as one ocg x (c*N) matrix (or a pointer into dY for c = 1).
+const float* gather_dy(const ConvProblem& p, const float* dy, int64_t n0, int64_t c, int64_t g,
+                       const GemmLayout& l, float* buf) {
+  const int64_t ocg = p.ocg();
+  if (c == 1) return dy + (n0 * p.oc + g * ocg) * l.n;
+  for (int64_t i = 0; i < c; ++i) {
+    for (int64_t o = 0; o < ocg; ++o) {
+      std::memcpy(buf + o * l.cols + i * l.n, dy + ((n0 + i) * p.oc + g * ocg + o) * l.n,
+                  static_cast<std::size_t>(l.n) * sizeof(float));
+    }
+  }
+  return buf;
+}
+
+// The patch matrix of images [n0, n0 + c), group g: K x (c*N), image i in columns [i*N, (i+1)*N).
+const float* build_col(const ConvProblem& p, const float* x, int64_t n0, int64_t c, int64_t g,
+                       const GemmLayout& l, float* col, int threads) {
+  const int64_t plane = p.ih * p.iw;
+  if (c == 1 && col_is_src(p)) return x + (n0 * p.ic + g * p.icg()) * plane;
+  const int t = conv_useful_threads(threads, static_cast<double>(l.k * l.cols) * 4.0, l.k);
+#pragma omp parallel for num_threads(t) if (t > 1) schedule(static) collapse(2)
+  for (int64_t i = 0; i < c; ++i) {
+    for (int64_t r = 0; r < l.k; ++r) {
+      const float* src = x + ((n0 + i) * p.ic + g * p.icg()) * plane;
+      float* row = col + r * l.cols + i * l.n;
+      if (col_is_src(p)) {
+        std::memcpy(row, src + r * plane, static_cast<std::size_t>(l.n) * sizeof(float));
+      } else {
+        conv_im2col_row(p, src, r, row);
+      }
+    }
+  }
+  return col;
+}
+
+// The adjoint of build_col for image i of the chunk: dx plane (zeroed here) += every dcol entry
+// at the pixel it was read from. Channels are independent, so they run in parallel.
+void col2im(const ConvProblem& p, const float* dcol, const GemmLayout& l, int64_t i, float* dx,
+            int threads) {
+  const int64_t oh = p.oh(), ow = p.ow(), icg = p.icg();
+  const int t = conv_useful_threads(threads, static_cast<double>(l.k * l.n) * 2.0, icg);
+#pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
+  for (int64_t c = 0; c < icg; ++c) {
+    float* plane = dx + c * p.ih * p.iw;
+    std::fill(plane, plane + p.ih * p.iw, 0.0f);
+    for (int64_t r = 0; r < p.kh; ++r) {
+      for (int64_t s = 0; s < p.kw; ++s) {
+        const float* in = dcol + ((c * p.kh + r) * p.kw + s) * l.cols + i * l.n;
+        for (int64_t oy = 0; oy < oh; ++oy) {
+          const int64_t iy = oy * p.sh - p.ph + r * p.dh;
+          if (iy < 0 || iy >= p.ih) continue;
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            const int64_t ix = ox * p.sw - p.pw + s * p.dw;
+            if (ix >= 0 && ix < p.iw) plane[iy * p.iw + ix] += in[oy * ow + ox];
+          }
+        }
+      }
+    }
+  }
+}
+
+void gemm_data(const ConvBackwardArgs& a, bool batched) {
+  const ConvProblem& p = *a.p;
+  const GemmLayout l(p, batched, a.threads);
+  auto* base = static_cast<char*>(a.workspace);
+  auto* dcol = reinterpret_cast<float*>(base);
+  auto* dy_buf = reinterpret_cast<float*>(base + l.col_bytes);
+  void* ws = base + l.col_bytes + l.dy_bytes;
+  const int64_t plane = p.ih * p.iw;
+  for (int64_t n0 = 0; n0 < p.mb; n0 += l.c) {
+    const int64_t c = std::min(l.c, p.mb - n0);
+    GemmLayout lc = l;  // the last chunk may be shorter
+    lc.c = c;
+    lc.cols = c * l.n;
+    for (int64_t g = 0; g < p.g; ++g) {
+      const float* dy = gather_dy(p, a.dst_grad, n0, c, g, lc, dy_buf);
+      const float* w = a.wei + g * p.ocg() * l.k;
+      float* dx0 = a.src_grad + (n0 * p.ic + g * p.icg()) * plane;
+      if (c == 1 && col_is_src(p)) {  // dX is dcol itself
+        blas().run(
+            gemm_args({true, false, l.k, l.n, p.ocg()}, w, l.k, dy, l.n, dx0, l.n, ws, a.threads));
+        continue;
+      }
+      blas().run(gemm_args({true, false, l.k, lc.cols, p.ocg()}, w, l.k, dy, lc.cols, dcol, lc.cols,
+                           ws, a.threads));
+      for (int64_t i = 0; i < c; ++i) {
+        float* dx = a.src_grad + ((n0 + i) * p.ic + g * p.icg()) * plane;
+        if (col_is_src(p)) {
+          for (int64_t r = 0; r < l.k; ++r) {
+            std::memcpy(dx + r * plane, dcol + r * lc.cols + i * l.n,
+                        static_cast<std::size_t>(l.n) * sizeof(float));
+          }
+        } else {
+          col2im(p, dcol, lc, i, dx, a.threads);
+        }
+      }
+    }
+  }
+}
+
+void bias_grad(const ConvProblem& p, const float* dy, float* db) {
+  const int64_t n = p.oh() * p.ow();
+  for (int64_t o = 0; o < p.oc; ++o) {
+    double s = 0.0;
+    for (int64_t img = 0; img < p.mb; ++img) {
+      const float* d = dy + (img * p.oc + o) * n;
+      for (int64_t i = 0; i < n; ++i) s += d[i];
+    }
+    db[o] = static_cast<float>(s);
+  }
+}
+
+void gemm_weights(const ConvBackwardArgs& a, bool batched) {
+  const ConvProblem& p = *a.p;
+  const GemmLayout l(p, batched, a.threads);
+  auto* base = static_cast<char*>(a.workspace);
+  auto* col = reinterpret_cast<float*>(base);
+  auto* dy_buf = reinterpret_cast<float*>(base + l.col_bytes);
+  void* ws = base + l.col_bytes + l.dy_bytes;
+  for (int64_t n0 = 0; n0 < p.mb; n0 += l.c) {
+    const int64_t c = std::min(l.c, p.mb - n0);
+    GemmLayout lc = l;
+    lc.c = c;
+    lc.cols = c * l.n;
+    for (int64_t g = 0; g < p.g; ++g) {
+      const float* dy = gather_dy(p, a.dst_grad, n0, c, g, lc, dy_buf);
+      const float* cols = build_col(p, a.src, n0, c, g, lc, col, a.threads);
+      blas().run(gemm_args({false, true, p.ocg(), l.k, lc.cols}, dy, lc.cols, cols, lc.cols,
+                           a.wei_grad + g * p.ocg() * l.k, l.k, ws, a.threads,
+                           n0 == 0 ? 0.0f : 1.0f));
+    }
+  }
+  if (a.bias_grad != nullptr) bias_grad(p, a.dst_grad, a.bias_grad);
+}
+
+std::size_t gemm_ws(const ConvProblem& p, int threads) {
+  return GemmLayout(p, false, threads).total();
+}
+std::size_t batched_ws(const ConvProblem& p, int threads) {
+  return GemmLayout(p, true, threads).total();
+}
+void gemm_data_run(const ConvBackwardArgs& a) { gemm_data(a, false); }
+void batched_data_run(const ConvBackwardArgs& a) { gemm_data(a, true); }
+void gemm_weights_run(const ConvBackwardArgs& a) { gemm_weights(a, false); }
+void batched_weights_run(const ConvBackwardArgs& a) { gemm_weights(a, true); }
+
+// OpenBLAS's rate (as im2col_gemm.cc: 86 GFLOP/s on the fitted core) scaled by the shape
+// efficiency of the pass's GEMM, plus writing and reading the patch matrices.
+double gemm_cost(const ConvProblem& p, int threads, bool batched, ConvPass pass) {
+  const ConvMachine m = conv_machine();
+  const GemmLayout l(p, batched, 1);
+  const double eff = std::max(0.05, pass == ConvPass::kBackwardData
+                                        ? conv_gemm_shape_efficiency(l.k, l.cols, p.ocg())
+                                        : conv_gemm_shape_efficiency(p.ocg(), l.k, l.cols));
+  const double col = col_is_src(p) ? 0.0 : static_cast<double>(l.k * l.n * p.mb * p.g) * 4.0;
+  return p.flops() /
+             ((86.0 / conv_fit::kFmaGflops) * m.blas_flops_per_s * eff * std::max(1, threads)) +
+         2.0 * col / ((15.0 / conv_fit::kDramGbps) * m.dram_at(threads));
+}
+double gemm_data_cost(const ConvProblem& p, int t) {
+  return gemm_cost(p, t, false, ConvPass::kBackwardData);
+}
+double batched_data_cost(const ConvProblem& p, int t) {
+  return gemm_cost(p, t, true, ConvPass::kBackwardData);
+}
+double gemm_weights_cost(const ConvProblem& p, int t) {
+  return gemm_cost(p, t, false, ConvPass::kBackwardWeights);
+}
+double batched_weights_cost(const ConvProblem& p, int t) {
+  return gemm_cost(p, t, true, ConvPass::kBackwardWeights);
+}
+
+// ---- transposed_forward ----
+ConvProblem transposed(const ConvProblem& p) {
+  ConvProblem q;
+  q.mb = p.mb;
+  q.ic = p.oc;
+  q.ih = p.oh();
+  q.iw = p.ow();
+  q.oc = p.ic;
+  q.kh = p.kh;
+  q.kw = p.kw;
+  q.ph = p.dh * (p.kh - 1) - p.ph;
+  q.pw = p.dw * (p.kw - 1) - p.pw;
+  q.dh = p.dh;
+  q.dw = p.dw;
+  return q;
+}
+
+const ConvAlgorithm* inner_forward(const ConvProblem& q, int threads) {
+  const ConvAlgorithm* best = nullptr;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (const ConvAlgorithm& f : conv_algorithms()) {
+    if (!f.why_not(q).empty()) continue;
+    const double c = f.cost(q, threads);
+    if (c < best_cost) {
+      best = &f;
+      best_cost = c;
+    }
+  }
+  return best;
+}
+
+std::string transposed_why_not(const ConvProblem& p) {
+  const std::string invalid = p.invalid_reason();
+  if (!invalid.empty()) return invalid;
+  if (p.sh != 1 || p.sw != 1)
+    return "transposed_forward: stride > 1 (dX is not a stride-1 convolution of dY)";
+  if (p.g != 1) return "transposed_forward: groups > 1 not supported";
+  const ConvProblem q = transposed(p);
+  if (q.ph < 0 || q.pw < 0) return "transposed_forward: padding larger than the dilated kernel";
+  if (q.oh() != p.ih || q.ow() != p.iw) return "transposed_forward: shapes do not round-trip";
+  if (inner_forward(q, 1) == nullptr)
+    return "transposed_forward: no forward algorithm serves " + q.str();
+  return "";
+}
+
+struct TransposedLayout {
+  const ConvAlgorithm* f;
+  std::size_t wt_bytes, packed_bytes, inner_bytes;
+  TransposedLayout(const ConvProblem& p, int threads) : f(inner_forward(transposed(p), threads)) {
+    const ConvProblem q = transposed(p);
+    wt_bytes = aligned(static_cast<std::size_t>(p.wei_numel()) * sizeof(float));
+    packed_bytes = f->packed_weights_floats != nullptr
+                       ? aligned(f->packed_weights_floats(q) * sizeof(float))
+                       : 0;
+    inner_bytes = f->workspace_bytes(q, threads);
+  }
+};
+
+std::size_t transposed_ws(const ConvProblem& p, int threads) {
+  const TransposedLayout l(p, threads);
+  return l.wt_bytes + l.packed_bytes + l.inner_bytes;
+}
+
+void transposed_run(const ConvBackwardArgs& a) {
+  const ConvProblem& p = *a.p;
+  const ConvProblem q = transposed(p);
+  const TransposedLayout l(p, a.threads);
+  auto* base = static_cast<char*>(a.workspace);
+  auto* wt = reinterpret_cast<float*>(base);
+  auto* packed = reinterpret_cast<float*>(base + l.wt_bytes);
+  const int64_t khw = p.kh * p.kw;
+  for (int64_t o = 0; o < p.oc; ++o) {
+    for (int64_t c = 0; c < p.ic; ++c) {
+      const float* src = a.wei + (o * p.ic + c) * khw;
+      float* dst = wt + (c * p.oc + o) * khw;
+      for (int64_t i = 0; i < khw; ++i) dst[i] = src[khw - 1 - i];  // flipped in both axes
+    }
+  }
+  if (l.f->pack_weights != nullptr) l.f->pack_weights(q, wt, packed);
+  ConvArgs f;
+  f.p = &q;
+  f.src = a.dst_grad;
+  f.wei = wt;
+  f.packed = l.f->pack_weights != nullptr ? packed : nullptr;
+  f.dst = a.src_grad;
+  f.workspace = base + l.wt_bytes + l.packed_bytes;
+  f.threads = a.threads;
+  l.f->run(f);
+}
+
+double transposed_cost(const ConvProblem& p, int threads) {
+  const ConvProblem q = transposed(p);
+  const ConvAlgorithm* f = inner_forward(q, threads);
+  return f == nullptr ? std::numeric_limits<double>::infinity() : f->cost(q, threads);
+}
+
+// ======================= registry tables ===================================================
+// {name, description, pass, why_not, workspace_bytes, run, tolerance_factor, cost}
+const ConvBackwardAlgorithm kData[] = {
+    {"gemm", "per image and group: dcol = W^T . dY (OpenBLAS), then col2im",
+     ConvPass::kBackwardData, conv_serves_any, gemm_ws, gemm_data_run, 1.0, gemm_data_cost},
+    {"gemm_batched",
+     "as gemm over chunks of images side by side (~256 columns per GEMM): wide GEMMs for small "
+     "maps",
+     ConvPass::kBackwardData, conv_serves_any, batched_ws, batched_data_run, 1.0,
+     batched_data_cost},
+    {"transposed_forward",
+     "dX as a forward convolution of dY with the flipped, transposed weights, by the cheapest "
+     "forward algorithm (Winograd for 3x3); stride 1, groups 1",
+     // The inner forward algorithm's bound: the largest of the forward rows' (Winograd's).
+     ConvPass::kBackwardData, transposed_why_not, transposed_ws, transposed_run,
+     std::max(kConvWinogradTolerance, kConvFftTolerance), transposed_cost},
+};
+const ConvBackwardAlgorithm kWeights[] = {
+    {"gemm", "per image and group: dW += dY . col^T (OpenBLAS) after im2col",
+     ConvPass::kBackwardWeights, conv_serves_any, gemm_ws, gemm_weights_run, 1.0,
+     gemm_weights_cost},
+    {"gemm_batched",
+     "as gemm over chunks of images side by side: the reduction runs over images x positions in "
+     "one GEMM",
+     ConvPass::kBackwardWeights, conv_serves_any, batched_ws, batched_weights_run, 1.0,
+     batched_weights_cost},
+};
+
+std::string lower(std::string_view s) {
+  std::string out;
+  for (char ch : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+}  // namespace
+
+const char* to_string(ConvPass pass) {
+  switch (pass) {
+    case ConvPass::kForward:
+      return "forward";
+    case ConvPass::kBackwardData:
+      return "backward-data";
+    case ConvPass::kBackwardWeights:
+      return "backward-weights";
+  }
+  return "?";
+}
+
+std::span<const ConvBackwardAlgorithm> conv_backward_algorithms(ConvPass pass) {
+  NNPERF_CHECK(pass != ConvPass::kForward, "the forward pass has its own registry (conv.h)");
+  if (pass == ConvPass::kBackwardData) return kData;
+  return kWeights;
+}
+
+const ConvBackwardAlgorithm& find_conv_backward(ConvPass pass, std::string_view name) {
+  for (const ConvBackwardAlgorithm& a : conv_backward_algorithms(pass)) {
+    if (lower(a.name) == lower(name)) return a;
+  }
+  throw UsageError(fmt::format("unknown {} convolution algorithm '{}': expected one of {}",
+                               to_string(pass), name, conv_backward_algorithm_names(pass)));
+}
+
+std::string conv_backward_algorithm_names(ConvPass pass) {
+  std::string out;
+  for (const ConvBackwardAlgorithm& a : conv_backward_algorithms(pass)) {
+    out += (out.empty() ? "" : ", ") + std::string(a.name);
+  }
+  return out;
+}
+
+void conv2d_backward_reference(const ConvProblem& p, const float* x, const float* w,
+                               const float* dy, double* dx, double* dw, double* db, double* abs_dx,
+                               double* abs_dw) {
+  const int64_t oh = p.oh(), ow = p.ow(), icg = p.icg(), ocg = p.ocg();
+  if (dx != nullptr) std::fill(dx, dx + p.src_numel(), 0.0);
+  if (abs_dx != nullptr) std::fill(abs_dx, abs_dx + p.src_numel(), 0.0);
+  if (dw != nullptr) std::fill(dw, dw + p.wei_numel(), 0.0);
+  if (abs_dw != nullptr) std::fill(abs_dw, abs_dw + p.wei_numel(), 0.0);
+  if (db != nullptr) std::fill(db, db + p.oc, 0.0);
+  for (int64_t n = 0; n < p.mb; ++n)
+    for (int64_t o = 0; o < p.oc; ++o) {
+      const int64_t g = o / ocg;
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t xo = 0; xo < ow; ++xo) {
+          const double d = dy[((n * p.oc + o) * oh + y) * ow + xo];
+          if (db != nullptr) db[o] += d;
+          for (int64_t c = 0; c < icg; ++c)
+            for (int64_t i = 0; i < p.kh; ++i)
+              for (int64_t j = 0; j < p.kw; ++j) {
+                const int64_t iy = y * p.sh - p.ph + i * p.dh, ix = xo * p.sw - p.pw + j * p.dw;
+                if (iy < 0 || iy >= p.ih || ix < 0 || ix >= p.iw) continue;
+                const int64_t xi = ((n * p.ic + g * icg + c) * p.ih + iy) * p.iw + ix;
+                const int64_t wi = ((o * icg + c) * p.kh + i) * p.kw + j;
+                if (dx != nullptr) dx[xi] += d * w[wi];
+                if (abs_dx != nullptr) abs_dx[xi] += std::abs(d * w[wi]);
+                if (dw != nullptr) dw[wi] += d * x[xi];
+                if (abs_dw != nullptr) abs_dw[wi] += std::abs(d * x[xi]);
+              }
+        }
+    }
+}
+
+}  // namespace nnperf

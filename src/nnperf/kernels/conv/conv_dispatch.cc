@@ -1,0 +1,252 @@
+#include "nnperf/kernels/conv/conv_dispatch.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <span>
+#include <tuple>
+#include <vector>
+
+#include "nnperf/core/error.h"
+#include "nnperf/core/verbose.h"
+#include "nnperf/kernels/conv/conv_internal.h"
+
+namespace nnperf {
+
+namespace {
+
+// A candidate modelled at over kFindPruneFactor x the best measured time is not timed (unless
+// exhaustive); one whose warm-up run exceeds kFindLoserFactor x the best median is stopped after
+// that run (warm-ups include first-touch costs, hence the margin).
+constexpr double kFindPruneFactor = 8.0;
+constexpr double kFindLoserFactor = 3.0;
+
+struct FindWinner {
+  std::string algo;
+  double ms;
+  std::string report;  // every candidate's time or why it was not timed
+};
+
+using CacheKey = std::tuple<int, std::string, int>;  // pass, problem (+ " exhaustive"), threads
+
+std::mutex& find_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::map<CacheKey, FindWinner>& find_cache() {
+  static std::map<CacheKey, FindWinner> cache;
+  return cache;
+}
+
+std::string lower(std::string_view s) {
+  std::string out;
+  for (char c : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The supported row with the lowest cost; null when none serves p. Ties keep registry order.
+template <class Row, class Cost>
+const Row* cheapest(std::span<const Row> rows, const ConvProblem& p, int threads,
+                    const Cost& cost) {
+  const Row* best = nullptr;
+  double best_cost = 0;
+  for (const Row& a : rows) {
+    if (!a.why_not(p).empty()) continue;
+    const double c = cost(a, p, threads);
+    if (best == nullptr || c < best_cost) {
+      best = &a;
+      best_cost = c;
+    }
+  }
+  return best;
+}
+
+// "find": the supported rows in order of modelled cost, each timed by `time`.
+template <class Row>
+using CostFn = std::function<double(const Row&, const ConvProblem&, int)>;
+template <class Row>
+using TimeFn = std::function<double(const Row&, const ConvProblem&, int, double)>;
+
+template <class Row>
+FindWinner run_find(std::span<const Row> rows, const ConvProblem& p, int threads, bool exhaustive,
+                    const CostFn<Row>& cost, const TimeFn<Row>& time, const std::string& who) {
+  std::vector<std::pair<double, const Row*>> candidates;
+  for (const Row& a : rows) {
+    if (a.why_not(p).empty()) candidates.emplace_back(cost(a, p, threads) * 1e3, &a);
+  }
+  // Not std::stable_sort: GCC 12's temporary buffer trips AddressSanitizer's new/free check.
+  std::sort(candidates.begin(), candidates.end());
+  FindWinner w{"", std::numeric_limits<double>::infinity(), ""};
+  for (const auto& [model_ms, a] : candidates) {
+    if (!w.report.empty()) w.report += ' ';
+    if (!exhaustive && std::isfinite(w.ms) && model_ms > kFindPruneFactor * w.ms) {
+      w.report += fmt::format("{}=skipped(model {:.3g} ms > {:g}x best)", a->name, model_ms,
+                              kFindPruneFactor);
+      continue;
+    }
+    const double loser =
+        std::isfinite(w.ms) ? kFindLoserFactor * w.ms : std::numeric_limits<double>::infinity();
+    const double ms = time(*a, p, threads, loser);
+    w.report += fmt::format("{}={:.3f}ms", a->name, ms);
+    if (ms < w.ms) {
+      w.algo = a->name;
+      w.ms = ms;
+    }
+  }
+  if (w.algo.empty()) {
+    throw Error(fmt::format("{}: 'find' got no finite time for any algorithm on {}", who, p.str()));
+  }
+  return w;
+}
+
+// `time` empty: no timer (find refused).
+template <class Row, class Find>
+const Row& choose(std::span<const Row> rows, ConvPass pass, const ConvProblem& p, int threads,
+                  const ConvSelection& s, const CostFn<Row>& cost, const TimeFn<Row>& time,
+                  Find find_row, const std::string& who, ConvChoice& out) {
+  out = ConvChoice{};
+  const std::string wanted = lower(s.wanted);
+  const Row* best = cheapest(rows, p, threads, cost);
+  if (best == nullptr) {
+    throw Error(
+        fmt::format("{}: no {} convolution algorithm serves {}", who, to_string(pass), p.str()));
+  }
+  if (wanted == "guess" || wanted.empty()) {
+    out.requested = "guess";
+    return *best;
+  }
+  if (wanted == "find") {
+    out.requested = "find";
+    if (!time) {
+      throw Error(
+          fmt::format("{}: conv algorithm 'find' needs a timer for the {} pass: set "
+                      "PlanContext::time_conv / time_conv_backward (profile/conv_timer.h)",
+                      who, to_string(pass)));
+    }
+    const CacheKey key{
+        static_cast<int>(pass),
+        p.str() + (s.exhaustive ? " exhaustive" : "") + (s.training ? " training" : ""), threads};
+    std::lock_guard<std::mutex> lock(find_mutex());  // held while timing: runs must not overlap
+    auto it = find_cache().find(key);
+    if (it == find_cache().end()) {
+      it = find_cache()
+               .emplace(key, run_find(rows, p, threads, s.exhaustive, cost, time, who))
+               .first;
+      if (verbose_enabled("dispatch")) {
+        std::fprintf(stderr, "nnperf_verbose,find,%s,%s,%s\n", to_string(pass), p.str().c_str(),
+                     it->second.report.c_str());
+      }
+    }
+    out.find_ms = it->second.ms;
+    return find_row(it->second.algo);
+  }
+  return *best;  // named: resolved by the callers below
+}
+
+// The weight transform of a training step: ~3 ns per packed float on the fitted core (Winograd's
+// 36 x oc x ic transform of ResNet-18's 512 x 512 x 3x3 layer: ~31 ms, measured with
+// `train --profile-one-step` against the same layer's inference time), scaled to this machine.
+constexpr double kPackSecondsPerFloat = 3e-9;
+
+}  // namespace
+
+double conv_forward_cost(const ConvAlgorithm& a, const ConvProblem& p, int threads,
+                         const ConvSelection& s) {
+  double c = a.cost(p, threads);
+  if (s.training && a.pack_weights != nullptr && a.packed_weights_floats != nullptr) {
+    c += conv_machine().seconds(kPackSecondsPerFloat *
+                                static_cast<double>(a.packed_weights_floats(p)));
+  }
+  return c;
+}
+
+namespace {
+
+double backward_cost(const ConvBackwardAlgorithm& a, const ConvProblem& p, int threads) {
+  return a.cost(p, threads);
+}
+
+}  // namespace
+
+const ConvAlgorithm& choose_conv_forward(const ConvProblem& p, int threads, const ConvSelection& s,
+                                         const std::string& who, ConvChoice& out) {
+  const auto find_row = [](const std::string& n) -> const ConvAlgorithm& { return find_conv(n); };
+  const CostFn<ConvAlgorithm> cost = [&s](const ConvAlgorithm& a, const ConvProblem& q, int t) {
+    return conv_forward_cost(a, q, t, s);
+  };
+  TimeFn<ConvAlgorithm> time;
+  if (s.time_forward != nullptr) {
+    time = [&s](const ConvAlgorithm& a, const ConvProblem& q, int t, double loser) {
+      return s.time_forward(a, q, t, loser, s.training);
+    };
+  }
+  const ConvAlgorithm& best =
+      choose(conv_algorithms(), ConvPass::kForward, p, threads, s, cost, time, find_row, who, out);
+  const std::string wanted = lower(s.wanted);
+  if (wanted.empty() || wanted == "guess" || wanted == "find") return best;
+  const ConvAlgorithm* named = nullptr;
+  try {
+    named = &find_conv(s.wanted);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("{}: {} (or guess, find)", who, e.what()));
+  }
+  out.requested = named->name;
+  const std::string why = named->why_not(p);
+  if (why.empty()) return *named;
+  if (s.strict) {
+    throw Error(fmt::format("layer {}: {} cannot serve {}: {}", who, named->name, p.str(), why));
+  }
+  out.fallback_reason = why;
+  return best;
+}
+
+const ConvBackwardAlgorithm& choose_conv_backward(ConvPass pass, const ConvProblem& p, int threads,
+                                                  const ConvSelection& s, const std::string& who,
+                                                  ConvChoice& out) {
+  const auto rows = conv_backward_algorithms(pass);
+  const auto find_row = [pass](const std::string& n) -> const ConvBackwardAlgorithm& {
+    return find_conv_backward(pass, n);
+  };
+  TimeFn<ConvBackwardAlgorithm> time;
+  if (s.time_backward != nullptr) time = s.time_backward;
+  const ConvBackwardAlgorithm& best =
+      choose(rows, pass, p, threads, s, CostFn<ConvBackwardAlgorithm>(backward_cost), time,
+             find_row, who, out);
+  const std::string wanted = lower(s.wanted);
+  if (wanted.empty() || wanted == "guess" || wanted == "find") return best;
+  const auto named = std::find_if(rows.begin(), rows.end(), [&](const ConvBackwardAlgorithm& a) {
+    return lower(a.name) == wanted;
+  });
+  if (named == rows.end()) {  // a forward name: this pass takes its best guess
+    out.requested = "guess";
+    return best;
+  }
+  out.requested = named->name;
+  const std::string why = named->why_not(p);
+  if (why.empty()) return *named;
+  if (s.strict) {
+    throw Error(fmt::format("layer {}: {} ({}) cannot serve {}: {}", who, named->name,
+                            to_string(pass), p.str(), why));
+  }
+  out.fallback_reason = why;
+  return best;
+}
+
+void clear_conv_find_cache() {
+  std::lock_guard<std::mutex> lock(find_mutex());
+  find_cache().clear();
+}
+
+int conv_find_cache_size() {
+  std::lock_guard<std::mutex> lock(find_mutex());
+  return static_cast<int>(find_cache().size());
+}
+
+}  // namespace nnperf

@@ -1,0 +1,184 @@
+// Tests for kernels/conv/conv_backward and conv_dispatch: every backward-data and
+// backward-weights row against the float64 reference on random inputs at odd shapes (groups,
+// strides, padding, dilation, 1x1, batch 1 and 5, maps down to 1x1), with the row's stated
+// tolerance |y - ref| <= c * K * eps * sum|products| + eps * |ref|; the reference itself against
+// central finite differences of the forward reference (it is the forward's exact adjoint); the
+// dispatcher's guess, named, strict, forward-name and find-cache behaviour per pass.
+#include "nnperf/kernels/conv/conv_backward.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "nnperf/core/error.h"
+#include "nnperf/core/workspace.h"
+#include "nnperf/kernels/conv/conv_dispatch.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+const char* kProblems[] = {
+    "mb2ic3ih7oc4kh3ph1",     "mb5ic8ih5iw6oc6kh3sh2ph1", "mb1ic4ih9oc5kh1",
+    "g2mb3ic6ih6oc4kh3ph1",   "mb3ic5ih8oc3kh3ph2dh2",    "mb4ic16ih1oc8kh3ph1",
+    "mb2ic7ih11oc5kh5sh2ph2", "mb6ic9ih2oc10kh1sh2",      "g3mb2ic6ih5oc9kh3sh1ph0",
+    "mb5ic32ih3oc16kh3ph1",
+};
+
+struct Grads {
+  std::vector<float> dx, dw, db;
+};
+
+Grads run(const ConvBackwardAlgorithm& a, const ConvProblem& p, const std::vector<float>& x,
+          const std::vector<float>& w, const std::vector<float>& dy, int threads) {
+  Grads g{std::vector<float>(static_cast<std::size_t>(p.src_numel()), -7.0f),
+          std::vector<float>(static_cast<std::size_t>(p.wei_numel()), -7.0f),
+          std::vector<float>(static_cast<std::size_t>(p.oc), -7.0f)};  // overwritten, not added to
+  Workspace ws;
+  ws.reserve(std::max<std::size_t>(a.workspace_bytes(p, threads), 1));
+  ConvBackwardArgs args;
+  args.p = &p;
+  args.src = x.data();
+  args.wei = w.data();
+  args.dst_grad = dy.data();
+  args.src_grad = g.dx.data();
+  args.wei_grad = g.dw.data();
+  args.bias_grad = g.db.data();
+  args.workspace = ws.data();
+  args.threads = threads;
+  a.run(args);
+  return g;
+}
+
+TEST(ConvBackward, EveryRowMatchesTheFloat64Reference) {
+  int checked = 0, transposed = 0;
+  for (const char* text : kProblems) {
+    const ConvProblem p = parse_conv_problem(text);
+    const auto x = test::random_vector(p.src_numel(), 1);
+    const auto w = test::random_vector(p.wei_numel(), 2);
+    const auto dy = test::random_vector(p.dst_numel(), 3);
+    std::vector<double> dx(x.size()), dw(w.size()), db(static_cast<std::size_t>(p.oc)),
+        abs_dx(x.size()), abs_dw(w.size());
+    conv2d_backward_reference(p, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(),
+                              abs_dx.data(), abs_dw.data());
+    for (ConvPass pass : {ConvPass::kBackwardData, ConvPass::kBackwardWeights}) {
+      for (const ConvBackwardAlgorithm& a : conv_backward_algorithms(pass)) {
+        if (!a.why_not(p).empty()) continue;
+        for (int threads : {1, 2}) {
+          const Grads g = run(a, p, x, w, dy, threads);
+          ++checked;
+          transposed += std::string(a.name) == "transposed_forward";
+          const bool data = pass == ConvPass::kBackwardData;
+          const double k = data ? static_cast<double>(p.ocg() * p.kh * p.kw)
+                                : static_cast<double>(p.mb * p.oh() * p.ow());
+          const auto& got = data ? g.dx : g.dw;
+          const auto& ref = data ? dx : dw;
+          const auto& abs = data ? abs_dx : abs_dw;
+          for (std::size_t i = 0; i < got.size(); ++i) {
+            const double bound = a.tolerance_factor * k * test::kEps * abs[i] +
+                                 test::kEps * std::abs(ref[i]) + 1e-30;
+            ASSERT_LE(std::abs(got[i] - ref[i]), bound) << a.name << " " << to_string(pass) << " "
+                                                        << text << " t" << threads << " at " << i;
+          }
+          if (!data) {
+            for (int64_t o = 0; o < p.oc; ++o) {
+              ASSERT_NEAR(g.db[static_cast<std::size_t>(o)], db[static_cast<std::size_t>(o)],
+                          1e-5 * (1 + std::abs(db[static_cast<std::size_t>(o)])))
+                  << a.name << " " << text;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 2 * (10 * 4 + transposed / 2));  // gemm + gemm_batched per pass everywhere
+  EXPECT_GE(transposed, 2 * 5);                       // stride 1, groups 1: 5 of the 10 problems
+}
+
+// The reference is the adjoint of the forward reference: with L = sum(dy * conv(x, w)),
+// dL/dx and dL/dw by central differences in float64 (L is linear, so they are exact up to
+// rounding).
+TEST(ConvBackward, ReferenceIsTheForwardsAdjoint) {
+  for (const char* text : {"mb2ic3ih5oc2kh3sh2ph1", "g2mb1ic4ih4oc2kh3ph2dh2"}) {
+    const ConvProblem p = parse_conv_problem(text);
+    auto x = test::random_vector(p.src_numel(), 4);
+    auto w = test::random_vector(p.wei_numel(), 5);
+    const auto dy = test::random_vector(p.dst_numel(), 6);
+    std::vector<double> dx(x.size()), dw(w.size());
+    conv2d_backward_reference(p, x.data(), w.data(), dy.data(), dx.data(), dw.data(), nullptr,
+                              nullptr, nullptr);
+    std::vector<double> y(static_cast<std::size_t>(p.dst_numel()));
+    const auto loss = [&] {
+      conv2d_reference(p, x.data(), w.data(), nullptr, y.data(), nullptr);
+      double l = 0;
+      for (std::size_t i = 0; i < y.size(); ++i) l += dy[i] * y[i];
+      return l;
+    };
+    const float h = 0.25f;  // exact in float; L is linear in each input
+    for (auto* v : {&x, &w}) {
+      auto& grad = v == &x ? dx : dw;
+      for (std::size_t i = 0; i < v->size(); ++i) {
+        const float keep = (*v)[i];
+        (*v)[i] = keep + h;
+        const double up = loss();
+        (*v)[i] = keep - h;
+        const double down = loss();
+        (*v)[i] = keep;
+        // 1e-6: the perturbed inputs and the forward reference's terms pass through float.
+        ASSERT_NEAR((up - down) / (2 * h), grad[i], 1e-6 * (1 + std::abs(grad[i])))
+            << text << " " << i;
+      }
+    }
+  }
+}
+
+double fake_backward_timer(const ConvBackwardAlgorithm& a, const ConvProblem&, int, double) {
+  return std::string(a.name) == "gemm" ? 1.0 : 2.0;
+}
+
+TEST(ConvDispatch, EveryPassChoosesByItsOwnRegistry) {
+  const ConvProblem s1 = parse_conv_problem("mb8ic64ih1oc64kh3ph1");
+  const ConvProblem s2 = parse_conv_problem("mb8ic64ih8oc64kh3sh2ph1");
+  ConvChoice c;
+  ConvSelection sel;
+  // guess: the lowest modelled cost.
+  const auto& g = choose_conv_backward(ConvPass::kBackwardData, s1, 1, sel, "t", c);
+  for (const auto& a : conv_backward_algorithms(ConvPass::kBackwardData)) {
+    if (a.why_not(s1).empty()) {
+      EXPECT_LE(g.cost(s1, 1), a.cost(s1, 1)) << a.name;
+    }
+  }
+  EXPECT_EQ(c.requested, "guess");
+  // A forward name applies to the forward pass only.
+  sel.wanted = "winograd";
+  EXPECT_EQ(&choose_conv_backward(ConvPass::kBackwardWeights, s1, 1, sel, "t", c),
+            &choose_conv_backward(ConvPass::kBackwardWeights, s1, 1, ConvSelection{}, "t", c));
+  EXPECT_STREQ(choose_conv_forward(s1, 1, sel, "t", c).name, "winograd");
+  // Named: served, fallen back with the reason, or refused when strict.
+  sel.wanted = "transposed_forward";
+  EXPECT_STREQ(choose_conv_backward(ConvPass::kBackwardData, s1, 1, sel, "t", c).name,
+               "transposed_forward");
+  (void)choose_conv_backward(ConvPass::kBackwardData, s2, 1, sel, "t", c);
+  EXPECT_NE(c.fallback_reason.find("stride"), std::string::npos) << c.fallback_reason;
+  sel.strict = true;
+  EXPECT_THROW(choose_conv_backward(ConvPass::kBackwardData, s2, 1, sel, "t", c), Error);
+  // find: needs a timer; timed once per (pass, problem, threads).
+  sel = ConvSelection{};
+  sel.wanted = "find";
+  EXPECT_THROW(choose_conv_backward(ConvPass::kBackwardData, s1, 1, sel, "t", c), Error);
+  sel.time_backward = &fake_backward_timer;
+  sel.exhaustive = true;
+  clear_conv_find_cache();
+  EXPECT_STREQ(choose_conv_backward(ConvPass::kBackwardData, s1, 1, sel, "t", c).name, "gemm");
+  EXPECT_DOUBLE_EQ(c.find_ms, 1.0);
+  EXPECT_STREQ(choose_conv_backward(ConvPass::kBackwardWeights, s1, 1, sel, "t", c).name, "gemm");
+  EXPECT_EQ(conv_find_cache_size(), 2);
+  (void)choose_conv_backward(ConvPass::kBackwardData, s1, 1, sel, "t", c);
+  EXPECT_EQ(conv_find_cache_size(), 2);
+  clear_conv_find_cache();
+  EXPECT_THROW(find_conv_backward(ConvPass::kBackwardData, "nosuch"), UsageError);
+}
+
+}  // namespace
+}  // namespace nnperf
