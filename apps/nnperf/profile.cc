@@ -10,6 +10,7 @@
 #include "flags.h"
 #include "nnperf/core/error.h"
 #include "nnperf/kernels/conv/conv.h"
+#include "nnperf/kernels/conv/conv_backward.h"
 #include "nnperf/models/registry.h"
 #include "nnperf/runs/profile_run.h"
 #include "nnperf/runs/train_run.h"
@@ -107,6 +108,18 @@ void list_algorithms() {
       line += fmt::format("\n      {:<28} {}", d, why.empty() ? "yes" : "no: " + why);
     }
     fmt::print("  {}:{}\n", a.name, line);
+  }
+  for (ConvPass pass : {ConvPass::kBackwardData, ConvPass::kBackwardWeights}) {
+    fmt::print("{} algorithms (training; --algorithm NAME applies where this pass has it, guess "
+               "and find per pass):\n",
+               to_string(pass));
+    for (const auto& a : conv_backward_algorithms(pass)) {
+      std::string no;
+      for (const char* d : probes) {
+        if (!a.why_not(parse_conv_problem(d)).empty()) no += (no.empty() ? "" : ", ") + std::string(d);
+      }
+      fmt::print("  {:<22} {}{}\n", a.name, a.description, no.empty() ? "" : "; not: " + no);
+    }
   }
 }
 

@@ -29,7 +29,8 @@ struct Flags {
   // CNN epoch training (nn-perf's train.py).
   int64_t warmup_steps = 500;
   int workers = 0, prefetch_factor = 2, save_every = 0, profile_iter = 1;
-  bool no_augment = false, profile_one_step = false, no_nesterov = false;
+  bool no_augment = false, profile_one_step = false, no_nesterov = false, deterministic = false;
+  int grad_accum_steps = 1;
   std::string resume, on_bad_image = "fail";
 };
 
@@ -50,6 +51,8 @@ int run_driver(Flags& f, const CLI::App& sub) {
   d.algorithm = f.algorithm;
   d.label = f.label;
   d.log_dir = f.log_dir;
+  d.grad_accum_steps = f.grad_accum_steps;
+  d.deterministic = f.deterministic;
   d.threads = f.train.run.threads;
   d.label_smoothing = f.train.run.label_smoothing;
   // run_train.py's defaults where the flag was not given: SGD, lr 0.1, momentum 0.9, weight decay
@@ -63,7 +66,7 @@ int run_driver(Flags& f, const CLI::App& sub) {
   d.seed = given("--seed") ? f.train.run.seed : 1234;
   d.command_line = command_line();
   const TrainDriverResult r = run_train_driver(d);
-  fmt::print("loss after {} steps: {:.4f}\nappended a row to {}\n", d.warmup_iters + d.iters,
+  fmt::print("loss after {} steps: {:.9g}\nappended a row to {}\n", d.warmup_iters + d.iters,
              r.final_loss, r.metrics_csv.string());
   fmt::print("MEASURED_SEC={:.6f} IMGS_PER_SEC={:.2f} BATCH={} ARCH={} BACKEND=cpu\n",
              r.measured_sec, r.imgs_per_sec, d.batch_size, f.model);
@@ -190,6 +193,13 @@ const Registrar reg{Command{
                      "CNNs: convolution algorithm, a name, guess or find")
           ->capture_default_str();
       sub.add_option("--label", f->label, "Driver: the label column of metrics.csv");
+      sub.add_option("--grad-accum-steps", f->grad_accum_steps,
+                     "Driver: micro-batches (of --batch-size) per optimizer step")
+          ->check(integer_in(1, 1000000))
+          ->capture_default_str();
+      sub.add_flag("--deterministic", f->deterministic,
+                   "Driver: refuse timing-dependent choices (--algorithm find); recorded in "
+                   "metrics.csv");
       sub.add_option("--log-dir", f->log_dir, "Driver: metrics.csv goes here (appended)")
           ->capture_default_str();
       sub.add_option(

@@ -56,6 +56,32 @@ TEST(TrainDriverCli, CnnStepsMeasuredAndOneMetricsRowPerRun) {
   EXPECT_NEAR(t.number(0, t.require("elapsed_sec")), sec, 1e-6);
 }
 
+// --grad-accum-steps and --deterministic as run_train.py records them; two deterministic runs
+// give the same loss to the last printed digit.
+TEST(TrainDriverCli, GradAccumulationAndDeterminism) {
+  test::TempDir dir;
+  const std::string logs = (dir / "logs").string();
+  std::string loss[2];
+  for (int run = 0; run < 2; ++run) {
+    const auto r = test::run_nnperf(
+        fmt::format("train --model resnet18 {} --grad-accum-steps 2 --deterministic --log-dir '{}'",
+                    kSmall, logs));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto at = r.out.find("loss after 3 steps: ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    loss[run] = r.out.substr(at, r.out.find('\n', at) - at);
+  }
+  EXPECT_EQ(loss[0], loss[1]);
+  const CsvTable t = read_csv(dir / "logs" / "metrics.csv");
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.cell(0, t.require("grad_accum_steps")), "2");
+  EXPECT_EQ(t.cell(0, t.require("deterministic")), "true");
+  const auto r = test::run_nnperf(fmt::format(
+      "train --model resnet18 {} --deterministic --algorithm find --log-dir '{}'", kSmall, logs));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--deterministic"), std::string::npos) << r.err;
+}
+
 TEST(TrainDriverCli, AnotherHeaderIsRefusedAndKept) {
   test::TempDir dir;
   std::filesystem::create_directories(dir / "logs");

@@ -43,6 +43,14 @@ void validate(const TrainDriverOptions& o, const ModelEntry& m) {
                                  m.min_input_size));
   }
   if (o.algorithm != "guess" && o.algorithm != "find") (void)find_conv(o.algorithm);
+  if (o.grad_accum_steps < 1) {
+    throw UsageError(fmt::format("--grad-accum-steps {}: expected at least 1", o.grad_accum_steps));
+  }
+  if (o.deterministic && o.algorithm == "find") {
+    throw UsageError(
+        "--deterministic: --algorithm find chooses by timing, which can differ run to "
+        "run; give guess or an algorithm name");
+  }
   (void)make_optimizer(o.optimizer);
 }
 
@@ -102,8 +110,8 @@ std::vector<std::string> metrics_row(const TrainDriverOptions& o, const std::str
           fmt::format("nnperf {}",
                       build_info::kVersion),  // the column run_train.py fills with torch's version
           "false",                            // channels_last: nnperf is NCHW
-          "1",                                // grad_accum_steps
-          "false",                            // deterministic: not requested
+          std::to_string(o.grad_accum_steps),
+          o.deterministic ? "true" : "false",
           o.algorithm == "find" ? "true" : "false"};  // cudnn_benchmark = time every algorithm
 }
 
@@ -146,6 +154,7 @@ TrainDriverResult run_train_driver(const TrainDriverOptions& o) {
   ctx.training = true;
   ctx.conv_algorithm = o.algorithm;
   ctx.time_conv = time_conv_ms;
+  ctx.time_conv_backward = time_conv_backward_ms;
   Trainer trainer(graph, make_optimizer(o.optimizer), ctx, o.label_smoothing);
 
   const int64_t n = o.batch_size * kDistinctBatches;
@@ -171,7 +180,15 @@ TrainDriverResult run_train_driver(const TrainDriverOptions& o) {
     check_interrupt();
     if (i == o.warmup_iters) t0 = now_ns();  // MEASURED_SEC: the warm-up steps are not measured
     const std::size_t b = static_cast<std::size_t>(i % kDistinctBatches);
-    r.final_loss = trainer.step(xs[b], ys[b]).mean_loss();
+    if (o.grad_accum_steps == 1) {
+      r.final_loss = trainer.step(xs[b], ys[b]).mean_loss();
+      continue;
+    }
+    // An optimizer step every --grad-accum-steps micro-batches, and after the last one.
+    r.final_loss = trainer.accumulate(xs[b], ys[b]).mean_loss();
+    if ((i + 1) % o.grad_accum_steps == 0 || i + 1 == o.warmup_iters + o.iters) {
+      trainer.apply_accumulated();
+    }
   }
   r.measured_sec = seconds_since(t0);
   r.images_processed = o.batch_size * o.iters;

@@ -27,6 +27,10 @@ struct TrainDriverOptions {
       "guess";  // conv algorithm, as profile's --algorithm (find = cudnn_benchmark)
   int threads = 0;
   uint64_t seed = 1234;
+  int grad_accum_steps = 1;  // micro-batches per optimizer step (each one --batch-size images)
+  // Refuses choices that depend on timing (--algorithm find); nnperf's CPU kernels give the same
+  // bits on every run at a fixed thread count (tested), so nothing else changes.
+  bool deterministic = false;
   std::string label;
   std::filesystem::path log_dir = "logs";
   std::string command_line;

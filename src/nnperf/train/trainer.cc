@@ -1,5 +1,6 @@
 #include "nnperf/train/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "nnperf/core/error.h"
@@ -86,7 +87,7 @@ BatchResult Trainer::loss_and_grad(std::span<const int32_t> labels, bool want_gr
   return BatchResult{r.loss_sum, r.correct, mb};
 }
 
-BatchResult Trainer::step(const Tensor& x, std::span<const int32_t> labels) {
+BatchResult Trainer::forward_backward(const Tensor& x, std::span<const int32_t> labels) {
   ensure_planned(x.shape(), true);
   mark(StepPhase::kForward, true);
   graph_.forward(x);
@@ -97,6 +98,10 @@ BatchResult Trainer::step(const Tensor& x, std::span<const int32_t> labels) {
   mark(StepPhase::kBackward, true);
   graph_.backward(d_logits_);
   mark(StepPhase::kBackward, false);
+  return r;
+}
+
+void Trainer::check_grads() const {
   for (const Param& p : params_) {
     if (!all_finite(p.grad->data(), p.grad->numel())) {
       throw DivergenceError(
@@ -104,11 +109,55 @@ BatchResult Trainer::step(const Tensor& x, std::span<const int32_t> labels) {
                       p.name, divergence_cause()));
     }
   }
+}
+
+void Trainer::update() {
   mark(StepPhase::kOptimizer, true);
   optimizer_->step(params_);
   mark(StepPhase::kOptimizer, false);
   ++steps_;
+}
+
+BatchResult Trainer::step(const Tensor& x, std::span<const int32_t> labels) {
+  NNPERF_CHECK(accumulated_ == 0, "step() with {} accumulated micro-batches not applied",
+               accumulated_);
+  const BatchResult r = forward_backward(x, labels);
+  check_grads();
+  update();
   return r;
+}
+
+BatchResult Trainer::accumulate(const Tensor& x, std::span<const int32_t> labels) {
+  const BatchResult r = forward_backward(x, labels);
+  check_grads();
+  if (grad_sums_.size() != params_.size()) {
+    grad_sums_.clear();
+    for (const Param& p : params_) grad_sums_.emplace_back(p.grad->shape());
+  }
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const float* g = params_[i].grad->data();
+    float* sum = grad_sums_[i].data();
+    const int64_t n = params_[i].grad->numel();
+    if (accumulated_ == 0) {
+      std::copy(g, g + n, sum);
+    } else {
+      for (int64_t k = 0; k < n; ++k) sum[k] += g[k];
+    }
+  }
+  ++accumulated_;
+  return r;
+}
+
+void Trainer::apply_accumulated() {
+  NNPERF_CHECK(accumulated_ > 0, "apply_accumulated() without accumulated micro-batches");
+  const float scale = 1.0f / static_cast<float>(accumulated_);
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    float* g = params_[i].grad->data();
+    const float* sum = grad_sums_[i].data();
+    for (int64_t k = 0; k < params_[i].grad->numel(); ++k) g[k] = sum[k] * scale;
+  }
+  accumulated_ = 0;
+  update();
 }
 
 BatchResult Trainer::evaluate(const Tensor& x, std::span<const int32_t> labels) {

@@ -46,6 +46,14 @@ class Trainer {
   // changes (the tensors keep their capacity). Throws DivergenceError when the loss or the
   // logits are not finite; the parameters are then left as they were before the update.
   BatchResult step(const Tensor& x, std::span<const int32_t> labels);
+  // Gradient accumulation (--grad-accum-steps): forward, loss and backward of one micro-batch,
+  // its gradients summed into buffers; apply_accumulated() then updates once with their mean
+  // over the micro-batches (as a PyTorch loop dividing each loss by the step count). Throws
+  // DivergenceError as step() does.
+  BatchResult accumulate(const Tensor& x, std::span<const int32_t> labels);
+  void apply_accumulated();
+  int accumulated() const { return accumulated_; }
+
   // Forward and loss only, with the graph planned for inference (BatchNorm uses and keeps its
   // running statistics, Dropout is off); the next step() plans for training again.
   BatchResult evaluate(const Tensor& x, std::span<const int32_t> labels);
@@ -66,6 +74,9 @@ class Trainer {
     if (step_hook_ != nullptr) step_hook_->phase(phase, begin);
   }
   BatchResult loss_and_grad(std::span<const int32_t> labels, bool want_grad);
+  BatchResult forward_backward(const Tensor& x, std::span<const int32_t> labels);
+  void check_grads() const;
+  void update();
   Graph& graph_;
   std::unique_ptr<Optimizer> optimizer_;
   PlanContext plan_;
@@ -76,6 +87,8 @@ class Trainer {
   std::vector<int32_t> eval_labels_;
   int64_t steps_ = 0;
   bool planned_training_ = true;
+  std::vector<Tensor> grad_sums_;
+  int accumulated_ = 0;
   StepHook* step_hook_ = nullptr;
 };
 

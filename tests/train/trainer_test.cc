@@ -1,0 +1,102 @@
+// Tests for train/trainer beyond the single step: gradient accumulation (two micro-batches of 4,
+// applied, equal one SGD step on the batch of 8 they make, within float rounding of the summed
+// gradients) and evaluation planned for inference (BatchNorm running statistics used and left
+// unchanged; the next step plans for training again and updates them).
+#include "nnperf/train/trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "nnperf/core/error.h"
+#include "nnperf/kernels/activations.h"
+#include "nnperf/models/mlp.h"
+#include "nnperf/models/registry.h"
+#include "nnperf/nn/batchnorm.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+constexpr int64_t kFeatures = 10, kClasses = 3;
+
+OptimizerOptions sgd() {
+  OptimizerOptions o;
+  o.name = "sgd";
+  o.lr = 0.1;
+  o.momentum = 0.9;
+  o.weight_decay = 5e-4;
+  o.nesterov = true;
+  return o;
+}
+
+std::vector<float> weights(Graph& g) {
+  std::vector<float> out;
+  for (const Param& p : g.params())
+    out.insert(out.end(), p.value->data(), p.value->data() + p.value->numel());
+  return out;
+}
+
+Tensor rows(const Tensor& x, int64_t first, int64_t n) {
+  Tensor out(Shape{n, x.size(1)});
+  std::memcpy(out.data(), x.data() + first * x.size(1),
+              static_cast<std::size_t>(n * x.size(1)) * sizeof(float));
+  return out;
+}
+
+TEST(Trainer, AccumulatedMicroBatchesEqualOneBigStep) {
+  const Tensor x = test::random_tensor({8, kFeatures}, 3);
+  const std::vector<int32_t> y{0, 1, 2, 0, 1, 2, 2, 1};
+  const auto run = [&](bool accumulate) {
+    Graph g = build_mlp(kFeatures, {7}, kClasses, find_activation("Tanh"), false);
+    Rng rng(9);
+    g.init(rng);
+    Trainer t(g, make_optimizer(sgd()), PlanContext{});
+    if (!accumulate) {
+      t.step(x, y);
+    } else {
+      t.accumulate(rows(x, 0, 4), std::span<const int32_t>(y.data(), 4));
+      EXPECT_EQ(t.accumulated(), 1);
+      t.accumulate(rows(x, 4, 4), std::span<const int32_t>(y.data() + 4, 4));
+      t.apply_accumulated();
+      EXPECT_EQ(t.accumulated(), 0);
+    }
+    EXPECT_EQ(t.optimizer().steps(), 1);
+    return weights(g);
+  };
+  const std::vector<float> big = run(false), acc = run(true);
+  ASSERT_EQ(big.size(), acc.size());
+  for (std::size_t i = 0; i < big.size(); ++i) {
+    // lr 0.1 x a gradient summed in another order: a few float ulps of the gradient.
+    EXPECT_NEAR(acc[i], big[i], 1e-6 * (1 + std::abs(big[i]))) << i;
+  }
+}
+
+TEST(Trainer, EvaluationUsesRunningStatisticsAndLeavesThem) {
+  const ModelEntry& m = find_model("resnet18");
+  ModelOptions mo;
+  mo.input_shape = Shape{3, 8, 8};
+  mo.classes = 4;
+  Graph g = m.build(mo);
+  Rng rng(2);
+  g.init(rng);
+  Trainer t(g, make_optimizer(sgd()), PlanContext{});
+  const Tensor x = test::random_tensor({4, 3, 8, 8}, 5);
+  const std::vector<int32_t> y{0, 1, 2, 3};
+  t.step(x, y);
+  BatchNorm2d* bn = nullptr;
+  for (int i = 1; i < g.size() && bn == nullptr; ++i) bn = dynamic_cast<BatchNorm2d*>(&g.layer(i));
+  ASSERT_NE(bn, nullptr);
+  const std::vector<float> mean(bn->running_mean().data(),
+                                bn->running_mean().data() + bn->running_mean().numel());
+  const BatchResult a = t.evaluate(x, y), b = t.evaluate(x, y);
+  EXPECT_EQ(a.loss_sum, b.loss_sum);  // no batch statistics, no running-stat update
+  EXPECT_TRUE(std::equal(mean.begin(), mean.end(), bn->running_mean().data()));
+  t.step(x, y);  // planned for training again: the running mean moves
+  EXPECT_FALSE(std::equal(mean.begin(), mean.end(), bn->running_mean().data()));
+  EXPECT_THROW(t.apply_accumulated(), Error);
+}
+
+}  // namespace
+}  // namespace nnperf
