@@ -3,7 +3,6 @@
 // `nnperf status [DIR]`: the progress of the sweeps under DIR.
 #include <fmt/format.h>
 
-
 #include <limits>
 
 #include "command.h"
@@ -32,11 +31,14 @@ std::vector<int64_t> parse_sizes(const std::string& s) {
   if (colon == std::string::npos) {
     auto list = parse_int_list(s, "--sizes");
     if (static_cast<int64_t>(list.size()) > kMaxSizes) {
-      throw UsageError(fmt::format("--sizes: {} sizes; expected at most {}", list.size(), kMaxSizes));
+      throw UsageError(
+          fmt::format("--sizes: {} sizes; expected at most {}", list.size(), kMaxSizes));
     }
     for (int64_t v : list) {
       if (v > kMaxImageSide) {
-        throw UsageError(fmt::format("--sizes: size {} is above the largest image side nnperf accepts ({})", v, kMaxImageSide));
+        throw UsageError(
+            fmt::format("--sizes: size {} is above the largest image side nnperf accepts ({})", v,
+                        kMaxImageSide));
       }
     }
     return list;
@@ -50,7 +52,9 @@ std::vector<int64_t> parse_sizes(const std::string& s) {
     pos = c + 1;
   }
   if (parts.size() != 3 || parts[0] > parts[1] || parts[1] > kMaxImageSide) {
-    throw UsageError(fmt::format("--sizes '{}': expected a list (32,64,224) or a range start:stop:step, sizes up to {}", s, kMaxImageSide));
+    throw UsageError(fmt::format(
+        "--sizes '{}': expected a list (32,64,224) or a range start:stop:step, sizes up to {}", s,
+        kMaxImageSide));
   }
   if ((parts[1] - parts[0]) / parts[2] >= kMaxSizes) {
     throw UsageError(fmt::format("--sizes '{}': {} sizes; expected at most {}", s,
@@ -73,11 +77,13 @@ int run(Flags& f, const CLI::App& sub) {
   f.o.progress = parse_progress_mode(f.progress);
   f.o.command_line = command_line();
   const ProfileResult r = run_profile(f.o);
-  fmt::print("outputs: {} ({} sizes profiled, {} already done)\n", r.output_dir.string(), r.sizes_done, r.sizes_skipped);
+  fmt::print("outputs: {} ({} sizes profiled, {} already done)\n", r.output_dir.string(),
+             r.sizes_done, r.sizes_skipped);
   if (r.layers_other_algorithm > 0) {
-    fmt::print("note: {} requested, but {} of {} conv layers ran another algorithm ({}); first: {}{}\n",
-               f.o.algorithm, r.layers_other_algorithm, r.conv_layers, r.algorithms_used, r.other_reason,
-               f.o.strict ? "" : " (--strict refuses instead)");
+    fmt::print(
+        "note: {} requested, but {} of {} conv layers ran another algorithm ({}); first: {}{}\n",
+        f.o.algorithm, r.layers_other_algorithm, r.conv_layers, r.algorithms_used, r.other_reason,
+        f.o.strict ? "" : " (--strict refuses instead)");
   } else if (r.conv_layers > 0) {
     fmt::print("conv layers: {} ({})\n", r.conv_layers, r.algorithms_used);
   }
@@ -85,22 +91,26 @@ int run(Flags& f, const CLI::App& sub) {
 }
 
 void list_models() {
-  fmt::print("{:<14} {:>13}  {:<12} {:>8}  {}\n", "model", "parameters", "input", "min size", "description");
+  fmt::print("{:<14} {:>13}  {:<12} {:>8}  {}\n", "model", "parameters", "input", "min size",
+             "description");
   for (const auto& m : model_registry()) {
     fmt::print("{:<14} {:>13}  {:<12} {:>8}  {}\n", m.name, m.params,
-               fmt::format("{}x{}x{}", m.default_input[0], m.default_input[1], m.default_input[2]), m.min_input_size,
-               m.description);
+               fmt::format("{}x{}x{}", m.default_input[0], m.default_input[1], m.default_input[2]),
+               m.min_input_size, m.description);
   }
 }
 
 void list_algorithms() {
   fmt::print("convolution algorithms (--algorithm):\n");
   for (const auto& a : conv_algorithms()) fmt::print("  {:<22} {}\n", a.name, a.description);
-  fmt::print("  {:<22} {}\n", "guess", "per layer, the supported algorithm with the lowest modelled cost");
-  fmt::print("  {:<22} {}\n", "find", "per layer shape, time every supported algorithm once and keep the fastest (cached)");
+  fmt::print("  {:<22} {}\n", "guess",
+             "per layer, the supported algorithm with the lowest modelled cost");
+  fmt::print("  {:<22} {}\n", "find",
+             "per layer shape, time every supported algorithm once and keep the fastest (cached)");
   fmt::print("what each supports (why_not on representative layers):\n");
-  const char* probes[] = {"mb1ic64ih56oc64kh3ph1", "mb1ic64ih56oc64kh3sh2ph1", "mb1ic3ih224oc64kh7sh2ph3",
-                          "mb1ic256ih56oc64kh1", "g32mb1ic32ih112oc32kh3ph1", "mb1ic64ih56oc64kh3ph2dh2"};
+  const char* probes[] = {"mb1ic64ih56oc64kh3ph1",     "mb1ic64ih56oc64kh3sh2ph1",
+                          "mb1ic3ih224oc64kh7sh2ph3",  "mb1ic256ih56oc64kh1",
+                          "g32mb1ic32ih112oc32kh3ph1", "mb1ic64ih56oc64kh3ph2dh2"};
   for (const auto& a : conv_algorithms()) {
     std::string line;
     for (const char* d : probes) {
@@ -110,71 +120,116 @@ void list_algorithms() {
     fmt::print("  {}:{}\n", a.name, line);
   }
   for (ConvPass pass : {ConvPass::kBackwardData, ConvPass::kBackwardWeights}) {
-    fmt::print("{} algorithms (training; --algorithm NAME applies where this pass has it, guess "
-               "and find per pass):\n",
-               to_string(pass));
+    fmt::print(
+        "{} algorithms (training; --algorithm NAME applies where this pass has it, guess "
+        "and find per pass):\n",
+        to_string(pass));
     for (const auto& a : conv_backward_algorithms(pass)) {
       std::string no;
       for (const char* d : probes) {
-        if (!a.why_not(parse_conv_problem(d)).empty()) no += (no.empty() ? "" : ", ") + std::string(d);
+        if (!a.why_not(parse_conv_problem(d)).empty())
+          no += (no.empty() ? "" : ", ") + std::string(d);
       }
       fmt::print("  {:<22} {}{}\n", a.name, a.description, no.empty() ? "" : "; not: " + no);
     }
   }
 }
 
-const Registrar reg{Command{"profile", 40, [](CLI::App& sub) -> std::function<int()> {
-  sub.description(
-      "The convolution-algorithm profiler: CNN inference per layer with one convolution algorithm "
-      "over input sizes");
-  auto f = std::make_shared<Flags>();
-  ProfileOptions& o = f->o;
-  sub.add_flag_callback("--list-models", [] { list_models(); throw CLI::Success(); }, "List the models and exit");
-  sub.add_flag_callback("--list-algorithms", [] { list_algorithms(); throw CLI::Success(); },
-                        "List the convolution algorithms and what they support, and exit");
-  sub.add_option("--model", o.model, "Model (see --list-models)")->capture_default_str();
-  sub.add_option("--algorithm", o.algorithm, "Convolution algorithm, guess or find (see --list-algorithms)")->capture_default_str();
-  sub.add_option("--stage", o.stage, "sanity (1 size, warm-up 1, measure 2) | quick (10, 5, 10) | full (100, 10, 20)")->capture_default_str();
-  sub.add_flag("--test", f->test, "Same as --stage sanity (the published profiler's flag)");
-  sub.add_flag("--quick", f->quick, "Same as --stage quick (the published profiler's flag)");
-  sub.add_option("--num-sizes", o.num_sizes, "Number of sizes between --min-size and --max-size")->check(integer_in(1, 100000));
-  sub.add_option("--sizes", f->sizes, "Explicit sizes: 32,64,224 or start:stop:step");
-  sub.add_option("--min-size", o.min_size, "Smallest input size")->check(integer_in(1, kMaxImageSide))->capture_default_str();
-  sub.add_option("--max-size", o.max_size, "Largest input size")->check(integer_in(1, kMaxImageSide))->capture_default_str();
-  sub.add_option("--batch-size", o.batch_size, "Batch size")->check(integer_in(1, kMaxBatch))->capture_default_str();
-  sub.add_option("--warmup", o.warmup, "Warm-up passes per size (default: the stage's)")->check(integer_in(0, 1000000));
-  sub.add_option("--measure", o.measure, "Measured passes per size (default: the stage's)")->check(integer_in(1, 1000000));
-  sub.add_option("--threads", o.threads, "Threads (0 = all logical CPUs)")->check(threads_count())->capture_default_str();
-  sub.add_option("--output-dir", f->output_dir, "Default results/<stage>/<model>_<algorithm>_<machine>/");
-  sub.add_flag("--resume", o.resume, "Continue an interrupted sweep in --output-dir (same setup only)");
-  sub.add_flag("--overwrite", o.overwrite, "Replace an earlier sweep's --output-dir whole (only a folder nnperf wrote)");
-  sub.add_flag("--strict", o.strict, "Fail on a layer the algorithm cannot serve instead of falling back");
-  sub.add_flag("--fold-bn", o.fold_bn, "Fold BatchNorm into the preceding convolution");
-  sub.add_flag("--find-exhaustive", o.find_exhaustive,
-               "With find: time every supported algorithm in full (default: skip ones modelled at over 8x the best)");
-  sub.add_flag("--no-layers", f->no_layers, "Skip the per-layer passes");
-  sub.add_option("--power-source", o.power_source,
-                 "auto (the run's device: RAPL for a CPU run, NVML for a CUDA run; none when "
-                 "unreadable) | rapl | nvml (an error when unreadable)")
-      ->capture_default_str();
-  sub.add_option("--machine", o.machine, "Machine name in the default output folder (default: hostname)");
-  sub.add_option("--seed", o.seed, "Random seed of the weights and inputs")
-      ->check(integer_in(0, std::numeric_limits<int64_t>::max()))
-      ->capture_default_str();
-  sub.add_option("--progress", f->progress, "auto | bar | lines | quiet")->capture_default_str();
-  CLI::App* self = &sub;
-  return [f, self] { return run(*f, *self); };
-}}};
+const Registrar reg{Command{
+    "profile", 40, [](CLI::App& sub) -> std::function<int()> {
+      sub.description(
+          "The convolution-algorithm profiler: CNN inference per layer with one convolution "
+          "algorithm "
+          "over input sizes");
+      auto f = std::make_shared<Flags>();
+      ProfileOptions& o = f->o;
+      sub.add_flag_callback(
+          "--list-models",
+          [] {
+            list_models();
+            throw CLI::Success();
+          },
+          "List the models and exit");
+      sub.add_flag_callback(
+          "--list-algorithms",
+          [] {
+            list_algorithms();
+            throw CLI::Success();
+          },
+          "List the convolution algorithms and what they support, and exit");
+      sub.add_option("--model", o.model, "Model (see --list-models)")->capture_default_str();
+      sub.add_option("--algorithm", o.algorithm,
+                     "Convolution algorithm, guess or find (see --list-algorithms)")
+          ->capture_default_str();
+      sub.add_option(
+             "--stage", o.stage,
+             "sanity (1 size, warm-up 1, measure 2) | quick (10, 5, 10) | full (100, 10, 20)")
+          ->capture_default_str();
+      sub.add_flag("--test", f->test, "Same as --stage sanity (the published profiler's flag)");
+      sub.add_flag("--quick", f->quick, "Same as --stage quick (the published profiler's flag)");
+      sub.add_option("--num-sizes", o.num_sizes,
+                     "Number of sizes between --min-size and --max-size")
+          ->check(integer_in(1, 100000));
+      sub.add_option("--sizes", f->sizes, "Explicit sizes: 32,64,224 or start:stop:step");
+      sub.add_option("--min-size", o.min_size, "Smallest input size")
+          ->check(integer_in(1, kMaxImageSide))
+          ->capture_default_str();
+      sub.add_option("--max-size", o.max_size, "Largest input size")
+          ->check(integer_in(1, kMaxImageSide))
+          ->capture_default_str();
+      sub.add_option("--batch-size", o.batch_size, "Batch size")
+          ->check(integer_in(1, kMaxBatch))
+          ->capture_default_str();
+      sub.add_option("--warmup", o.warmup, "Warm-up passes per size (default: the stage's)")
+          ->check(integer_in(0, 1000000));
+      sub.add_option("--measure", o.measure, "Measured passes per size (default: the stage's)")
+          ->check(integer_in(1, 1000000));
+      sub.add_option("--threads", o.threads, "Threads (0 = all logical CPUs)")
+          ->check(threads_count())
+          ->capture_default_str();
+      sub.add_option("--output-dir", f->output_dir,
+                     "Default results/<stage>/<model>_<algorithm>[_train]_<machine>/");
+      sub.add_flag("--resume", o.resume,
+                   "Continue an interrupted sweep in --output-dir (same setup only)");
+      sub.add_flag("--overwrite", o.overwrite,
+                   "Replace an earlier sweep's --output-dir whole (only a folder nnperf wrote)");
+      sub.add_flag("--strict", o.strict,
+                   "Fail on a layer the algorithm cannot serve instead of falling back");
+      sub.add_flag("--fold-bn", o.fold_bn, "Fold BatchNorm into the preceding convolution");
+      sub.add_flag("--find-exhaustive", o.find_exhaustive,
+                   "With find: time every supported algorithm in full (default: skip ones modelled "
+                   "at over 8x the best)");
+      sub.add_flag("--no-layers", f->no_layers, "Skip the per-layer passes");
+      sub.add_option(
+             "--pass", o.pass,
+             "inference (forward passes) or train (training steps: forward, loss, backward, "
+             "SGD update; per layer forward + backward, loss and update as rows)")
+          ->capture_default_str();
+      sub.add_option("--power-source", o.power_source,
+                     "auto (the run's device: RAPL for a CPU run, NVML for a CUDA run; none when "
+                     "unreadable) | rapl | nvml (an error when unreadable)")
+          ->capture_default_str();
+      sub.add_option("--machine", o.machine,
+                     "Machine name in the default output folder (default: hostname)");
+      sub.add_option("--seed", o.seed, "Random seed of the weights and inputs")
+          ->check(integer_in(0, std::numeric_limits<int64_t>::max()))
+          ->capture_default_str();
+      sub.add_option("--progress", f->progress, "auto | bar | lines | quiet")
+          ->capture_default_str();
+      CLI::App* self = &sub;
+      return [f, self] { return run(*f, *self); };
+    }}};
 
-const Registrar reg_status{Command{"status", 45, [](CLI::App& sub) -> std::function<int()> {
-  sub.description("Show the progress of the profile sweeps under a folder (default: results)");
-  auto dir = std::make_shared<std::string>("results");
-  sub.add_option("dir", *dir, "Folder to scan")->capture_default_str();
-  return [dir] {
-    fmt::print("{}", profile_status(*dir));
-    return 0;
-  };
-}}};
+const Registrar reg_status{Command{
+    "status", 45, [](CLI::App& sub) -> std::function<int()> {
+      sub.description("Show the progress of the profile sweeps under a folder (default: results)");
+      auto dir = std::make_shared<std::string>("results");
+      sub.add_option("dir", *dir, "Folder to scan")->capture_default_str();
+      return [dir] {
+        fmt::print("{}", profile_status(*dir));
+        return 0;
+      };
+    }}};
 
 }  // namespace
 }  // namespace nnperf::app

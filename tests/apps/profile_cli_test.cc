@@ -18,15 +18,50 @@ using test::TempDir;
 
 const char* kFast = "--stage sanity --threads 1 --progress lines";
 
+// --pass train: training steps timed whole and per layer (forward + backward), the loss and the
+// SGD update as rows of their own, each convolution's backward rows named; a sweep of the other
+// pass cannot resume it; BN folding is refused for training.
+TEST(ProfileCli, TrainPassTimesLayersLossAndUpdate) {
+  TempDir dir;
+  auto r =
+      run_nnperf(fmt::format("profile --model resnet18 --pass train {} --sizes 16 --batch-size 4 "
+                             "--output-dir '{}'",
+                             kFast, dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const CsvTable l = read_csv(dir / "resnet18_guess_layers.csv");
+  std::map<std::string, std::size_t> row;
+  for (std::size_t i = 0; i < l.rows.size(); ++i) row[l.cell(i, l.require("layer"))] = i;
+  ASSERT_TRUE(row.count("loss") && row.count("optimizer") && row.count("conv1"));
+  EXPECT_EQ(l.cell(row["optimizer"], l.require("layer_type")), "SGD");
+  EXPECT_GT(l.number(row["optimizer"], l.require("mean_ms")), 0.0);
+  EXPECT_NE(l.cell(row["conv1"], l.require("backward_data_algorithm")), "");
+  EXPECT_NE(l.cell(row["conv1"], l.require("backward_weights_algorithm")), "");
+  const std::string trace = test::read_text(dir / "resnet18_guess_trace_16.json");
+  EXPECT_NE(trace.find("conv1.backward"), std::string::npos);
+  r = run_nnperf(fmt::format(
+      "profile --model resnet18 {} --sizes 16,20 --batch-size 4 --resume --output-dir '{}'", kFast,
+      dir.path().string()));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("pass"), std::string::npos) << r.err;
+  r = run_nnperf(
+      fmt::format("profile --model resnet18 --pass train --fold-bn {} --sizes 16 --output-dir '{}'",
+                  kFast, (dir / "x").string()));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--fold-bn"), std::string::npos) << r.err;
+}
+
 TEST(ProfileCli, SweepWritesSeedColumnsLayersAndTrace) {
   TempDir dir;
-  const auto r = run_nnperf(fmt::format("profile --model resnet18 --algorithm gemm {} --sizes 32,40 --output-dir '{}'",
-                                        kFast, dir.path().string()));
+  const auto r = run_nnperf(
+      fmt::format("profile --model resnet18 --algorithm gemm {} --sizes 32,40 --output-dir '{}'",
+                  kFast, dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   const CsvTable o = read_csv(dir / "resnet18_gemm_overall.csv");
-  const std::vector<std::string> seed_cols{"model", "algorithm", "batch_size", "input_size", "mean", "std", "min", "max",
-                                           "median", "power_mean_w", "power_std_w", "power_min_w", "power_max_w",
-                                           "energy_total_j", "energy_per_inference_j", "power_samples"};
+  const std::vector<std::string> seed_cols{
+      "model",        "algorithm",   "batch_size",  "input_size",     "mean",
+      "std",          "min",         "max",         "median",         "power_mean_w",
+      "power_std_w",  "power_min_w", "power_max_w", "energy_total_j", "energy_per_inference_j",
+      "power_samples"};
   ASSERT_GE(o.header.size(), seed_cols.size());
   EXPECT_TRUE(std::equal(seed_cols.begin(), seed_cols.end(), o.header.begin()));
   ASSERT_EQ(o.rows.size(), 2u);
@@ -60,15 +95,18 @@ TEST(ProfileCli, SweepWritesSeedColumnsLayersAndTrace) {
 
 TEST(ProfileCli, ResumeNeverDuplicatesAndRefusesToClobber) {
   TempDir dir;
-  auto r = run_nnperf(fmt::format("profile --model resnet18 {} --sizes 32 --no-layers --output-dir '{}'", kFast,
-                                  dir.path().string()));
+  auto r =
+      run_nnperf(fmt::format("profile --model resnet18 {} --sizes 32 --no-layers --output-dir '{}'",
+                             kFast, dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = run_nnperf(fmt::format("profile --model resnet18 {} --sizes 32,40 --no-layers --output-dir '{}'", kFast,
-                             dir.path().string()));
+  r = run_nnperf(
+      fmt::format("profile --model resnet18 {} --sizes 32,40 --no-layers --output-dir '{}'", kFast,
+                  dir.path().string()));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--resume"), std::string::npos) << r.err;
-  r = run_nnperf(fmt::format("profile --model resnet18 {} --sizes 32,40 --no-layers --resume --output-dir '{}'", kFast,
-                             dir.path().string()));
+  r = run_nnperf(fmt::format(
+      "profile --model resnet18 {} --sizes 32,40 --no-layers --resume --output-dir '{}'", kFast,
+      dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("1 already done"), std::string::npos) << r.out;
   const CsvTable o = read_csv(dir / "resnet18_guess_overall.csv");
@@ -80,20 +118,23 @@ TEST(ProfileCli, ResumeNeverDuplicatesAndRefusesToClobber) {
   EXPECT_NE(st.out.find("complete"), std::string::npos) << st.out;
   // A corrupt state file is refused with its name.
   std::ofstream(dir / "resnet18_guess_overall.csv") << "not,a,sweep\n1,2,3\n";
-  r = run_nnperf(fmt::format("profile --model resnet18 {} --sizes 32,40 --no-layers --resume --output-dir '{}'", kFast,
-                             dir.path().string()));
+  r = run_nnperf(fmt::format(
+      "profile --model resnet18 {} --sizes 32,40 --no-layers --resume --output-dir '{}'", kFast,
+      dir.path().string()));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("cannot resume"), std::string::npos) << r.err;
 }
 
 TEST(ProfileCli, StrictRefusesAnUnservableLayerElseFallsBackAndSaysSo) {
   TempDir dir;
-  auto r = run_nnperf(fmt::format("profile --model resnet18 --algorithm winograd --strict {} --sizes 32 --output-dir '{}'",
-                                  kFast, (dir / "strict").string()));
+  auto r = run_nnperf(fmt::format(
+      "profile --model resnet18 --algorithm winograd --strict {} --sizes 32 --output-dir '{}'",
+      kFast, (dir / "strict").string()));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("winograd"), std::string::npos) << r.err;
-  r = run_nnperf(fmt::format("profile --model resnet18 --algorithm winograd {} --sizes 32 --output-dir '{}'", kFast,
-                             (dir / "fallback").string()));
+  r = run_nnperf(
+      fmt::format("profile --model resnet18 --algorithm winograd {} --sizes 32 --output-dir '{}'",
+                  kFast, (dir / "fallback").string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const CsvTable l = read_csv(dir / "fallback" / "resnet18_winograd_layers.csv");
   int fallbacks = 0, winograd = 0;
@@ -107,16 +148,20 @@ TEST(ProfileCli, StrictRefusesAnUnservableLayerElseFallsBackAndSaysSo) {
 
 TEST(ProfileCli, BadInputIsRefusedWithTheValidChoices) {
   TempDir dir;
-  auto r = run_nnperf(fmt::format("profile --model lenet {} --output-dir '{}'", kFast, dir.path().string()));
+  auto r = run_nnperf(
+      fmt::format("profile --model lenet {} --output-dir '{}'", kFast, dir.path().string()));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("resnet50"), std::string::npos) << r.err;
-  r = run_nnperf(fmt::format("profile --model vgg16 --algorithm turbo {} --output-dir '{}'", kFast, dir.path().string()));
+  r = run_nnperf(fmt::format("profile --model vgg16 --algorithm turbo {} --output-dir '{}'", kFast,
+                             dir.path().string()));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("implicit_precomp_gemm"), std::string::npos) << r.err;
-  r = run_nnperf(fmt::format("profile --model alexnet {} --sizes 32 --output-dir '{}'", kFast, dir.path().string()));
+  r = run_nnperf(fmt::format("profile --model alexnet {} --sizes 32 --output-dir '{}'", kFast,
+                             dir.path().string()));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("alexnet needs at least"), std::string::npos) << r.err;
-  r = run_nnperf(fmt::format("profile --model resnet18 {} --sizes 32 --output-dir /proc/nnperf-cannot-write", kFast));
+  r = run_nnperf(fmt::format(
+      "profile --model resnet18 {} --sizes 32 --output-dir /proc/nnperf-cannot-write", kFast));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("/proc/nnperf-cannot-write"), std::string::npos) << r.err;
   r = run_nnperf("profile --stage huge");

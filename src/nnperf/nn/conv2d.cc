@@ -71,6 +71,9 @@ std::string Conv2d::dispatch() const {
     s += fmt::format(" (requested {})", requested_);
   }
   s += " problem=" + problem_.str();
+  if (bwd_data_ != nullptr) {
+    s += fmt::format(" backward-data={} backward-weights={}", bwd_data_->name, bwd_weights_->name);
+  }
   if (!fallback_reason_.empty()) {
     s += fmt::format("; fallback from {}: {}", requested_, fallback_reason_);
   }

@@ -26,7 +26,8 @@ struct LayerColumns {
   std::string kernel_size, stride, padding;  // "3", or "3x5" when height and width differ
   bool is_conv = false;
   std::string algorithm_used, fallback_reason;
-  std::string problem;  // benchdnn string
+  std::string backward_data, backward_weights;  // the backward rows, when planned for training
+  std::string problem;                          // benchdnn string
 };
 LayerColumns layer_columns(const Graph& graph, int node);
 

@@ -59,24 +59,31 @@ double LayerProfiler::Totals::forward_mean_ms(int node) const {
   return forward_count[i] > 0 ? forward_ms[i] / static_cast<double>(forward_count[i]) : 0.0;
 }
 
-LayerRecorder::LayerRecorder(int num_nodes)
-    : ms_(static_cast<std::size_t>(num_nodes)), begin_(static_cast<std::size_t>(num_nodes), 0) {}
+LayerRecorder::LayerRecorder(int num_nodes, bool with_backward)
+    : ms_(static_cast<std::size_t>(num_nodes)),
+      begin_(static_cast<std::size_t>(num_nodes), 0),
+      with_backward_(with_backward) {}
 
 void LayerRecorder::before(int node, Phase phase) {
-  if (phase == Phase::kForward) begin_[static_cast<std::size_t>(node)] = now_ns();
+  if (phase == Phase::kForward || with_backward_) begin_[static_cast<std::size_t>(node)] = now_ns();
 }
 
 void LayerRecorder::after(int node, Phase phase) {
-  if (phase != Phase::kForward) return;
+  if (phase != Phase::kForward && !with_backward_) return;
   const int64_t end = now_ns();
   const auto i = static_cast<std::size_t>(node);
-  ms_[i].push_back(static_cast<double>(end - begin_[i]) * 1e-6);
-  last_.push_back(Span{node, begin_[i], end});
+  const double ms = static_cast<double>(end - begin_[i]) * 1e-6;
+  if (phase == Phase::kForward) {
+    ms_[i].push_back(ms);
+  } else if (!ms_[i].empty()) {
+    ms_[i].back() += ms;  // the backward of the pass whose forward was just recorded
+  }
+  last_.push_back(Span{node, begin_[i], end, phase});
 }
 
 void LayerRecorder::reserve(int passes) {
   for (auto& v : ms_) v.reserve(v.size() + static_cast<std::size_t>(passes));
-  last_.reserve(ms_.size());
+  last_.reserve(2 * ms_.size());
 }
 
 void LayerRecorder::start_pass() {

@@ -36,11 +36,13 @@ class LayerProfiler final : public GraphHook {
   std::unique_ptr<IntervalTimer> timer_;
 };
 
-// LayerRecorder: a GraphHook keeping every timed execution of every node (forward only), for
-// per-layer statistics (std needs each pass, not a sum) and for the trace of the last pass.
+// LayerRecorder: a GraphHook keeping every timed execution of every node, for per-layer
+// statistics (std needs each pass, not a sum) and for the trace of the last pass. Forward only,
+// or (with_backward, for training passes) forward + backward: a node's value for a pass is then
+// its forward time plus its backward time, and the trace holds both spans.
 class LayerRecorder final : public GraphHook {
  public:
-  explicit LayerRecorder(int num_nodes);
+  explicit LayerRecorder(int num_nodes, bool with_backward = false);
   void before(int node, Phase phase) override;
   void after(int node, Phase phase) override;
   void reserve(int passes);  // so recording allocates nothing while timing
@@ -48,6 +50,7 @@ class LayerRecorder final : public GraphHook {
   struct Span {
     int node;
     int64_t begin_ns, end_ns;
+    Phase phase = Phase::kForward;
   };
   const std::vector<std::vector<double>>& ms() const { return ms_; }  // [node][pass]
   const std::vector<Span>& last_pass() const { return last_; }
@@ -56,6 +59,7 @@ class LayerRecorder final : public GraphHook {
  private:
   std::vector<std::vector<double>> ms_;
   std::vector<int64_t> begin_;
+  bool with_backward_;
   std::vector<Span> last_;
   int64_t pass_begin_ = 0;
 };

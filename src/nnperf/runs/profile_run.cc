@@ -30,6 +30,7 @@
 #include "nnperf/profile/power.h"
 #include "nnperf/profile/profiler.h"
 #include "nnperf/profile/stats.h"
+#include "nnperf/train/trainer.h"
 
 namespace nnperf {
 
@@ -48,7 +49,9 @@ const std::vector<std::string> kLayersHeader{
     "model", "algorithm", "input_size", "layer", "in_channels", "out_channels", "kernel_size",
     "stride", "padding", "mean_ms", "std_ms", "percentage",
     // ours
-    "layer_type", "is_conv", "algorithm_used", "fallback_reason", "problem"};
+    "layer_type", "is_conv", "algorithm_used", "fallback_reason", "problem",
+    // --pass train: the backward rows of each convolution
+    "backward_data_algorithm", "backward_weights_algorithm"};
 
 std::string opt_num(const std::optional<double>& v) {
   return v ? csv_number(*v, 7) : std::string();
@@ -64,6 +67,7 @@ nlohmann::json sweep_setup(const ProfileOptions& o, const ModelEntry& m, int thr
           {"fold_bn", o.fold_bn},
           {"strict", o.strict},
           {"find_exhaustive", o.find_exhaustive},
+          {"pass", o.pass},
           {"warmup", o.warmup},
           {"measure", o.measure},
           {"layers", o.layers},
@@ -251,6 +255,34 @@ struct Sweep {
   Rng rng;
   std::unique_ptr<ExecLog> exec;
   PowerMonitor power;
+  std::unique_ptr<Trainer> trainer;  // --pass train
+  std::vector<int32_t> labels;
+  // One pass: a forward, or a training step.
+  void run(const Tensor& x) {
+    if (trainer) {
+      trainer->step(x, labels);
+    } else {
+      graph.forward(x);
+    }
+  }
+};
+
+// The loss and optimizer phases of every training step, per pass (the layers have their own).
+class PhaseRecorder final : public StepHook {
+ public:
+  void phase(StepPhase p, bool begin) override {
+    if (p != StepPhase::kLoss && p != StepPhase::kOptimizer) return;
+    auto& ms = p == StepPhase::kLoss ? loss : optimizer;
+    if (begin) {
+      begin_ = now_ns();
+    } else {
+      ms.push_back(static_cast<double>(now_ns() - begin_) * 1e-6);
+    }
+  }
+  std::vector<double> loss, optimizer;
+
+ private:
+  int64_t begin_ = 0;
 };
 
 void validate_sweep(ProfileOptions& o, const ModelEntry& model) {
@@ -259,6 +291,12 @@ void validate_sweep(ProfileOptions& o, const ModelEntry& model) {
         "--model mlp: the profiler sweeps image sizes of CNNs; use mlp-bench for the MLP");
   }
   if (o.algorithm != "guess" && o.algorithm != "find") o.algorithm = find_conv(o.algorithm).name;
+  if (o.pass != "inference" && o.pass != "train") {
+    throw UsageError(fmt::format("--pass '{}': expected inference or train", o.pass));
+  }
+  if (o.pass == "train" && o.fold_bn) {
+    throw UsageError("--fold-bn: folding BatchNorm is an inference rewrite; not with --pass train");
+  }
   for (int64_t s : o.sizes) {
     if (s < model.min_input_size) {
       throw UsageError(fmt::format(
@@ -273,8 +311,9 @@ void validate_sweep(ProfileOptions& o, const ModelEntry& model) {
         "--machine '{}': expected a name for the default folder, without '/'", o.machine));
   }
   if (o.output_dir.empty()) {
-    o.output_dir =
-        fs::path("results") / o.stage / fmt::format("{}_{}_{}", model.name, o.algorithm, o.machine);
+    o.output_dir = fs::path("results") / o.stage /
+                   fmt::format("{}_{}{}_{}", model.name, o.algorithm,
+                               o.pass == "train" ? "_train" : "", o.machine);
   }
 }
 
@@ -319,7 +358,7 @@ void measure_whole(Sweep& sw, const ProfileOptions& o, const Tensor& x, SizeReco
   sw.graph.set_hook(with_exec_log(sw.exec.get(), nullptr));
   for (int i = 0; i < o.warmup; ++i) {
     show(fmt::format("warm-up {}/{}", i + 1, o.warmup));
-    sw.graph.forward(x);
+    sw.run(x);
     check_interrupt();
   }
   std::vector<double> ms;
@@ -327,7 +366,7 @@ void measure_whole(Sweep& sw, const ProfileOptions& o, const Tensor& x, SizeReco
   sw.power.begin();
   for (int i = 0; i < o.measure && !interrupt_requested(); ++i) {
     const int64_t t0 = now_ns();
-    sw.graph.forward(x);
+    sw.run(x);
     ms.push_back(static_cast<double>(now_ns() - t0) * 1e-6);
   }
   r.power = sw.power.end();
@@ -336,33 +375,48 @@ void measure_whole(Sweep& sw, const ProfileOptions& o, const Tensor& x, SizeReco
   r.passes = static_cast<int64_t>(ms.size());
 }
 
-// The layers, in separate passes with a hook around every node.
+// The layers, in separate passes with a hook around every node (training: forward + backward,
+// and the loss and the update as rows of their own).
 void measure_layers(Sweep& sw, const ProfileOptions& o, const Tensor& x, SizeRecord& r,
                     const std::function<void(const std::string&)>& show) {
   Graph& g = sw.graph;
-  LayerRecorder rec(g.size());
+  LayerRecorder rec(g.size(), sw.trainer != nullptr);
+  PhaseRecorder phases;
   rec.reserve(o.measure);
   g.set_hook(with_exec_log(sw.exec.get(), &rec));
+  if (sw.trainer) sw.trainer->set_step_hook(&phases);
   for (int i = 0; i < o.measure; ++i) {
     show(fmt::format("layers pass {}/{}", i + 1, o.measure));
     rec.start_pass();
-    g.forward(x);
+    sw.run(x);
     check_interrupt();
   }
   g.set_hook(with_exec_log(sw.exec.get(), nullptr));
+  if (sw.trainer) sw.trainer->set_step_hook(nullptr);
   for (int n = 1; n < g.size(); ++n) {
     r.layers.push_back(
         {g.name(n), layer_columns(g, n), summarize(rec.ms()[static_cast<std::size_t>(n)])});
     r.layers_sum += r.layers.back().time.mean;
   }
+  if (sw.trainer) {
+    for (const auto& [name, ms] :
+         {std::pair{"loss", &phases.loss}, {"optimizer", &phases.optimizer}}) {
+      LayerColumns c;
+      c.layer_type = name == std::string("loss") ? "CrossEntropyLoss" : "SGD";
+      r.layers.push_back({name, c, summarize(*ms)});
+      r.layers_sum += r.layers.back().time.mean;
+    }
+  }
   for (const auto& sp : rec.last_pass()) {
     const Layer& L = g.layer(sp.node);
-    r.trace.push_back({g.name(sp.node),
+    const bool fwd = sp.phase == Phase::kForward;
+    r.trace.push_back({g.name(sp.node) + (fwd ? "" : ".backward"),
                        L.kind(),
                        static_cast<double>(sp.begin_ns - rec.pass_begin_ns()) * 1e-3,
                        static_cast<double>(sp.end_ns - sp.begin_ns) * 1e-3,
                        {{"layer", L.describe()},
                         {"dispatch", L.dispatch()},
+                        {"phase", fwd ? "forward" : "backward"},
                         {"output", g.output_shape(sp.node).str()}}});
   }
 }
@@ -380,6 +434,12 @@ SizeRecord measure_size(Sweep& sw, const ProfileOptions& o, int64_t size,
   r.use = algorithm_use(sw.graph, o.algorithm);
   Tensor x(Shape{o.batch_size, channels, size, size});
   sw.rng.fill_uniform({x.data(), static_cast<std::size_t>(x.numel())}, -1.0f, 1.0f);
+  if (sw.trainer) {  // random labels over the model's classes
+    const int64_t classes = sw.graph.output_shape(sw.graph.size() - 1)[1];
+    sw.labels.resize(static_cast<std::size_t>(o.batch_size));
+    for (auto& l : sw.labels)
+      l = static_cast<int32_t>(sw.rng.below(static_cast<uint64_t>(classes)));
+  }
   measure_whole(sw, o, x, r, show);
   if (o.layers) measure_layers(sw, o, x, r, show);
   return r;
@@ -406,7 +466,7 @@ class SweepOutputs {
                    c.stride, c.padding, csv_number(l.time.mean, 7), csv_number(l.time.std, 7),
                    csv_number(r.layers_sum > 0 ? 100 * l.time.mean / r.layers_sum : 0.0, 6),
                    c.layer_type, c.is_conv ? "yes" : "no", c.algorithm_used, c.fallback_reason,
-                   c.problem});
+                   c.problem, c.backward_data, c.backward_weights});
     }
     if (o_.layers) write_trace(r, input_channels);
     const PowerWindow& pw = r.power;
@@ -479,8 +539,15 @@ ProfileResult run_profile(ProfileOptions o) {
   const fs::path overall_path = o.output_dir / (stem + "_overall.csv");
   const fs::path layers_path = o.output_dir / (stem + "_layers.csv");
   // Power first: a --power-source that cannot be read is refused before the folder is touched.
-  Sweep sw{
-      model, threads, Graph(), PlanContext{}, Rng(o.seed), nullptr, PowerMonitor(power_options(o))};
+  Sweep sw{model,
+           threads,
+           Graph(),
+           PlanContext{},
+           Rng(o.seed),
+           nullptr,
+           PowerMonitor(power_options(o)),
+           nullptr,
+           {}};
   const nlohmann::json setup = sweep_setup(o, model, threads);
   const std::set<int64_t> done = open_sweep_folder(o, setup, overall_path, layers_path);
   write_run_json(o.output_dir, o.command_line, run_record(o, setup, model, sw.power));
@@ -494,10 +561,19 @@ ProfileResult run_profile(ProfileOptions o) {
   }
   sw.graph.init(sw.rng);
   sw.ctx.threads = threads;
-  sw.ctx.training = false;
+  sw.ctx.training = o.pass == "train";
   sw.ctx.conv_algorithm = o.algorithm;
   sw.ctx.strict = o.strict;
   sw.ctx.time_conv = time_conv_ms;
+  sw.ctx.time_conv_backward = time_conv_backward_ms;
+  if (sw.ctx.training) {
+    // Plain SGD at a small rate: the steps are timed, not trained to anything; random labels.
+    OptimizerOptions sgd;
+    sgd.name = "sgd";
+    sgd.lr = 1e-4;
+    sgd.momentum = 0.9;
+    sw.trainer = std::make_unique<Trainer>(sw.graph, make_optimizer(sgd), sw.ctx);
+  }
   sw.ctx.find_exhaustive = o.find_exhaustive;
   // NNPERF_VERBOSE=exec: every pass (warm-up, whole model, layers) logs each node.
   sw.exec = exec_log_from_env(sw.graph, model.name, o.algorithm);

@@ -29,7 +29,10 @@ struct ProfileOptions {
   bool find_exhaustive = false;  // "find": time every supported algorithm in full
   bool resume = false;
   bool overwrite = false;  // replace an earlier sweep's --output-dir whole
-  bool layers = true;  // per-layer passes
+  bool layers = true;      // per-layer passes
+  // "inference": forward passes. "train": training steps (forward, loss, backward, SGD update);
+  // per layer, forward + backward; the loss and the update as rows of their own.
+  std::string pass = "inference";
   std::string power_source = "auto";
   std::string machine;               // default: hostname
   std::filesystem::path output_dir;  // default results/<stage>/<model>_<algorithm>_<machine>/
