@@ -414,10 +414,11 @@ std::vector<double> to_double(const Tensor& t) {
   return std::vector<double>(t.data(), t.data() + t.numel());
 }
 
-const char* const kGradShapes[] = {"mb2ic3ih5oc4kh3ph1",       "mb1ic4ih7oc2kh3sh2ph1",
-                                   "g2mb2ic4ih6oc6kh3ph1",     "g3mb1ic3ih6oc3kh3sh2",
-                                   "mb1ic2ih7iw6oc3kh3ph2dh2", "mb2ic3ih4oc5kh1",
-                                   "mb1ic4ih5oc3kh1sh2",       "mb1ic2ih9oc3kh5sh2ph2"};
+const char* const kGradShapes[] = {
+    "mb2ic3ih5oc4kh3ph1", "mb1ic4ih7oc2kh3sh2ph1", "g2mb2ic4ih6oc6kh3ph1", "g3mb1ic3ih6oc3kh3sh2",
+    "mb1ic2ih7iw6oc3kh3ph2dh2", "mb2ic3ih4oc5kh1", "mb1ic4ih5oc3kh1sh2", "mb1ic2ih9oc3kh5sh2ph2",
+    // dead taps, cropped under guess (conv_crop.h)
+    "mb3ic4ih1oc5kh3ph1", "mb2ic3ih2oc4kh3sh2ph1", "mb2ic3ih1iw5oc4kh3ph1", "mb1ic2ih1oc3kh5ph2"};
 
 TEST(Conv2d, BackwardMatchesFiniteDifferences) {
   uint64_t seed = 100;
@@ -460,6 +461,37 @@ TEST(Conv2d, BackwardMatchesFiniteDifferences) {
       }
     }
   }
+}
+
+// Dead taps: under guess the layer runs the cropped problem (said in dispatch()), with the
+// reference's output; a named algorithm runs the layer as it is.
+TEST(Conv2d, DeadTapsAreCroppedUnderGuessOnly) {
+  struct Case {
+    const char* problem;
+    int64_t kh, kw;  // live taps
+  };
+  for (const Case& k : {Case{"mb3ic8ih1oc6kh3ph1", 1, 1}, Case{"mb2ic4ih2oc5kh3sh2ph1", 2, 2},
+                        Case{"mb2ic3ih1iw5oc4kh3ph1", 1, 3}, Case{"mb1ic2ih1oc3kh5ph2", 1, 1}}) {
+    const ConvProblem p = parse_conv_problem(k.problem);
+    const ConvCrop crop = conv_live_taps(p);
+    ASSERT_TRUE(crop.active) << k.problem;
+    EXPECT_EQ(crop.cropped.kh, k.kh) << k.problem;
+    EXPECT_EQ(crop.cropped.kw, k.kw) << k.problem;
+    EXPECT_EQ(crop.cropped.oh(), p.oh());
+    const Tensor x = test::random_tensor(Shape{p.mb, p.ic, p.ih, p.iw}, 71);
+    for (const char* algo : {"guess", "gemm"}) {
+      auto c = layer_for(p);
+      const Tensor y = run_forward(*c, x, inference(algo, false));
+      const bool cropped = c->dispatch().find("live taps") != std::string::npos;
+      EXPECT_EQ(cropped, std::string(algo) == "guess") << c->dispatch();
+      EXPECT_EQ(c->problem().str(), p.str());
+      expect_matches_reference(p, x, c->weight().data(), c->bias().data(), y,
+                               c->algorithm()->tolerance_factor,
+                               std::string(algo) + " " + k.problem);
+    }
+  }
+  EXPECT_FALSE(conv_live_taps(parse_conv_problem("mb1ic3ih5oc4kh3ph1")).active);
+  EXPECT_FALSE(conv_live_taps(parse_conv_problem("mb1ic3ih2oc4kh3ph1")).active);  // all live
 }
 
 TEST(Conv2d, NewWeightsReachThePackedCopies) {

@@ -71,6 +71,10 @@ std::string Conv2d::dispatch() const {
     s += fmt::format(" (requested {})", requested_);
   }
   s += " problem=" + problem_.str();
+  if (crop_.active) {
+    s += fmt::format(" (live taps {}x{} of {}x{}: runs {})", crop_.cropped.kh, crop_.cropped.kw,
+                     problem_.kh, problem_.kw, crop_.cropped.str());
+  }
   if (bwd_data_ != nullptr) {
     s += fmt::format(" backward-data={} backward-weights={}", bwd_data_->name, bwd_weights_->name);
   }
@@ -137,21 +141,30 @@ Shape Conv2d::plan(std::span<const Shape> src, const PlanContext& ctx) {
   training_ = ctx.training;
   threads_ = std::max(1, ctx.threads);
   const ConvSelection sel = selection(ctx);
+  std::string wanted = sel.wanted;
+  for (char& ch : wanted) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const bool engine_choice = wanted.empty() || wanted == "guess" || wanted == "find";
+  crop_ = engine_choice ? conv_live_taps(p) : ConvCrop{};
+  const ConvProblem& rp = run_problem();
+  if (crop_.active) {
+    cropped_weight_.resize(Shape{rp.oc, rp.icg(), rp.kh, rp.kw});
+    if (training_) cropped_grad_.resize(cropped_weight_.shape());
+  }
   ConvChoice choice;
-  algo_ = &choose_conv_forward(problem_, threads_, sel, describe(), choice);
+  algo_ = &choose_conv_forward(rp, threads_, sel, describe(), choice);
   requested_ = choice.requested;
   fallback_reason_ = choice.fallback_reason;
   find_ms_ = choice.find_ms;
 
-  std::size_t bytes = algo_->workspace_bytes(problem_, threads_);
+  std::size_t bytes = algo_->workspace_bytes(rp, threads_);
   bwd_data_ = bwd_weights_ = nullptr;
   if (training_) {
     ConvChoice c;
-    bwd_data_ = &choose_conv_backward(ConvPass::kBackwardData, p, threads_, sel, describe(), c);
+    bwd_data_ = &choose_conv_backward(ConvPass::kBackwardData, rp, threads_, sel, describe(), c);
     bwd_weights_ =
-        &choose_conv_backward(ConvPass::kBackwardWeights, p, threads_, sel, describe(), c);
-    bytes = std::max({bytes, bwd_data_->workspace_bytes(p, threads_),
-                      bwd_weights_->workspace_bytes(p, threads_)});
+        &choose_conv_backward(ConvPass::kBackwardWeights, rp, threads_, sel, describe(), c);
+    bytes = std::max({bytes, bwd_data_->workspace_bytes(rp, threads_),
+                      bwd_weights_->workspace_bytes(rp, threads_)});
     d_weight_.resize(weight_.shape());
     d_weight_.zero();
     if (has_bias_) {
@@ -161,7 +174,7 @@ Shape Conv2d::plan(std::span<const Shape> src, const PlanContext& ctx) {
   }
   workspace_.reserve(bytes);
   has_packed_ = algo_->pack_weights != nullptr && algo_->packed_weights_floats != nullptr;
-  if (has_packed_) packed_.reserve(algo_->packed_weights_floats(problem_) * sizeof(float));
+  if (has_packed_) packed_.reserve(algo_->packed_weights_floats(rp) * sizeof(float));
   if (bn_ != nullptr) {
     folded_weight_.resize(weight_.shape());
     folded_bias_.resize(Shape{oc_});
@@ -184,15 +197,20 @@ void Conv2d::prepare_weights() {
       folded_bias_[o] = static_cast<float>(b * scale[o] + shift[o]);
     }
   }
+  if (crop_.active) conv_crop_weights(problem_, crop_, base_weights(), cropped_weight_.data());
   if (has_packed_) {
-    algo_->pack_weights(problem_, run_weights(), static_cast<float*>(packed_.data()));
+    algo_->pack_weights(run_problem(), run_weights(), static_cast<float*>(packed_.data()));
   }
   stale_ = false;
   ++preparations_;
 }
 
-const float* Conv2d::run_weights() const {
+const float* Conv2d::base_weights() const {
   return bn_ != nullptr ? folded_weight_.data() : weight_.data();
+}
+
+const float* Conv2d::run_weights() const {
+  return crop_.active ? cropped_weight_.data() : base_weights();
 }
 
 const float* Conv2d::run_bias() const {
@@ -206,7 +224,7 @@ void Conv2d::forward(std::span<const Tensor* const> src, Tensor& dst) {
   // read OIHW directly). Inference: only after someone took write access to the weights.
   if (training_ || stale_) prepare_weights();
   ConvArgs a;
-  a.p = &problem_;
+  a.p = &run_problem();
   a.src = src[0]->data();
   a.wei = run_weights();
   a.packed = has_packed_ ? static_cast<const float*>(packed_.data()) : nullptr;
@@ -217,20 +235,23 @@ void Conv2d::forward(std::span<const Tensor* const> src, Tensor& dst) {
   algo_->run(a);
 }
 
-// dW (and db) from src and dY, then dX from dY and the weights, each by its pass's algorithm.
+// dW (and db) from src and dY, then dX from dY and the weights, each by its pass's algorithm,
+// on the problem the forward ran (the weights it used: prepared by this step's forward).
 void Conv2d::backward(std::span<const Tensor* const> src, const Tensor& /*dst*/,
                       const Tensor& d_dst, std::span<Tensor* const> d_src) {
   NNPERF_CHECK(training_, "{}: backward() needs a plan for training", describe());
   ConvBackwardArgs a;
-  a.p = &problem_;
+  a.p = &run_problem();
   a.src = src[0]->data();
-  a.wei = weight_.data();
+  a.wei = run_weights();
   a.dst_grad = d_dst.data();
-  a.wei_grad = d_weight_.data();
+  a.wei_grad = crop_.active ? cropped_grad_.data() : d_weight_.data();
   a.bias_grad = has_bias_ ? d_bias_.data() : nullptr;
   a.workspace = workspace_.data();
   a.threads = threads_;
   bwd_weights_->run(a);
+  if (crop_.active)
+    conv_uncrop_weight_grad(problem_, crop_, cropped_grad_.data(), d_weight_.data());
   if (d_src[0] == nullptr) return;
   a.src_grad = d_src[0]->data();
   bwd_data_->run(a);

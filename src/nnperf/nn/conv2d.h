@@ -13,6 +13,7 @@
 
 #include "nnperf/core/workspace.h"
 #include "nnperf/kernels/conv/conv.h"
+#include "nnperf/kernels/conv/conv_crop.h"
 #include "nnperf/kernels/conv/conv_dispatch.h"
 #include "nnperf/nn/batchnorm.h"
 #include "nnperf/nn/layer.h"
@@ -101,8 +102,11 @@ class Conv2d : public Layer {
 
  private:
   static ConvSelection selection(const PlanContext& ctx);
-  void prepare_weights();  // folded weights/bias and the algorithm's packed weights
-  const float* run_weights() const;
+  void prepare_weights();  // folded and cropped weights/bias and the algorithm's packed weights
+  const float* base_weights() const;  // the folded weights, or the layer's own
+  const float* run_weights() const;   // base_weights(), cropped to the live taps when cropping
+  // What the algorithms run: the cropped problem when dead taps were dropped, else problem_.
+  const ConvProblem& run_problem() const { return crop_.active ? crop_.cropped : problem_; }
   const float* run_bias() const;
 
   int64_t ic_, oc_, kh_, kw_, stride_, pad_, dilation_, groups_;
@@ -113,6 +117,11 @@ class Conv2d : public Layer {
   Tensor folded_weight_, folded_bias_;
 
   ConvProblem problem_;
+  // Live taps (kernels/conv/conv_crop.h): with guess or find, a kernel whose outer taps read only
+  // padding runs as the smaller convolution of its live taps; a named algorithm runs the layer
+  // as it is.
+  ConvCrop crop_;
+  Tensor cropped_weight_, cropped_grad_;
   const ConvAlgorithm* algo_ = nullptr;
   const ConvBackwardAlgorithm* bwd_data_ = nullptr;
   const ConvBackwardAlgorithm* bwd_weights_ = nullptr;
