@@ -35,10 +35,12 @@ struct CountKey {
   std::string optimizer;
   std::vector<int64_t> hidden;
   std::string activation;
+  int64_t channels = 0, classes = 0;  // 0: the model's defaults
   bool operator<(const CountKey& o) const {
-    return std::tie(model, input_size, batch, training, fold_bn, optimizer, hidden, activation) <
-           std::tie(o.model, o.input_size, o.batch, o.training, o.fold_bn, o.optimizer, o.hidden,
-                    o.activation);
+    return std::tie(model, input_size, batch, training, fold_bn, optimizer, hidden, activation,
+                    channels, classes) < std::tie(o.model, o.input_size, o.batch, o.training,
+                                                  o.fold_bn, o.optimizer, o.hidden, o.activation,
+                                                  o.channels, o.classes);
   }
 };
 
@@ -54,6 +56,8 @@ class Counter {
     mo.fold_bn = k.fold_bn;
     if (!k.hidden.empty()) mo.hidden = k.hidden;
     if (!k.activation.empty()) mo.activation = k.activation;
+    if (k.channels > 0) mo.input_shape = Shape{k.channels, k.input_size, k.input_size};
+    if (k.classes > 0) mo.classes = k.classes;
     return cache_.emplace(k, model_complexity(k.model, k.input_size, k.batch, co, mo))
         .first->second;
   }
@@ -192,10 +196,54 @@ void mlp_bench_points(const fs::path& path, Counter& counter, std::vector<Roofli
   }
 }
 
+// A CNN training run's final_results.json (runs/cnn_train): one point for its mean step.
+void cnn_train_point(const fs::path& path, const nlohmann::json& doc, Counter& counter,
+                     std::vector<RooflinePoint>& out, std::vector<std::string>& notes) {
+  const JsonPath root{path.string(), ""};
+  const nlohmann::json& ctx = json_object(doc, "context", root);
+  const JsonPath cat = root.at("context");
+  const nlohmann::json& data = json_object(ctx, "data", cat);
+  const nlohmann::json& recipe = json_object(ctx, "recipe", cat);
+  const auto ips = json_optional_number(doc, "imgs_per_sec", root);
+  const std::vector<int64_t> shape = int_list(data, "shape", cat.at("data"));
+  if (!ips || !(*ips > 0) || shape.size() != 3) {
+    notes.push_back(
+        fmt::format("{}: no measured throughput or input shape; skipped", path.string()));
+    return;
+  }
+  const std::string model = json_string(doc, "model", root);
+  const int64_t batch = json_integer(recipe, "batch_size", cat.at("recipe"));
+  CountKey key{model, shape[1], batch, true, false, "sgd", {}, ""};
+  key.channels = shape[0];
+  key.classes = json_integer(data, "classes", cat.at("data"));
+  const ModelComplexity& mc = counter.count(key);
+  RooflinePoint p;
+  p.source = "train";
+  p.origin = path.string();
+  p.arch = model;
+  p.layer_type = "training step";
+  p.algorithm = ctx.contains("conv_algorithm") && ctx["conv_algorithm"].is_string()
+                    ? ctx["conv_algorithm"].get<std::string>()
+                    : "";
+  p.pass = "training";
+  p.label = fmt::format("train/{}/{}", path.parent_path().filename().string(), model);
+  p.batch_size = batch;
+  p.threads = static_cast<int>(json_integer(ctx, "threads", cat));
+  p.flops = mc.totals.flops_iteration();
+  p.bytes = mc.totals.bytes_iteration();
+  p.time_ms = static_cast<double>(batch) / *ips * 1e3;  // one training step, data waits included
+  p.elapsed_sec = json_optional_number(doc, "measured_sec", root).value_or(0.0);
+  out.push_back(std::move(p));
+}
+
 void train_points(const fs::path& path, Counter& counter, std::vector<RooflinePoint>& out,
                   std::vector<std::string>& notes) {
   const nlohmann::json doc = read_json(path);
   const JsonPath root{path.string(), ""};
+  if (doc.contains("model") && doc.contains("context")) {
+    cnn_train_point(path, doc, counter, out, notes);
+    return;
+  }
   const nlohmann::json& hp = json_object(doc, "hyperparameters", root);
   const JsonPath hat = root.at("hyperparameters");
   const auto ips = json_optional_number(doc, "imgs_per_sec", root);

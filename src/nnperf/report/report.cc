@@ -552,15 +552,14 @@ ReportSection training_section(const std::vector<fs::path>& files, const fs::pat
   ReportSection s;
   s.title = "Training runs";
   ReportTable t;
-  t.header = {"run",           "model",         "batch",    "epochs",       "test accuracy",
-              "best accuracy", "test loss",     "images/s", "measured (s)", "data wait"};
+  t.header = {"run",           "model",     "batch",    "epochs",       "test accuracy",
+              "best accuracy", "test loss", "images/s", "measured (s)", "data wait"};
   t.numeric = {false, false, true, true, true, true, true, true, true, true};
   for (const fs::path& p : files) {
     const nlohmann::json j = read_json(p);
     const bool cnn = j.contains("model") && j.contains("context");
-    const nlohmann::json hp =
-        cnn ? j["context"].value("recipe", nlohmann::json::object())
-            : j.value("hyperparameters", nlohmann::json::object());
+    const nlohmann::json hp = cnn ? j["context"].value("recipe", nlohmann::json::object())
+                                  : j.value("hyperparameters", nlohmann::json::object());
     const std::string model = cnn ? str(j, "model") : "mlp " + str(j, "activation");
     const std::string wait = cnn ? pct(num(j, "data_wait_fraction")) : "";
     t.rows.push_back({rel(p.parent_path(), root), model, str(hp, "batch_size"),

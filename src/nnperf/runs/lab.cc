@@ -18,6 +18,7 @@
 #include "nnperf/profile/clock.h"
 #include "nnperf/report/report.h"
 #include "nnperf/runs/activation_study.h"
+#include "nnperf/runs/cnn_train.h"
 #include "nnperf/runs/mlp_bench.h"
 #include "nnperf/runs/profile_run.h"
 
@@ -86,6 +87,28 @@ void profile_stage(const LabOptions& o, const fs::path& dir, Progress& progress)
   }
 }
 
+// The CNN trained for one short epoch on the lab's data (a sample of it), with a loader thread:
+// training throughput, data wait and a checkpoint round, not an accuracy figure.
+void cnn_train_stage(const LabOptions& o, const fs::path& dir) {
+  CnnTrainOptions t;
+  t.model = o.model;
+  t.data.dir = o.data_dir;
+  t.data.synthetic = o.synthetic;
+  t.data.synthetic_channels = 1;
+  t.data.synthetic_side = 28;
+  t.data.limit_train = 1024;
+  t.data.limit_test = 512;
+  t.epochs = 1;
+  t.batch_size = 64;
+  t.warmup_steps = 4;
+  t.workers = 1;
+  t.threads = o.threads;
+  t.out_dir = dir;
+  t.progress = Progress::Mode::kQuiet;
+  t.command_line = o.command_line;
+  run_cnn_training(t);
+}
+
 void complexity_stage(const LabOptions& o, const fs::path& dir) {
   fs::create_directories(dir);
   ProfileOptions p;
@@ -127,7 +150,8 @@ LabResult run_lab(const LabOptions& o) {
   write_run_json(
       out, o.command_line,
       {{"job", "lab"},
-       {"stages", "peaks, mlp-bench, activations, profile, complexity, roofline, report"}});
+       {"stages",
+        "peaks, mlp-bench, activations, profile, cnn-train, complexity, roofline, report"}});
   Progress progress(o.progress == Progress::Mode::kBar ? Progress::Mode::kLines : o.progress);
   const std::vector<std::pair<std::string, std::function<void()>>> stages{
       {"ceilings (peaks --quick)", [&] { peaks_stage(o, out / "peaks"); }},
@@ -135,6 +159,8 @@ LabResult run_lab(const LabOptions& o) {
       {"activation-timing study (quick)", [&] { activations_stage(o, out / "activations"); }},
       {fmt::format("convolution-algorithm profile of {} (sanity)", o.model),
        [&] { profile_stage(o, out / "profile", progress); }},
+      {fmt::format("{} training (1 epoch on 1,024 images)", o.model),
+       [&] { cnn_train_stage(o, out / "train"); }},
       {"complexity", [&] { complexity_stage(o, out / "complexity"); }},
       {"roofline", [&] { roofline_stage(out, out / "roofline"); }},
       {"report",
