@@ -28,9 +28,11 @@ run: configure
 test: build
 	bash scripts/test.sh $(BUILD)
 
-# The measured targets (GEMM vs OpenBLAS, mlp-bench, training vs PyTorch and NumPy).
+# The measured targets (GEMM vs OpenBLAS, mlp-bench, MLP training vs PyTorch and NumPy, then CNN
+# training vs PyTorch: iteration times, data path; ACCURACY=1 adds the Fashion-MNIST accuracy runs).
 bench: build
 	bash scripts/bench.sh $(BUILD)
+	bash scripts/bench_train_cnn.sh $(BUILD)
 
 # The CNN targets: every VGG16/ResNet-50 conv layer vs PyTorch and oneDNN, whole-model latency.
 bench-conv: build

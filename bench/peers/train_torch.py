@@ -1,0 +1,269 @@
+"""PyTorch peer of `nnperf train --model <CNN>`: nn-perf's train.py recipe (torchvision model,
+SGD Nesterov with weight decay, linear warm-up then cosine per step, label smoothing, random
+crop with 4-pixel padding + horizontal flip, per-channel normalisation) on the same data files,
+and cloudml-project1's fixed-iteration driver (--iters), on the CPU.
+
+  train_torch.py --model resnet18 --data /usr/share/datasets/fashion-mnist --epochs 5 \
+      --batch-size 128 --seed 1 --threads 2 --json F
+  train_torch.py --model resnet18 --iters 10 --warmup-iters 3 --batch-size 32 --input-size 32 \
+      --num-classes 10 --threads 1 --json F
+
+Epoch mode writes {"peer": "torch", "version", "context", "recipe", "epochs": [{epoch,
+train_loss, train_acc, test_loss, test_acc, lr, seconds}], "final_test_acc", "best_test_acc",
+"measured_sec", "imgs_per_sec"}; driver mode prints `MEASURED_SEC=... IMGS_PER_SEC=... BATCH=...
+ARCH=... BACKEND=cpu` and writes {"peer", "version", "context", "record": {model, batch_size,
+input_size, warmup_iters, iters, measured_sec, sec_per_iter, imgs_per_sec}}.
+Data order and augmentation draws come from torch's generator seeded with --seed; they are not
+nnperf's (different generators), so runs are compared as means over seeds.
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_common  # noqa: E402  (IDX reader, run context, JSON writer)
+
+CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
+CIFAR10_STD = (0.2023, 0.1994, 0.2010)
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--model", default="resnet18")
+    ap.add_argument("--data", default=peer_common.DEFAULT_DATA_DIR,
+                    help="IDX folder (train-/t10k-*-ubyte[.gz]) or CIFAR-10 binary folder")
+    ap.add_argument("--epochs", type=int, default=80)
+    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--momentum", type=float, default=0.9)
+    ap.add_argument("--weight-decay", type=float, default=5e-4)
+    ap.add_argument("--warmup", type=int, default=500, help="optimizer steps of linear warm-up")
+    ap.add_argument("--label-smoothing", type=float, default=0.0)
+    ap.add_argument("--no-augment", action="store_true")
+    ap.add_argument("--limit-train", type=int, default=0)
+    ap.add_argument("--limit-test", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--json", default=None, metavar="FILE")
+    # driver mode
+    ap.add_argument("--iters", type=int, default=0, help="fixed-iteration driver: measured steps")
+    ap.add_argument("--warmup-iters", type=int, default=5)
+    ap.add_argument("--input-size", type=int, default=224)
+    ap.add_argument("--in-channels", type=int, default=3)
+    ap.add_argument("--num-classes", type=int, default=1000)
+    a = ap.parse_args(argv)
+    if a.threads < 1 or a.batch_size < 1 or a.epochs < 1 or a.warmup < 0 or a.iters < 0:
+        ap.error("--threads, --batch-size and --epochs must be >= 1; --warmup, --iters >= 0")
+    return a
+
+
+# ---------------------------------------------------------------------------------------------
+# Data: float32 N x C x H x W in [0, 1] and int64 labels, as nnperf's readers produce them
+
+
+def load_idx(folder):
+    import numpy as np
+
+    def find(prefix, kind):
+        for name in (f"{prefix}-{kind}", f"{prefix}-{kind}.gz"):
+            if os.path.exists(os.path.join(folder, name)):
+                return os.path.join(folder, name)
+        sys.exit(f"error: {folder}: no {prefix}-{kind}[.gz]")
+
+    out = {}
+    for split, prefix in (("train", "train"), ("test", "t10k")):
+        x = peer_common.read_idx(find(prefix, "images-idx3-ubyte"))
+        y = peer_common.read_idx(find(prefix, "labels-idx1-ubyte"))
+        out[split] = (x[:, None, :, :].astype(np.float32) / np.float32(255.0), y.astype(np.int64))
+    return out, int(max(out["train"][1].max(), out["test"][1].max())) + 1
+
+
+def load_cifar10(folder):
+    import numpy as np
+
+    d = os.path.join(folder, "cifar-10-batches-bin")
+    if os.path.isdir(d):
+        folder = d
+
+    def read(names):
+        raw = b"".join(open(os.path.join(folder, n), "rb").read() for n in names)
+        rec = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 3073)
+        return (rec[:, 1:].reshape(-1, 3, 32, 32).astype(np.float32) / np.float32(255.0),
+                rec[:, 0].astype(np.int64))
+
+    train = read([f"data_batch_{i}.bin" for i in range(1, 6)])
+    return {"train": train, "test": read(["test_batch.bin"])}, 10
+
+
+def load_data(a):
+    is_cifar = any(os.path.exists(os.path.join(a.data, n))
+                   for n in ("data_batch_1.bin", "cifar-10-batches-bin"))
+    data, classes = load_cifar10(a.data) if is_cifar else load_idx(a.data)
+    for split, limit in (("train", a.limit_train), ("test", a.limit_test)):
+        if limit > 0:
+            x, y = data[split]
+            data[split] = (x[:limit], y[:limit])
+    if is_cifar:
+        mean, std = CIFAR10_MEAN, CIFAR10_STD
+    else:  # per channel over the training images, population std (as nnperf's channel_norm)
+        x = data["train"][0].astype("float64")
+        mean = tuple(float(v) for v in x.mean(axis=(0, 2, 3)))
+        std = tuple(float(v) for v in x.std(axis=(0, 2, 3)))
+    return data, classes, mean, std, ("cifar-10" if is_cifar else os.path.basename(os.path.normpath(a.data)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Model, schedule, augmentation
+
+
+def make_model(torch, name, in_channels, classes):
+    import torchvision
+
+    m = getattr(torchvision.models, name)(weights=None, num_classes=classes)
+    if in_channels != 3:
+        if hasattr(m, "conv1"):  # ResNets
+            c = m.conv1
+            m.conv1 = torch.nn.Conv2d(in_channels, c.out_channels, c.kernel_size, c.stride,
+                                      c.padding, bias=c.bias is not None)
+        else:
+            sys.exit(f"error: --model {name}: only ResNets are adapted to {in_channels} channels")
+    return m
+
+
+def lr_at(step, base, warmup, total):
+    """nnperf's WarmupCosine (train/schedule.h)."""
+    if warmup > 0 and step < warmup:
+        return base * (step + 1) / warmup
+    p = min(max((step - warmup) / max(1, total - warmup), 0.0), 1.0)
+    return base * 0.5 * (1.0 + math.cos(math.pi * p))
+
+
+def augment(torch, x, gen, pad=4):
+    """RandomCrop(size, padding=pad) on zero-padded [0,1] pixels, then RandomHorizontalFlip."""
+    n, c, h, w = x.shape
+    padded = torch.nn.functional.pad(x, (pad, pad, pad, pad))
+    dy = torch.randint(0, 2 * pad + 1, (n,), generator=gen)
+    dx = torch.randint(0, 2 * pad + 1, (n,), generator=gen)
+    flip = torch.rand(n, generator=gen) < 0.5
+    rows = (dy[:, None] + torch.arange(h)[None, :])  # n x h
+    cols = (dx[:, None] + torch.arange(w)[None, :])  # n x w
+    idx_n = torch.arange(n)[:, None, None, None]
+    idx_c = torch.arange(c)[None, :, None, None]
+    out = padded[idx_n, idx_c, rows[:, None, :, None], cols[:, None, None, :]]
+    out[flip] = out[flip].flip(-1)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def run_epochs(a, torch):
+    data, classes, mean, std, name = load_data(a)
+    x_tr, y_tr = (torch.from_numpy(v) for v in data["train"])
+    x_te, y_te = (torch.from_numpy(v) for v in data["test"])
+    mean_t = torch.tensor(mean, dtype=torch.float32)[None, :, None, None]
+    std_t = torch.tensor(std, dtype=torch.float32)[None, :, None, None]
+    torch.manual_seed(a.seed)
+    gen = torch.Generator().manual_seed(a.seed + 1)
+    model = make_model(torch, a.model, x_tr.shape[1], classes)
+    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum, nesterov=True,
+                          weight_decay=a.weight_decay)
+    loss_fn = torch.nn.CrossEntropyLoss(label_smoothing=a.label_smoothing)
+    per_epoch = (x_tr.shape[0] + a.batch_size - 1) // a.batch_size
+    total = a.epochs * per_epoch
+    step, records, best = 0, [], 0.0
+    for epoch in range(1, a.epochs + 1):
+        model.train()
+        order = torch.randperm(x_tr.shape[0], generator=gen)
+        loss_sum, correct, seen, t0 = 0.0, 0, 0, time.perf_counter()
+        for b in range(per_epoch):
+            idx = order[b * a.batch_size:(b + 1) * a.batch_size]
+            x = x_tr[idx]
+            if not a.no_augment:
+                x = augment(torch, x, gen)
+            x = (x - mean_t) / std_t
+            y = y_tr[idx]
+            for g in opt.param_groups:
+                g["lr"] = lr_at(step, a.lr, a.warmup, total)
+            opt.zero_grad(set_to_none=True)
+            out = model(x)
+            loss = loss_fn(out, y)
+            loss.backward()
+            opt.step()
+            step += 1
+            loss_sum += loss.item() * len(idx)
+            correct += int((out.argmax(1) == y).sum())
+            seen += len(idx)
+        seconds = time.perf_counter() - t0
+        model.eval()
+        t_loss, t_correct = 0.0, 0
+        with torch.no_grad():
+            for b in range(0, x_te.shape[0], a.batch_size):
+                x = (x_te[b:b + a.batch_size] - mean_t) / std_t
+                out = model(x)
+                y = y_te[b:b + a.batch_size]
+                t_loss += float(torch.nn.functional.cross_entropy(out, y, reduction="sum"))
+                t_correct += int((out.argmax(1) == y).sum())
+        r = {"epoch": epoch, "train_loss": loss_sum / seen, "train_acc": correct / seen,
+             "test_loss": t_loss / x_te.shape[0], "test_acc": t_correct / x_te.shape[0],
+             "lr": opt.param_groups[0]["lr"], "seconds": seconds}
+        best = max(best, r["test_acc"])
+        records.append(r)
+        print(f"epoch {epoch}/{a.epochs}: train_loss {r['train_loss']:.4f} train_acc "
+              f"{r['train_acc']:.4f} test_loss {r['test_loss']:.4f} test_acc {r['test_acc']:.4f} "
+              f"lr {r['lr']:.5f} | {seconds:.2f} s", flush=True)
+    sec = sum(r["seconds"] for r in records)
+    ips = x_tr.shape[0] * a.epochs / sec
+    print(f"MEASURED_SEC={sec:.6f} IMGS_PER_SEC={ips:.2f} BATCH={a.batch_size} ARCH={a.model} "
+          "BACKEND=cpu", flush=True)
+    return {"dataset": name, "epochs": records, "final_test_acc": records[-1]["test_acc"],
+            "best_test_acc": best, "measured_sec": sec, "imgs_per_sec": ips,
+            "norm": {"mean": mean, "std": std}}
+
+
+def run_driver(a, torch):
+    torch.manual_seed(a.seed)
+    model = make_model(torch, a.model, a.in_channels, a.num_classes)
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    gen = torch.Generator().manual_seed(a.seed)
+    xs = [torch.rand(a.batch_size, a.in_channels, a.input_size, a.input_size, generator=gen)
+          for _ in range(2)]
+    ys = [torch.randint(0, a.num_classes, (a.batch_size,), generator=gen) for _ in range(2)]
+    t0 = time.perf_counter()
+    for i in range(a.warmup_iters + a.iters):
+        if i == a.warmup_iters:
+            t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(xs[i % 2]), ys[i % 2])
+        loss.backward()
+        opt.step()
+    sec = time.perf_counter() - t0
+    ips = a.batch_size * a.iters / sec
+    print(f"MEASURED_SEC={sec:.6f} IMGS_PER_SEC={ips:.2f} BATCH={a.batch_size} ARCH={a.model} "
+          "BACKEND=cpu", flush=True)
+    return {"record": {"model": a.model, "batch_size": a.batch_size, "input_size": a.input_size,
+                       "warmup_iters": a.warmup_iters, "iters": a.iters, "measured_sec": sec,
+                       "sec_per_iter": sec / a.iters, "imgs_per_sec": ips}}
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    peer_common.set_thread_env(a.threads)
+    import torch
+
+    torch.set_num_threads(a.threads)
+    ctx = peer_common.context(a.threads)
+    result = run_driver(a, torch) if a.iters > 0 else run_epochs(a, torch)
+    peer_common.finish_context(ctx)
+    recipe = {k: v for k, v in vars(a).items() if k != "json"}
+    peer_common.write_json(a.json, {"peer": "torch", "version": torch.__version__,
+                                    "context": ctx, "recipe": recipe, **result})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The CNN training targets against the PyTorch peer (bench/peers/train_torch.py), in one run:
+#  1. speed: one training iteration of ResNet-18 (batch 32, 3x32x32, 10 classes) and ResNet-50
+#     (batch 8, 3x224x224, 1000 classes) with the fixed-iteration driver on synthetic data, ours
+#     and PyTorch alternating ROUNDS times, at 1 and 2 threads; medians of seconds per iteration;
+#  2. data path: ResNet-18 on CIFAR-10-format files (bench/make_cifar_format.py) with
+#     --workers 1 and 0: the share of the training steps spent waiting for data;
+#  3. accuracy (ACCURACY=1): ResNet-18 with nn-perf's recipe on Fashion-MNIST, ACC_EPOCHS epochs,
+#     seeds ACC_SEEDS, ours and PyTorch, ACC_THREADS threads; means over the seeds.
+#   scripts/bench_train_cnn.sh [BUILD]   (default build)
+# Environment: ROUNDS (3), ITERS (10), WARMUP (3), ACCURACY (0), ACC_EPOCHS (5), ACC_SEEDS
+# ("1 2"), ACC_THREADS (2), ACC_LIMIT_TRAIN (0 = all), OUT (default results/bench_train_cnn_<time>).
+set -euo pipefail
+BUILD=${1:-build}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+NNPERF="$ROOT/$BUILD/nnperf"
+OUT=${OUT:-"$ROOT/results/bench_train_cnn_$(date +%Y%m%d_%H%M%S)"}
+ROUNDS=${ROUNDS:-3}
+ITERS=${ITERS:-10}
+WARMUP=${WARMUP:-3}
+PY=${PEERS_PYTHON:-$(bash "$ROOT/bench/peers/setup-venv.sh" | tail -n 1)}
+mkdir -p "$OUT/speed"
+echo "bench_train_cnn: writing to $OUT"
+
+# 1. speed, alternating
+cases=("resnet18 32 32 10" "resnet50 8 224 1000")
+for threads in 1 2; do
+  for c in "${cases[@]}"; do
+    read -r arch batch size classes <<<"$c"
+    iters=$ITERS; [ "$arch" = resnet50 ] && iters=$((ITERS / 2 > 2 ? ITERS / 2 : 2))
+    for r in $(seq 1 "$ROUNDS"); do
+      tag="${arch}_t${threads}_r${r}"
+      "$NNPERF" train --model "$arch" --synthetic --iters "$iters" --warmup-iters "$WARMUP" \
+        --batch-size "$batch" --input-size "$size" --in-channels 3 --num-classes "$classes" \
+        --threads "$threads" --label "bench_$tag" --log-dir "$OUT/logs" > "$OUT/speed/nnperf_$tag.log"
+      "$PY" "$ROOT/bench/peers/train_torch.py" --model "$arch" --iters "$iters" \
+        --warmup-iters "$WARMUP" --batch-size "$batch" --input-size "$size" --in-channels 3 \
+        --num-classes "$classes" --threads "$threads" > "$OUT/speed/torch_$tag.log"
+    done
+  done
+done
+
+# 2. data path on CIFAR-format files
+python3 "$ROOT/bench/make_cifar_format.py" "$OUT/cifar_like" --per-batch 2000 --test 1000 > /dev/null
+for w in 1 0; do
+  "$NNPERF" train --model resnet18 --data "$OUT/cifar_like" --workers "$w" --epochs 1 \
+    --threads 2 --progress lines --no-tensorboard --out-dir "$OUT/datapath_w$w" > "$OUT/datapath_w$w.log"
+done
+
+# 3. accuracy
+if [ "${ACCURACY:-0}" = 1 ]; then
+  limit=()
+  [ "${ACC_LIMIT_TRAIN:-0}" != 0 ] && limit=(--limit-train "$ACC_LIMIT_TRAIN")
+  for s in ${ACC_SEEDS:-1 2}; do
+    "$NNPERF" train --model resnet18 --epochs "${ACC_EPOCHS:-5}" --batch-size 128 --seed "$s" \
+      --threads "${ACC_THREADS:-2}" --progress lines --no-tensorboard "${limit[@]}" \
+      --out-dir "$OUT/acc_nnperf_$s" > "$OUT/acc_nnperf_$s.log"
+    "$PY" "$ROOT/bench/peers/train_torch.py" --model resnet18 --epochs "${ACC_EPOCHS:-5}" \
+      --batch-size 128 --seed "$s" --threads "${ACC_THREADS:-2}" "${limit[@]}" \
+      --json "$OUT/acc_torch_$s.json" > "$OUT/acc_torch_$s.log"
+  done
+fi
+
+python3 "$ROOT/scripts/bench_train_cnn_summary.py" "$OUT" | tee "$OUT/summary.md"
+echo "bench_train_cnn: done ($OUT)"
