@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "nnperf/kernels/pool.h"
 #include "nnperf/nn/layer.h"
 
 namespace nnperf {
@@ -27,8 +28,7 @@ class Pool2dBase : public Layer {
   // stride 0 means stride = kernel (PyTorch's default).
   Pool2dBase(const char* kind, int64_t kernel, int64_t stride, int64_t pad, bool ceil_mode);
   std::string base_describe() const;  // "MaxPool2d(k3, s2, p1, ceil)"
-  // The clipped input window [h0, h1) x [w0, w1) of output (oy, ox).
-  void window(int64_t oy, int64_t ox, int64_t& h0, int64_t& h1, int64_t& w0, int64_t& w1) const;
+  PoolShape shape() const;            // the planned shape, for kernels/pool.h
 
   const char* kind_;
   int64_t k_, s_, p_;
@@ -70,10 +70,7 @@ class AvgPool2d : public Pool2dBase {
   double forward_flops() const override;  // one add per window element + one multiply
 
  private:
-  // PyTorch's divisor: the window clipped to the padded input (count_include_pad) or to the
-  // input itself.
-  int64_t divisor(int64_t oy, int64_t ox) const;
-  bool count_include_pad_;
+  bool count_include_pad_;  // the divisor: kernels/pool.h's avgpool_divisor
 };
 
 }  // namespace nnperf

@@ -1,0 +1,62 @@
+// BatchNorm over N x C x H x W (PyTorch's BatchNorm2d semantics), the loops behind
+// nn/batchnorm: channel c of image n is one contiguous plane of `plane` = H*W values.
+// Training forward: per channel the batch mean and (biased) variance, accumulated in float64 in
+// two passes (the mean, then centred squares), y = (x - mean) * s + beta with
+// s = gamma/sqrt(var + eps), per element in float64; the running statistics move by `momentum`
+// towards the batch's (the variance unbiased, N*H*W / (N*H*W - 1)). Backward: with xhat = (x -
+// mean) * inv, d_gamma = sum dy*xhat, d_beta = sum dy, dx = gamma*inv*(dy - d_beta/M -
+// xhat*d_gamma/M), M = N*H*W, sums in float64. Each plane's sums run in 8 independent float64
+// accumulators (one serial chain would cost an add latency per element), combined in a fixed order:
+// the result does not depend on the thread count. The *_reference functions are plain float64 loops
+// for the tests.
+#pragma once
+#include <cstdint>
+
+namespace nnperf {
+
+struct BatchNormShape {
+  int64_t mb = 0, channels = 0, plane = 0;
+};
+
+struct BatchNormTrainArgs {
+  BatchNormShape shape;
+  const float* x = nullptr;
+  float* y = nullptr;
+  const float* gamma = nullptr;
+  const float* beta = nullptr;
+  double eps = 1e-5, momentum = 0.1;
+  float* running_mean = nullptr;  // updated in place
+  float* running_var = nullptr;
+  double* save_mean = nullptr;  // out: per channel, for the backward
+  double* save_inv = nullptr;   // out: 1/sqrt(var + eps)
+  int threads = 1;
+};
+
+struct BatchNormBackwardArgs {
+  BatchNormShape shape;
+  const float* x = nullptr;
+  const float* dy = nullptr;
+  float* dx = nullptr;  // may be null: only d_gamma and d_beta
+  const float* gamma = nullptr;
+  const double* save_mean = nullptr;
+  const double* save_inv = nullptr;
+  float* d_gamma = nullptr;  // overwritten
+  float* d_beta = nullptr;
+  int threads = 1;
+};
+
+// y = x * scale[c] + shift[c] (inference with folded running statistics).
+void batchnorm_apply(const BatchNormShape& s, const float* x, const float* scale,
+                     const float* shift, float* y, int threads);
+void batchnorm_train_forward(const BatchNormTrainArgs& a);
+void batchnorm_backward(const BatchNormBackwardArgs& a);
+
+// Float64 references: y, the batch mean and biased variance per channel; dx, d_gamma, d_beta.
+void batchnorm_train_forward_reference(const BatchNormShape& s, const float* x, const float* gamma,
+                                       const float* beta, double eps, double* y, double* mean,
+                                       double* var);
+void batchnorm_backward_reference(const BatchNormShape& s, const float* x, const float* dy,
+                                  const float* gamma, double eps, double* dx, double* d_gamma,
+                                  double* d_beta);
+
+}  // namespace nnperf

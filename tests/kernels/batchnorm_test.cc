@@ -1,0 +1,118 @@
+// Tests for kernels/batchnorm: training forward (output, saved statistics, running statistics)
+// and backward against the float64 references at odd shapes (1x1 planes, batch 1 with a plane of
+// 2, 3 and 5 channels, planes not a multiple of the 8 accumulators, a large mean), on 1 and 3
+// threads; the backward reference against central differences of the forward reference.
+// Tolerances: outputs are float32 roundings of float64 results: 1e-5 relative to the largest
+// magnitude of the tensor (a few float ulps of its scale); statistics 1e-9 relative (float64
+// sums in another order).
+#include "nnperf/kernels/batchnorm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+const BatchNormShape kShapes[] = {{2, 3, 25}, {1, 5, 2}, {4, 3, 1}, {3, 2, 67}, {2, 4, 9}};
+
+double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::abs(x));
+  return m;
+}
+
+TEST(BatchNormKernels, ForwardAndBackwardMatchTheReference) {
+  for (const BatchNormShape& s : kShapes) {
+    for (double offset : {0.0, 1000.0}) {  // a large mean: the centred second pass keeps it exact
+      const int64_t n = s.mb * s.channels * s.plane;
+      std::vector<float> x = test::random_vector(n, 3, -1.0f, 1.0f);
+      for (float& v : x) v += static_cast<float>(offset);
+      const std::vector<float> gamma = test::random_vector(s.channels, 4, 0.5f, 1.5f);
+      const std::vector<float> beta = test::random_vector(s.channels, 5);
+      const std::vector<float> dy = test::random_vector(n, 6);
+      std::vector<double> ry(static_cast<std::size_t>(n)),
+          rmean(static_cast<std::size_t>(s.channels)), rvar(rmean.size()), rdx(ry.size()),
+          rdg(rmean.size()), rdb(rmean.size());
+      batchnorm_train_forward_reference(s, x.data(), gamma.data(), beta.data(), 1e-5, ry.data(),
+                                        rmean.data(), rvar.data());
+      batchnorm_backward_reference(s, x.data(), dy.data(), gamma.data(), 1e-5, rdx.data(),
+                                   rdg.data(), rdb.data());
+      for (int threads : {1, 3}) {
+        std::vector<float> y(static_cast<std::size_t>(n)), dx(y.size()), dg(rmean.size()),
+            db(rmean.size()), run_mean(rmean.size(), 0.5f), run_var(rmean.size(), 2.0f);
+        std::vector<double> mean(rmean.size()), inv(rmean.size());
+        BatchNormTrainArgs f{s,          x.data(), y.data(),        gamma.data(),   beta.data(),
+                             1e-5,       0.1,      run_mean.data(), run_var.data(), mean.data(),
+                             inv.data(), threads};
+        batchnorm_train_forward(f);
+        BatchNormBackwardArgs b{s,           x.data(),   dy.data(), dx.data(), gamma.data(),
+                                mean.data(), inv.data(), dg.data(), db.data(), threads};
+        batchnorm_backward(b);
+        const double ys = max_abs(ry), dxs = max_abs(rdx), gs = max_abs(rdg) + max_abs(rdb);
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_NEAR(y[i], ry[i], 1e-5 * ys) << i;
+          ASSERT_NEAR(dx[i], rdx[i], 1e-5 * dxs) << i;
+        }
+        const double count = static_cast<double>(s.mb * s.plane);
+        for (int64_t c = 0; c < s.channels; ++c) {
+          EXPECT_NEAR(mean[c], rmean[c], 1e-9 * (1 + std::abs(rmean[c])));
+          EXPECT_NEAR(inv[c], 1 / std::sqrt(rvar[c] + 1e-5), 1e-9 * inv[c]);
+          EXPECT_NEAR(run_mean[c], 0.9 * 0.5 + 0.1 * rmean[c], 1e-6 * (1 + std::abs(rmean[c])));
+          const double unbiased = count > 1 ? rvar[c] * count / (count - 1) : 0;
+          EXPECT_NEAR(run_var[c], 0.9 * 2.0 + 0.1 * unbiased, 1e-6 * (1 + unbiased));
+          EXPECT_NEAR(dg[c], rdg[c], 1e-5 * gs);
+          EXPECT_NEAR(db[c], rdb[c], 1e-5 * gs);
+        }
+        // dx may be skipped: the parameter gradients stay the same.
+        b.dx = nullptr;
+        batchnorm_backward(b);
+      }
+    }
+  }
+}
+
+// The backward reference is the forward reference's gradient: L = sum(dy * y).
+TEST(BatchNormKernels, BackwardReferenceMatchesFiniteDifferences) {
+  const BatchNormShape s{2, 2, 3};
+  const int64_t n = s.mb * s.channels * s.plane;
+  std::vector<float> x = test::random_vector(n, 7);
+  std::vector<float> gamma = test::random_vector(s.channels, 8, 0.5f, 1.5f);
+  const std::vector<float> beta = test::random_vector(s.channels, 9);
+  const std::vector<float> dy = test::random_vector(n, 10);
+  std::vector<double> dx(static_cast<std::size_t>(n)), dg(2), db(2), y(dx.size()), m(2), v(2);
+  batchnorm_backward_reference(s, x.data(), dy.data(), gamma.data(), 1e-5, dx.data(), dg.data(),
+                               db.data());
+  const auto loss = [&] {
+    batchnorm_train_forward_reference(s, x.data(), gamma.data(), beta.data(), 1e-5, y.data(),
+                                      m.data(), v.data());
+    double l = 0;
+    for (int64_t i = 0; i < n; ++i) l += dy[i] * y[i];
+    return l;
+  };
+  const float h = 1.0f / 256;  // exact in float
+  for (int64_t i = 0; i < n; ++i) {
+    const float keep = x[i];
+    x[i] = keep + h;
+    const double up = loss();
+    x[i] = keep - h;
+    const double down = loss();
+    x[i] = keep;
+    EXPECT_NEAR((up - down) / (2 * h), dx[i], 2e-3 * (1 + std::abs(dx[i]))) << i;  // O(h^2)
+  }
+  for (int64_t c = 0; c < s.channels; ++c) {
+    const float keep = gamma[c];
+    gamma[c] = keep + h;
+    const double up = loss();
+    gamma[c] = keep - h;
+    const double down = loss();
+    gamma[c] = keep;
+    EXPECT_NEAR((up - down) / (2 * h), dg[c], 1e-6 * (1 + std::abs(dg[c])));  // linear in gamma
+  }
+}
+
+}  // namespace
+}  // namespace nnperf
