@@ -106,6 +106,22 @@ ConvSelection Conv2d::selection(const PlanContext& ctx) {
   return sel;
 }
 
+ConvProblem Conv2d::problem_for(const Shape& x) const {
+  ConvProblem p;
+  p.g = groups_;
+  p.mb = x[0];
+  p.ic = ic_;
+  p.ih = x[2];
+  p.iw = x[3];
+  p.oc = oc_;
+  p.kh = kh_;
+  p.kw = kw_;
+  p.sh = p.sw = stride_;
+  p.ph = p.pw = pad_;
+  p.dh = p.dw = dilation_;
+  return p;
+}
+
 Shape Conv2d::plan(std::span<const Shape> src, const PlanContext& ctx) {
   if (src.size() != 1) {
     throw Error(fmt::format("{}: expected 1 input, got {}", describe(), src.size()));
@@ -120,18 +136,7 @@ Shape Conv2d::plan(std::span<const Shape> src, const PlanContext& ctx) {
         "model without BN folding",
         describe()));
   }
-  ConvProblem p;
-  p.g = groups_;
-  p.mb = x[0];
-  p.ic = ic_;
-  p.ih = x[2];
-  p.iw = x[3];
-  p.oc = oc_;
-  p.kh = kh_;
-  p.kw = kw_;
-  p.sh = p.sw = stride_;
-  p.ph = p.pw = pad_;
-  p.dh = p.dw = dilation_;
+  const ConvProblem p = problem_for(x);
   const std::string invalid = p.invalid_reason();
   if (!invalid.empty()) {
     throw Error(fmt::format("{}: input {} is too small or malformed for this layer: {}", describe(),

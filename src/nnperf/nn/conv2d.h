@@ -102,6 +102,7 @@ class Conv2d : public Layer {
 
  private:
   static ConvSelection selection(const PlanContext& ctx);
+  ConvProblem problem_for(const Shape& x) const;  // this layer on input x (mb, ic, h, w)
   void prepare_weights();  // folded and cropped weights/bias and the algorithm's packed weights
   const float* base_weights() const;  // the folded weights, or the layer's own
   const float* run_weights() const;   // base_weights(), cropped to the live taps when cropping

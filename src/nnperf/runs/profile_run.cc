@@ -527,6 +527,25 @@ class SweepOutputs {
   CsvWriter overall_, layers_;
 };
 
+// The plan context of every size, and for --pass train the trainer (which keeps a copy of it).
+void configure_sweep(Sweep& sw, const ProfileOptions& o, int threads) {
+  sw.ctx.threads = threads;
+  sw.ctx.training = o.pass == "train";
+  sw.ctx.conv_algorithm = o.algorithm;
+  sw.ctx.strict = o.strict;
+  sw.ctx.time_conv = time_conv_ms;
+  sw.ctx.time_conv_backward = time_conv_backward_ms;
+  sw.ctx.find_exhaustive = o.find_exhaustive;
+  if (sw.ctx.training) {
+    // Plain SGD at a small rate: the steps are timed, not trained to anything; random labels.
+    OptimizerOptions sgd;
+    sgd.name = "sgd";
+    sgd.lr = 1e-4;
+    sgd.momentum = 0.9;
+    sw.trainer = std::make_unique<Trainer>(sw.graph, make_optimizer(sgd), sw.ctx);
+  }
+}
+
 }  // namespace
 
 ProfileResult run_profile(ProfileOptions o) {
@@ -560,21 +579,7 @@ ProfileResult run_profile(ProfileOptions o) {
     sw.graph = model.build(mo);
   }
   sw.graph.init(sw.rng);
-  sw.ctx.threads = threads;
-  sw.ctx.training = o.pass == "train";
-  sw.ctx.conv_algorithm = o.algorithm;
-  sw.ctx.strict = o.strict;
-  sw.ctx.time_conv = time_conv_ms;
-  sw.ctx.time_conv_backward = time_conv_backward_ms;
-  if (sw.ctx.training) {
-    // Plain SGD at a small rate: the steps are timed, not trained to anything; random labels.
-    OptimizerOptions sgd;
-    sgd.name = "sgd";
-    sgd.lr = 1e-4;
-    sgd.momentum = 0.9;
-    sw.trainer = std::make_unique<Trainer>(sw.graph, make_optimizer(sgd), sw.ctx);
-  }
-  sw.ctx.find_exhaustive = o.find_exhaustive;
+  configure_sweep(sw, o, threads);
   // NNPERF_VERBOSE=exec: every pass (warm-up, whole model, layers) logs each node.
   sw.exec = exec_log_from_env(sw.graph, model.name, o.algorithm);
 
