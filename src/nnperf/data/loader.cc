@@ -65,25 +65,23 @@ void BatchLoader::make_batch(int64_t batch, Tensor& x, std::vector<int32_t>& lab
   }
 }
 
-void BatchLoader::drain() {
-  std::unique_lock lock(mu_);
-  ready_cv_.wait(lock, [&] { return in_flight_ == 0; });
-}
-
 void BatchLoader::start_epoch(int64_t epoch) {
-  drain();  // no worker may still be reading order_
   {
-    std::lock_guard lock(mu_);
+    // No worker may take a batch or still read order_ while it changes: new takes are paused
+    // first, then the fills under way are waited for.
+    std::unique_lock lock(mu_);
+    paused_ = true;
+    ready_cv_.wait(lock, [&] { return in_flight_ == 0; });
     epoch_ = epoch;
     order_ = shuffled_order(data_.size(), o_.seed, epoch, o_.shuffle);
     consumed_ = 0;
     next_batch_ = 0;
     wait_ns_ = 0;
-    ++generation_;
     for (Slot& s : slots_) {
       s.batch = -1;
       s.ready = false;
     }
+    paused_ = false;
   }
   work_cv_.notify_all();
 }
@@ -93,20 +91,20 @@ void BatchLoader::worker_loop() {
   std::unique_lock lock(mu_);
   for (;;) {
     work_cv_.wait(lock, [&] {
-      return stop_ || (epoch_ >= 0 && next_batch_ < batches_ && next_batch_ < consumed_ + capacity);
+      return stop_ || (!paused_ && epoch_ >= 0 && next_batch_ < batches_ &&
+                       next_batch_ < consumed_ + capacity);
     });
     if (stop_) return;
     const int64_t b = next_batch_++;
     Slot& slot = slots_[static_cast<std::size_t>(b % capacity)];
     slot.batch = b;
     slot.ready = false;
-    const uint64_t gen = generation_;
     ++in_flight_;
     lock.unlock();
     make_batch(b, slot.x, slot.labels);  // the slot is this worker's until it is marked ready
     lock.lock();
     --in_flight_;
-    if (gen == generation_) slot.ready = true;
+    slot.ready = true;
     ready_cv_.notify_all();
   }
 }

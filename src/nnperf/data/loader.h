@@ -54,7 +54,6 @@ class BatchLoader {
   };
   void make_batch(int64_t batch, Tensor& x, std::vector<int32_t>& labels) const;
   void worker_loop();
-  void drain();  // waits until no worker is filling a slot
 
   const Dataset& data_;
   LoaderOptions o_;
@@ -69,8 +68,8 @@ class BatchLoader {
   std::vector<Slot> slots_;
   int64_t next_batch_ = 0;  // the next batch a worker takes
   int in_flight_ = 0;
-  uint64_t generation_ = 0;  // bumped by start_epoch: a fill from an older epoch is dropped
   bool stop_ = false;
+  bool paused_ = false;  // start_epoch is changing the order: workers take nothing
   std::mutex mu_;
   std::condition_variable work_cv_, ready_cv_;
   std::vector<std::thread> threads_;
