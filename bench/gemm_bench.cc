@@ -41,6 +41,7 @@ void register_all() {
     }
   }
   for (const GemmAlgorithm& algo : gemm_algorithms()) {
+    if (algo.device != Device::kCpu) continue;  // `nnperf bench gemm --device cuda` times those
     const bool slow = std::string(algo.name) == "naive" || std::string(algo.name) == "parallel";
     for (int threads : {1, 2}) {
       for (const GemmShape& s : square) {

@@ -1,11 +1,14 @@
 // `nnperf bench conv2d --problem DESC`: times every supported algorithm on one problem
 // (alternating, median of --measure runs after --warmup) with GFLOP/s and % of the FMA peak.
+// `nnperf bench gemm --problem m4096n4096k4096 [--device cuda]`: the same for the GEMM rows of one
+// device, with each row's speed and largest difference relative to the vendor library.
 #include <fmt/format.h>
 
 #include "command.h"
 #include "nnperf/core/error.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/runs/conv_tools.h"
+#include "nnperf/runs/gemm_bench.h"
 
 #include "flags.h"
 
@@ -13,19 +16,47 @@ namespace nnperf::app {
 namespace {
 
 struct Flags {
-  std::string op, problem, algorithms, json;
+  std::string op, problem, algorithms, json, device = "cpu";
   ConvBenchOptions o;
 };
 
-int run(Flags& f) {
-  if (f.op != "conv2d") throw UsageError(fmt::format("bench '{}': expected conv2d", f.op));
-  const ConvProblem p = [&] {
-    try {
-      return parse_conv_problem(f.problem);
-    } catch (const Error& e) {
-      throw UsageError(fmt::format("--problem: {}", e.what()));
+int run_gemm(const Flags& f) {
+  GemmBenchOptions g;
+  g.device = f.device == "cuda" ? Device::kCuda : Device::kCpu;
+  g.algorithms = f.o.algorithms;
+  g.warmup = f.o.warmup;
+  g.measure = f.o.measure;
+  g.threads = f.o.threads;
+  const GemmShape s = parse_gemm_shape(f.problem);
+  const nlohmann::json j = bench_gemm(s, g);
+  const auto& ctx = j["context"];
+  fmt::print("problem {} ({:.3f} GFLOP) on the {}{}, vendor {}\n", s.str(), s.flops() * 1e-9,
+             f.device, f.device == "cuda" ? " (" + ctx["cuda_device"].get<std::string>() + ")" : "",
+             ctx["vendor"].get<std::string>());
+  fmt::print("{:<10} {:>11} {:>10} {:>10} {:>9} {:>10} {:>12}\n", "algorithm", "median_ms", "min_ms",
+             "max_ms", "GFLOP/s", "vs_vendor", "max|diff|");
+  for (const auto& r : j["records"]) {
+    if (r["status"] != "ok") {
+      fmt::print("{:<10} skipped: {}\n", r["algorithm"].get<std::string>(), r["reason"].get<std::string>());
+      continue;
     }
-  }();
+    fmt::print("{:<10} {:>11.3f} {:>10.3f} {:>10.3f} {:>9.1f} {:>10} {:>12}\n",
+               r["algorithm"].get<std::string>(), r["time_ms_median"].get<double>(),
+               r["time_ms_min"].get<double>(), r["time_ms_max"].get<double>(),
+               r["gflops_per_s"].get<double>(),
+               r.contains("vs_vendor") ? fmt::format("{:.2f}x", r["vs_vendor"].get<double>()) : "-",
+               r.contains("max_abs_diff_vs_vendor")
+                   ? fmt::format("{:.2e}", r["max_abs_diff_vs_vendor"].get<double>())
+                   : "-");
+  }
+  if (!f.json.empty()) write_json_atomic(f.json, j);
+  return 0;
+}
+
+int run(Flags& f) {
+  if (f.op != "conv2d" && f.op != "gemm") {
+    throw UsageError(fmt::format("bench '{}': expected conv2d or gemm", f.op));
+  }
   if (!f.algorithms.empty()) {
     std::size_t pos = 0;
     while (pos <= f.algorithms.size()) {
@@ -34,6 +65,18 @@ int run(Flags& f) {
       pos = c + 1;
     }
   }
+  if (f.op == "gemm") return run_gemm(f);
+  if (f.device != "cpu") {
+    throw UsageError("bench conv2d --device cuda: the cuDNN convolution rows are not built yet; "
+                     "bench gemm has the GPU rows");
+  }
+  const ConvProblem p = [&] {
+    try {
+      return parse_conv_problem(f.problem);
+    } catch (const Error& e) {
+      throw UsageError(fmt::format("--problem: {}", e.what()));
+    }
+  }();
   const nlohmann::json j = bench_conv(p, f.o);
   fmt::print("problem {} ({:.3f} GFLOP), {} thread(s), peak {:.1f} GFLOP/s\n", p.str(), p.flops() * 1e-9,
              j["context"]["threads"].get<int>(), j["context"]["peak_gflops_per_s"].get<double>());
@@ -54,8 +97,13 @@ int run(Flags& f) {
 const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int()> {
   sub.description("Time every supported algorithm of an op on one problem");
   auto f = std::make_shared<Flags>();
-  sub.add_option("op", f->op, "Operation: conv2d")->required();
-  sub.add_option("--problem", f->problem, "benchdnn-style descriptor, e.g. mb1ic64ih56oc64kh3ph1")->required();
+  sub.add_option("op", f->op, "Operation: conv2d or gemm")->required();
+  sub.add_option("--problem", f->problem,
+                 "benchdnn-style descriptor, e.g. mb1ic64ih56oc64kh3ph1 (conv2d) or m4096n4096k4096_ta (gemm)")
+      ->required();
+  sub.add_option("--device", f->device, "cpu, or cuda (gemm: the cuda and cublas rows)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   sub.add_option("--algorithms", f->algorithms, "Comma-separated subset (default: all)");
   sub.add_option("--warmup", f->o.warmup, "Untimed runs per algorithm")->check(integer_in(0, 1000000))->capture_default_str();
   sub.add_option("--measure", f->o.measure, "Timed runs per algorithm")->check(integer_in(1, 1000000))->capture_default_str();

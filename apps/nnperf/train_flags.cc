@@ -66,7 +66,7 @@ void add_train_flags(CLI::App& sub, TrainFlags& f, bool with_activation) {
   sub.add_option("--threads", r.threads, "Threads for OpenMP and OpenBLAS (0 = all logical CPUs)")
       ->check(threads_count())
       ->capture_default_str();
-  sub.add_option("--impl", r.gemm, "GEMM algorithm: " + gemm_algorithm_names())
+  sub.add_option("--impl", r.gemm, "GEMM algorithm: " + gemm_algorithm_names(Device::kCpu))
       ->capture_default_str();
   sub.add_option("--init", r.init, "Weight initialisation: pytorch (nn.Linear default) or he")
       ->capture_default_str();

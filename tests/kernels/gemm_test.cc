@@ -3,6 +3,7 @@
 // primes, zero sizes, padded leading dimensions, alpha/beta != (1, 0), 1 and 2 threads; then each
 // SIMD path of the blocked kernel that this CPU supports. Bound per element (STYLE.md section 2):
 // |y - ref| <= c_algo * k * eps * sum|a*b| + eps * |ref|, eps = 2^-23.
+#include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/gemm/gemm.h"
 
 #include <gtest/gtest.h>
@@ -208,7 +209,9 @@ TEST_P(GemmAlgorithmTest, MatchesFloat64Reference) {
 
 std::vector<std::string> algorithm_names() {
   std::vector<std::string> names;
-  for (const GemmAlgorithm& algo : gemm_algorithms()) names.emplace_back(algo.name);
+  for (const GemmAlgorithm& algo : gemm_algorithms()) {
+    if (algo.device == Device::kCpu) names.emplace_back(algo.name);  // GPU rows: tests/gpu
+  }
   return names;
 }
 
@@ -310,19 +313,38 @@ TEST(GemmBlocked, CorrectWhenOpenMpGivesFewerThreads) {
 }
 
 TEST(GemmRegistry, NamesInOrderAndUnknownNameListsThem) {
-  EXPECT_EQ(gemm_algorithm_names(), "naive, parallel, blocked, blas");
+  EXPECT_EQ(gemm_algorithm_names(), "naive, parallel, blocked, blas, cuda, cublas");
+  EXPECT_EQ(gemm_algorithm_names(Device::kCpu), "naive, parallel, blocked, blas");
+  EXPECT_EQ(gemm_algorithm_names(Device::kCuda), "cuda, cublas");
+  EXPECT_EQ(find_gemm("cublas").device, Device::kCuda);
+  try {
+    find_gemm("cublas", Device::kCpu);
+    FAIL() << "a GPU row was given to a CPU caller";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(),
+                 "GEMM algorithm 'cublas' runs on the cuda and this runs on the cpu; expected one "
+                 "of: naive, parallel, blocked, blas");
+  }
   EXPECT_STREQ(find_gemm("blocked").name, "blocked");
   try {
     find_gemm("strassen");
     FAIL() << "find_gemm accepted an unknown name";
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "unknown GEMM algorithm 'strassen'; expected one of: naive, parallel, blocked, blas");
+              "unknown GEMM algorithm 'strassen'; expected one of: naive, parallel, blocked, blas, "
+              "cuda, cublas");
   }
 }
 
 TEST(GemmRegistry, WhyNotServesEveryNonNegativeShapeOnly) {
   for (const GemmAlgorithm& algo : gemm_algorithms()) {
+    if (algo.device != Device::kCpu) {
+      // A GPU row serves shapes only where a device is usable, and always says why not.
+      EXPECT_NE(algo.why_not(GemmShape{false, false, 4, -1, 4}), "") << algo.name;
+      EXPECT_EQ(algo.why_not(GemmShape{false, true, 1024, 10, 784}).empty(), cuda::available())
+          << algo.name;
+      continue;
+    }
     EXPECT_EQ(algo.why_not(GemmShape{true, false, 0, 0, 0}), "") << algo.name;
     EXPECT_EQ(algo.why_not(GemmShape{false, true, 1024, 10, 784}), "") << algo.name;
     EXPECT_NE(algo.why_not(GemmShape{false, false, 4, -1, 4}), "") << algo.name;
@@ -341,6 +363,7 @@ TEST(GemmShape, DescriptorIsBenchdnnLike) {
 TEST(GemmRun, SizesItsOwnWorkspaceAndRejectsNegativeSizes) {
   const std::vector<float> a = test::random_vector(3 * 5, 1), b = test::random_vector(5 * 4, 2);
   for (const GemmAlgorithm& algo : gemm_algorithms()) {
+    if (algo.device != Device::kCpu) continue;  // host operands here; tests/gpu for the GPU rows
     std::vector<float> c(12, 0.0f);
     GemmArgs args{GemmShape{false, false, 3, 4, 5},
                   1.0f,

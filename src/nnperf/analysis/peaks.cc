@@ -319,7 +319,7 @@ SgemmFigure sgemm_figure(const char* impl, int64_t n, int threads, int rounds, c
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, a.data(), ni,
                   b.data(), ni, 0.0f, c.data(), ni);
     } else {
-      gemm_run(find_gemm(impl),
+      gemm_run(find_gemm(impl, Device::kCpu),
                gemm_args(shape, a.data(), n, b.data(), n, c.data(), n, nullptr, threads));
     }
   };

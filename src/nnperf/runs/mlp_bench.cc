@@ -54,7 +54,7 @@ Plan plan_bench(const MlpBenchOptions& o) {
       if (a.device == Device::kCpu) p.algos.push_back(&a);
     }
   } else {
-    for (const auto& n : o.impls) p.algos.push_back(&find_gemm(n));
+    for (const auto& n : o.impls) p.algos.push_back(&find_gemm(n, Device::kCpu));
   }
   if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
   const int64_t max_batch = *std::max_element(o.batch_sizes.begin(), o.batch_sizes.end());

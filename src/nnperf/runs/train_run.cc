@@ -146,7 +146,7 @@ void validate(const TrainRunOptions& o) {
     throw UsageError(fmt::format("--lr {}: expected a positive number", o.optimizer.lr));
   (void)make_optimizer(o.optimizer);  // an unknown --optimizer is refused before the data is read
   (void)find_activation(o.activation);
-  (void)find_gemm(o.gemm);
+  (void)find_gemm(o.gemm, Device::kCpu);
   check_mlp_memory(o.hidden, std::max(o.batch_size, o.eval_batch_size),
                    fmt::format("the MLP with --hidden {} and --batch-size {}",
                                fmt::join(o.hidden, ","), o.batch_size));
@@ -156,7 +156,7 @@ void validate(const TrainRunOptions& o) {
 struct Session {
   Session(const TrainRunOptions& o, const Data& data, int threads)
       : act(find_activation(o.activation)),
-        gemm(find_gemm(o.gemm)),
+        gemm(find_gemm(o.gemm, Device::kCpu)),
         graph(initialized_mlp(o, data, act)),
         trainer(graph, make_optimizer(o.optimizer), PlanContext{&gemm, threads, true},
                 o.label_smoothing),

@@ -60,7 +60,7 @@ inline GemmArgs gemm_args(const GemmShape& shape, const float* a, int64_t lda, c
 struct GemmAlgorithm {
   const char* name;
   const char* description;
-  Device device;
+  Device device;  // where a, b, c of GemmArgs live and the work runs
   void (*run)(const GemmArgs& args);
   // "" when the algorithm can serve the shape, otherwise the reason it cannot.
   std::string (*why_not)(const GemmShape& shape);
@@ -72,7 +72,13 @@ struct GemmAlgorithm {
 std::span<const GemmAlgorithm> gemm_algorithms();
 // Throws UsageError naming the valid algorithms when `name` is unknown.
 const GemmAlgorithm& find_gemm(std::string_view name);
-std::string gemm_algorithm_names();  // "naive, parallel, blocked, blas"
+// The same, for a caller whose operands live on `device`: an algorithm of the other device is
+// refused (UsageError naming it, where it runs and the algorithms of `device`).
+const GemmAlgorithm& find_gemm(std::string_view name, Device device);
+// "naive, parallel, blocked, blas, cuda, cublas"; with a device, only that device's rows.
+std::string gemm_algorithm_names();
+std::string gemm_algorithm_names(Device device);
+inline const char* device_name(Device d) { return d == Device::kCpu ? "cpu" : "cuda"; }
 
 // Convenience for tests and one-off calls: sizes a thread-local workspace and runs.
 void gemm_run(const GemmAlgorithm& algo, GemmArgs args);

@@ -13,6 +13,10 @@ void gemm_naive(const GemmArgs& args);
 void gemm_parallel(const GemmArgs& args);
 void gemm_blocked(const GemmArgs& args);
 void gemm_blas(const GemmArgs& args);
+// The GPU rows: a, b and c are device pointers; the work is queued on the default stream and the
+// call returns before it finishes (cuda::synchronize() or an event waits for it).
+void gemm_cuda_tiled(const GemmArgs& args);
+void gemm_cublas(const GemmArgs& args);
 
 std::size_t gemm_blocked_workspace_bytes(const GemmShape& shape, int threads);
 

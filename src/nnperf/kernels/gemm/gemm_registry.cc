@@ -1,5 +1,5 @@
 // The GEMM registry: one row per algorithm, in the order users see them (naive, parallel,
-// blocked, blas), plus the problem descriptor, the workspace-sizing convenience runner and the
+// blocked, blas on the CPU; cuda, cublas on a CUDA device), plus the problem descriptor, the workspace-sizing convenience runner and the
 // float64 reference every test compares against.
 #include <fmt/format.h>
 
@@ -10,6 +10,7 @@
 
 #include "nnperf/core/error.h"
 #include "nnperf/core/workspace.h"
+#include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/kernels/gemm/gemm_internal.h"
 
@@ -24,11 +25,32 @@ std::string serves_any_shape(const GemmShape& s) {
 
 std::size_t no_workspace(const GemmShape&, int) { return 0; }
 
+// The GPU rows serve a shape when a CUDA device is usable and the sizes fit their launch.
+std::string cuda_tiled_why_not(const GemmShape& s) {
+  if (std::string r = serves_any_shape(s); !r.empty()) return r;
+  if (!cuda::available()) return cuda::unavailable_reason();
+  if ((s.m + 127) / 128 * ((s.n + 127) / 128) > INT32_MAX) {
+    return fmt::format("{} needs more than 2^31 - 1 tiles of 128 x 128", s.str());
+  }
+  return "";
+}
+
+std::string cublas_why_not(const GemmShape& s) {
+  if (std::string r = serves_any_shape(s); !r.empty()) return r;
+  if (!cuda::available()) return cuda::unavailable_reason();
+  if (s.m > INT32_MAX || s.n > INT32_MAX || s.k > INT32_MAX) {
+    return fmt::format("{} exceeds cublasSgemm's int sizes", s.str());
+  }
+  return "";
+}
+
 // tolerance_factor 1 for all four. Worst |y - ref| / (k * eps * sum|a*b| + eps * |ref|) measured
 // by tests/kernels/gemm_test.cc over all its cases: 0.52 (naive, parallel) and 0.48 (blocked on
 // every SIMD path, blas), both reached at k <= 1, where the bound is a couple of roundings; at
 // k >= 100 (e.g. m257n263k301) it is 0.02, since float32 sums grow like sqrt(k), not k.
-constexpr std::array<GemmAlgorithm, 4> kGemmAlgorithms = {{
+// The GPU rows (operands in device memory) have tolerance_factor 1 as well; tests/gpu/ checks them
+// against the same reference and bound on a CUDA device.
+constexpr std::array<GemmAlgorithm, 6> kGemmAlgorithms = {{
     {"naive", "plain i-k-j loops, one thread (srivas63_CMSE401's low-level loops)", Device::kCpu,
      gemm_naive, serves_any_shape, no_workspace, 1.0},
     {"parallel",
@@ -39,6 +61,12 @@ constexpr std::array<GemmAlgorithm, 4> kGemmAlgorithms = {{
      Device::kCpu, gemm_blocked, serves_any_shape, gemm_blocked_workspace_bytes, 1.0},
     {"blas", "OpenBLAS cblas_sgemm (vendor baseline; OpenBLAS's threads, or slices over the caller's when its pool is 1)",
      Device::kCpu, gemm_blas, serves_any_shape, no_workspace, 1.0},
+    {"cuda",
+     "own CUDA SGEMM: 128x128 shared-memory tiles, 8x8 register tiles per thread, double-buffered "
+     "k slices (operands on the GPU)",
+     Device::kCuda, gemm_cuda_tiled, cuda_tiled_why_not, no_workspace, 1.0},
+    {"cublas", "cuBLAS cublasSgemm, FP32 math (no TF32; operands on the GPU)", Device::kCuda,
+     gemm_cublas, cublas_why_not, no_workspace, 1.0},
 }};
 
 }  // namespace
@@ -49,13 +77,30 @@ std::string GemmShape::str() const {
 
 std::span<const GemmAlgorithm> gemm_algorithms() { return kGemmAlgorithms; }
 
-std::string gemm_algorithm_names() {
+namespace {
+std::string names_of(bool all, Device device) {
   std::string names;
   for (const GemmAlgorithm& algo : kGemmAlgorithms) {
+    if (!all && algo.device != device) continue;
     if (!names.empty()) names += ", ";
     names += algo.name;
   }
   return names;
+}
+}  // namespace
+
+std::string gemm_algorithm_names() { return names_of(true, Device::kCpu); }
+std::string gemm_algorithm_names(Device device) { return names_of(false, device); }
+
+const GemmAlgorithm& find_gemm(std::string_view name, Device device) {
+  const GemmAlgorithm& algo = find_gemm(name);
+  if (algo.device != device) {
+    throw UsageError(fmt::format("GEMM algorithm '{}' runs on the {} and this runs on the {}; "
+                                 "expected one of: {}",
+                                 name, device_name(algo.device), device_name(device),
+                                 gemm_algorithm_names(device)));
+  }
+  return algo;
 }
 
 const GemmAlgorithm& find_gemm(std::string_view name) {

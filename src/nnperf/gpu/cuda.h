@@ -1,0 +1,76 @@
+// The CUDA backend as the rest of nnperf sees it: no CUDA header is needed to include this file.
+// With the backend built (CMake -DNNPERF_CUDA=ON or AUTO with nvcc found) the functions are
+// defined in gpu/cuda_runtime_cuda.cc over the CUDA runtime; without it, in
+// gpu/cuda_runtime_nocuda.cc, where every query answers "built without the CUDA backend" and
+// anything that would touch a device throws that reason. Work is queued on one stream per thread
+// (the legacy default stream); timing is by CUDA events (make_event_timer).
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "nnperf/profile/clock.h"
+
+namespace nnperf::cuda {
+
+// True when this binary contains the CUDA backend.
+bool compiled();
+
+// "" when a CUDA device is usable (device 0 is selected); otherwise one line saying why not, e.g.
+// "nnperf was built without the CUDA backend" or "no CUDA driver (libcuda.so.1: cannot open ...)".
+// Probed once and cached.
+const std::string& unavailable_reason();
+inline bool available() { return unavailable_reason().empty(); }
+
+// Throws Error("<what>: no CUDA device: <reason>") when no device is usable; `what` names the flag
+// ("--device cuda").
+void require(std::string_view what);
+
+// Name, SMs and compute capability of the selected device ("NVIDIA H100 80GB HBM3, 132 SMs,
+// sm_90"); "" when none.
+std::string device_summary();
+
+// Device memory for `count` floats (uninitialised), freed on destruction. Throws Error when no
+// device is usable or the allocation fails (the message gives the bytes asked for and free).
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(std::size_t count);
+  ~Buffer();
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  float* data() { return data_; }
+  const float* data() const { return data_; }
+  std::size_t size() const { return count_; }
+  // Synchronous copies of exactly size() floats.
+  void upload(std::span<const float> host);
+  void download(std::span<float> host) const;
+
+ private:
+  float* data_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+// Waits for all queued work; throws Error naming the failed call if a kernel failed.
+void synchronize();
+
+// An IntervalTimer whose begin/end record CUDA events into the stream. resolve() synchronises once
+// on the last event recorded and reads every interval with cudaEventElapsedTime, so timing a pass
+// of many layers costs one synchronisation, not one per layer. `slots` intervals, any number of
+// begin/end pairs per slot between resolves.
+std::unique_ptr<IntervalTimer> make_event_timer(int slots);
+
+// What one begin/end pair of the event timer costs: host microseconds to record two events, and the
+// device milliseconds an empty pair measures (the timer's resolution floor). Medians of `pairs`.
+struct EventTimerOverhead {
+  double host_us_per_pair = 0.0;
+  double device_ms_empty_pair = 0.0;
+};
+EventTimerOverhead measure_event_timer_overhead(int pairs);
+
+}  // namespace nnperf::cuda

@@ -1,0 +1,219 @@
+// gpu/cuda.h over the CUDA runtime (compiled only when the CUDA backend is built). Linked with the
+// static runtime, so the binary starts on machines without the driver; the driver itself
+// (libcuda.so.1) is opened by the runtime on first use, and gpu/probe.h's dlopen probe words the
+// reason when it is missing.
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+#include "nnperf/core/error.h"
+#include "nnperf/gpu/cuda.h"
+#include "nnperf/gpu/cuda_check.h"
+#include "nnperf/gpu/probe.h"
+#include "nnperf/profile/clock.h"
+
+namespace nnperf::cuda {
+
+void check(cudaError_t rc, const char* call) {
+  if (rc == cudaSuccess) return;
+  throw Error(fmt::format("CUDA: {} failed: {} ({})", call, cudaGetErrorString(rc),
+                          cudaGetErrorName(rc)));
+}
+
+bool compiled() { return true; }
+
+const std::string& unavailable_reason() {
+  static const std::string reason = [] {
+    // The driver probe first: it says which library is missing in words the runtime does not.
+    const CudaProbe probe = probe_cuda();
+    if (!probe.driver_loaded || probe.devices.empty()) return "no CUDA device: " + probe.message;
+    int count = 0;
+    if (const cudaError_t rc = cudaGetDeviceCount(&count); rc != cudaSuccess) {
+      return fmt::format("no CUDA device: cudaGetDeviceCount: {} ({})", cudaGetErrorString(rc),
+                         cudaGetErrorName(rc));
+    }
+    if (count == 0) return std::string("no CUDA device: the CUDA runtime sees none");
+    if (const cudaError_t rc = cudaSetDevice(0); rc != cudaSuccess) {
+      return fmt::format("CUDA device 0 unusable: cudaSetDevice: {}", cudaGetErrorString(rc));
+    }
+    return std::string();
+  }();
+  return reason;
+}
+
+void require(std::string_view what) {
+  if (!available()) throw UsageError(fmt::format("{}: {}", what, unavailable_reason()));
+}
+
+std::string device_summary() {
+  if (!available()) return "";
+  cudaDeviceProp p{};
+  check(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
+  return fmt::format("{}, {} SMs, sm_{}{}, {:.1f} GiB", p.name, p.multiProcessorCount, p.major,
+                     p.minor, static_cast<double>(p.totalGlobalMem) / (1u << 30));
+}
+
+Buffer::Buffer(std::size_t count) : count_(count) {
+  if (!available()) throw Error(unavailable_reason());
+  if (count == 0) return;
+  void* p = nullptr;
+  if (const cudaError_t rc = cudaMalloc(&p, count * sizeof(float)); rc != cudaSuccess) {
+    std::size_t free_bytes = 0, total = 0;
+    (void)cudaGetLastError();
+    (void)cudaMemGetInfo(&free_bytes, &total);
+    throw Error(fmt::format("CUDA: cannot allocate {:.1f} MiB of device memory ({:.1f} MiB free): {}",
+                            static_cast<double>(count * sizeof(float)) / (1 << 20),
+                            static_cast<double>(free_bytes) / (1 << 20), cudaGetErrorString(rc)));
+  }
+  data_ = static_cast<float*>(p);
+}
+
+Buffer::~Buffer() {
+  if (data_ != nullptr) (void)cudaFree(data_);
+}
+
+Buffer::Buffer(Buffer&& other) noexcept : data_(other.data_), count_(other.count_) {
+  other.data_ = nullptr;
+  other.count_ = 0;
+}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  std::swap(data_, other.data_);
+  std::swap(count_, other.count_);
+  return *this;
+}
+
+void Buffer::upload(std::span<const float> host) {
+  if (host.size() != count_) {
+    throw Error(fmt::format("CUDA upload of {} floats into a buffer of {}", host.size(), count_));
+  }
+  if (count_ > 0) {
+    check(cudaMemcpy(data_, host.data(), count_ * sizeof(float), cudaMemcpyHostToDevice),
+          "cudaMemcpy (host to device)");
+  }
+}
+
+void Buffer::download(std::span<float> host) const {
+  if (host.size() != count_) {
+    throw Error(fmt::format("CUDA download of {} floats from a buffer of {}", count_, host.size()));
+  }
+  if (count_ > 0) {
+    check(cudaMemcpy(host.data(), data_, count_ * sizeof(float), cudaMemcpyDeviceToHost),
+          "cudaMemcpy (device to host)");
+  }
+}
+
+void synchronize() {
+  check(cudaGetLastError(), "a kernel launch");
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+namespace {
+
+// Events are created once and reused: begin/end only record them (no allocation on the timed path).
+class EventTimer final : public IntervalTimer {
+ public:
+  explicit EventTimer(int slots)
+      : pending_(static_cast<std::size_t>(slots), -1) {}
+  ~EventTimer() override {
+    for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
+  }
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+
+  const char* name() const override { return "cuda-events"; }
+
+  void begin(int slot) override {
+    const std::size_t s = static_cast<std::size_t>(slot);
+    pending_[s] = static_cast<int>(next_);
+    record();
+  }
+
+  void end(int slot) override {
+    const std::size_t s = static_cast<std::size_t>(slot);
+    if (pending_[s] < 0) throw Error(fmt::format("event timer: end({}) without begin", slot));
+    pairs_.push_back({pending_[s], static_cast<int>(next_), slot});
+    pending_[s] = -1;
+    record();
+  }
+
+  void resolve(std::vector<double>& ms, std::vector<int64_t>& counts) override {
+    ms.resize(pending_.size(), 0.0);
+    counts.resize(pending_.size(), 0);
+    if (next_ > 0) check(cudaEventSynchronize(events_[next_ - 1]), "cudaEventSynchronize");
+    for (const Pair& p : pairs_) {
+      float elapsed = 0.0f;
+      check(cudaEventElapsedTime(&elapsed, events_[static_cast<std::size_t>(p.begin)],
+                                 events_[static_cast<std::size_t>(p.end)]),
+            "cudaEventElapsedTime");
+      ms[static_cast<std::size_t>(p.slot)] += elapsed;
+      ++counts[static_cast<std::size_t>(p.slot)];
+    }
+    pairs_.clear();
+    next_ = 0;
+    std::fill(pending_.begin(), pending_.end(), -1);
+  }
+
+ private:
+  struct Pair {
+    int begin, end, slot;
+  };
+  void record() {
+    if (next_ == events_.size()) {
+      cudaEvent_t e = nullptr;
+      check(cudaEventCreate(&e), "cudaEventCreate");
+      events_.push_back(e);
+    }
+    check(cudaEventRecord(events_[next_], nullptr), "cudaEventRecord");
+    ++next_;
+  }
+
+  std::vector<int> pending_;  // per slot: index of its open begin event, or -1
+  std::vector<cudaEvent_t> events_;
+  std::size_t next_ = 0;
+  std::vector<Pair> pairs_;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+std::unique_ptr<IntervalTimer> make_event_timer(int slots) {
+  require("CUDA event timer");
+  if (slots < 1) throw Error("event timer: at least one slot");
+  return std::make_unique<EventTimer>(slots);
+}
+
+EventTimerOverhead measure_event_timer_overhead(int pairs) {
+  require("CUDA event timer");
+  pairs = std::max(pairs, 1);
+  EventTimer timer(pairs);
+  std::vector<double> ms;
+  std::vector<int64_t> counts;
+  // A first round creates the events; the second, timed one only records them.
+  for (int i = 0; i < pairs; ++i) {
+    timer.begin(i);
+    timer.end(i);
+  }
+  timer.resolve(ms, counts);
+  ms.assign(ms.size(), 0.0);
+  counts.assign(counts.size(), 0);
+  std::vector<double> host_us;
+  host_us.reserve(static_cast<std::size_t>(pairs));
+  for (int i = 0; i < pairs; ++i) {
+    const int64_t t0 = now_ns();
+    timer.begin(i);
+    timer.end(i);
+    host_us.push_back(static_cast<double>(now_ns() - t0) * 1e-3);
+  }
+  timer.resolve(ms, counts);
+  return {median(host_us), median(ms)};
+}
+
+}  // namespace nnperf::cuda

@@ -1,0 +1,45 @@
+// gpu/cuda.h in a build without the CUDA backend: every query says so and nothing pretends to
+// run. (CMake compiles this file only when NNPERF_CUDA is off or nvcc was not found.)
+#include "nnperf/core/error.h"
+#include "nnperf/gpu/cuda.h"
+
+namespace nnperf::cuda {
+
+namespace {
+[[noreturn]] void fail() { throw Error(unavailable_reason()); }
+}  // namespace
+
+bool compiled() { return false; }
+
+const std::string& unavailable_reason() {
+  static const std::string reason =
+      "nnperf was built without the CUDA backend (configure with -DNNPERF_CUDA=ON on a machine "
+      "with nvcc)";
+  return reason;
+}
+
+void require(std::string_view what) {
+  throw UsageError(fmt::format("{}: {}", what, unavailable_reason()));
+}
+
+std::string device_summary() { return ""; }
+
+Buffer::Buffer(std::size_t) { fail(); }
+Buffer::~Buffer() = default;
+Buffer::Buffer(Buffer&& other) noexcept : data_(other.data_), count_(other.count_) {
+  other.data_ = nullptr;
+  other.count_ = 0;
+}
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  std::swap(data_, other.data_);
+  std::swap(count_, other.count_);
+  return *this;
+}
+void Buffer::upload(std::span<const float>) { fail(); }
+void Buffer::download(std::span<float>) const { fail(); }
+
+void synchronize() { fail(); }
+std::unique_ptr<IntervalTimer> make_event_timer(int) { fail(); }
+EventTimerOverhead measure_event_timer_overhead(int) { fail(); }
+
+}  // namespace nnperf::cuda

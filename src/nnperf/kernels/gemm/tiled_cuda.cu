@@ -1,0 +1,158 @@
+// GEMM row `cuda`: our own SGEMM kernel (srivas63_CMSE401's raw-CUDA stretch goal), row-major with
+// either operand transposed, operands in device memory, queued on the default stream.
+//
+// Blocking: a 256-thread block computes a 128 x 128 tile of C, walking k in slices of 8. Each slice
+// of op(A) (128 x 8) and op(B) (8 x 128) is staged in shared memory with coalesced loads (zeros
+// past the edges, so odd shapes need no separate path), stored k-major so that a thread reads its
+// operands as float4. Each thread accumulates an 8 x 8 sub-tile in registers: rows ty*4 + {0..3}
+// and 64 + ty*4 + {0..3}, columns tx*4 + {0..3} and 64 + tx*4 + {0..3} (two 4-wide groups 64 apart,
+// so a warp's float4 reads of one k-row of the tile hit distinct banks). Two shared buffers let
+// the loads of slice k+1 go to registers while slice k is multiplied (one __syncthreads a slice).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "nnperf/gpu/cuda_check.h"
+#include "nnperf/kernels/gemm/gemm_internal.h"
+
+namespace nnperf {
+
+namespace {
+
+constexpr int kBM = 128, kBN = 128, kBK = 8, kThreads = 256;
+// A's slice (kBM x kBK) and B's (kBK x kBN) are each 1024 floats: 4 per thread.
+constexpr int kLoads = kBM * kBK / kThreads;
+
+template <bool TA, bool TB>
+__global__ void __launch_bounds__(kThreads)
+    sgemm_tiled(int64_t M, int64_t N, int64_t K, float alpha, const float* __restrict__ A,
+                int64_t lda, const float* __restrict__ B, int64_t ldb, float beta,
+                float* __restrict__ C, int64_t ldc) {
+  __shared__ __align__(16) float As[2][kBK][kBM];
+  __shared__ __align__(16) float Bs[2][kBK][kBN];
+  const int tid = threadIdx.x;
+  const int tx = tid % 16, ty = tid / 16;
+  // A one-dimensional grid (up to 2^31 - 1 blocks) walks the tiles of C row by row.
+  const int64_t tiles_n = (N + kBN - 1) / kBN;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) / tiles_n * kBM;
+  const int64_t col0 = static_cast<int64_t>(blockIdx.x) % tiles_n * kBN;
+
+  // Element e = tid + r * kThreads of a slice maps to (m, k) of A and (k, n) of B so that
+  // consecutive threads read consecutive addresses of the stored matrix.
+  auto a_pos = [&](int e, int& m, int& k) {
+    if (TA) { k = e / kBM; m = e % kBM; }  // A stored k x m: m contiguous
+    else { m = e / kBK; k = e % kBK; }     // A stored m x k: k contiguous
+  };
+  auto b_pos = [&](int e, int& k, int& n) {
+    if (TB) { n = e / kBK; k = e % kBK; }  // B stored n x k: k contiguous
+    else { k = e / kBN; n = e % kBN; }     // B stored k x n: n contiguous
+  };
+  float a_reg[kLoads], b_reg[kLoads];
+  auto load = [&](int64_t k0) {
+#pragma unroll
+    for (int r = 0; r < kLoads; ++r) {
+      int m, k, n, kb;
+      a_pos(tid + r * kThreads, m, k);
+      const int64_t gm = row0 + m, gk = k0 + k;
+      a_reg[r] = (gm < M && gk < K) ? (TA ? A[gk * lda + gm] : A[gm * lda + gk]) : 0.0f;
+      b_pos(tid + r * kThreads, kb, n);
+      const int64_t gn = col0 + n, gkb = k0 + kb;
+      b_reg[r] = (gn < N && gkb < K) ? (TB ? B[gn * ldb + gkb] : B[gkb * ldb + gn]) : 0.0f;
+    }
+  };
+  auto store = [&](int buf) {
+#pragma unroll
+    for (int r = 0; r < kLoads; ++r) {
+      int m, k, n, kb;
+      a_pos(tid + r * kThreads, m, k);
+      As[buf][k][m] = a_reg[r];
+      b_pos(tid + r * kThreads, kb, n);
+      Bs[buf][kb][n] = b_reg[r];
+    }
+  };
+
+  float acc[8][8] = {};
+  load(0);
+  store(0);
+  __syncthreads();
+  int buf = 0;
+  for (int64_t k0 = 0; k0 < K; k0 += kBK) {
+    const bool more = k0 + kBK < K;
+    if (more) load(k0 + kBK);
+#pragma unroll
+    for (int k = 0; k < kBK; ++k) {
+      const float4 a0 = *reinterpret_cast<const float4*>(&As[buf][k][ty * 4]);
+      const float4 a1 = *reinterpret_cast<const float4*>(&As[buf][k][64 + ty * 4]);
+      const float4 b0 = *reinterpret_cast<const float4*>(&Bs[buf][k][tx * 4]);
+      const float4 b1 = *reinterpret_cast<const float4*>(&Bs[buf][k][64 + tx * 4]);
+      const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+      const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+      }
+    }
+    if (more) {
+      store(buf ^ 1);
+      __syncthreads();
+      buf ^= 1;
+    }
+  }
+
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int64_t gm = row0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + (i - 4));
+    if (gm >= M) continue;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int64_t gn = col0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + (j - 4));
+      if (gn >= N) continue;
+      float* c = C + gm * ldc + gn;
+      // As in BLAS, C is not read when beta == 0 (it may hold NaN).
+      *c = beta == 0.0f ? alpha * acc[i][j] : fmaf(alpha, acc[i][j], beta * *c);
+    }
+  }
+}
+
+// C = beta * C for k == 0 (no product to add).
+__global__ void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {
+  const int64_t total = M * N;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float* c = C + e / N * ldc + e % N;
+    *c = beta == 0.0f ? 0.0f : beta * *c;
+  }
+}
+
+}  // namespace
+
+void gemm_cuda_tiled(const GemmArgs& g) {
+  const GemmShape& s = g.shape;
+  if (s.m == 0 || s.n == 0) return;
+  // why_not keeps the tile count within the grid's 2^31 - 1 blocks.
+  const int64_t tiles = (s.m + kBM - 1) / kBM * ((s.n + kBN - 1) / kBN);
+  if (s.k == 0) {
+    const int64_t blocks = std::min<int64_t>((s.m * s.n + 255) / 256, 65536);
+    scale_c<<<static_cast<unsigned>(blocks), 256>>>(s.m, s.n, g.beta, g.c, g.ldc);
+  } else {
+    const dim3 grid(static_cast<unsigned>(tiles));
+    if (!s.trans_a && !s.trans_b) {
+      sgemm_tiled<false, false><<<grid, kThreads>>>(s.m, s.n, s.k, g.alpha, g.a, g.lda, g.b, g.ldb,
+                                                    g.beta, g.c, g.ldc);
+    } else if (s.trans_a && !s.trans_b) {
+      sgemm_tiled<true, false><<<grid, kThreads>>>(s.m, s.n, s.k, g.alpha, g.a, g.lda, g.b, g.ldb,
+                                                   g.beta, g.c, g.ldc);
+    } else if (!s.trans_a && s.trans_b) {
+      sgemm_tiled<false, true><<<grid, kThreads>>>(s.m, s.n, s.k, g.alpha, g.a, g.lda, g.b, g.ldb,
+                                                   g.beta, g.c, g.ldc);
+    } else {
+      sgemm_tiled<true, true><<<grid, kThreads>>>(s.m, s.n, s.k, g.alpha, g.a, g.lda, g.b, g.ldb,
+                                                  g.beta, g.c, g.ldc);
+    }
+  }
+  cuda::check(cudaGetLastError(), "sgemm_tiled launch");
+}
+
+}  // namespace nnperf

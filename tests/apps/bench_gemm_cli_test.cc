@@ -1,0 +1,65 @@
+// `nnperf bench gemm` end to end: the CPU rows with their ratio to OpenBLAS and their difference
+// from its result; the GPU rows refused in one line where no CUDA device is usable; bad problems.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "nnperf/gpu/cuda.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+using test::run_nnperf;
+
+TEST(BenchGemmCli, TimesEveryCpuRowAgainstOpenBlas) {
+  const auto r = run_nnperf("bench gemm --problem m67n45k129_ta --measure 2 --warmup 1 --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("problem m67n45k129_ta (0.001 GFLOP) on the cpu, vendor blas"),
+            std::string::npos)
+      << r.out;
+  for (const char* row : {"\nnaive ", "\nparallel ", "\nblocked ", "\nblas "}) {
+    EXPECT_NE(r.out.find(row), std::string::npos) << row << r.out;
+  }
+  EXPECT_EQ(r.out.find("\ncublas"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1.00x"), std::string::npos) << r.out;  // blas against itself
+}
+
+TEST(BenchGemmCli, RefusesGpuRowsOnTheCpuAndBadProblems) {
+  auto r = run_nnperf("bench gemm --problem m8n8k8 --algorithms cublas");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "nnperf: error: GEMM algorithm 'cublas' runs on the cuda and this runs on the cpu; "
+            "expected one of: naive, parallel, blocked, blas\n");
+  for (const char* bad : {"m0n8k8", "m8n8", "m8n8k8_tx", "8x8x8", "m-1n2k3"}) {
+    r = run_nnperf(std::string("bench gemm --problem ") + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.err.find("--problem '" + std::string(bad) + "': expected mMnNkK"), std::string::npos)
+        << r.err;
+  }
+  r = run_nnperf("bench gemm --problem m1000000n1000000k1000000");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--problem m1000000n1000000k1000000 needs "), std::string::npos) << r.err;
+}
+
+TEST(BenchGemmCli, GpuRowsWithADeviceOrOneLineWhyNot) {
+  const auto r = run_nnperf("bench gemm --problem m257n129k65 --device cuda --measure 2");
+  if (cuda::available()) {
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("\ncuda "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\ncublas "), std::string::npos) << r.out;
+    return;
+  }
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "nnperf: error: --device cuda: " + cuda::unavailable_reason() + "\n");
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(BenchGemmCli, Conv2dHasNoGpuRowsYetAndSaysSo) {
+  const auto r = run_nnperf("bench conv2d --problem mb1ic8ih8oc8kh3ph1 --device cuda");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("cuDNN convolution rows are not built yet"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace nnperf
