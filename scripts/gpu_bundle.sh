@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Packs what a lent GPU machine (the library's `device` tool; see docs/gpu.md) needs to run the
+# CUDA backend's tests and benchmarks from a build made here: the nnperf binary, the GPU test
+# binaries, the shared libraries they load that are not part of glibc or the CUDA stack (OpenBLAS,
+# FFTW, fmt, libgomp, libstdc++...; the device brings its own CUDA, cuBLAS and cuDNN), the GEMM
+# peer script, and run.sh, which runs everything there and leaves its logs under $OUT.
+#   scripts/gpu_bundle.sh [BUILD] [DEST]   (defaults: build, .gpu)
+# Then, with the device tool: run(command="bash .gpu/run.sh", carry=[".gpu"]).
+set -euo pipefail
+BUILD=${1:-build}
+DEST=${2:-.gpu}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+bins=("$BUILD/nnperf" "$BUILD/tests/test_gpu" "$BUILD/tests/test_kernels")
+for b in "${bins[@]}"; do
+  [ -x "$b" ] || { echo "gpu_bundle: $b is missing: build with the CUDA backend first" >&2; exit 1; }
+done
+if ! "$BUILD/nnperf" bench gemm --help | grep -q -- "--device"; then
+  echo "gpu_bundle: $BUILD/nnperf has no --device flag" >&2; exit 1
+fi
+rm -rf "$DEST"
+mkdir -p "$DEST/bin" "$DEST/lib"
+cp "${bins[@]}" "$DEST/bin/"
+cp bench/peers/gemm_torch_cuda.py "$DEST/"
+# Shared libraries: everything ldd resolves except glibc's own and NVIDIA's.
+ldd "${bins[@]}" | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
+  case "$(basename "$lib")" in
+    libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*) ;;
+    libcuda.so*|libcudart*|libcublas*|libcudnn*|libnvidia*|libnvrtc*) ;;
+    *) cp -L "$lib" "$DEST/lib/" ;;
+  esac
+done
+cat > "$DEST/run.sh" <<'RUN'
+#!/usr/bin/env bash
+# Runs on the GPU machine from the repository root; logs go to $OUT (or .gpu/out).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$here/out}
+mkdir -p "$out"
+# The device's own CUDA libraries first (toolkit, then PyTorch's wheels for cuDNN), ours after.
+cuda_libs=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null | paste -sd:)
+torch_libs=$(python3 -c 'import os, nvidia; p = os.path.dirname(nvidia.__path__[0]); print(":".join(os.path.join(r, d) for r, ds, _ in os.walk(p) for d in ds if d == "lib"))' 2>/dev/null || true)
+export LD_LIBRARY_PATH="$cuda_libs:$torch_libs:$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+{ nvidia-smi; nvcc --version; "$here/bin/nnperf" devices --check-cuda; } > "$out/device.txt" 2>&1
+"$here/bin/test_gpu" --gtest_output=json:"$out/test_gpu.json" > "$out/test_gpu.log" 2>&1
+echo "test_gpu rc=$?" >> "$out/summary.txt"
+for n in 1024 4096; do
+  "$here/bin/nnperf" bench gemm --device cuda --problem "m${n}n${n}k${n}" --measure 20 \
+    --json "$out/bench_gemm_$n.json" >> "$out/bench.log" 2>&1
+  python3 "$here/gemm_torch_cuda.py" --sizes "$n" --measure 20 >> "$out/bench.log" 2>&1
+  "$here/bin/nnperf" bench gemm --device cuda --problem "m${n}n${n}k${n}" --measure 20 \
+    >> "$out/bench.log" 2>&1
+done
+echo "bench rc=$?" >> "$out/summary.txt"
+cat "$out/summary.txt"
+tail -n 40 "$out/bench.log"
+RUN
+chmod +x "$DEST/run.sh"
+du -sh "$DEST" | awk '{print "gpu_bundle: " $1 " in '"$DEST"'"}'
