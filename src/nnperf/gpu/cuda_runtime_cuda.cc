@@ -23,6 +23,12 @@ void check(cudaError_t rc, const char* call) {
                           cudaGetErrorName(rc)));
 }
 
+void fail(const std::string& message) { throw Error(message); }
+
+void ensure_device() {
+  if (!available()) throw Error(unavailable_reason());
+}
+
 bool compiled() { return true; }
 
 const std::string& unavailable_reason() {

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "nnperf/core/error.h"
+#include "nnperf/gpu/cuda_check.h"
 #include "nnperf/kernels/gemm/gemm_internal.h"
 
 namespace nnperf {
@@ -63,6 +64,7 @@ int to_int(int64_t v, const char* what) {
 }  // namespace
 
 void gemm_cublas(const GemmArgs& g) {
+  cuda::ensure_device();
   const GemmShape& s = g.shape;
   if (s.m == 0 || s.n == 0) return;
   const int m = to_int(s.m, "m"), n = to_int(s.n, "n"), k = to_int(s.k, "k");

@@ -129,6 +129,7 @@ __global__ void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc)
 }  // namespace
 
 void gemm_cuda_tiled(const GemmArgs& g) {
+  cuda::ensure_device();
   const GemmShape& s = g.shape;
   if (s.m == 0 || s.n == 0) return;
   // why_not keeps the tile count within the grid's 2^31 - 1 blocks.

@@ -1,0 +1,39 @@
+// The GPU kernels beside the CPU ones: the same operations and semantics as activations.h,
+// elementwise.h, softmax.h and the optimizers' updates (train/optimizer.cc), on device pointers,
+// queued on the default stream (asynchronous unless a result must come back to the host). Built
+// in kernels/elementwise_cuda.cu; without the CUDA backend every entry throws the reason
+// (kernels/cuda_kernels_nocuda.cc). Tests: tests/gpu/cuda_kernels_test.cc against the float64
+// references and tolerances of the CPU rows.
+#pragma once
+#include <cstdint>
+
+#include "nnperf/kernels/activations.h"
+#include "nnperf/kernels/softmax.h"
+#include "nnperf/train/optimizer_internal.h"
+
+namespace nnperf::cuda_kernels {
+
+// The activation row `a` (one of activation_kernels()): dst = f(src); d_src = f'(src) * d_dst,
+// with src the forward input and dst its output, as ActivationKernel::forward/backward.
+void activation_forward(const ActivationKernel& a, const float* src, float* dst, int64_t n);
+void activation_backward(const ActivationKernel& a, const float* src, const float* dst,
+                         const float* d_dst, float* d_src, int64_t n);
+
+// dst[i][j] += bias[j] over mb rows of n (row stride ld); d_bias[j] = sum_i d_dst[i][j].
+void add_bias_rows(float* dst, const float* bias, int64_t mb, int64_t n, int64_t ld);
+void sum_rows(const float* d_dst, float* d_bias, int64_t mb, int64_t n, int64_t ld);
+
+// softmax.h's softmax_cross_entropy on device logits and labels (labels in [0, n), checked by the
+// caller): waits for the result, which comes back to the host.
+LossResult softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t mb, int64_t n,
+                                 float* d_logits, float grad_scale, float label_smoothing);
+
+// torch.optim.SGD's update (dampening 0): buf = keep * buf + g, g = grad + wd * w, then
+// w -= lr * (nesterov ? g + mu * buf : buf); without momentum (buf null) w -= lr * g.
+void sgd_update(float* w, const float* grad, float* buf, int64_t n, float lr, float wd, float mu,
+                float keep, bool nesterov);
+// torch.optim.Adam's update with the coefficients of train/optimizer.cc.
+void adam_update(float* w, const float* grad, float* m, float* v, int64_t n,
+                 const AdamCoefficients& c);
+
+}  // namespace nnperf::cuda_kernels

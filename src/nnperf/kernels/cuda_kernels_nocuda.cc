@@ -1,0 +1,26 @@
+// kernels/cuda_kernels.h without the CUDA backend: each entry says why it cannot run.
+#include "nnperf/core/error.h"
+#include "nnperf/gpu/cuda.h"
+#include "nnperf/kernels/cuda_kernels.h"
+
+namespace nnperf::cuda_kernels {
+
+namespace {
+[[noreturn]] void fail() { throw Error(cuda::unavailable_reason()); }
+}  // namespace
+
+void activation_forward(const ActivationKernel&, const float*, float*, int64_t) { fail(); }
+void activation_backward(const ActivationKernel&, const float*, const float*, const float*, float*,
+                         int64_t) {
+  fail();
+}
+void add_bias_rows(float*, const float*, int64_t, int64_t, int64_t) { fail(); }
+void sum_rows(const float*, float*, int64_t, int64_t, int64_t) { fail(); }
+LossResult softmax_cross_entropy(const float*, const int32_t*, int64_t, int64_t, float*, float,
+                                 float) {
+  fail();
+}
+void sgd_update(float*, const float*, float*, int64_t, float, float, float, float, bool) { fail(); }
+void adam_update(float*, const float*, float*, float*, int64_t, const AdamCoefficients&) { fail(); }
+
+}  // namespace nnperf::cuda_kernels

@@ -1,0 +1,268 @@
+// The GPU kernels of kernels/cuda_kernels.h: one thread per element (grid-stride loops) for the
+// activations, bias and optimizer updates; one thread per row for softmax cross-entropy and per
+// column for the bias gradient (the MLP's rows are at most a few thousand wide). Plain CUDA math
+// (erff, expf, expm1f, log1pf, tanhf) without fast-math, so the CPU rows' tolerances apply.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "nnperf/gpu/cuda_check.h"
+#include "nnperf/kernels/cuda_kernels.h"
+
+namespace nnperf::cuda_kernels {
+
+namespace {
+
+enum class Act { kRelu, kGelu, kSigmoid, kTanh, kElu, kLeakyRelu, kSilu, kMish };
+
+Act act_of(const ActivationKernel& a) {
+  const std::string_view n = a.name;
+  if (n == "ReLU") return Act::kRelu;
+  if (n == "GELU") return Act::kGelu;
+  if (n == "Sigmoid") return Act::kSigmoid;
+  if (n == "Tanh") return Act::kTanh;
+  if (n == "ELU") return Act::kElu;
+  if (n == "LeakyReLU") return Act::kLeakyRelu;
+  if (n == "SiLU") return Act::kSilu;
+  if (n == "Mish") return Act::kMish;
+  cuda::fail(std::string("no CUDA kernel for activation ") + a.name);
+}
+
+constexpr float kLeakySlope = 0.01f;     // torch.nn.LeakyReLU default
+constexpr float kMishThreshold = 20.0f;  // torch.nn.functional.softplus default threshold
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+
+__device__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ float softplus(float x) { return x > kMishThreshold ? x : log1pf(expf(x)); }
+
+__device__ float forward_one(Act a, float x) {
+  switch (a) {
+    case Act::kRelu: return x > 0.0f ? x : 0.0f;
+    case Act::kGelu: return 0.5f * x * (1.0f + erff(x * kInvSqrt2));
+    case Act::kSigmoid: return sigmoid(x);
+    case Act::kTanh: return tanhf(x);
+    case Act::kElu: return x > 0.0f ? x : expm1f(x);
+    case Act::kLeakyRelu: return x > 0.0f ? x : kLeakySlope * x;
+    case Act::kSilu: return x * sigmoid(x);
+    case Act::kMish: return x * tanhf(softplus(x));
+  }
+  return 0.0f;
+}
+
+// f'(x), from the forward input.
+__device__ float derivative_one(Act a, float x) {
+  switch (a) {
+    case Act::kRelu: return x > 0.0f ? 1.0f : 0.0f;
+    case Act::kGelu:
+      return 0.5f * (1.0f + erff(x * kInvSqrt2)) + x * kInvSqrt2Pi * expf(-0.5f * x * x);
+    case Act::kSigmoid: {
+      const float s = sigmoid(x);
+      return s * (1.0f - s);
+    }
+    case Act::kTanh: {
+      const float t = tanhf(x);
+      return 1.0f - t * t;
+    }
+    case Act::kElu: return x > 0.0f ? 1.0f : expf(x);
+    case Act::kLeakyRelu: return x > 0.0f ? 1.0f : kLeakySlope;
+    case Act::kSilu: {
+      const float s = sigmoid(x);
+      return s * (1.0f + x * (1.0f - s));
+    }
+    case Act::kMish: {
+      const float t = tanhf(softplus(x));
+      // d/dx softplus = sigmoid(x) (1 above the threshold, where softplus(x) = x).
+      const float dsp = x > kMishThreshold ? 1.0f : sigmoid(x);
+      return t + x * (1.0f - t * t) * dsp;
+    }
+  }
+  return 0.0f;
+}
+
+__global__ void act_forward(Act a, const float* src, float* dst, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    dst[i] = forward_one(a, src[i]);
+  }
+}
+
+__global__ void act_backward(Act a, const float* src, const float* d_dst, float* d_src, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    d_src[i] = derivative_one(a, src[i]) * d_dst[i];
+  }
+}
+
+__global__ void bias_rows(float* dst, const float* bias, int64_t mb, int64_t n, int64_t ld) {
+  const int64_t total = mb * n;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    dst[e / n * ld + e % n] += bias[e % n];
+  }
+}
+
+__global__ void column_sums(const float* d_dst, float* d_bias, int64_t mb, int64_t n, int64_t ld) {
+  const int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (j >= n) return;
+  double s = 0.0;
+  for (int64_t i = 0; i < mb; ++i) s += d_dst[i * ld + j];
+  d_bias[j] = static_cast<float>(s);
+}
+
+struct LossAccumulator {
+  double loss_sum;
+  unsigned long long correct;
+};
+
+__global__ void softmax_xent(const float* logits, const int32_t* labels, int64_t mb, int64_t n,
+                             float* d_logits, float grad_scale, float smoothing,
+                             LossAccumulator* acc) {
+  const int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (r >= mb) return;
+  const float* x = logits + r * n;
+  const int label = labels[r];
+  float mx = x[0];
+  int64_t arg = 0;
+  for (int64_t c = 1; c < n; ++c) {
+    if (x[c] > mx) {
+      mx = x[c];
+      arg = c;
+    }
+  }
+  double sum = 0.0, sum_shifted = 0.0;
+  for (int64_t c = 0; c < n; ++c) {
+    const double z = static_cast<double>(x[c]) - mx;
+    sum += exp(z);
+    sum_shifted += z;
+  }
+  const double log_sum = log(sum);
+  const double logp_label = static_cast<double>(x[label]) - mx - log_sum;
+  const double sum_logp = sum_shifted - static_cast<double>(n) * log_sum;
+  const double s = smoothing;
+  const double loss = -((1.0 - s) * logp_label + s / static_cast<double>(n) * sum_logp);
+  atomicAdd(&acc->loss_sum, loss);
+  if (arg == label) atomicAdd(&acc->correct, 1ull);
+  if (d_logits == nullptr) return;
+  float* d = d_logits + r * n;
+  const float off = smoothing / static_cast<float>(n);
+  for (int64_t c = 0; c < n; ++c) {
+    const float p = static_cast<float>(exp(static_cast<double>(x[c]) - mx - log_sum));
+    const float t = (c == label ? 1.0f - smoothing : 0.0f) + off;
+    d[c] = (p - t) * grad_scale;
+  }
+}
+
+__global__ void sgd(float* w, const float* grad, float* buf, int64_t n, float lr, float wd,
+                    float mu, float keep, bool nesterov) {
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < n;
+       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float g = grad[j] + wd * w[j];
+    if (buf == nullptr) {
+      w[j] -= lr * g;
+      continue;
+    }
+    buf[j] = keep * buf[j] + g;
+    w[j] -= lr * (nesterov ? g + mu * buf[j] : buf[j]);
+  }
+}
+
+__global__ void adam(float* w, const float* grad, float* m, float* v, int64_t n,
+                     AdamCoefficients c) {
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < n;
+       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float g = grad[j] + c.weight_decay * w[j];
+    m[j] = c.beta1 * m[j] + c.one_minus_beta1 * g;
+    v[j] = c.beta2 * v[j] + c.one_minus_beta2 * g * g;
+    const float denom = sqrtf(v[j]) * c.inv_sqrt_bc2 + c.eps;
+    w[j] -= c.step_size * m[j] / denom;
+  }
+}
+
+constexpr int kBlock = 256;
+unsigned blocks_for(int64_t n) {
+  return static_cast<unsigned>(std::clamp<int64_t>((n + kBlock - 1) / kBlock, 1, 65536));
+}
+
+void launched(const char* what) { cuda::check(cudaGetLastError(), what); }
+
+}  // namespace
+
+void activation_forward(const ActivationKernel& a, const float* src, float* dst, int64_t n) {
+  cuda::ensure_device();
+  if (n <= 0) return;
+  act_forward<<<blocks_for(n), kBlock>>>(act_of(a), src, dst, n);
+  launched("activation forward");
+}
+
+void activation_backward(const ActivationKernel& a, const float* src, const float* /*dst*/,
+                         const float* d_dst, float* d_src, int64_t n) {
+  cuda::ensure_device();
+  if (n <= 0) return;
+  act_backward<<<blocks_for(n), kBlock>>>(act_of(a), src, d_dst, d_src, n);
+  launched("activation backward");
+}
+
+void add_bias_rows(float* dst, const float* bias, int64_t mb, int64_t n, int64_t ld) {
+  cuda::ensure_device();
+  if (mb <= 0 || n <= 0) return;
+  bias_rows<<<blocks_for(mb * n), kBlock>>>(dst, bias, mb, n, ld);
+  launched("add_bias_rows");
+}
+
+void sum_rows(const float* d_dst, float* d_bias, int64_t mb, int64_t n, int64_t ld) {
+  cuda::ensure_device();
+  if (n <= 0) return;
+  column_sums<<<blocks_for(n), kBlock>>>(d_dst, d_bias, mb, n, ld);
+  launched("sum_rows");
+}
+
+LossResult softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t mb, int64_t n,
+                                 float* d_logits, float grad_scale, float label_smoothing) {
+  cuda::ensure_device();
+  if (mb <= 0) return {};
+  // One accumulator per host thread, allocated on first use and kept.
+  struct Holder {
+    LossAccumulator* p = nullptr;
+    ~Holder() {
+      if (p != nullptr) (void)cudaFree(p);
+    }
+  };
+  thread_local Holder acc;
+  if (acc.p == nullptr) {
+    cuda::check(cudaMalloc(reinterpret_cast<void**>(&acc.p), sizeof(LossAccumulator)),
+                "cudaMalloc (loss accumulator)");
+  }
+  cuda::check(cudaMemsetAsync(acc.p, 0, sizeof(LossAccumulator)), "cudaMemsetAsync");
+  softmax_xent<<<blocks_for(mb), kBlock>>>(logits, labels, mb, n, d_logits, grad_scale,
+                                           label_smoothing, acc.p);
+  launched("softmax_cross_entropy");
+  LossAccumulator host{};
+  cuda::check(cudaMemcpy(&host, acc.p, sizeof host, cudaMemcpyDeviceToHost),
+              "cudaMemcpy (loss)");
+  return {host.loss_sum, static_cast<int64_t>(host.correct)};
+}
+
+void sgd_update(float* w, const float* grad, float* buf, int64_t n, float lr, float wd, float mu,
+                float keep, bool nesterov) {
+
+  cuda::ensure_device();
+  if (n <= 0) return;
+  sgd<<<blocks_for(n), kBlock>>>(w, grad, buf, n, lr, wd, mu, keep, nesterov);
+  launched("sgd_update");
+}
+
+void adam_update(float* w, const float* grad, float* m, float* v, int64_t n,
+                 const AdamCoefficients& c) {
+
+  cuda::ensure_device();
+  if (n <= 0) return;
+  adam<<<blocks_for(n), kBlock>>>(w, grad, m, v, n, c);
+  launched("adam_update");
+}
+
+}  // namespace nnperf::cuda_kernels

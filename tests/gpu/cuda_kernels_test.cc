@@ -1,0 +1,190 @@
+// The GPU elementwise kernels (kernels/cuda_kernels.h) against the float64 references and stated
+// tolerances of the CPU rows: the 8 activations forward and backward, bias and its gradient,
+// softmax cross-entropy with label smoothing, the SGD and Adam updates. Odd sizes throughout. On a
+// machine without a usable CUDA device the device cases report skipped with the reason, and the
+// entries are checked to refuse with it.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "nnperf/core/error.h"
+#include "nnperf/gpu/cuda.h"
+#include "nnperf/kernels/cuda_kernels.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+#define SKIP_WITHOUT_DEVICE() \
+  if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason()
+
+cuda::Buffer to_device(const std::vector<float>& h) {
+  cuda::Buffer b(h.size());
+  b.upload(h);
+  return b;
+}
+
+std::vector<float> to_host(const cuda::Buffer& b) {
+  cuda::synchronize();
+  std::vector<float> h(b.size());
+  b.download(h);
+  return h;
+}
+
+TEST(CudaKernels, WithoutADeviceEachEntryRefusesWithTheReason) {
+  if (cuda::available()) GTEST_SKIP() << "a CUDA device is usable here";
+  float x = 0.0f;
+  try {
+    cuda_kernels::activation_forward(activation_kernels()[0], &x, &x, 1);
+    FAIL() << "ran without a device";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), cuda::unavailable_reason());
+  }
+  EXPECT_THROW(cuda_kernels::sgd_update(&x, &x, nullptr, 1, 0.1f, 0.0f, 0.0f, 0.0f, false), Error);
+}
+
+class CudaActivation : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaActivation, ForwardAndBackwardMatchTheReference) {
+  SKIP_WITHOUT_DEVICE();
+  const ActivationKernel& a = find_activation(GetParam());
+  for (int64_t n : {1, 7, 1000, 100003}) {
+    SCOPED_TRACE(fmt::format("n = {}", n));
+    std::vector<float> x = test::random_vector(n, static_cast<uint64_t>(n), -8.0f, 8.0f);
+    // The edges: zero, tiny, the Mish/softplus threshold, large magnitudes.
+    const float edges[] = {0.0f, 1e-30f, -1e-30f, 20.0f, 20.5f, -30.0f, 30.0f, 88.0f, -88.0f};
+    for (std::size_t i = 0; i < std::size(edges) && i < x.size(); ++i) x[i] = edges[i];
+    const std::vector<float> g = test::random_vector(n, static_cast<uint64_t>(n) + 1);
+    cuda::Buffer dx = to_device(x), dy(x.size()), dg = to_device(g), dgx(x.size());
+    cuda_kernels::activation_forward(a, dx.data(), dy.data(), n);
+    cuda_kernels::activation_backward(a, dx.data(), dy.data(), dg.data(), dgx.data(), n);
+    const std::vector<float> y = to_host(dy), gx = to_host(dgx);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      const double ref = a.reference(x[k]);
+      ASSERT_LE(std::fabs(y[k] - ref), a.abs_tol + a.rel_tol * std::fabs(ref))
+          << a.name << " forward at x = " << x[k] << ": " << y[k] << " vs " << ref;
+      const double gref = a.reference_derivative(x[k]) * g[k];
+      ASSERT_LE(std::fabs(gx[k] - gref),
+                a.grad_abs_tol * std::fabs(g[k]) + a.grad_rel_tol * std::fabs(gref))
+          << a.name << " backward at x = " << x[k] << ": " << gx[k] << " vs " << gref;
+    }
+  }
+}
+
+std::vector<std::string> activation_names_list() {
+  std::vector<std::string> out;
+  for (const ActivationKernel& a : activation_kernels()) out.emplace_back(a.name);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, CudaActivation, ::testing::ValuesIn(activation_names_list()),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+TEST(CudaKernels, BiasAndItsGradient) {
+  SKIP_WITHOUT_DEVICE();
+  const int64_t mb = 131, n = 37, ld = 41;
+  const std::vector<float> y0 = test::random_vector(mb * ld, 1), bias = test::random_vector(n, 2);
+  cuda::Buffer dy = to_device(y0), db = to_device(bias), dsum(static_cast<std::size_t>(n));
+  cuda_kernels::add_bias_rows(dy.data(), db.data(), mb, n, ld);
+  cuda_kernels::sum_rows(dy.data(), dsum.data(), mb, n, ld);
+  const std::vector<float> y = to_host(dy), s = to_host(dsum);
+  for (int64_t j = 0; j < n; ++j) {
+    double ref_sum = 0.0, abs_sum = 0.0;
+    for (int64_t i = 0; i < mb; ++i) {
+      const auto k = static_cast<std::size_t>(i * ld + j);
+      const double ref = static_cast<double>(y0[k]) + bias[static_cast<std::size_t>(j)];
+      ASSERT_LE(std::fabs(y[k] - ref), test::kEps * std::fabs(ref)) << i << "," << j;
+      ref_sum += y[k];
+      abs_sum += std::fabs(y[k]);
+    }
+    EXPECT_LE(std::fabs(s[static_cast<std::size_t>(j)] - ref_sum), test::kEps * abs_sum) << j;
+  }
+  // Columns past n (the row stride's padding) are untouched.
+  EXPECT_EQ(y[static_cast<std::size_t>(n)], y0[static_cast<std::size_t>(n)]);
+}
+
+TEST(CudaKernels, SoftmaxCrossEntropyWithLabelSmoothing) {
+  SKIP_WITHOUT_DEVICE();
+  for (float s : {0.0f, 0.1f}) {
+    const int64_t mb = 97, n = 10;
+    const std::vector<float> logits = test::random_vector(mb * n, 3, -6.0f, 6.0f);
+    std::vector<int32_t> labels(static_cast<std::size_t>(mb));
+    for (int64_t i = 0; i < mb; ++i) labels[static_cast<std::size_t>(i)] = static_cast<int32_t>(i * 7 % n);
+    cuda::Buffer dl = to_device(logits), dd(logits.size());
+    // The labels travel as floats' bit patterns in a float buffer.
+    cuda::Buffer dlab(labels.size());
+    std::vector<float> lab_bits(labels.size());
+    std::memcpy(lab_bits.data(), labels.data(), labels.size() * sizeof(int32_t));
+    dlab.upload(lab_bits);
+    const LossResult got = cuda_kernels::softmax_cross_entropy(
+        dl.data(), reinterpret_cast<const int32_t*>(dlab.data()), mb, n, dd.data(), 1.0f / mb, s);
+    const std::vector<float> d = to_host(dd);
+    double loss = 0.0;
+    int64_t correct = 0;
+    for (int64_t i = 0; i < mb; ++i) {
+      const float* x = logits.data() + i * n;
+      double mx = x[0];
+      int64_t arg = 0;
+      for (int64_t c = 1; c < n; ++c) {
+        if (x[c] > mx) { mx = x[c]; arg = c; }
+      }
+      double sum = 0.0;
+      for (int64_t c = 0; c < n; ++c) sum += std::exp(x[c] - mx);
+      const int32_t label = labels[static_cast<std::size_t>(i)];
+      correct += arg == label;
+      for (int64_t c = 0; c < n; ++c) {
+        const double logp = x[c] - mx - std::log(sum);
+        const double t = (c == label ? 1.0 - s : 0.0) + s / static_cast<double>(n);
+        loss -= t * logp;
+        const double gref = (std::exp(logp) - t) / static_cast<double>(mb);
+        ASSERT_LE(std::fabs(d[static_cast<std::size_t>(i * n + c)] - gref), 4 * test::kEps / mb)
+            << i << "," << c;
+      }
+    }
+    EXPECT_NEAR(got.loss_sum, loss, 1e-9 * std::fabs(loss) + 1e-12) << "smoothing " << s;
+    EXPECT_EQ(got.correct, correct);
+  }
+}
+
+TEST(CudaKernels, SgdAndAdamUpdatesFollowTorchOptim) {
+  SKIP_WITHOUT_DEVICE();
+  const int64_t n = 1009;
+  const std::vector<float> w0 = test::random_vector(n, 4), g = test::random_vector(n, 5),
+                           b0 = test::random_vector(n, 6);
+  for (bool nesterov : {false, true}) {
+    cuda::Buffer dw = to_device(w0), dg = to_device(g), dbuf = to_device(b0);
+    const float lr = 0.1f, wd = 5e-4f, mu = 0.9f;
+    cuda_kernels::sgd_update(dw.data(), dg.data(), dbuf.data(), n, lr, wd, mu, mu, nesterov);
+    const std::vector<float> w = to_host(dw), buf = to_host(dbuf);
+    for (std::size_t j = 0; j < w.size(); ++j) {
+      const double gj = static_cast<double>(g[j]) + static_cast<double>(wd) * w0[j];
+      const double bj = static_cast<double>(mu) * b0[j] + gj;
+      const double wj = w0[j] - lr * (nesterov ? gj + mu * bj : bj);
+      ASSERT_NEAR(buf[j], bj, 4 * test::kEps * (std::fabs(bj) + 1));
+      ASSERT_NEAR(w[j], wj, 8 * test::kEps * (std::fabs(wj) + 1));
+    }
+  }
+  const std::vector<float> m0 = test::random_vector(n, 7);
+  std::vector<float> v0 = test::random_vector(n, 8, 0.0f, 1.0f);
+  const AdamCoefficients c{0.9f, 0.1f, 0.999f, 0.001f, 1e-4f, 0.01f, 1.2f, 1e-8f};
+  cuda::Buffer dw = to_device(w0), dg = to_device(g), dm = to_device(m0), dv = to_device(v0);
+  cuda_kernels::adam_update(dw.data(), dg.data(), dm.data(), dv.data(), n, c);
+  const std::vector<float> w = to_host(dw), m = to_host(dm), v = to_host(dv);
+  for (std::size_t j = 0; j < w.size(); ++j) {
+    const double gj = static_cast<double>(g[j]) + static_cast<double>(c.weight_decay) * w0[j];
+    const double mj = c.beta1 * static_cast<double>(m0[j]) + c.one_minus_beta1 * gj;
+    const double vj = c.beta2 * static_cast<double>(v0[j]) + c.one_minus_beta2 * gj * gj;
+    const double wj = w0[j] - c.step_size * mj / (std::sqrt(vj) * c.inv_sqrt_bc2 + c.eps);
+    ASSERT_NEAR(m[j], mj, 4 * test::kEps * (std::fabs(mj) + 1));
+    ASSERT_NEAR(v[j], vj, 4 * test::kEps * (std::fabs(vj) + 1));
+    ASSERT_NEAR(w[j], wj, 16 * test::kEps * (std::fabs(wj) + 1));
+  }
+}
+
+}  // namespace
+}  // namespace nnperf
