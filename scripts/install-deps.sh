@@ -11,9 +11,10 @@ PKGS=(
   gnuplot-nox dataset-fashion-mnist python3 python3-venv
   clang libclang-rt-dev
 )
-# Test-only: the headless browser that opens report.html (scripts/check_report_html.py).
+# Test-only: the headless browser that opens report.html (scripts/check_report_html.py), and a
+# single-node Slurm cluster for the sweep test (tests/slurm, started with scripts/slurm-local.sh).
 if [ "${1:-}" != "--no-test-deps" ]; then
-  PKGS+=(chromium fonts-dejavu-core)
+  PKGS+=(chromium fonts-dejavu-core slurmctld slurmd slurm-client munge)
 fi
 missing=()
 for p in "${PKGS[@]}"; do

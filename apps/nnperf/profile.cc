@@ -12,6 +12,7 @@
 #include "nnperf/kernels/conv/conv_backward.h"
 #include "nnperf/models/registry.h"
 #include "nnperf/runs/profile_run.h"
+#include "nnperf/runs/sweep.h"
 #include "nnperf/runs/train_run.h"
 
 namespace nnperf::app {
@@ -222,11 +223,17 @@ const Registrar reg{Command{
 
 const Registrar reg_status{Command{
     "status", 45, [](CLI::App& sub) -> std::function<int()> {
-      sub.description("Show the progress of the profile sweeps under a folder (default: results)");
+      sub.description(
+          "Show the progress of a sweep folder (nnperf sweep: every cell's state, the time left; "
+          "merges when all are done), or of the profile sweeps under a folder (default: results)");
       auto dir = std::make_shared<std::string>("results");
       sub.add_option("dir", *dir, "Folder to scan")->capture_default_str();
       return [dir] {
-        fmt::print("{}", profile_status(*dir));
+        if (std::filesystem::exists(std::filesystem::path(*dir) / "sweep.json")) {
+          fmt::print("{}", sweep_status(*dir));
+        } else {
+          fmt::print("{}", profile_status(*dir));
+        }
         return 0;
       };
     }}};

@@ -1,5 +1,8 @@
-// Tensor storage: aligned allocation with std::aligned_alloc, rounded up to the alignment.
+// Tensor storage: aligned allocation with std::aligned_alloc, rounded up to the alignment; large
+// zeros() tensors are anonymous mappings (zero pages until written).
 #include "nnperf/core/tensor.h"
+
+#include <sys/mman.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -26,7 +29,13 @@ int64_t Shape::numel() const {
 
 std::string Shape::str() const { return fmt::format("[{}]", fmt::join(dims_, ", ")); }
 
-void Tensor::Free::operator()(float* p) const { std::free(p); }
+void Tensor::Free::operator()(float* p) const {
+  if (mapped_bytes > 0) {
+    ::munmap(p, mapped_bytes);
+  } else {
+    std::free(p);
+  }
+}
 
 namespace {
 float* allocate_floats(int64_t n) {
@@ -50,8 +59,24 @@ Tensor::Tensor(Shape shape) : shape_(std::move(shape)) {
 }
 
 Tensor Tensor::zeros(Shape shape) {
-  Tensor t(std::move(shape));
-  t.zero();
+  constexpr int64_t kMapAtBytes = int64_t{4} << 20;  // below this, malloc's pages are cheaper
+  for (int64_t d : shape.dims()) NNPERF_CHECK(d >= 0, "negative dimension in shape {}", shape.str());
+  const int64_t n = shape.numel();
+  const auto bytes = checked_mul(n, static_cast<int64_t>(sizeof(float)));
+  if (!bytes || *bytes < kMapAtBytes) {
+    Tensor t(std::move(shape));
+    t.zero();
+    return t;
+  }
+  check_allocation(*bytes, "a tensor");
+  void* p = ::mmap(nullptr, static_cast<std::size_t>(*bytes), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.numel_ = n;
+  t.capacity_ = n;
+  t.data_ = std::unique_ptr<float[], Free>(static_cast<float*>(p), Free{static_cast<std::size_t>(*bytes)});
   return t;
 }
 
@@ -80,7 +105,8 @@ void Tensor::reshape(Shape shape) {
 void Tensor::resize(Shape shape) {
   const int64_t n = shape.numel();
   if (n > capacity_) {
-    data_.reset(allocate_floats(n));
+    data_.reset(allocate_floats(n));  // frees the old storage as it was allocated
+    data_.get_deleter().mapped_bytes = 0;
     capacity_ = n;
   }
   shape_ = std::move(shape);

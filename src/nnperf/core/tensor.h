@@ -59,7 +59,13 @@ class Tensor {
   void resize(Shape shape);
 
  private:
+  // Storage comes from std::aligned_alloc, or for a large zeros() tensor from an anonymous
+  // mapping (mapped_bytes > 0): the kernel's zero pages, touched only when used, so building a
+  // model whose weights are never written (complexity counts, sweep planning) costs no page faults.
   struct Free {
+    Free() noexcept : mapped_bytes(0) {}  // a constructor, not a member initialiser (CWG 1397)
+    explicit Free(std::size_t bytes) noexcept : mapped_bytes(bytes) {}
+    std::size_t mapped_bytes;
     void operator()(float* p) const;
   };
   Shape shape_;

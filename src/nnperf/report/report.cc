@@ -335,6 +335,26 @@ struct Sweep {
   fs::path overall, layers;
 };
 
+// The machines a profile folder's rows were measured on: a merged sweep's "hosts", else the
+// run's own machine.hostname; none when run.json is missing or unreadable.
+std::vector<std::string> sweep_hosts(const fs::path& run_json) {
+  std::vector<std::string> out;
+  try {
+    if (!fs::exists(run_json)) return out;
+    const nlohmann::json j = read_json(run_json);
+    if (j.contains("hosts") && j["hosts"].is_array()) {
+      for (const auto& h : j["hosts"]) {
+        if (h.is_string()) out.push_back(h.get<std::string>());
+      }
+    } else if (j.contains("machine") && j["machine"].is_object() && j["machine"].contains("hostname") &&
+               j["machine"]["hostname"].is_string()) {
+      out.push_back(j["machine"]["hostname"].get<std::string>());
+    }
+  } catch (const Error&) {
+  }
+  return out;
+}
+
 ReportSection profile_section(const std::vector<Sweep>& sweeps, const fs::path& root) {
   ReportSection s;
   s.title = "Convolution-algorithm profiles";
@@ -344,8 +364,10 @@ ReportSection profile_section(const std::vector<Sweep>& sweeps, const fs::path& 
   std::map<std::string, std::map<std::string, double>> model_ms;
   std::map<std::string, std::map<std::string, std::map<std::string, double>>> layer_ms;
   std::map<std::string, std::string> layer_shape;
+  std::set<std::string> hosts;  // the machines the compared rows come from
   for (const Sweep& sw : sweeps) {
     check_interrupt();
+    for (const auto& h : sweep_hosts(sw.overall.parent_path() / "run.json")) hosts.insert(h);
     const CsvTable o = read_csv(sw.overall);
     if (first) {
       whole = csv_table(o, "Whole-model inference time (ms) per sweep and input size");
@@ -386,6 +408,12 @@ ReportSection profile_section(const std::vector<Sweep>& sweeps, const fs::path& 
       layer_shape[l.cell(r, l_layer)] =
           fmt::format("{}x{} stride {}", l.cell(r, l_k), l.cell(r, l_k), l.cell(r, l_s));
     }
+  }
+  if (hosts.size() > 1) {
+    s.paragraphs.push_back(fmt::format(
+        "Note: these rows come from {} machines ({}); the comparisons below set figures of "
+        "different machines side by side.",
+        hosts.size(), fmt::join(hosts, ", ")));
   }
   for (const auto& [key, algos] : model_ms) {
     if (algos.size() < 2) continue;

@@ -1,0 +1,260 @@
+// `nnperf sweep plan`: cells, their command lines and cost estimates, written to sweep.json.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <future>
+#include <map>
+#include <set>
+
+#include "nnperf/analysis/complexity.h"
+#include "nnperf/core/error.h"
+#include "nnperf/core/machine_model.h"
+#include "nnperf/io/files.h"
+#include "nnperf/io/json_read.h"
+#include "nnperf/io/run_info.h"
+#include "nnperf/kernels/conv/conv.h"
+#include "nnperf/models/registry.h"
+#include "nnperf/runs/profile_run.h"
+#include "nnperf/runs/sweep.h"
+
+namespace nnperf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kSweepVersion = 1;
+// Share of the FMA peak a whole network reaches in nnperf's measurements (the profiler's
+// resnet50/vgg16 figures run at 40-70% of peak): the estimate's only assumption beyond the counts.
+constexpr double kAssumedEfficiency = 0.5;
+// What a cell costs besides its FLOPs: starting nnperf, building and planning the model, writing
+// the files (about a second per cell in the sanity sweeps of tests/slurm).
+constexpr double kCellStartSeconds = 1.0;
+
+// Forward FLOPs of one image at `size`, from the complexity model at the model's default size and
+// scaled by (size / default)^2 (convolutions dominate, and their FLOPs scale with the output area;
+// the fully connected tails of alexnet/vgg16 sit behind an adaptive pool). Counted once per model.
+struct FlopsModel {
+  double flops_at_default = 0, train_flops_at_default = 0;
+  int64_t default_size = 224;
+};
+
+FlopsModel count_model(const std::string& model) {
+  const ModelEntry& m = find_model(model);
+  FlopsModel f;
+  f.default_size = m.default_input[1];
+  ComplexityOptions train;
+  train.training = true;
+  const ModelComplexity c = model_complexity(model, f.default_size, 1, train);
+  f.flops_at_default = c.totals.flops;
+  f.train_flops_at_default = c.totals.flops_iteration();
+  return f;
+}
+
+double seconds_for(double flops, int threads) {
+  const double rate = machine_model().fma_gflops_per_core * 1e9 * std::max(threads, 1) * kAssumedEfficiency;
+  return flops / rate;
+}
+
+double scaled(const FlopsModel& f, bool train, int64_t size) {
+  const double r = static_cast<double>(size) / static_cast<double>(f.default_size);
+  return (train ? f.train_flops_at_default : f.flops_at_default) * r * r;
+}
+
+// Every model counted once, in parallel (building a model's weights dominates planning: vgg16's
+// 138M parameters).
+std::map<std::string, FlopsModel> count_models(const std::vector<std::string>& models) {
+  std::map<std::string, std::future<FlopsModel>> pending;
+  for (const auto& m : models) {
+    if (!pending.count(m)) pending[m] = std::async(std::launch::async, count_model, m);
+  }
+  std::map<std::string, FlopsModel> out;
+  for (auto& [m, f] : pending) out[m] = f.get();
+  return out;
+}
+
+std::string join_sizes(const std::vector<int64_t>& sizes) { return fmt::format("{}", fmt::join(sizes, ",")); }
+
+void check_names(const SweepPlanOptions& o) {
+  if (o.models.empty()) throw UsageError("--models: expected at least one model");
+  for (const auto& m : o.models) {
+    (void)find_model(m);
+    if (m == "mlp") throw UsageError("--models mlp: sweeps cover the CNNs; mlp-bench times the MLP");
+  }
+  if (o.threads < 1) throw UsageError(fmt::format("--threads {}: expected at least 1", o.threads));
+}
+
+nlohmann::json profile_cells(const SweepPlanOptions& o) {
+  if (o.algorithms.empty()) throw UsageError("--algorithms: expected at least one algorithm");
+  for (const auto& a : o.algorithms) {
+    if (a != "guess" && a != "find") (void)find_conv(a);
+  }
+  if (o.pass != "inference" && o.pass != "train") {
+    throw UsageError(fmt::format("--pass {}: expected inference or train", o.pass));
+  }
+  ProfileOptions po;
+  po.stage = o.stage;
+  po.sizes = o.sizes;
+  apply_stage(po);
+  const int per_cell = o.sizes_per_cell > 0 ? o.sizes_per_cell : static_cast<int>(po.sizes.size());
+  const bool train = o.pass == "train";
+  nlohmann::json cells = nlohmann::json::array();
+  const auto counts = count_models(o.models);
+  for (const auto& m : o.models) {
+    const FlopsModel& f = counts.at(m);
+    for (const auto& a : o.algorithms) {
+      for (std::size_t i0 = 0; i0 < po.sizes.size(); i0 += static_cast<std::size_t>(per_cell)) {
+        const std::vector<int64_t> sizes(
+            po.sizes.begin() + static_cast<std::ptrdiff_t>(i0),
+            po.sizes.begin() + static_cast<std::ptrdiff_t>(std::min(po.sizes.size(), i0 + static_cast<std::size_t>(per_cell))));
+        const std::string name = fmt::format("{}_{}{}_{}-{}", m, a, train ? "_train" : "",
+                                             sizes.front(), sizes.back());
+        double flops = 0;
+        // The whole-model passes and the per-layer passes, each warm-up + measure.
+        for (int64_t s : sizes) flops += 2.0 * (po.warmup + po.measure) * scaled(f, train, s) * o.batch_size;
+        cells.push_back({{"name", name},
+                         {"kind", "profile"},
+                         {"model", m},
+                         {"algorithm", a},
+                         {"pass", o.pass},
+                         {"sizes", sizes},
+                         {"output", "cells/" + name},
+                         {"estimated_seconds", kCellStartSeconds + seconds_for(flops, o.threads)},
+                         {"args",
+                          {"profile", "--model", m, "--algorithm", a, "--sizes", join_sizes(sizes),
+                           "--warmup", std::to_string(po.warmup), "--measure",
+                           std::to_string(po.measure), "--batch-size", std::to_string(o.batch_size),
+                           "--threads", std::to_string(o.threads), "--pass", o.pass,
+                           "--output-dir", "cells/" + name, "--progress", "lines"}}});
+      }
+    }
+  }
+  return cells;
+}
+
+nlohmann::json train_cells(const SweepPlanOptions& o) {
+  if (o.batch_sizes.empty()) throw UsageError("--batch-sizes: expected at least one batch size");
+  const std::vector<int> threads = o.thread_counts.empty() ? std::vector<int>{o.threads} : o.thread_counts;
+  if (o.iters < 1 || o.warmup_iters < 0) throw UsageError("--iters must be >= 1 and --warmup-iters >= 0");
+  nlohmann::json cells = nlohmann::json::array();
+  const auto counts = count_models(o.models);
+  for (const auto& m : o.models) {
+    const FlopsModel& f = counts.at(m);
+    const int64_t size = o.input_size > 0 ? o.input_size : f.default_size;
+    for (int64_t b : o.batch_sizes) {
+      for (int t : threads) {
+        const std::string name = fmt::format("{}_b{}_t{}", m, b, t);
+        nlohmann::json args = {"train", "--model", m, "--synthetic", "--iters", std::to_string(o.iters),
+                               "--warmup-iters", std::to_string(o.warmup_iters), "--batch-size",
+                               std::to_string(b), "--input-size", std::to_string(size), "--threads",
+                               std::to_string(t), "--label", name, "--log-dir", "cells/" + name};
+        const double flops = (o.iters + o.warmup_iters) * scaled(f, true, size) * static_cast<double>(b);
+        cells.push_back({{"name", name},
+                         {"kind", "train"},
+                         {"model", m},
+                         {"batch_size", b},
+                         {"threads", t},
+                         {"input_size", size},
+                         {"output", "cells/" + name},
+                         {"estimated_seconds", kCellStartSeconds + seconds_for(flops, t)},
+                         {"args", args}});
+      }
+    }
+  }
+  return cells;
+}
+
+void claim_sweep_dir(const fs::path& dir) {
+  if (fs::exists(dir / "sweep.json")) {
+    throw UsageError(fmt::format("--out-dir {}: already holds a sweep (sweep.json); one sweep per "
+                                 "folder: choose another folder",
+                                 dir.string()));
+  }
+  if (fs::exists(dir) && (!fs::is_directory(dir) || !fs::is_empty(dir))) {
+    throw UsageError(fmt::format("--out-dir {}: exists and is not an empty folder", dir.string()));
+  }
+  fs::create_directories(dir);
+}
+
+}  // namespace
+
+std::string shell_quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+nlohmann::json plan_sweep(const SweepPlanOptions& o) {
+  if (o.kind != "profile" && o.kind != "train") throw UsageError("sweep plan: expected --profile or --train");
+  if (o.out_dir.empty()) throw UsageError("--out-dir: required");
+  check_names(o);
+  nlohmann::json cells = o.kind == "profile" ? profile_cells(o) : train_cells(o);
+  std::set<std::string> names;
+  double total = 0;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    cells[i]["index"] = i;
+    if (!names.insert(cells[i]["name"].get<std::string>()).second) {
+      throw UsageError(fmt::format("sweep plan: cell {} planned twice (a model, algorithm or size "
+                                   "given twice?)",
+                                   cells[i]["name"].get<std::string>()));
+    }
+    total += cells[i]["estimated_seconds"].get<double>();
+  }
+  claim_sweep_dir(o.out_dir);
+  const nlohmann::json sweep = {
+      {"version", kSweepVersion},
+      {"kind", o.kind},
+      {"id", fmt::format("{}_{}", timestamp_compact(), hostname())},
+      {"created", iso8601_now()},
+      {"planned_on", hostname()},
+      {"command", o.command_line},
+      {"threads_per_cell", o.threads},
+      {"estimate", {{"total_seconds", total},
+                    {"basis", fmt::format("complexity-model FLOPs / ({} of {:.1f} GFLOP/s per core "
+                                          "x threads; {})",
+                                          kAssumedEfficiency, machine_model().fma_gflops_per_core,
+                                          machine_model().source)}}},
+      {"cells", cells}};
+  write_json_atomic(o.out_dir / "sweep.json", sweep);
+  return sweep;
+}
+
+nlohmann::json read_sweep(const fs::path& dir) {
+  const fs::path file = dir / "sweep.json";
+  if (!fs::exists(file)) throw Error(fmt::format("{}: no sweep.json (not a sweep folder)", dir.string()));
+  nlohmann::json j = read_json(file);
+  const JsonPath where{file.string(), ""};
+  if (json_integer(j, "version", where) != kSweepVersion) {
+    throw Error(fmt::format("{}: sweep version {} (this nnperf reads {})", file.string(),
+                            j["version"].dump(), kSweepVersion));
+  }
+  (void)json_string(j, "kind", where);
+  if (!j.contains("cells") || !j["cells"].is_array()) throw Error(file.string() + ": no cells array");
+  for (std::size_t i = 0; i < j["cells"].size(); ++i) {
+    const auto& c = j["cells"][i];
+    const JsonPath cw{file.string(), fmt::format("cells[{}]", i)};
+    if (!c.is_object() || json_integer(c, "index", cw) != static_cast<int64_t>(i)) {
+      throw Error(fmt::format("{}: cells[{}] is not cell {}", file.string(), i, i));
+    }
+    const std::string name = json_string(c, "name", cw);
+    if (name.empty() || name.find('/') != std::string::npos || name.starts_with(".")) {
+      throw Error(fmt::format("{}: cells[{}]: bad cell name '{}'", file.string(), i, name));
+    }
+    if (!c.contains("args") || !c["args"].is_array() || c["args"].empty()) {
+      throw Error(fmt::format("{}: cells[{}]: no command", file.string(), i));
+    }
+    for (const auto& a : c["args"]) {
+      if (!a.is_string()) throw Error(fmt::format("{}: cells[{}]: a non-string argument", file.string(), i));
+    }
+  }
+  return j;
+}
+
+}  // namespace nnperf

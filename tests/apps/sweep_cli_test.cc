@@ -1,0 +1,207 @@
+// `nnperf sweep` end to end without Slurm: planning and its refusals, a local run merged and
+// rendered, a cell killed mid-way and run again (no row lost or doubled), a finished sweep copied
+// to another path, training cells, and the Slurm script's quoting run through bash with a
+// stand-in sbatch. The real Slurm cluster is tests/slurm/slurm_sweep_test.sh.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "nnperf/io/csv.h"
+#include "nnperf/runs/sweep.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_command;
+using test::run_nnperf;
+
+std::string q(const fs::path& p) { return shell_quote(p.string()); }
+
+nlohmann::json read(const fs::path& p) { return nlohmann::json::parse(test::read_text(p)); }
+
+TEST(SweepQuote, EveryShellCharacterStaysLiteral) {
+  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_EQ(shell_quote("a b"), "'a b'");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  const std::string nasty = "x $HOME `id` \"q\" 'q' ; rm -rf / \\ %A\nline";
+  const auto r = run_command("printf '%s' " + shell_quote(nasty));
+  EXPECT_EQ(r.out, nasty);
+}
+
+TEST(SweepPlan, CellsCarryTheirCommandOutputAndEstimate) {
+  test::TempDir t("sweep-plan");
+  const fs::path dir = t / "s";
+  auto r = run_nnperf(fmt::format("sweep plan --profile --models resnet18,alexnet --algorithms gemm,find "
+                                  "--sizes 64,72,80 --sizes-per-cell 2 --stage sanity --out-dir {}", q(dir)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("planned 8 cells in "), std::string::npos) << r.out;
+  const nlohmann::json s = read(dir / "sweep.json");
+  ASSERT_EQ(s["cells"].size(), 8u);
+  const auto& c = s["cells"][1];
+  EXPECT_EQ(c["name"], "resnet18_gemm_80-80");
+  EXPECT_EQ(c["index"], 1);
+  EXPECT_EQ(c["sizes"], nlohmann::json::array({80}));
+  EXPECT_EQ(c["output"], "cells/resnet18_gemm_80-80");
+  EXPECT_GT(c["estimated_seconds"].get<double>(), 0.0);
+  const std::vector<std::string> args = c["args"];
+  EXPECT_EQ(args[0], "profile");
+  EXPECT_NE(std::find(args.begin(), args.end(), "cells/resnet18_gemm_80-80"), args.end());
+  // At the same size an alexnet cell costs less than a resnet18 one (0.71 against 1.8 GFLOP per
+  // image at 224 in the complexity model).
+  EXPECT_EQ(s["cells"][5]["name"], "alexnet_gemm_80-80");
+  EXPECT_LT(s["cells"][5]["estimated_seconds"].get<double>(), s["cells"][1]["estimated_seconds"].get<double>());
+
+  // One sweep per folder; bad values named.
+  r = run_nnperf(fmt::format("sweep plan --profile --models resnet18 --algorithms gemm --out-dir {}", q(dir)));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("already holds a sweep (sweep.json); one sweep per folder"), std::string::npos) << r.err;
+  for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--profile --models resnet18 --algorithms strassen", "strassen"},
+           {"--profile --models lenet --algorithms gemm", "lenet"},
+           {"--profile --train --models resnet18 --algorithms gemm", "exactly one of --profile and --train"},
+           {"--profile --models resnet18", "--algorithms: expected at least one"},
+           {"--train --models resnet18", "--batch-sizes: expected at least one"},
+           {"--profile --models resnet18,resnet18 --algorithms gemm", "planned twice"}}) {
+    r = run_nnperf(fmt::format("sweep plan {} --out-dir {}", flags, q(t / "other")));
+    EXPECT_EQ(r.exit_code, 2) << flags;
+    EXPECT_NE(r.err.find(message), std::string::npos) << flags << ": " << r.err;
+    EXPECT_FALSE(fs::exists(t / "other" / "sweep.json")) << flags;
+  }
+}
+
+TEST(SweepLocal, RunsMergesReportsAndSurvivesAMove) {
+  test::TempDir t("sweep-local");
+  const fs::path dir = t / "a b";
+  ASSERT_EQ(run_nnperf(fmt::format("sweep plan --profile --models resnet18 --algorithms gemm,direct "
+                                   "--sizes 32,40 --sizes-per-cell 1 --stage sanity --out-dir {}", q(dir)))
+                .exit_code, 0);
+  // Not done yet: merge refuses and names the cells.
+  auto r = run_nnperf("sweep merge " + q(dir));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("4 cells are not done (resnet18_gemm_32-32"), std::string::npos) << r.err;
+  r = run_nnperf(fmt::format("sweep run {} --local --jobs 2", q(dir)));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("4 cells: 4 done, 0 running, 0 failed, 0 pending"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("merged 4 cells (4 rows)"), std::string::npos) << r.out;
+  const fs::path overall = dir / "merged" / "resnet18_gemm" / "resnet18_gemm_overall.csv";
+  ASSERT_TRUE(fs::exists(overall));
+  const CsvTable o = read_csv(overall);
+  ASSERT_EQ(o.rows.size(), 2u);
+  EXPECT_EQ(o.cell(0, o.require("input_size")), "32");
+  EXPECT_EQ(o.cell(1, o.require("input_size")), "40");
+  const nlohmann::json rec = read(dir / "merged" / "sweep_records.json");
+  EXPECT_EQ(rec["records"].size(), 4u);
+  EXPECT_EQ(rec["records"][0]["cell"], "resnet18_gemm_32-32");
+  EXPECT_EQ(rec["context"]["cells"], 4);
+  // Running again runs nothing.
+  r = run_nnperf(fmt::format("sweep run {} --local", q(dir)));
+  EXPECT_NE(r.out.find("0 of 4 cells to run"), std::string::npos) << r.out;
+  // The merged folder is one sweep to `report`.
+  r = run_nnperf("report " + q(dir / "merged"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string md = test::read_text(dir / "merged" / "report.md");
+  EXPECT_NE(md.find("resnet18 batch 1 at 32x32"), std::string::npos) << md;
+
+  // Copied elsewhere (every path inside is relative), it merges to the same rows.
+  const fs::path moved = t / "moved 'here' $X";
+  fs::copy(dir, moved, fs::copy_options::recursive);
+  r = run_nnperf("sweep merge " + q(moved));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(test::read_text(moved / "merged" / "resnet18_gemm" / "resnet18_gemm_overall.csv"),
+            test::read_text(overall));
+  r = run_nnperf("status " + q(moved));
+  EXPECT_NE(r.out.find("4 cells: 4 done"), std::string::npos) << r.out;
+}
+
+TEST(SweepLocal, AKilledCellContinuesWhereItsRowsStop) {
+  test::TempDir t("sweep-kill");
+  const fs::path dir = t / "s";
+  ASSERT_EQ(run_nnperf(fmt::format("sweep plan --profile --models resnet18 --algorithms gemm "
+                                   "--sizes 48,56,64,72,80,88 --stage sanity --out-dir {}", q(dir)))
+                .exit_code, 0);
+  const fs::path overall = dir / "cells" / "resnet18_gemm_48-88" / "resnet18_gemm_overall.csv";
+  // Start the cell, kill its profiler (and the cell runner) as soon as the first row is written.
+  const auto r = run_command(fmt::format(
+      "( '{}' sweep run-cell {} 0 >/dev/null 2>&1 & ); for i in $(seq 1 600); do "
+      "[ -f {} ] && [ $(wc -l < {}) -ge 2 ] && break; sleep 0.05; done; "
+      // [s]/[o]: patterns that do not match this shell's own command line.
+      "pkill -9 -f '[s]weep run-cell {} 0'; pkill -9 -f '[o]utput-dir cells/resnet18_gemm_48-88'; "
+      "sleep 0.2; n=$(wc -l < {}); echo $n",
+      NNPERF_BINARY, q(dir), q(overall), q(overall), dir.string(), q(overall)));
+  ASSERT_FALSE(r.out.empty()) << r.err;
+  const int lines = std::stoi(r.out);
+  ASSERT_GE(lines, 2) << r.err;
+  if (lines == 7) GTEST_SKIP() << "the cell finished before it could be killed";
+  auto st = run_nnperf("status " + q(dir));
+  EXPECT_NE(st.out.find("stale"), std::string::npos) << st.out;
+  st = run_nnperf(fmt::format("sweep run {} --local", q(dir)));
+  ASSERT_EQ(st.exit_code, 0) << st.out << st.err;
+  EXPECT_NE(st.out.find("merged 1 cells (6 rows)"), std::string::npos) << st.out;
+  const CsvTable o = read_csv(dir / "merged" / "resnet18_gemm" / "resnet18_gemm_overall.csv");
+  std::set<std::string> sizes;
+  for (std::size_t i = 0; i < o.rows.size(); ++i) sizes.insert(o.cell(i, o.require("input_size")));
+  EXPECT_EQ(sizes, (std::set<std::string>{"48", "56", "64", "72", "80", "88"}));
+  EXPECT_EQ(o.rows.size(), 6u);
+  // The second run resumed: it profiled only the sizes the first had not written.
+  EXPECT_NE(test::read_text(dir / "logs" / "resnet18_gemm_48-88.log")
+                .find(fmt::format("({} sizes profiled, {} already done)", 7 - lines, lines - 1)),
+            std::string::npos);
+}
+
+TEST(SweepLocal, TrainingCellsMergeIntoOneMetricsCsv) {
+  test::TempDir t("sweep-train");
+  const fs::path dir = t / "s";
+  ASSERT_EQ(run_nnperf(fmt::format("sweep plan --train --models resnet18 --batch-sizes 2,3 --thread-counts 1 "
+                                   "--iters 1 --warmup-iters 0 --input-size 32 --out-dir {}", q(dir)))
+                .exit_code, 0);
+  const auto r = run_nnperf(fmt::format("sweep run {} --local --jobs 2", q(dir)));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const CsvTable m = read_csv(dir / "merged" / "metrics.csv");
+  ASSERT_EQ(m.rows.size(), 2u);
+  EXPECT_EQ(m.cell(0, m.require("label")), "resnet18_b2_t1");
+  EXPECT_EQ(m.cell(1, m.require("label")), "resnet18_b3_t1");
+  EXPECT_EQ(m.header.size(), 22u);
+}
+
+TEST(SweepSlurm, TheScriptRunsEachCellThroughBashWhateverThePath) {
+  test::TempDir t("sweep-slurm");
+  const fs::path dir = t / "sw 'it''s' $HOME `x` %A";
+  ASSERT_EQ(run_nnperf(fmt::format("sweep plan --profile --models resnet18 --algorithms gemm --sizes 32,40 "
+                                   "--sizes-per-cell 1 --stage sanity --out-dir {}", q(dir)))
+                .exit_code, 0);
+  auto r = run_nnperf(fmt::format("sweep run {} --slurm --dry-run --partition p1 --max-parallel 3", q(dir)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("not submitted: --dry-run"), std::string::npos) << r.out;
+  const std::string submit = test::read_text(dir / "slurm" / "submit_1.sh");
+  EXPECT_NE(submit.find("'--array=0-1%3'"), std::string::npos) << submit;
+  EXPECT_NE(submit.find("'--partition=p1'"), std::string::npos) << submit;
+  EXPECT_NE(submit.find("%%A/slurm/%A_%a.out"), std::string::npos) << submit;  // a literal % doubled
+  // A stand-in sbatch: runs the script once per array index with SLURM_ARRAY_TASK_ID set.
+  const fs::path bin = t / "bin";
+  fs::create_directories(bin);
+  {
+    std::ofstream f(bin / "sbatch");
+    f << "#!/bin/bash\nfor a in \"$@\"; do case $a in --array=*) arr=${a#--array=}; arr=${arr%%\\%*};; "
+         "esac; script=$a; done\nfor i in $(seq ${arr%-*} ${arr#*-}); do SLURM_ARRAY_TASK_ID=$i bash "
+         "\"$script\" || exit 1; done\necho 4242\n";
+  }
+  fs::permissions(bin / "sbatch", fs::perms::owner_all);
+  r = run_command(fmt::format("PATH={}:$PATH sh {}", q(bin), q(dir / "slurm" / "submit_1.sh")));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = run_nnperf("status " + q(dir));
+  EXPECT_NE(r.out.find("2 cells: 2 done"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("merged 2 cells (2 rows)"), std::string::npos) << r.out;
+  // Submitting again submits nothing.
+  r = run_nnperf(fmt::format("sweep run {} --slurm --dry-run", q(dir)));
+  EXPECT_NE(r.out.find("nothing to submit"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace nnperf
