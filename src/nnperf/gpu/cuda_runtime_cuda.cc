@@ -81,17 +81,6 @@ Buffer::~Buffer() {
   if (data_ != nullptr) (void)cudaFree(data_);
 }
 
-Buffer::Buffer(Buffer&& other) noexcept : data_(other.data_), count_(other.count_) {
-  other.data_ = nullptr;
-  other.count_ = 0;
-}
-
-Buffer& Buffer::operator=(Buffer&& other) noexcept {
-  std::swap(data_, other.data_);
-  std::swap(count_, other.count_);
-  return *this;
-}
-
 void Buffer::upload(std::span<const float> host) {
   if (host.size() != count_) {
     throw Error(fmt::format("CUDA upload of {} floats into a buffer of {}", host.size(), count_));

@@ -26,15 +26,6 @@ std::string device_summary() { return ""; }
 
 Buffer::Buffer(std::size_t) { fail(); }
 Buffer::~Buffer() = default;
-Buffer::Buffer(Buffer&& other) noexcept : data_(other.data_), count_(other.count_) {
-  other.data_ = nullptr;
-  other.count_ = 0;
-}
-Buffer& Buffer::operator=(Buffer&& other) noexcept {
-  std::swap(data_, other.data_);
-  std::swap(count_, other.count_);
-  return *this;
-}
 void Buffer::upload(std::span<const float>) { fail(); }
 void Buffer::download(std::span<float>) const { fail(); }
 

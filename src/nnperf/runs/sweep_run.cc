@@ -41,8 +41,19 @@ std::string env_or(const char* name, const std::string& fallback = "") {
   return v != nullptr ? v : fallback;
 }
 
-// Starts `argv` (argv[0] a path) with cwd `cwd`, stdout and stderr appended to `log` (inherited
-// when empty); returns the pid.
+// posix_spawnp of `argv` (searched on PATH when argv[0] has no slash) with the file actions `fa`,
+// which it destroys; 0 or the error number.
+int spawn_with(const std::vector<std::string>& argv, posix_spawn_file_actions_t& fa, pid_t& pid) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  return rc;
+}
+
+// Starts `argv` with cwd `cwd`, stdout and stderr appended to `log` (inherited when empty);
+// returns the pid.
 pid_t spawn(const std::vector<std::string>& argv, const fs::path& cwd, const fs::path& log) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -51,13 +62,10 @@ pid_t spawn(const std::vector<std::string>& argv, const fs::path& cwd, const fs:
     posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
   }
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) throw Error(fmt::format("cannot start {}: {}", argv[0], std::strerror(rc)));
+  if (const int rc = spawn_with(argv, fa, pid); rc != 0) {
+    throw Error(fmt::format("cannot start {}: {}", argv[0], std::strerror(rc)));
+  }
   return pid;
 }
 
@@ -162,12 +170,8 @@ std::pair<int, std::string> capture(const std::vector<std::string>& argv) {
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
   posix_spawn_file_actions_addclose(&fa, fds[0]);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
+  const int rc = spawn_with(argv, fa, pid);
   ::close(fds[1]);
   if (rc != 0) {
     ::close(fds[0]);
