@@ -19,7 +19,7 @@ struct Flags {
   SlurmOptions slurm_options;
 };
 
-int plan(Flags& f) {
+int plan_command(Flags& f) {
   if (f.profile == f.train) throw UsageError("sweep plan: give exactly one of --profile and --train");
   f.plan.kind = f.profile ? "profile" : "train";
   f.plan.out_dir = f.out_dir;
@@ -33,7 +33,7 @@ int plan(Flags& f) {
   return 0;
 }
 
-int run(Flags& f) {
+int run_command(Flags& f) {
   if (f.local == f.slurm) throw UsageError("sweep run: give exactly one of --local and --slurm");
   if (f.local) {
     const int failed = run_sweep_local(f.dir, f.jobs);
@@ -96,8 +96,8 @@ const Registrar reg{Command{"sweep", 47, [](CLI::App& sub) -> std::function<int(
   c->add_option("index", f->cell, "The cell's index (SLURM_ARRAY_TASK_ID)")->required()->check(integer_in(0, 100000000));
 
   return [f, p, r, m, c]() -> int {
-    if (p->parsed()) return plan(*f);
-    if (r->parsed()) return run(*f);
+    if (p->parsed()) return plan_command(*f);
+    if (r->parsed()) return run_command(*f);
     if (m->parsed()) {
       fmt::print("{}", merge_sweep(f->dir));
       return 0;

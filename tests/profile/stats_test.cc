@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "nnperf/profile/clock.h"
+#include "nnperf/core/clock.h"
 #include "nnperf/profile/profiler.h"
 
 namespace nnperf {

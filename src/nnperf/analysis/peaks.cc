@@ -28,7 +28,7 @@
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/kernels/peak/peak.h"
-#include "nnperf/profile/clock.h"
+#include "nnperf/core/clock.h"
 #include "nnperf/profile/stats.h"
 
 namespace nnperf {

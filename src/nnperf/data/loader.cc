@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "nnperf/core/error.h"
-#include "nnperf/profile/clock.h"
+#include "nnperf/core/clock.h"
 
 namespace nnperf {
 

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <utility>
 
-#include "nnperf/profile/clock.h"
+#include "nnperf/core/clock.h"
 
 namespace nnperf::cuda {
 

@@ -13,7 +13,7 @@
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/gpu/cuda_check.h"
 #include "nnperf/gpu/probe.h"
-#include "nnperf/profile/clock.h"
+#include "nnperf/core/clock.h"
 
 namespace nnperf::cuda {
 

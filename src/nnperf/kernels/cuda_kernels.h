@@ -9,7 +9,7 @@
 
 #include "nnperf/kernels/activations.h"
 #include "nnperf/kernels/softmax.h"
-#include "nnperf/train/optimizer_internal.h"
+#include "nnperf/kernels/adam.h"
 
 namespace nnperf::cuda_kernels {
 

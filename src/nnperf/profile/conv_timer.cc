@@ -14,7 +14,7 @@
 #include "nnperf/core/interrupt.h"
 #include "nnperf/core/rng.h"
 #include "nnperf/core/workspace.h"
-#include "nnperf/profile/clock.h"
+#include "nnperf/core/clock.h"
 
 namespace nnperf {
 

@@ -9,7 +9,7 @@
 #include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/nn/conv2d.h"
 #include "nnperf/nn/linear.h"
-#include "nnperf/profile/clock.h"
+#include "nnperf/core/clock.h"
 
 namespace nnperf {
 

@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "nnperf/core/error.h"
-#include "nnperf/profile/clock.h"
+#include "nnperf/core/clock.h"
 
 namespace nnperf {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "nnperf/nn/graph.h"
-#include "nnperf/profile/clock.h"
+#include "nnperf/core/clock.h"
 
 namespace nnperf {
 

@@ -1,6 +1,6 @@
 #include "nnperf/profile/step_recorder.h"
 
-#include "nnperf/profile/clock.h"
+#include "nnperf/core/clock.h"
 
 namespace nnperf {
 

@@ -16,7 +16,7 @@
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/models/registry.h"
-#include "nnperf/profile/clock.h"
+#include "nnperf/core/clock.h"
 #include "nnperf/profile/conv_timer.h"
 #include "nnperf/runs/cnn_train_outputs.h"
 #include "nnperf/train/checkpoint.h"

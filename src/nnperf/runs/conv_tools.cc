@@ -15,7 +15,7 @@
 #include "nnperf/core/threads.h"
 #include "nnperf/core/workspace.h"
 #include "nnperf/io/run_info.h"
-#include "nnperf/profile/clock.h"
+#include "nnperf/core/clock.h"
 #include "nnperf/profile/stats.h"
 
 namespace nnperf {

@@ -15,7 +15,7 @@
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/models/registry.h"
-#include "nnperf/profile/clock.h"
+#include "nnperf/core/clock.h"
 #include "nnperf/report/report.h"
 #include "nnperf/runs/activation_study.h"
 #include "nnperf/runs/cnn_train.h"

@@ -25,7 +25,7 @@
 #include "nnperf/kernels/activations.h"
 #include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/models/mlp.h"
-#include "nnperf/profile/clock.h"
+#include "nnperf/core/clock.h"
 #include "nnperf/profile/exec_log.h"
 #include "nnperf/profile/profiler.h"
 #include "nnperf/profile/stats.h"

@@ -24,7 +24,7 @@
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/models/registry.h"
 #include "nnperf/nn/conv2d.h"
-#include "nnperf/profile/clock.h"
+#include "nnperf/core/clock.h"
 #include "nnperf/profile/conv_timer.h"
 #include "nnperf/profile/exec_log.h"
 #include "nnperf/profile/power.h"

@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "nnperf/core/error.h"
-#include "nnperf/profile/clock.h"
+#include "nnperf/core/clock.h"
 
 namespace nnperf {
 

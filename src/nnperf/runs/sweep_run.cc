@@ -19,7 +19,7 @@
 #include "nnperf/io/files.h"
 #include "nnperf/io/json_read.h"
 #include "nnperf/io/run_info.h"
-#include "nnperf/profile/clock.h"
+#include "nnperf/core/clock.h"
 #include "nnperf/runs/sweep.h"
 
 extern char** environ;

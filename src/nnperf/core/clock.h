@@ -1,6 +1,7 @@
 // Clocks: the one place nnperf reads time. CPU work is timed with the steady clock (vDSO
-// clock_gettime, ~20 ns a read here); device work will be timed with events recorded in the
-// stream and resolved after the pass (IntervalTimer), so no per-layer synchronisation is needed.
+// clock_gettime, ~20 ns a read here); device work is timed with events recorded in the stream and
+// resolved after the pass (IntervalTimer; the CUDA implementation is gpu/cuda.h's
+// make_event_timer), so no per-layer synchronisation is needed.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -19,7 +20,7 @@ inline double seconds_since(int64_t start_ns) {
 }
 
 // Records begin/end marks of numbered intervals and resolves their durations later. The CPU
-// implementation reads the clock at once; a CUDA implementation records events into the stream
+// implementation reads the clock at once; the CUDA implementation records events into the stream
 // and resolves with cudaEventElapsedTime after one synchronisation per pass.
 class IntervalTimer {
  public:
