@@ -1,4 +1,5 @@
-// `nnperf sweep plan`: cells, their command lines and cost estimates, written to sweep.json.
+// `nnperf sweep plan`: cells, their command lines and cost estimates, written to sweep.json; reading
+// a sweep back; shell quoting.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
