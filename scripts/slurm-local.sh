@@ -10,8 +10,20 @@ set -euo pipefail
 cmd=${1:-up}; state=${2:-/tmp/nnperf-slurm}
 mkdir -p "$state"
 if [ "$cmd" = down ]; then
+  # Stops the daemons by the pids recorded, then waits (up to 20 s) until they have exited, so the
+  # state folder can be removed.
+  pids=()
   for p in slurmd slurmctld munged; do
-    [ -f "$state/$p.pid" ] && kill "$(cat "$state/$p.pid")" 2>/dev/null || true
+    if [ -f "$state/$p.pid" ]; then
+      pid=$(cat "$state/$p.pid")
+      kill "$pid" 2>/dev/null && pids+=("$pid")
+    fi
+  done
+  for _ in $(seq 1 100); do
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.2
   done
   exit 0
 fi

@@ -21,8 +21,11 @@ done
 tmp=$(mktemp -d /tmp/nnperf-slurm-test.XXXXXX)
 started=0
 cleanup() {
-  if [ "$started" = 1 ]; then bash "$slurm_local" down "$tmp/state" || true; fi
-  rm -rf "$tmp"
+  local rc=$?
+  set +e
+  if [ "$started" = 1 ]; then bash "$slurm_local" down "$tmp/state"; fi
+  rm -rf "$tmp" 2>/dev/null || echo "note: $tmp was left behind" >&2
+  exit "$rc"
 }
 trap cleanup EXIT
 if ! pgrep -x slurmctld >/dev/null; then
