@@ -112,6 +112,16 @@ int nvmlDeviceGetPowerUsage(void*, unsigned int* mw) {
   *mw = static_cast<unsigned int>(env_int("NNPERF_FAKE_POWER_MW", 50000));
   return 0;
 }
+// The total-energy counter: NNPERF_FAKE_ENERGY_MJ_PER_CALL unset = a board without one
+// (NVML_ERROR_NOT_SUPPORTED); set = the counter advances by that many mJ at every read.
+int nvmlDeviceGetTotalEnergyConsumption(void*, unsigned long long* mj) {
+  static unsigned long long counter = 1000000;
+  const int step = env_int("NNPERF_FAKE_ENERGY_MJ_PER_CALL", -1);
+  if (step < 0) return 3;  // NVML_ERROR_NOT_SUPPORTED
+  counter += static_cast<unsigned long long>(step);
+  *mj = counter;
+  return 0;
+}
 int nvmlDeviceGetMaxClockInfo(void*, int type, unsigned int* mhz) {
   *mhz = type == 1 ? 1980 : 2619;
   return 0;

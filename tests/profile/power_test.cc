@@ -191,7 +191,10 @@ class FakeNvml : public ::testing::Test {
     ::unsetenv("NNPERF_FAKE_CUDA_DEVICES");
     ::setenv("NNPERF_FAKE_POWER_MW", "50000", 1);
   }
-  void TearDown() override { ::unsetenv("NNPERF_FAKE_POWER_MW"); }
+  void TearDown() override {
+    ::unsetenv("NNPERF_FAKE_POWER_MW");
+    ::unsetenv("NNPERF_FAKE_ENERGY_MJ_PER_CALL");
+  }
   static PowerOptions options(const fs::path& rapl_root) {
     PowerOptions o;
     o.rapl_root = rapl_root;
@@ -231,6 +234,33 @@ TEST_F(FakeNvml, AutoOnACudaRunReadsNvmlEvenWhereRaplIsReadable) {
   ASSERT_TRUE(w.energy_j && w.power_mean_w);
   EXPECT_NEAR(*w.power_mean_w, 50.0, 1e-9);  // a constant 50 W integrates to 50 W x the window
   EXPECT_NEAR(*w.energy_j, 50.0 * w.seconds, 1e-9);
+}
+
+TEST_F(FakeNvml, TheTotalEnergyCounterGivesTheEnergyAndTheSamplesTheSpread) {
+  // A board with the counter: the energy is the counter difference (begin to end: one step of
+  // 7,500 mJ), not the integral of the 50 W samples; the samples still give min/max.
+  ::setenv("NNPERF_FAKE_ENERGY_MJ_PER_CALL", "7500", 1);
+  PowerOptions o = options("/nonexistent/powercap");
+  o.device = Device::kCuda;
+  PowerMonitor m(o);
+  ASSERT_TRUE(m.available()) << m.unavailable_reason();
+  m.begin();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const PowerWindow w = m.end();
+  ASSERT_TRUE(w.energy_j && w.power_mean_w);
+  EXPECT_DOUBLE_EQ(*w.energy_j, 7.5);
+  EXPECT_DOUBLE_EQ(*w.power_mean_w, 7.5 / w.seconds);
+  ASSERT_GT(w.samples, 0);
+  EXPECT_DOUBLE_EQ(*w.power_min_w, 50.0);
+  EXPECT_DOUBLE_EQ(*w.power_max_w, 50.0);
+  // The reader on its own: summed over the devices, in joules.
+  NvmlReader r(NNPERF_FAKE_CUDA_LIB);
+  ASSERT_EQ(r.devices(), 1);  // the stand-in's default: one board
+  const auto a = r.energy_joules(), b = r.energy_joules();
+  ASSERT_TRUE(a && b);
+  EXPECT_DOUBLE_EQ(*b - *a, 7.5);
+  ::unsetenv("NNPERF_FAKE_ENERGY_MJ_PER_CALL");
+  EXPECT_FALSE(r.energy_joules());  // a board without the counter
 }
 
 TEST_F(FakeNvml, AutoOnACudaRunWithoutNvmlHasNoFiguresAndSaysWhy) {

@@ -156,6 +156,8 @@ NvmlReader::NvmlReader(const std::string& library) {
       reinterpret_cast<int (*)(unsigned int, void**)>(dlsym(lib_, "nvmlDeviceGetHandleByIndex_v2"));
   get_power_ =
       reinterpret_cast<int (*)(void*, unsigned int*)>(dlsym(lib_, "nvmlDeviceGetPowerUsage"));
+  get_energy_ = reinterpret_cast<int (*)(void*, unsigned long long*)>(
+      dlsym(lib_, "nvmlDeviceGetTotalEnergyConsumption"));
   shutdown_ = reinterpret_cast<int (*)()>(dlsym(lib_, "nvmlShutdown"));
   if (!init || !count || !handle || !get_power_) {
     reason_ = fmt::format("{} lacks the expected NVML entry points", library);
@@ -186,6 +188,17 @@ NvmlReader::NvmlReader(const std::string& library) {
 NvmlReader::~NvmlReader() {
   if (shutdown_ != nullptr) shutdown_();
   if (lib_ != nullptr) dlclose(lib_);
+}
+
+std::optional<double> NvmlReader::energy_joules() const {
+  if (devices_ == 0 || get_energy_ == nullptr) return std::nullopt;
+  double j = 0;
+  for (void* h : handles_) {
+    unsigned long long mj = 0;
+    if (get_energy_(h, &mj) != 0) return std::nullopt;  // e.g. NVML_ERROR_NOT_SUPPORTED
+    j += static_cast<double>(mj) * 1e-3;
+  }
+  return j;
 }
 
 std::optional<double> NvmlReader::power_watts() const {
@@ -291,6 +304,7 @@ void PowerMonitor::begin() {
     rapl_last_ = rapl_begin_;
     rapl_last_t_ = 0;
   }
+  nvml_begin_j_ = active_ == "nvml" ? nvml_->energy_joules() : std::nullopt;
   if (active_.empty()) return;
   running_ = true;
   thread_ = std::thread([this] { sample_loop(); });
@@ -329,6 +343,11 @@ PowerWindow PowerMonitor::end() {
   const double seconds = static_cast<double>(now_ns() - t0_ns_) * 1e-9;
   std::optional<double> energy;
   if (active_ == "rapl") energy = rapl_.package_joules(rapl_begin_, rapl_.read());
+  if (active_ == "nvml" && nvml_begin_j_) {
+    if (const auto now = nvml_->energy_joules(); now && *now >= *nvml_begin_j_) {
+      energy = *now - *nvml_begin_j_;
+    }
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   return summarize_power(seconds, energy, samples_, active_);
 }

@@ -62,6 +62,9 @@ class NvmlReader {
   const std::string& unavailable_reason() const { return reason_; }
   int devices() const { return devices_; }
   std::optional<double> power_watts() const;  // summed over devices
+  // The boards' total-energy counters (nvmlDeviceGetTotalEnergyConsumption, mJ since the driver
+  // loaded; Volta and later), summed over devices, in joules; nullopt where a board has none.
+  std::optional<double> energy_joules() const;
 
  private:
   void* lib_ = nullptr;
@@ -69,6 +72,7 @@ class NvmlReader {
   std::string reason_;
   std::vector<void*> handles_;
   int (*get_power_)(void*, unsigned int*) = nullptr;
+  int (*get_energy_)(void*, unsigned long long*) = nullptr;  // null when the library lacks it
   int (*shutdown_)() = nullptr;
 };
 
@@ -87,8 +91,9 @@ struct PowerWindow {
 
 // Statistics of a window from its samples and (when known) its counter energy. Pure function,
 // used by PowerMonitor and tested directly.
-// With a counter (RAPL) the energy is the counter difference and the samples give std/min/max;
-// without one (NVML power readings) the energy is the trapezoidal integral of the samples.
+// With a counter (RAPL, or NVML's total-energy counter) the energy is the counter difference and
+// the samples give std/min/max (a cross-check); without one (NVML boards without the counter) the
+// energy is the trapezoidal integral of the power samples.
 PowerWindow summarize_power(double seconds, std::optional<double> counter_energy_j,
                             const std::vector<PowerSample>& samples, const std::string& source);
 
@@ -133,6 +138,7 @@ class PowerMonitor {
   std::mutex mutex_;
   int64_t t0_ns_ = 0;
   std::vector<uint64_t> rapl_begin_, rapl_last_;
+  std::optional<double> nvml_begin_j_;  // the NVML energy counter at begin(), when it has one
   double rapl_last_t_ = 0;
   std::vector<PowerSample> samples_;
   std::string active_;  // "rapl", "nvml" or "" (none)
