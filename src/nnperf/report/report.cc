@@ -355,6 +355,25 @@ std::vector<std::string> sweep_hosts(const fs::path& run_json) {
   return out;
 }
 
+// One finding per (model, batch, size) timed with two or more algorithms: the fastest, and how
+// much slower each other one is.
+void whole_model_findings(const std::map<std::string, std::map<std::string, double>>& model_ms,
+                          std::vector<std::string>& out) {
+  for (const auto& [key, algos] : model_ms) {
+    if (algos.size() < 2) continue;
+    const auto best =
+        std::min_element(algos.begin(), algos.end(),
+                         [](const auto& a, const auto& b) { return a.second < b.second; });
+    std::vector<std::string> others;
+    for (const auto& [a, ms] : algos) {
+      if (a != best->first)
+        others.push_back(fmt::format("{} {}x slower", a, g4(ms / best->second)));
+    }
+    out.push_back(fmt::format("{}: {} is fastest for the whole model ({} ms median); {}.", key,
+                              best->first, g4(best->second), fmt::join(others, ", ")));
+  }
+}
+
 ReportSection profile_section(const std::vector<Sweep>& sweeps, const fs::path& root) {
   ReportSection s;
   s.title = "Convolution-algorithm profiles";
@@ -415,20 +434,7 @@ ReportSection profile_section(const std::vector<Sweep>& sweeps, const fs::path& 
         "different machines side by side.",
         hosts.size(), fmt::join(hosts, ", ")));
   }
-  for (const auto& [key, algos] : model_ms) {
-    if (algos.size() < 2) continue;
-    const auto best =
-        std::min_element(algos.begin(), algos.end(),
-                         [](const auto& a, const auto& b) { return a.second < b.second; });
-    std::vector<std::string> others;
-    for (const auto& [a, ms] : algos) {
-      if (a != best->first)
-        others.push_back(fmt::format("{} {}x slower", a, g4(ms / best->second)));
-    }
-    s.recommendations.push_back(
-        fmt::format("{}: {} is fastest for the whole model ({} ms median); {}.", key, best->first,
-                    g4(best->second), fmt::join(others, ", ")));
-  }
+  whole_model_findings(model_ms, s.recommendations);
   for (const auto& [key, layers] : layer_ms) {
     // shape -> winner -> count
     std::map<std::string, std::map<std::string, int>> wins;

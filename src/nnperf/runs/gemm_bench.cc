@@ -104,21 +104,15 @@ GemmShape parse_gemm_shape(std::string_view text) {
   return s;
 }
 
-nlohmann::json bench_gemm(const GemmShape& s, const GemmBenchOptions& o) {
-  if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
-  const bool gpu = o.device == Device::kCuda;
-  if (gpu) cuda::require("--device cuda");
-  const int threads = gpu ? 1 : set_threads(o.threads);
-  if (!gpu) set_blas_threads(threads);
-  const auto algos = select(o);
-  check_sizes(s, algos.size());
+namespace {
 
+Operands make_operands(const GemmShape& s, uint64_t seed, bool gpu) {
   Operands in;
   in.lda = s.trans_a ? s.m : s.k;
   in.ldb = s.trans_b ? s.k : s.n;
   in.a.resize(static_cast<std::size_t>(s.m * s.k));
   in.b.resize(static_cast<std::size_t>(s.k * s.n));
-  Rng rng(o.seed);
+  Rng rng(seed);
   rng.fill_uniform(in.a, -1.0f, 1.0f);
   rng.fill_uniform(in.b, -1.0f, 1.0f);
   if (gpu) {
@@ -127,77 +121,74 @@ nlohmann::json bench_gemm(const GemmShape& s, const GemmBenchOptions& o) {
     in.da->upload(in.a);
     in.db->upload(in.b);
   }
+  return in;
+}
 
-  nlohmann::json records = nlohmann::json::array();
-  std::vector<std::unique_ptr<Planned>> planned;
-  for (const GemmAlgorithm* a : algos) {
-    const std::string why = a->why_not(s);
-    if (!why.empty()) {
-      records.push_back({{"algorithm", a->name}, {"device", device_name(o.device)},
-                         {"problem", s.str()}, {"status", "skipped"}, {"reason", why}});
-      continue;
-    }
-    auto p = std::make_unique<Planned>();
-    p->algo = a;
-    const std::size_t c_size = static_cast<std::size_t>(s.m * s.n);
-    float* c = nullptr;
-    if (gpu) {
-      p->dc = std::make_unique<cuda::Buffer>(c_size);
-      c = p->dc->data();
-    } else {
-      p->c.assign(c_size, 0.0f);
-      c = p->c.data();
-    }
-    p->workspace.reserve(a->workspace_bytes(s, threads));
-    p->args = gemm_args(s, gpu ? in.da->data() : in.a.data(), in.lda,
-                        gpu ? in.db->data() : in.b.data(), in.ldb, c, s.n, p->workspace.data(),
-                        threads);
-    planned.push_back(std::move(p));
+// One row ready to run: its own C (host or device) and workspace.
+std::unique_ptr<Planned> plan_row(const GemmAlgorithm* a, const GemmShape& s, const Operands& in,
+                                  bool gpu, int threads) {
+  auto p = std::make_unique<Planned>();
+  p->algo = a;
+  const std::size_t c_size = static_cast<std::size_t>(s.m * s.n);
+  float* c = nullptr;
+  if (gpu) {
+    p->dc = std::make_unique<cuda::Buffer>(c_size);
+    c = p->dc->data();
+  } else {
+    p->c.assign(c_size, 0.0f);
+    c = p->c.data();
   }
+  p->workspace.reserve(a->workspace_bytes(s, threads));
+  p->args = gemm_args(s, gpu ? in.da->data() : in.a.data(), in.lda, gpu ? in.db->data() : in.b.data(),
+                      in.ldb, c, s.n, p->workspace.data(), threads);
+  return p;
+}
 
-  // Alternating rounds. On the GPU every run is bracketed by events (slot = round x algorithm) and
-  // the whole set is read after one synchronisation.
-  const int rounds = o.warmup + o.measure;
-  const int n_alg = static_cast<int>(planned.size());
-  std::unique_ptr<IntervalTimer> timer =
-      gpu ? cuda::make_event_timer(std::max(1, rounds * n_alg)) : nullptr;
+// Alternating rounds; each row's measured milliseconds into its `ms`. On the GPU every run is
+// bracketed by events (slot = round x row) and the whole set is read after one synchronisation.
+void measure(std::vector<std::unique_ptr<Planned>>& planned, int warmup, int measured, bool gpu) {
+  const int rounds = warmup + measured;
+  const int n = static_cast<int>(planned.size());
+  std::unique_ptr<IntervalTimer> timer = gpu ? cuda::make_event_timer(std::max(1, rounds * n)) : nullptr;
   for (int r = 0; r < rounds; ++r) {
     check_interrupt();
-    for (int i = 0; i < n_alg; ++i) {
+    for (int i = 0; i < n; ++i) {
       Planned& p = *planned[static_cast<std::size_t>(i)];
       if (gpu) {
-        timer->begin(r * n_alg + i);
+        timer->begin(r * n + i);
         run_once(p);
-        timer->end(r * n_alg + i);
+        timer->end(r * n + i);
       } else {
         const int64_t t0 = now_ns();
         run_once(p);
-        if (r >= o.warmup) p.ms.push_back(static_cast<double>(now_ns() - t0) * 1e-6);
+        if (r >= warmup) p.ms.push_back(static_cast<double>(now_ns() - t0) * 1e-6);
       }
     }
   }
-  if (gpu) {
-    std::vector<double> ms;
-    std::vector<int64_t> counts;
-    timer->resolve(ms, counts);
-    cuda::synchronize();
-    for (int r = o.warmup; r < rounds; ++r) {
-      for (int i = 0; i < n_alg; ++i) {
-        planned[static_cast<std::size_t>(i)]->ms.push_back(ms[static_cast<std::size_t>(r * n_alg + i)]);
-      }
+  if (!gpu) return;
+  std::vector<double> ms;
+  std::vector<int64_t> counts;
+  timer->resolve(ms, counts);
+  cuda::synchronize();
+  for (int r = warmup; r < rounds; ++r) {
+    for (int i = 0; i < n; ++i) {
+      planned[static_cast<std::size_t>(i)]->ms.push_back(ms[static_cast<std::size_t>(r * n + i)]);
     }
   }
+}
 
-  // The vendor's result and time are the references of the other rows.
+// One record per measured row; the vendor's result and time are the references of the others.
+void append_records(const std::vector<std::unique_ptr<Planned>>& planned, const GemmShape& s,
+                    Device device, nlohmann::json& records) {
   const Planned* ref = nullptr;
   for (const auto& p : planned) {
-    if (std::string_view(p->algo->name) == vendor(o.device)) ref = p.get();
+    if (std::string_view(p->algo->name) == vendor(device)) ref = p.get();
   }
   const std::vector<float> ref_c = ref != nullptr ? result_of(*ref) : std::vector<float>{};
   const double ref_ms = ref != nullptr ? summarize(ref->ms).median : 0.0;
   for (const auto& p : planned) {
     const Summary sm = summarize(p->ms);
-    nlohmann::json rec{{"algorithm", p->algo->name}, {"device", device_name(o.device)},
+    nlohmann::json rec{{"algorithm", p->algo->name}, {"device", device_name(device)},
                        {"problem", s.str()}, {"status", "ok"},
                        {"time_ms_median", sm.median}, {"time_ms_min", sm.min},
                        {"time_ms_max", sm.max}, {"reps", sm.count}, {"flops", s.flops()},
@@ -213,6 +204,33 @@ nlohmann::json bench_gemm(const GemmShape& s, const GemmBenchOptions& o) {
     }
     records.push_back(rec);
   }
+}
+
+}  // namespace
+
+nlohmann::json bench_gemm(const GemmShape& s, const GemmBenchOptions& o) {
+  if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
+  const bool gpu = o.device == Device::kCuda;
+  if (gpu) cuda::require("--device cuda");
+  const int threads = gpu ? 1 : set_threads(o.threads);
+  if (!gpu) set_blas_threads(threads);
+  const auto algos = select(o);
+  check_sizes(s, algos.size());
+  const Operands in = make_operands(s, o.seed, gpu);
+
+  nlohmann::json records = nlohmann::json::array();
+  std::vector<std::unique_ptr<Planned>> planned;
+  for (const GemmAlgorithm* a : algos) {
+    if (const std::string why = a->why_not(s); !why.empty()) {
+      records.push_back({{"algorithm", a->name}, {"device", device_name(o.device)},
+                         {"problem", s.str()}, {"status", "skipped"}, {"reason", why}});
+    } else {
+      planned.push_back(plan_row(a, s, in, gpu, threads));
+    }
+  }
+  measure(planned, o.warmup, o.measure, gpu);
+  append_records(planned, s, o.device, records);
+
   nlohmann::json ctx = run_context();
   ctx["device"] = device_name(o.device);
   if (gpu) ctx["cuda_device"] = cuda::device_summary();
