@@ -31,7 +31,7 @@ struct Flags {
   int workers = 0, prefetch_factor = 2, save_every = 0, profile_iter = 1;
   bool no_augment = false, profile_one_step = false, no_nesterov = false, deterministic = false;
   int grad_accum_steps = 1;
-  std::string resume, on_bad_image = "fail";
+  std::string resume, init_weights, on_bad_image = "fail";
 };
 
 // --iters: exactly --warmup-iters + --iters training steps on synthetic data, any registered
@@ -82,6 +82,17 @@ void refuse_mlp_flags(const CLI::App& sub, const std::string& model) {
   }
 }
 
+// Flags of CNN epoch training: refused for the MLP rather than silently ignored.
+void refuse_cnn_flags(const CLI::App& sub) {
+  for (const char* flag : {"--workers", "--prefetch-factor", "--no-augment", "--no-nesterov",
+                           "--save-every", "--resume", "--init-weights", "--profile-one-step",
+                           "--profile-iter", "--on-bad-image", "--warmup", "--algorithm"}) {
+    if (sub.count(flag) > 0) {
+      throw UsageError(fmt::format("{}: applies to the CNNs, not --model mlp", flag));
+    }
+  }
+}
+
 OnBadImage parse_on_bad_image(const std::string& s) {
   if (s == "fail") return OnBadImage::kFail;
   if (s == "skip") return OnBadImage::kSkip;
@@ -125,6 +136,7 @@ int run_cnn(Flags& f, const CLI::App& sub) {
   o.algorithm = f.algorithm;
   o.save_every = f.save_every;
   o.resume = f.resume;
+  o.init_weights = f.init_weights;
   o.out_dir = f.out_dir;
   o.overwrite = t.overwrite;
   o.tensorboard = t.tensorboard;
@@ -146,6 +158,7 @@ int run_cnn(Flags& f, const CLI::App& sub) {
 int run_train(Flags& f, const CLI::App& sub) {
   if (f.iters > 0) return run_driver(f, sub);
   if (find_model(f.model).name != std::string("mlp")) return run_cnn(f, sub);
+  refuse_cnn_flags(sub);
   finish_train_flags(f.train);
   TrainRunOptions& o = f.train.run;
   o.out_dir = f.out_dir;  // empty: run_training makes a new runs/mlp_<timestamp>
@@ -222,6 +235,9 @@ const Registrar reg{Command{
                      "CNNs: an epoch_NNN checkpoint every N epochs (0: none)")
           ->check(integer_in(0, 1000000));
       sub.add_option("--resume", f->resume, "CNNs: continue from a _best or epoch_NNN checkpoint");
+      sub.add_option("--init-weights", f->init_weights,
+                     "CNNs: start from the weights (and BatchNorm statistics) of a final_weights file "
+                     "or checkpoint of the same model instead of the initialiser");
       sub.add_flag("--profile-one-step", f->profile_one_step,
                    "CNNs: after --warmup-iters (default 20) steps, record one step per layer and "
                    "phase (Chrome trace + CSV) and stop");

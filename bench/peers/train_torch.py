@@ -129,6 +129,9 @@ def make_model(torch, name, in_channels, classes):
             c = m.conv1
             m.conv1 = torch.nn.Conv2d(in_channels, c.out_channels, c.kernel_size, c.stride,
                                       c.padding, bias=c.bias is not None)
+            # torchvision's ResNet initialises every conv so; a replaced one must be too
+            # (nn.Conv2d's own default would give conv1 weights ~3x larger than nnperf's).
+            torch.nn.init.kaiming_normal_(m.conv1.weight, mode="fan_out", nonlinearity="relu")
         else:
             sys.exit(f"error: --model {name}: only ResNets are adapted to {in_channels} channels")
     return m

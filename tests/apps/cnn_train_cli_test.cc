@@ -135,6 +135,65 @@ TEST(CnnTrainCli, RefusedCheckpointsNameTheProblem) {
   EXPECT_NE(r.err.find("'resnet18', not of 'resnet34'"), std::string::npos) << r.err;
 }
 
+// --init-weights: a run starts from another run's final weights. With a learning rate too small
+// to move any weight (1e-30, no momentum or decay) the trained run ends with exactly the loaded
+// parameters, while its BatchNorm running statistics (updated in training mode) moved on.
+TEST(CnnTrainCli, InitWeightsStartsFromTheFileAndIsRefusedByName) {
+  test::TempDir dir;
+  const fs::path a = dir / "a";
+  ASSERT_EQ(
+      test::run_nnperf(fmt::format("train {} --epochs 1 --out-dir '{}'", kTiny, a.string()))
+          .exit_code,
+      0);
+  const fs::path w = a / "resnet18_synthetic_final_weights.ckpt";
+  const fs::path b = dir / "b";
+  const auto r = test::run_nnperf(fmt::format(
+      "train {} --epochs 1 --seed 9 --lr 1e-30 --momentum 0 --weight-decay 0 --no-nesterov "
+      "--init-weights '{}' --out-dir '{}'",
+      kTiny, w.string(), b.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Checkpoint loaded = read_checkpoint(w);
+  const Checkpoint trained = read_checkpoint(b / "resnet18_synthetic_final_weights.ckpt");
+  ASSERT_EQ(loaded.tensors.size(), trained.tensors.size());
+  int params = 0, moved_buffers = 0;
+  for (std::size_t i = 0; i < loaded.tensors.size(); ++i) {
+    ASSERT_EQ(loaded.tensors[i].name, trained.tensors[i].name);
+    if (loaded.tensors[i].name.starts_with("params.")) {
+      EXPECT_EQ(loaded.tensors[i].data, trained.tensors[i].data) << loaded.tensors[i].name;
+      ++params;
+    } else {
+      moved_buffers += loaded.tensors[i].data != trained.tensors[i].data ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(params, 62);         // resnet18: 20 convs, 20 BatchNorms x 2, fc weight and bias
+  EXPECT_EQ(moved_buffers, 40);  // 20 BatchNorms x (running_mean, running_var)
+  EXPECT_EQ(read_json(b / "run.json")["init_weights"], w.string());
+
+  struct Case {
+    std::string args, expect;
+  };
+  const std::vector<Case> cases{
+      {fmt::format("{} --init-weights '{}'", kTiny, (dir / "none.ckpt").string()),
+       "--init-weights"},
+      {fmt::format("{} --epochs 2 --init-weights '{}' --resume '{}'", kTiny, w.string(),
+                   w.string()),
+       "not with --resume"},
+      {fmt::format("--model resnet34 --synthetic --input-size 8 --limit-train 32 --limit-test 16 "
+                   "--batch-size 8 --threads 1 --init-weights '{}'",
+                   w.string()),
+       "'resnet18', not of 'resnet34'"},
+      {fmt::format("--model mlp --synthetic --init-weights '{}'", w.string()),
+       "--init-weights: applies to the CNNs, not --model mlp"},
+  };
+  for (const auto& c : cases) {
+    const fs::path out = dir / "refused";
+    const auto e = test::run_nnperf(fmt::format("train {} --out-dir '{}'", c.args, out.string()));
+    EXPECT_NE(e.exit_code, 0) << c.args;
+    EXPECT_NE(e.err.find(c.expect), std::string::npos) << c.args << "\n" << e.err;
+    EXPECT_FALSE(fs::exists(out)) << c.args;
+  }
+}
+
 // A small IDX data set (like Fashion-MNIST: 1 x 28 x 28, 10 classes).
 void write_idx(const fs::path& dir, const std::string& prefix, int n) {
   std::string images{0, 0, 8, 3, 0, 0, 0, static_cast<char>(n), 0, 0, 0, 28, 0, 0, 0, 28};

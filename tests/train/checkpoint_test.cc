@@ -305,6 +305,56 @@ TEST_F(CheckpointRestore, OptimizerStateShapeOrName) {
   EXPECT_NE(refusal().find("names no parameter"), std::string::npos);
 }
 
+// restore_weights (train --init-weights): the weights of a full checkpoint or a weights file, the
+// optimizer's state untouched; the same refusals, nothing changed by a refused file.
+TEST(CheckpointWeights, FromFullCheckpointAndWeightsFileLeavingTheOptimizerAlone) {
+  TrainRun source("adam", 5);
+  for (int i = 0; i < 3; ++i) source.step(i);
+  const Checkpoint full = capture_checkpoint(source.graph, source.trainer.optimizer(),
+                                             test_meta("adam"));
+  const Checkpoint weights = capture_weights(source.graph, {{"model", "mlp"}});
+  for (const Checkpoint* c : {&full, &weights}) {
+    TrainRun target("sgd", 7);
+    ASSERT_NE(target.weights(), source.weights());
+    restore_weights(*c, target.graph, "mlp", "w.ckpt");
+    EXPECT_EQ(target.weights(), source.weights());
+    EXPECT_EQ(target.trainer.optimizer().steps(), 0);
+    EXPECT_TRUE(target.trainer.optimizer().state().empty());  // sgd's buffers: made at step 1
+  }
+}
+
+TEST(CheckpointWeights, RefusalsNameTheFileAndChangeNothing) {
+  TrainRun source("adam", 5);
+  const Checkpoint good = capture_weights(source.graph, {{"model", "mlp"}});
+  const auto refusal = [](const Checkpoint& c) {
+    TrainRun target("sgd", 7);
+    const std::vector<float> before = target.weights();
+    try {
+      restore_weights(c, target.graph, "mlp", "w.ckpt");
+    } catch (const Error& e) {
+      EXPECT_EQ(target.weights(), before) << "a refused file changed the model";
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "restore_weights accepted the file";
+    return std::string();
+  };
+  Checkpoint other = good;
+  other.meta["model"] = "resnet18";
+  EXPECT_EQ(refusal(other), "w.ckpt: checkpoint of model 'resnet18', not of 'mlp'");
+  Checkpoint missing = good;
+  missing.tensors.pop_back();
+  EXPECT_NE(refusal(missing).find("w.ckpt: checkpoint has no tensor 'params."), std::string::npos);
+  Checkpoint extra = good;
+  extra.tensors.push_back({"buffers.bn9.running_mean", Shape{1}, {0.0f}});
+  EXPECT_NE(refusal(extra).find("'buffers.bn9.running_mean', which the model does not have"),
+            std::string::npos);
+  Checkpoint reshaped = good;
+  reshaped.tensors[0].shape = Shape{static_cast<int64_t>(reshaped.tensors[0].data.size())};
+  EXPECT_NE(refusal(reshaped).find("has shape [" + std::to_string(reshaped.tensors[0].data.size()) +
+                                   "], the model expects"),
+            std::string::npos);
+}
+
 TEST(CheckpointFile, WrittenAtomicallyAndRefusedByName) {
   test::TempDir dir("ckpt");
   const Checkpoint c = trained_checkpoint();

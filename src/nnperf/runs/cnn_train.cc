@@ -52,6 +52,15 @@ void validate(const CnnTrainOptions& o) {
     if (!fs::is_regular_file(o.resume, ec))
       throw UsageError(fmt::format("--resume {}: no such checkpoint file", o.resume.string()));
   }
+  if (!o.init_weights.empty()) {
+    std::error_code ec;
+    if (!o.resume.empty())
+      throw UsageError("--init-weights: not with --resume (a checkpoint carries its weights)");
+    if (!fs::is_regular_file(o.init_weights, ec)) {
+      throw UsageError(
+          fmt::format("--init-weights {}: no such weights file", o.init_weights.string()));
+    }
+  }
 }
 
 // The data decide channels and classes; flags given must agree with them.
@@ -301,7 +310,8 @@ nlohmann::json run_context(const CnnTrainOptions& o, const Session& s, int threa
       {"workers", o.workers},
       {"prefetch_factor", o.prefetch_factor},
       {"conv_algorithm", o.algorithm},
-      {"resume", o.resume.string()}};
+      {"resume", o.resume.string()},
+      {"init_weights", o.init_weights.string()}};
 }
 
 // --profile-one-step: unrecorded steps, then one step recorded per layer and phase.
@@ -383,6 +393,10 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
   const MemoryContext memory(fmt::format("{} at --batch-size {} on {}x{}x{} images", m.name,
                                          o.batch_size, data.channels(), data.side(), data.side()));
   Session s(o, m, data, threads);
+  if (!o.init_weights.empty()) {
+    restore_weights(read_checkpoint(o.init_weights), s.graph, s.model.name,
+                    o.init_weights.string());
+  }
   RunState st = o.resume.empty() ? RunState{} : resume(o, s);
   CnnTrainResult r;
   r.resumed_after_epoch = st.epoch;

@@ -33,6 +33,7 @@ struct CnnTrainOptions {
   std::string algorithm = "guess";  // conv algorithm: a name, guess or find
   int save_every = 0;               // epoch_NNN checkpoints every N epochs (0: none)
   std::filesystem::path resume;
+  std::filesystem::path init_weights;  // start from these weights instead of the initialiser
   std::filesystem::path out_dir;  // empty: runs/<model>_<timestamp>
   bool overwrite = false;
   bool tensorboard = true;

@@ -104,9 +104,10 @@ Checkpoint capture_weights(Graph& graph, nlohmann::json meta) {
   return ckpt;
 }
 
-void restore_checkpoint(const Checkpoint& ckpt, Graph& graph, Optimizer& optimizer,
-                        const std::string& expected_model, const std::string& source) {
-  const nlohmann::json& meta = ckpt.meta;
+namespace {
+
+void check_model_name(const nlohmann::json& meta, const std::string& expected_model,
+                      const std::string& source) {
   const auto model = meta.find("model");
   if (model == meta.end() || !model->is_string()) {
     fail("{}: checkpoint metadata has no \"model\" name", source);
@@ -115,6 +116,45 @@ void restore_checkpoint(const Checkpoint& ckpt, Graph& graph, Optimizer& optimiz
     fail("{}: checkpoint of model '{}', not of '{}'", source,
          quote_input(model->get<std::string>()), expected_model);
   }
+}
+
+// Every graph tensor present with the same shape; returns the checkpoint's tensors by name.
+std::map<std::string_view, const CheckpointTensor*> check_graph_tensors(
+    const Checkpoint& ckpt, const std::vector<std::pair<std::string, Tensor*>>& targets,
+    const std::string& source) {
+  std::map<std::string_view, const CheckpointTensor*> by_name;
+  for (const CheckpointTensor& t : ckpt.tensors) by_name.emplace(t.name, &t);
+  for (const auto& [name, tensor] : targets) {
+    const auto it = by_name.find(name);
+    if (it == by_name.end()) fail("{}: checkpoint has no tensor '{}'", source, name);
+    if (it->second->shape != tensor->shape()) {
+      fail("{}: checkpoint tensor '{}' has shape {}, the model expects {}", source, name,
+           it->second->shape.str(), tensor->shape().str());
+    }
+  }
+  return by_name;
+}
+
+bool is_graph_tensor(const std::vector<std::pair<std::string, Tensor*>>& targets,
+                     std::string_view name) {
+  return std::any_of(targets.begin(), targets.end(),
+                     [&](const auto& target) { return target.first == name; });
+}
+
+void copy_graph_tensors(const std::map<std::string_view, const CheckpointTensor*>& by_name,
+                        const std::vector<std::pair<std::string, Tensor*>>& targets) {
+  for (const auto& [name, tensor] : targets) {
+    const CheckpointTensor& t = *by_name.at(name);
+    if (!t.data.empty()) std::memcpy(tensor->data(), t.data.data(), t.data.size() * sizeof(float));
+  }
+}
+
+}  // namespace
+
+void restore_checkpoint(const Checkpoint& ckpt, Graph& graph, Optimizer& optimizer,
+                        const std::string& expected_model, const std::string& source) {
+  const nlohmann::json& meta = ckpt.meta;
+  check_model_name(meta, expected_model, source);
   const auto opt = meta.find("optimizer");
   if (opt == meta.end() || !opt->is_object() || !opt->contains("name") ||
       !(*opt)["name"].is_string() || !opt->contains("lr") || !(*opt)["lr"].is_number() ||
@@ -127,19 +167,9 @@ void restore_checkpoint(const Checkpoint& ckpt, Graph& graph, Optimizer& optimiz
          quote_input((*opt)["name"].get<std::string>()), optimizer.name());
   }
 
-  std::map<std::string_view, const CheckpointTensor*> by_name;
-  for (const CheckpointTensor& t : ckpt.tensors) by_name.emplace(t.name, &t);
-
   // Graph tensors: every one present with the same shape.
   const auto targets = graph_tensors(graph);
-  for (const auto& [name, tensor] : targets) {
-    const auto it = by_name.find(name);
-    if (it == by_name.end()) fail("{}: checkpoint has no tensor '{}'", source, name);
-    if (it->second->shape != tensor->shape()) {
-      fail("{}: checkpoint tensor '{}' has shape {}, the model expects {}", source, name,
-           it->second->shape.str(), tensor->shape().str());
-    }
-  }
+  const auto by_name = check_graph_tensors(ckpt, targets, source);
   // Optimizer state: "optim.<state>.<param index>", shaped like that parameter.
   const std::vector<Param> params = graph.params();
   std::vector<std::pair<std::string, Tensor>> state;
@@ -159,8 +189,7 @@ void restore_checkpoint(const Checkpoint& ckpt, Graph& graph, Optimizer& optimiz
              params[static_cast<std::size_t>(index)].name);
       }
       state.emplace_back(std::string(state_name), Tensor());
-    } else if (std::none_of(targets.begin(), targets.end(),
-                            [&](const auto& target) { return target.first == name; })) {
+    } else if (!is_graph_tensor(targets, name)) {
       fail("{}: checkpoint has tensor '{}', which the model does not have", source,
            quote_input(name));
     }
@@ -180,10 +209,22 @@ void restore_checkpoint(const Checkpoint& ckpt, Graph& graph, Optimizer& optimiz
     fail("{}: checkpoint optimizer state refused: {}", source, e.what());
   }
   optimizer.set_lr(static_cast<float>((*opt)["lr"].get<double>()));
-  for (const auto& [name, tensor] : targets) {
-    const CheckpointTensor& t = *by_name.at(name);
-    if (!t.data.empty()) std::memcpy(tensor->data(), t.data.data(), t.data.size() * sizeof(float));
+  copy_graph_tensors(by_name, targets);
+}
+
+void restore_weights(const Checkpoint& ckpt, Graph& graph, const std::string& expected_model,
+                     const std::string& source) {
+  check_model_name(ckpt.meta, expected_model, source);
+  const auto targets = graph_tensors(graph);
+  const auto by_name = check_graph_tensors(ckpt, targets, source);
+  for (const CheckpointTensor& t : ckpt.tensors) {
+    const std::string_view name = t.name;
+    if (!name.starts_with(kOptimPrefix) && !is_graph_tensor(targets, name)) {
+      fail("{}: checkpoint has tensor '{}', which the model does not have", source,
+           quote_input(name));
+    }
   }
+  copy_graph_tensors(by_name, targets);
 }
 
 }  // namespace nnperf

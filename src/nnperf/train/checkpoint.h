@@ -57,5 +57,10 @@ Checkpoint capture_weights(Graph& graph, nlohmann::json meta);
 // expected and found shapes. Sets the optimizer's lr and step counter from meta["optimizer"].
 void restore_checkpoint(const Checkpoint& ckpt, Graph& graph, Optimizer& optimizer,
                         const std::string& expected_model, const std::string& source);
+// The weights alone (parameters and BatchNorm statistics) from a weights file or a full
+// checkpoint, whose optimizer state is ignored: `train --init-weights`. The same checks as
+// restore_checkpoint for the model name, missing, extra and mis-shaped tensors.
+void restore_weights(const Checkpoint& ckpt, Graph& graph, const std::string& expected_model,
+                     const std::string& source);
 
 }  // namespace nnperf
