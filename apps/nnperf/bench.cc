@@ -16,7 +16,7 @@ namespace nnperf::app {
 namespace {
 
 struct Flags {
-  std::string op, problem, algorithms, json, device = "cpu";
+  std::string op, problem, algorithms, json, device = "cpu", pass = "forward";
   ConvBenchOptions o;
 };
 
@@ -65,7 +65,13 @@ int run(Flags& f) {
       pos = c + 1;
     }
   }
-  if (f.op == "gemm") return run_gemm(f);
+  if (f.op == "gemm") {
+    if (f.pass != "forward") throw UsageError("--pass: applies to bench conv2d, not gemm");
+    return run_gemm(f);
+  }
+  f.o.pass = f.pass == "backward-data"      ? ConvPass::kBackwardData
+             : f.pass == "backward-weights" ? ConvPass::kBackwardWeights
+                                            : ConvPass::kForward;
   if (f.device != "cpu") {
     throw UsageError("bench conv2d --device cuda: the cuDNN convolution rows are not built yet; "
                      "bench gemm has the GPU rows");
@@ -78,8 +84,11 @@ int run(Flags& f) {
     }
   }();
   const nlohmann::json j = bench_conv(p, f.o);
-  fmt::print("problem {} ({:.3f} GFLOP), {} thread(s), peak {:.1f} GFLOP/s\n", p.str(), p.flops() * 1e-9,
-             j["context"]["threads"].get<int>(), j["context"]["peak_gflops_per_s"].get<double>());
+  fmt::print("problem {} ({:.3f} GFLOP), {}, {} thread(s), peak {:.1f} GFLOP/s, guess: {}\n", p.str(),
+             p.flops() * 1e-9, f.pass, j["context"]["threads"].get<int>(),
+             j["context"]["peak_gflops_per_s"].get<double>(),
+             j["context"]["guess"].get<std::string>().empty() ? "(none serves)"
+                                                               : j["context"]["guess"].get<std::string>());
   fmt::print("{:<22} {:>11} {:>10} {:>10} {:>9} {:>8}\n", "algorithm", "median_ms", "min_ms", "max_ms", "GFLOP/s", "%peak");
   for (const auto& r : j["records"]) {
     if (r["status"] != "ok") {
@@ -105,6 +114,10 @@ const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int(
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   sub.add_option("--algorithms", f->algorithms, "Comma-separated subset (default: all)");
+  sub.add_option("--pass", f->pass,
+                 "conv2d: forward, backward-data or backward-weights (that pass's algorithms)")
+      ->check(CLI::IsMember({"forward", "backward-data", "backward-weights"}))
+      ->capture_default_str();
   sub.add_option("--warmup", f->o.warmup, "Untimed runs per algorithm")->check(integer_in(0, 1000000))->capture_default_str();
   sub.add_option("--measure", f->o.measure, "Timed runs per algorithm")->check(integer_in(1, 1000000))->capture_default_str();
   sub.add_option("--threads", f->o.threads, "Threads (0 = all logical CPUs)")->check(threads_count())->capture_default_str();

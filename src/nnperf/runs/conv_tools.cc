@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "nnperf/analysis/peaks.h"
@@ -15,6 +16,7 @@
 #include "nnperf/core/threads.h"
 #include "nnperf/core/workspace.h"
 #include "nnperf/io/run_info.h"
+#include "nnperf/kernels/conv/conv_dispatch.h"
 #include "nnperf/core/clock.h"
 #include "nnperf/profile/stats.h"
 
@@ -146,8 +148,91 @@ std::vector<ConvVerifyResult> verify_conv(const ConvProblem& p, const std::vecto
   return out;
 }
 
+namespace {
+
+// One row of the pass's registry, planned: its workspace and a call that runs it.
+struct BenchRow {
+  std::string name;
+  Planned forward;  // forward rows
+  Workspace ws;     // backward rows
+  ConvBackwardArgs backward;
+  std::function<void()> run;
+};
+
+struct PassTensors {
+  Tensor dst, dy, dx, dw, db;
+};
+
+// Plans the rows of o.pass (skipped ones become records at once); rows[i].run() runs row i.
+std::vector<std::unique_ptr<BenchRow>> plan_rows(const ConvProblem& p, const ConvBenchOptions& o,
+                                                 const Inputs& in, PassTensors& t, int threads,
+                                                 nlohmann::json& records) {
+  std::vector<std::unique_ptr<BenchRow>> rows;
+  const auto skipped = [&](const std::string& name, const std::string& why) {
+    records.push_back(
+        {{"algorithm", name}, {"problem", p.str()}, {"status", "skipped"}, {"reason", why}});
+  };
+  if (o.pass == ConvPass::kForward) {
+    for (const ConvAlgorithm* a : select(o.algorithms)) {
+      const std::string why = a->why_not(p);
+      if (!why.empty()) {
+        skipped(a->name, why);
+        continue;
+      }
+      auto& r = rows.emplace_back(std::make_unique<BenchRow>());
+      r->name = a->name;
+      r->forward = Planned{a, {}, {}, {}};
+      plan(r->forward, p, in, t.dst, threads);
+      r->run = [row = r.get()] { row->forward.algo->run(row->forward.args); };
+    }
+    return rows;
+  }
+  std::vector<const ConvBackwardAlgorithm*> algos;
+  if (o.algorithms.empty()) {
+    for (const auto& a : conv_backward_algorithms(o.pass)) algos.push_back(&a);
+  } else {
+    for (const auto& n : o.algorithms) algos.push_back(&find_conv_backward(o.pass, n));
+  }
+  for (const ConvBackwardAlgorithm* a : algos) {
+    const std::string why = a->why_not(p);
+    if (!why.empty()) {
+      skipped(a->name, why);
+      continue;
+    }
+    auto& r = rows.emplace_back(std::make_unique<BenchRow>());
+    r->name = a->name;
+    r->ws.reserve(a->workspace_bytes(p, threads));
+    ConvBackwardArgs& b = r->backward;
+    b.p = &p;
+    b.src = in.src.data();
+    b.wei = in.wei.data();
+    b.dst_grad = t.dy.data();
+    b.src_grad = t.dx.data();
+    b.wei_grad = t.dw.data();
+    b.bias_grad = t.db.data();
+    b.workspace = r->ws.data();
+    b.threads = threads;
+    r->run = [a, row = r.get()] { a->run(row->backward); };
+  }
+  return rows;
+}
+
+std::string guessed_row(const ConvProblem& p, ConvPass pass, int threads) {
+  ConvSelection s;
+  s.training = pass != ConvPass::kForward;
+  ConvChoice c;
+  try {
+    return pass == ConvPass::kForward ? choose_conv_forward(p, threads, s, "bench", c).name
+                                      : choose_conv_backward(pass, p, threads, s, "bench", c).name;
+  } catch (const Error&) {
+    return "";  // nothing serves p: every row is a skipped record
+  }
+}
+
+}  // namespace
+
 nlohmann::json bench_conv(const ConvProblem& p, const ConvBenchOptions& o) {
-  check_problem(p, 0);
+  check_problem(p, o.pass == ConvPass::kForward ? 0 : 4);  // backward: dY as well
   if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
   const int threads = set_threads(o.threads);
   double peak = o.peak_gflops;
@@ -155,36 +240,34 @@ nlohmann::json bench_conv(const ConvProblem& p, const ConvBenchOptions& o) {
     peak = measure_fma_peak(1, 3, 0.05) * threads;
     set_threads(threads);
   }
-  set_blas_threads(1);  // as in CNN inference (core/threads.h)
-  const auto algos = select(o.algorithms);
+  set_blas_threads(1);  // as in CNN inference and training (core/threads.h)
   const Inputs in = make_inputs(p, o.seed);
-  Tensor dst(Shape{p.dst_numel()});
-  std::vector<Planned> planned;
-  planned.reserve(algos.size());
-  nlohmann::json records = nlohmann::json::array();
-  for (const ConvAlgorithm* a : algos) {
-    const std::string why = a->why_not(p);
-    if (!why.empty()) {
-      records.push_back({{"algorithm", a->name}, {"problem", p.str()}, {"status", "skipped"}, {"reason", why}});
-      continue;
-    }
-    Planned& pl = planned.emplace_back(Planned{a, {}, {}, {}});
-    plan(pl, p, in, dst, threads);
+  PassTensors t;
+  t.dst = Tensor(Shape{p.dst_numel()});
+  if (o.pass != ConvPass::kForward) {
+    t.dy = Tensor(Shape{p.dst_numel()});
+    Rng rng(o.seed + 1);
+    rng.fill_uniform({t.dy.data(), static_cast<std::size_t>(t.dy.numel())}, -1.0f, 1.0f);
+    t.dx = Tensor(Shape{p.src_numel()});
+    t.dw = Tensor(Shape{p.wei_numel()});
+    t.db = Tensor(Shape{p.oc});
   }
-  std::vector<std::vector<double>> ms(planned.size());
+  nlohmann::json records = nlohmann::json::array();
+  const auto rows = plan_rows(p, o, in, t, threads, records);
+  std::vector<std::vector<double>> ms(rows.size());
   for (int r = 0; r < o.warmup + o.measure; ++r) {
     check_interrupt();
-    for (std::size_t i = 0; i < planned.size(); ++i) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
       const int64_t t0 = now_ns();
-      planned[i].algo->run(planned[i].args);
-      const double t = static_cast<double>(now_ns() - t0) * 1e-6;
-      if (r >= o.warmup) ms[i].push_back(t);
+      rows[i]->run();
+      const double elapsed = static_cast<double>(now_ns() - t0) * 1e-6;
+      if (r >= o.warmup) ms[i].push_back(elapsed);
     }
   }
-  for (std::size_t i = 0; i < planned.size(); ++i) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
     const Summary s = summarize(ms[i]);
     const double gflops = p.flops() / (s.median * 1e-3) * 1e-9;
-    records.push_back({{"algorithm", planned[i].algo->name},
+    records.push_back({{"algorithm", rows[i]->name},
                        {"problem", p.str()},
                        {"status", "ok"},
                        {"time_ms_median", s.median},
@@ -200,6 +283,8 @@ nlohmann::json bench_conv(const ConvProblem& p, const ConvBenchOptions& o) {
   ctx["peak_gflops_per_s"] = peak;
   ctx["warmup"] = o.warmup;
   ctx["measure"] = o.measure;
+  ctx["pass"] = to_string(o.pass);
+  ctx["guess"] = guessed_row(p, o.pass, threads);
   ctx["flops_convention"] = "direct-convolution FLOPs (2 per multiply-add) for every algorithm";
   return {{"context", ctx}, {"records", records}};
 }

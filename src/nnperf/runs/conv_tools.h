@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nnperf/kernels/conv/conv.h"
+#include "nnperf/kernels/conv/conv_backward.h"
 
 namespace nnperf {
 
@@ -32,10 +33,14 @@ struct ConvBenchOptions {
   int threads = 1;
   uint64_t seed = 1;
   double peak_gflops = 0;  // per-thread FMA peak x threads; 0 = measure it (0.3 s)
+  ConvPass pass = ConvPass::kForward;  // the pass's registry is timed
 };
 
-// {"context": {...}, "records": [{algorithm, problem, status, reason, time_ms_median,
-// time_ms_min, time_ms_max, gflops_per_s, percent_of_peak}]}. Algorithms are timed alternately.
+// {"context": {..., pass, guess}, "records": [{algorithm, problem, status, reason,
+// time_ms_median, time_ms_min, time_ms_max, gflops_per_s, percent_of_peak}]}. The rows of the
+// pass's registry (forward: conv.h, backward-data / backward-weights: conv_backward.h) are timed
+// alternately on the same seeded tensors; `guess` names the row the cost model picks. Every pass
+// does the forward pass's FLOPs (2 per multiply-add of the direct convolution).
 nlohmann::json bench_conv(const ConvProblem& p, const ConvBenchOptions& options);
 
 }  // namespace nnperf
