@@ -42,19 +42,37 @@ int64_t chunk_images(const ConvProblem& p, bool batched) {
   return batched ? conv_chunk_images(p) : 1;
 }
 
-// Workspace of the gemm methods: col (K x cN), dY chunk (ocg x cN), BLAS's own.
+// Workspace of the gemm methods: col (K x cN), dY chunk (ocg x cN), the tap table, BLAS's own.
 struct GemmLayout {
   int64_t c, k, n, cols;
-  std::size_t col_bytes, dy_bytes, blas_bytes;
+  std::size_t col_bytes, dy_bytes, table_bytes, blas_bytes;
   GemmLayout(const ConvProblem& p, bool batched, int threads)
       : c(chunk_images(p, batched)), k(p.icg() * p.kh * p.kw), n(p.oh() * p.ow()), cols(c * n) {
     col_bytes = aligned(static_cast<std::size_t>(k * cols) * sizeof(float));
     dy_bytes = c > 1 ? aligned(static_cast<std::size_t>(p.ocg() * cols) * sizeof(float)) : 0;
+    table_bytes = col_is_src(p) ? 0 : conv_tap_table_bytes(p);
     blas_bytes =
         std::max(blas().workspace_bytes(GemmShape{false, true, p.ocg(), k, cols}, threads),
                  blas().workspace_bytes(GemmShape{true, false, k, cols, p.ocg()}, threads));
   }
-  std::size_t total() const { return col_bytes + dy_bytes + blas_bytes; }
+  std::size_t total() const { return col_bytes + dy_bytes + table_bytes + blas_bytes; }
+};
+
+// The workspace carved as the layout says; the tap table (if any) filled.
+struct GemmBuffers {
+  float* col;
+  float* dy;
+  const int32_t* table;
+  void* blas;
+  GemmBuffers(const ConvProblem& p, const GemmLayout& l, void* workspace) {
+    auto* base = static_cast<char*>(workspace);
+    col = reinterpret_cast<float*>(base);
+    dy = reinterpret_cast<float*>(base + l.col_bytes);
+    auto* t = reinterpret_cast<int32_t*>(base + l.col_bytes + l.dy_bytes);
+    if (l.table_bytes > 0) conv_fill_tap_table(p, t);
+    table = l.table_bytes > 0 ? t : nullptr;
+    blas = base + l.col_bytes + l.dy_bytes + l.table_bytes;
+  }
 };
 
 // dY of images [n0, n0 + c), group g, as one ocg x (c*N) matrix (or a pointer into dY for c = 1).
@@ -73,7 +91,7 @@ const float* gather_dy(const ConvProblem& p, const float* dy, int64_t n0, int64_
 
 // The patch matrix of images [n0, n0 + c), group g: K x (c*N), image i in columns [i*N, (i+1)*N).
 const float* build_col(const ConvProblem& p, const float* x, int64_t n0, int64_t c, int64_t g,
-                       const GemmLayout& l, float* col, int threads) {
+                       const GemmLayout& l, const int32_t* table, float* col, int threads) {
   const int64_t plane = p.ih * p.iw;
   if (c == 1 && col_is_src(p)) return x + (n0 * p.ic + g * p.icg()) * plane;
   const int t = conv_useful_threads(threads, static_cast<double>(l.k * l.cols) * 4.0, l.k);
@@ -84,6 +102,8 @@ const float* build_col(const ConvProblem& p, const float* x, int64_t n0, int64_t
       float* row = col + r * l.cols + i * l.n;
       if (col_is_src(p)) {
         std::memcpy(row, src + r * plane, static_cast<std::size_t>(l.n) * sizeof(float));
+      } else if (table != nullptr) {
+        conv_im2col_row_table(p, table, src, r, row);
       } else {
         conv_im2col_row(p, src, r, row);
       }
@@ -94,14 +114,18 @@ const float* build_col(const ConvProblem& p, const float* x, int64_t n0, int64_t
 
 // The adjoint of build_col for image i of the chunk: dx plane (zeroed here) += every dcol entry
 // at the pixel it was read from. Channels are independent, so they run in parallel.
-void col2im(const ConvProblem& p, const float* dcol, const GemmLayout& l, int64_t i, float* dx,
-            int threads) {
+void col2im(const ConvProblem& p, const float* dcol, const GemmLayout& l, const int32_t* table,
+            int64_t i, float* dx, int threads) {
   const int64_t oh = p.oh(), ow = p.ow(), icg = p.icg();
   const int t = conv_useful_threads(threads, static_cast<double>(l.k * l.n) * 2.0, icg);
 #pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
   for (int64_t c = 0; c < icg; ++c) {
     float* plane = dx + c * p.ih * p.iw;
     std::fill(plane, plane + p.ih * p.iw, 0.0f);
+    if (table != nullptr) {
+      conv_col2im_plane_table(p, table, dcol + c * p.kh * p.kw * l.cols + i * l.n, l.cols, plane);
+      continue;
+    }
     for (int64_t r = 0; r < p.kh; ++r) {
       for (int64_t s = 0; s < p.kw; ++s) {
         const float* in = dcol + ((c * p.kh + r) * p.kw + s) * l.cols + i * l.n;
@@ -121,10 +145,10 @@ void col2im(const ConvProblem& p, const float* dcol, const GemmLayout& l, int64_
 void gemm_data(const ConvBackwardArgs& a, bool batched) {
   const ConvProblem& p = *a.p;
   const GemmLayout l(p, batched, a.threads);
-  auto* base = static_cast<char*>(a.workspace);
-  auto* dcol = reinterpret_cast<float*>(base);
-  auto* dy_buf = reinterpret_cast<float*>(base + l.col_bytes);
-  void* ws = base + l.col_bytes + l.dy_bytes;
+  const GemmBuffers b(p, l, a.workspace);
+  float* dcol = b.col;
+  float* dy_buf = b.dy;
+  void* ws = b.blas;
   const int64_t plane = p.ih * p.iw;
   for (int64_t n0 = 0; n0 < p.mb; n0 += l.c) {
     const int64_t c = std::min(l.c, p.mb - n0);
@@ -150,7 +174,7 @@ void gemm_data(const ConvBackwardArgs& a, bool batched) {
                         static_cast<std::size_t>(l.n) * sizeof(float));
           }
         } else {
-          col2im(p, dcol, lc, i, dx, a.threads);
+          col2im(p, dcol, lc, b.table, i, dx, a.threads);
         }
       }
     }
@@ -172,10 +196,10 @@ void bias_grad(const ConvProblem& p, const float* dy, float* db) {
 void gemm_weights(const ConvBackwardArgs& a, bool batched) {
   const ConvProblem& p = *a.p;
   const GemmLayout l(p, batched, a.threads);
-  auto* base = static_cast<char*>(a.workspace);
-  auto* col = reinterpret_cast<float*>(base);
-  auto* dy_buf = reinterpret_cast<float*>(base + l.col_bytes);
-  void* ws = base + l.col_bytes + l.dy_bytes;
+  const GemmBuffers b(p, l, a.workspace);
+  float* col = b.col;
+  float* dy_buf = b.dy;
+  void* ws = b.blas;
   for (int64_t n0 = 0; n0 < p.mb; n0 += l.c) {
     const int64_t c = std::min(l.c, p.mb - n0);
     GemmLayout lc = l;
@@ -183,7 +207,7 @@ void gemm_weights(const ConvBackwardArgs& a, bool batched) {
     lc.cols = c * l.n;
     for (int64_t g = 0; g < p.g; ++g) {
       const float* dy = gather_dy(p, a.dst_grad, n0, c, g, lc, dy_buf);
-      const float* cols = build_col(p, a.src, n0, c, g, lc, col, a.threads);
+      const float* cols = build_col(p, a.src, n0, c, g, lc, b.table, col, a.threads);
       blas().run(gemm_args({false, true, p.ocg(), l.k, lc.cols}, dy, lc.cols, cols, lc.cols,
                            a.wei_grad + g * p.ocg() * l.k, l.k, ws, a.threads,
                            n0 == 0 ? 0.0f : 1.0f));

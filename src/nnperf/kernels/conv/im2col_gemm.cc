@@ -62,6 +62,10 @@ std::size_t out_bytes(const ConvProblem& p) {
   const Layout l = layout(p);
   return l.chunked() ? aligned(static_cast<std::size_t>(p.ocg() * l.cols) * sizeof(float)) : 0;
 }
+// The tap table (conv_internal.h) where the patch matrix is built from one.
+std::size_t table_bytes(const ConvProblem& p) {
+  return needs_no_im2col(p) ? 0 : conv_tap_table_bytes(p);
+}
 
 }  // namespace
 
@@ -91,6 +95,29 @@ void conv_im2col_row(const ConvProblem& p, const float* src, int64_t k, float* r
   }
 }
 
+std::size_t conv_tap_table_bytes(const ConvProblem& p) {
+  const int64_t entries = p.kh * p.kw * p.oh() * p.ow();
+  if (p.ow() > 16 || entries > 16384 || p.ih * p.iw > (int64_t{1} << 30)) return 0;
+  return (static_cast<std::size_t>(entries) * sizeof(int32_t) + 63) / 64 * 64;
+}
+
+void conv_fill_tap_table(const ConvProblem& p, int32_t* table) {
+  const int64_t oh = p.oh(), ow = p.ow();
+  for (int64_t r = 0; r < p.kh; ++r) {
+    for (int64_t s = 0; s < p.kw; ++s) {
+      int32_t* t = table + (r * p.kw + s) * oh * ow;
+      for (int64_t oy = 0; oy < oh; ++oy) {
+        const int64_t iy = oy * p.sh - p.ph + r * p.dh;
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          const int64_t ix = ox * p.sw - p.pw + s * p.dw;
+          const bool inside = iy >= 0 && iy < p.ih && ix >= 0 && ix < p.iw;
+          t[oy * ow + ox] = inside ? static_cast<int32_t>(iy * p.iw + ix) : -1;
+        }
+      }
+    }
+  }
+}
+
 std::string conv_gemm_why_not(const ConvProblem& p) { return conv_serves_any(p); }
 
 int64_t conv_chunk_images(const ConvProblem& p) {
@@ -103,14 +130,15 @@ int64_t conv_chunk_images(const ConvProblem& p) {
 }
 
 std::size_t conv_gemm_workspace_bytes(const ConvProblem& p, int threads) {
-  return col_bytes(p) + out_bytes(p) + conv_gemm().workspace_bytes(gemm_shape(p), threads);
+  return col_bytes(p) + out_bytes(p) + table_bytes(p) +
+         conv_gemm().workspace_bytes(gemm_shape(p), threads);
 }
 
 namespace {
 
 // Images [n0, n0 + c) of group grp into columns [i*N, (i+1)*N) of col (row stride c*N).
 void fill_col(const ConvProblem& p, const ConvArgs& args, const Layout& l, int64_t n0, int64_t c,
-              int64_t grp, int64_t ld, float* col) {
+              int64_t grp, int64_t ld, const int32_t* table, float* col) {
   const int64_t plane_in = p.ih * p.iw;
   const bool copy = needs_no_im2col(p);
   const int t = conv_useful_threads(args.threads, static_cast<double>(l.k * c * l.n) * 4.0, l.k);
@@ -121,6 +149,8 @@ void fill_col(const ConvProblem& p, const ConvArgs& args, const Layout& l, int64
       float* out = col + row * ld + i * l.n;
       if (copy) {
         std::memcpy(out, src + row * plane_in, sizeof(float) * static_cast<std::size_t>(l.n));
+      } else if (table != nullptr) {
+        conv_im2col_row_table(p, table, src, row, out);
       } else {
         conv_im2col_row(p, src, row, out);
       }
@@ -137,14 +167,20 @@ void conv_gemm_run(const ConvArgs& args) {
   const ConvProblem& p = *args.p;
   const Layout l = layout(p);
   auto* col = static_cast<float*>(args.workspace);
-  auto* out = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + col_bytes(p));
-  void* ws = static_cast<char*>(args.workspace) + col_bytes(p) + out_bytes(p);
+  auto* base = static_cast<char*>(args.workspace);
+  auto* out = reinterpret_cast<float*>(base + col_bytes(p));
+  int32_t* table = nullptr;
+  if (table_bytes(p) > 0) {
+    table = reinterpret_cast<int32_t*>(base + col_bytes(p) + out_bytes(p));
+    conv_fill_tap_table(p, table);
+  }
+  void* ws = base + col_bytes(p) + out_bytes(p) + table_bytes(p);
   for (int64_t n0 = 0; n0 < p.mb; n0 += l.c) {
     const int64_t c = std::min(l.c, p.mb - n0), cols = c * l.n;
     for (int64_t grp = 0; grp < p.g; ++grp) {
       const float* b = args.src + (n0 * p.ic + grp * p.icg()) * p.ih * p.iw;
       if (!(needs_no_im2col(p) && !l.chunked())) {
-        fill_col(p, args, l, n0, c, grp, cols, col);
+        fill_col(p, args, l, n0, c, grp, cols, table, col);
         b = col;
       }
       const float* a = args.wei + grp * p.ocg() * l.k;
