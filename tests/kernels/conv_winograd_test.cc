@@ -308,24 +308,34 @@ TEST(ConvWinograd, UnsupportedProblemsNameTheReason) {
   EXPECT_EQ(conv_winograd_why_not(p), "");
 }
 
-// The weight transform alone: G g G^T against the matrices written out, in double.
+// The weight transform alone: G g G^T of 16 filters at once against the matrices written out in
+// double, each lane within float rounding of its own filter's product.
 TEST(ConvWinograd, FilterTransformMatchesTheMatrices) {
-  const std::vector<float> g = test::random_vector(9, 600);
-  double u[36];
-  winograd::transform_filter(g.data(), u);
+  const std::vector<float> all = test::random_vector(9 * winograd::kFilterLanes, 600);
+  double taps[9][winograd::kFilterLanes];
+  for (int64_t l = 0; l < winograd::kFilterLanes; ++l) {
+    for (int t = 0; t < 9; ++t) taps[t][l] = all[static_cast<std::size_t>(l * 9 + t)];
+  }
+  float lanes[36][winograd::kFilterLanes];
+  winograd::transform_filters(taps, lanes);
   const double G[6][3] = {{0.25, 0, 0},
                           {-1 / 6.0, -1 / 6.0, -1 / 6.0},
                           {-1 / 6.0, 1 / 6.0, -1 / 6.0},
                           {1 / 24.0, 1 / 12.0, 1 / 6.0},
                           {1 / 24.0, -1 / 12.0, 1 / 6.0},
                           {0, 0, 1}};
-  for (int i = 0; i < 6; ++i) {
-    for (int j = 0; j < 6; ++j) {
-      double want = 0.0;
-      for (int a = 0; a < 3; ++a) {
-        for (int b = 0; b < 3; ++b) want += G[i][a] * g[a * 3 + b] * G[j][b];
+  for (int64_t l = 0; l < winograd::kFilterLanes; ++l) {
+    const float* g = all.data() + l * 9;
+    for (int i = 0; i < 6; ++i) {
+      for (int j = 0; j < 6; ++j) {
+        double want = 0.0;
+        for (int a = 0; a < 3; ++a) {
+          for (int b = 0; b < 3; ++b) want += G[i][a] * g[a * 3 + b] * G[j][b];
+        }
+        // float32 rounding of a double result: half an ulp
+        EXPECT_NEAR(lanes[i * 6 + j][l], want, 0x1.0p-24 * std::abs(want) + 1e-30)
+            << "lane " << l << " at " << i << "," << j;
       }
-      EXPECT_NEAR(u[i * 6 + j], want, 1e-15) << i << "," << j;
     }
   }
 }

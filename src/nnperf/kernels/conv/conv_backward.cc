@@ -324,8 +324,8 @@ void transposed_run(const ConvBackwardArgs& a) {
   auto* wt = reinterpret_cast<float*>(base);
   auto* packed = reinterpret_cast<float*>(base + l.wt_bytes);
   const int64_t khw = p.kh * p.kw;
-  for (int64_t o = 0; o < p.oc; ++o) {
-    for (int64_t c = 0; c < p.ic; ++c) {
+  for (int64_t c = 0; c < p.ic; ++c) {  // wt written in order, wei read with a stride
+    for (int64_t o = 0; o < p.oc; ++o) {
       const float* src = a.wei + (o * p.ic + c) * khw;
       float* dst = wt + (c * p.oc + o) * khw;
       for (int64_t i = 0; i < khw; ++i) dst[i] = src[khw - 1 - i];  // flipped in both axes

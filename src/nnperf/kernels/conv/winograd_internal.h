@@ -100,8 +100,12 @@ void run_fused(const Kernels& k, const Blocking& b, const ConvArgs& args);
 double gemm_seconds(const Geometry& g, const ConvMachine& m);
 double transform_seconds(const Geometry& g, const ConvMachine& m);
 
-// u = G g G^T of one 3x3 filter g (row-major), computed in double; u[xi] with xi = 6*row + col.
-void transform_filter(const float* g, double* u);
+// u = G g G^T of kFilterLanes 3x3 filters at once, computed in double lane by lane (the compiler
+// vectorises across filters) and rounded to float: g[tap][lane] (tap = 3 * row + column) ->
+// u[xi][lane] (xi = 6 * row + column), a panel row of the packed layouts. Training transforms
+// every layer's weights every step.
+inline constexpr int64_t kFilterLanes = 16;
+void transform_filters(const double (*g)[kFilterLanes], float (*u)[kFilterLanes]);
 
 }  // namespace nnperf::winograd
 

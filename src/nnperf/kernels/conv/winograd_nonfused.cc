@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdint>
 #include <string>
 
@@ -78,16 +79,24 @@ std::size_t conv_winograd_nonfused_packed_floats(const ConvProblem& p) {
   return static_cast<std::size_t>(kXi * g.ic * g.ocp);
 }
 
-// U[xi][c][o] (row-major ic x ocp per xi), zero for o >= oc.
+// U[xi][c][o] (row-major ic x ocp per xi), zero for o >= oc. As conv_winograd_pack: 16 output
+// channels transformed into a local block, then stored 16 contiguous floats per xi.
 void conv_winograd_nonfused_pack(const ConvProblem& p, const float* wei, float* packed) {
   const Geometry g = winograd::make_geometry(p);
-  std::fill_n(packed, conv_winograd_nonfused_packed_floats(p), 0.0f);
-  double u[kXi];
-  for (int64_t o = 0; o < p.oc; ++o) {
-    for (int64_t c = 0; c < p.ic; ++c) {
-      winograd::transform_filter(wei + (o * p.ic + c) * 9, u);
+  constexpr int64_t kBlock = winograd::kFilterLanes;
+  double taps[9][kBlock];
+  alignas(64) float block[kXi][kBlock];
+  for (int64_t c = 0; c < g.ic; ++c) {
+    for (int64_t o0 = 0; o0 < g.ocp; o0 += kBlock) {
+      const int64_t width = std::min(kBlock, g.ocp - o0);
+      for (int64_t l = 0; l < kBlock; ++l) {  // zero filters pad o >= oc
+        const int64_t o = o0 + l;
+        for (int t = 0; t < 9; ++t) taps[t][l] = o < p.oc ? wei[(o * p.ic + c) * 9 + t] : 0.0;
+      }
+      winograd::transform_filters(taps, block);
       for (int64_t xi = 0; xi < kXi; ++xi) {
-        packed[(xi * g.ic + c) * g.ocp + o] = static_cast<float>(u[xi]);
+        std::memcpy(packed + (xi * g.ic + c) * g.ocp + o0, block[xi],
+                    static_cast<std::size_t>(width) * sizeof(float));
       }
     }
   }
