@@ -168,22 +168,25 @@ std::vector<std::unique_ptr<BenchRow>> plan_rows(const ConvProblem& p, const Con
                                                  const Inputs& in, PassTensors& t, int threads,
                                                  nlohmann::json& records) {
   std::vector<std::unique_ptr<BenchRow>> rows;
-  const auto skipped = [&](const std::string& name, const std::string& why) {
-    records.push_back(
-        {{"algorithm", name}, {"problem", p.str()}, {"status", "skipped"}, {"reason", why}});
+  // A row of either registry: a skipped record with its reason, or a new BenchRow named after it.
+  const auto serve = [&](const auto& a) -> BenchRow* {
+    const std::string why = a.why_not(p);
+    if (!why.empty()) {
+      records.push_back(
+          {{"algorithm", a.name}, {"problem", p.str()}, {"status", "skipped"}, {"reason", why}});
+      return nullptr;
+    }
+    auto& r = rows.emplace_back(std::make_unique<BenchRow>());
+    r->name = a.name;
+    return r.get();
   };
   if (o.pass == ConvPass::kForward) {
     for (const ConvAlgorithm* a : select(o.algorithms)) {
-      const std::string why = a->why_not(p);
-      if (!why.empty()) {
-        skipped(a->name, why);
-        continue;
-      }
-      auto& r = rows.emplace_back(std::make_unique<BenchRow>());
-      r->name = a->name;
+      BenchRow* r = serve(*a);
+      if (r == nullptr) continue;
       r->forward = Planned{a, {}, {}, {}};
       plan(r->forward, p, in, t.dst, threads);
-      r->run = [row = r.get()] { row->forward.algo->run(row->forward.args); };
+      r->run = [r] { r->forward.algo->run(r->forward.args); };
     }
     return rows;
   }
@@ -194,13 +197,8 @@ std::vector<std::unique_ptr<BenchRow>> plan_rows(const ConvProblem& p, const Con
     for (const auto& n : o.algorithms) algos.push_back(&find_conv_backward(o.pass, n));
   }
   for (const ConvBackwardAlgorithm* a : algos) {
-    const std::string why = a->why_not(p);
-    if (!why.empty()) {
-      skipped(a->name, why);
-      continue;
-    }
-    auto& r = rows.emplace_back(std::make_unique<BenchRow>());
-    r->name = a->name;
+    BenchRow* r = serve(*a);
+    if (r == nullptr) continue;
     r->ws.reserve(a->workspace_bytes(p, threads));
     ConvBackwardArgs& b = r->backward;
     b.p = &p;
@@ -212,7 +210,7 @@ std::vector<std::unique_ptr<BenchRow>> plan_rows(const ConvProblem& p, const Con
     b.bias_grad = t.db.data();
     b.workspace = r->ws.data();
     b.threads = threads;
-    r->run = [a, row = r.get()] { a->run(row->backward); };
+    r->run = [a, r] { a->run(r->backward); };
   }
   return rows;
 }
