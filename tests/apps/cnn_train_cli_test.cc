@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 
 #include "nnperf/io/csv.h"
@@ -303,6 +304,56 @@ TEST(CnnTrainCli, ProfileOneStepWritesTraceAndLayers) {
   EXPECT_GT(forward, 20);
   EXPECT_GT(backward, 20);
   EXPECT_FALSE(fs::exists(out / "training_metrics.csv"));  // the run ends after the step
+}
+
+// The recorded step is also marked with NVTX ranges (for Nsight): a stand-in tool loaded through
+// NVTX_INJECTION64_PATH logs them. Exactly one step: every phase once, every node's forward and
+// backward once (the graph input excluded; resnet18's first conv has no dX but a backward), and
+// the ranges nest (every push popped, never below zero). Builds without the CUDA toolkit have no
+// NVTX: one_step.json says so and the test reports itself skipped.
+TEST(CnnTrainCli, ProfileOneStepMarksLayersAndPhasesWithNvtxRanges) {
+#ifndef NNPERF_NVTX_INJECTION_LIB
+  GTEST_SKIP() << "built without the CUDA toolkit: no NVTX (nvtx_nocuda.cc)";
+#else
+  test::TempDir dir;
+  const fs::path out = dir / "p", log = dir / "nvtx.log";
+  const auto r = test::run_command(fmt::format(
+      "NVTX_INJECTION64_PATH='{}' NNPERF_TEST_NVTX_LOG='{}' '{}' train {} --profile-one-step "
+      "--warmup-iters 1 --out-dir '{}'",
+      NNPERF_NVTX_INJECTION_LIB, log.string(), NNPERF_BINARY, kTiny, out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_json(out / "one_step.json")["nvtx_ranges"], true);
+  std::map<std::string, int> pushed;
+  int depth = 0, max_depth = 0, pops = 0;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("push ", 0) == 0) {
+      ++pushed[line.substr(5)];
+      max_depth = std::max(max_depth, ++depth);
+    } else {
+      ASSERT_EQ(line, "pop");
+      ++pops;
+      ASSERT_GE(--depth, 0) << "a pop without a push";
+    }
+  }
+  EXPECT_EQ(depth, 0);
+  for (const char* phase : {"step/forward", "step/loss", "step/backward", "step/optimizer"}) {
+    EXPECT_EQ(pushed[phase], 1) << phase;
+  }
+  for (const char* node : {"forward/conv1", "forward/layer4.1.relu_1", "forward/fc",
+                           "backward/fc", "backward/layer1.0.bn1", "backward/conv1"}) {
+    EXPECT_EQ(pushed[node], 1) << node;
+  }
+  int forward = 0, backward = 0;
+  for (const auto& [name, n] : pushed) {
+    forward += name.rfind("forward/", 0) == 0 ? n : 0;
+    backward += name.rfind("backward/", 0) == 0 ? n : 0;
+  }
+  EXPECT_EQ(forward, backward);  // every node both ways
+  EXPECT_GT(forward, 60);        // resnet18: 20 convs, 20 BatchNorms, relus, adds, pool, fc...
+  EXPECT_EQ(pops, forward + backward + 4);
+  EXPECT_EQ(max_depth, 2);  // a node's range inside its phase's
+#endif
 }
 
 TEST(CnnTrainCli, DivergenceStopsWithFinishedEpochsKept) {

@@ -18,6 +18,7 @@
 #include "nnperf/models/registry.h"
 #include "nnperf/core/clock.h"
 #include "nnperf/profile/conv_timer.h"
+#include "nnperf/profile/nvtx.h"
 #include "nnperf/runs/cnn_train_outputs.h"
 #include "nnperf/train/checkpoint.h"
 #include "nnperf/train/schedule.h"
@@ -333,8 +334,11 @@ nlohmann::json profile_one_step(const CnnTrainOptions& o, Session& s, const fs::
   }
   next_batch();
   StepRecorder rec(s.graph.size());
-  s.graph.set_hook(&rec);
-  s.trainer.set_step_hook(&rec);
+  // NVTX ranges around the recorded step's layers and phases (nvtx.h), the recorder inside them.
+  NvtxRanges nvtx(s.graph, &rec, &rec);
+  const bool ranges = nvtx_available();
+  s.graph.set_hook(ranges ? static_cast<GraphHook*>(&nvtx) : &rec);
+  s.trainer.set_step_hook(ranges ? static_cast<StepHook*>(&nvtx) : &rec);
   s.step(s.x, s.labels);
   s.graph.set_hook(nullptr);
   s.trainer.set_step_hook(nullptr);
@@ -411,7 +415,8 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
                             data.side(), data.side(), s.schedule.describe()));
   if (o.profile_one_step) {
     const nlohmann::json phases = profile_one_step(o, s, r.out_dir, context);
-    write_json_atomic(r.out_dir / "one_step.json", {{"phases_ms", phases}, {"context", context}});
+    write_json_atomic(r.out_dir / "one_step.json",
+                      {{"phases_ms", phases}, {"nvtx_ranges", nvtx_available()}, {"context", context}});
     progress.line(fmt::format("one step: {}", phases.dump()));
     return r;
   }
