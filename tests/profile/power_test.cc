@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "nnperf/core/clock.h"
 #include "nnperf/core/error.h"
 #include "test_util.h"
 
@@ -249,6 +250,7 @@ TEST_F(FakeNvml, TheTotalEnergyCounterGivesTheEnergyAndTheSamplesTheSpread) {
   const PowerWindow w = m.end();
   ASSERT_TRUE(w.energy_j && w.power_mean_w);
   EXPECT_DOUBLE_EQ(*w.energy_j, 7.5);
+  // However busy the machine (the sampler may not have run in 20 ms), end() reads the board once.
   EXPECT_DOUBLE_EQ(*w.power_mean_w, 7.5 / w.seconds);
   ASSERT_GT(w.samples, 0);
   EXPECT_DOUBLE_EQ(*w.power_min_w, 50.0);
@@ -261,6 +263,28 @@ TEST_F(FakeNvml, TheTotalEnergyCounterGivesTheEnergyAndTheSamplesTheSpread) {
   EXPECT_DOUBLE_EQ(*b - *a, 7.5);
   ::unsetenv("NNPERF_FAKE_ENERGY_MJ_PER_CALL");
   EXPECT_FALSE(r.energy_joules());  // a board without the counter
+}
+
+TEST_F(FakeNvml, AWindowShorterThanTheIntervalEndsAtOnceWithOneReading) {
+  // Sampling every 10 s, a 5 ms window: end() wakes the sampler instead of waiting out its
+  // interval, the window's length is taken before the sampler stops (so ~5 ms, not 10 s), and
+  // the board's power is read once at the end since no interval passed.
+  PowerOptions o = options("/nonexistent/powercap");
+  o.device = Device::kCuda;
+  o.interval_ms = 10000;
+  PowerMonitor m(o);
+  ASSERT_TRUE(m.available()) << m.unavailable_reason();
+  const int64_t t0 = now_ns();
+  m.begin();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const PowerWindow w = m.end();
+  EXPECT_LT(static_cast<double>(now_ns() - t0) * 1e-9, 2.0);
+  EXPECT_GE(w.seconds, 0.005);
+  EXPECT_LT(w.seconds, 2.0);
+  EXPECT_EQ(w.samples, 1);
+  ASSERT_TRUE(w.power_min_w && w.power_max_w);
+  EXPECT_DOUBLE_EQ(*w.power_min_w, 50.0);
+  EXPECT_DOUBLE_EQ(*w.power_max_w, 50.0);
 }
 
 TEST_F(FakeNvml, AutoOnACudaRunWithoutNvmlHasNoFiguresAndSaysWhy) {

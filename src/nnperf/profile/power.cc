@@ -279,10 +279,12 @@ PowerMonitor::PowerMonitor(const PowerOptions& options)
 }
 
 PowerMonitor::~PowerMonitor() {
-  if (running_) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
     running_ = false;
-    if (thread_.joinable()) thread_.join();
   }
+  stop_.notify_all();
+  if (thread_.joinable()) thread_.join();
 }
 
 bool PowerMonitor::available() const { return !active_.empty(); }
@@ -313,10 +315,10 @@ void PowerMonitor::begin() {
 void PowerMonitor::sample_loop() {
   const auto interval =
       std::chrono::microseconds(static_cast<int64_t>(options_.interval_ms * 1000));
+  std::unique_lock<std::mutex> lock(mutex_);
   while (running_) {
-    std::this_thread::sleep_for(interval);
+    if (stop_.wait_for(lock, interval, [this] { return !running_; })) break;
     const double t = static_cast<double>(now_ns() - t0_ns_) * 1e-9;
-    std::lock_guard<std::mutex> lock(mutex_);
     if (active_ == "rapl") {
       // A failed read skips this sample (the next one spans the gap); exceptions must not
       // escape the thread.
@@ -336,19 +338,30 @@ void PowerMonitor::sample_loop() {
 }
 
 PowerWindow PowerMonitor::end() {
-  if (running_) {
-    running_ = false;
-    thread_.join();
-  }
+  // The window closes here: its length and energy are read before the sampler stops, so that
+  // stopping it never counts in them.
   const double seconds = static_cast<double>(now_ns() - t0_ns_) * 1e-9;
   std::optional<double> energy;
-  if (active_ == "rapl") energy = rapl_.package_joules(rapl_begin_, rapl_.read());
-  if (active_ == "nvml" && nvml_begin_j_) {
-    if (const auto now = nvml_->energy_joules(); now && *now >= *nvml_begin_j_) {
-      energy = *now - *nvml_begin_j_;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (active_ == "rapl") energy = rapl_.package_joules(rapl_begin_, rapl_.read());
+    if (active_ == "nvml" && nvml_begin_j_) {
+      if (const auto now = nvml_->energy_joules(); now && *now >= *nvml_begin_j_) {
+        energy = *now - *nvml_begin_j_;
+      }
     }
+    running_ = false;
   }
+  stop_.notify_all();
+  if (thread_.joinable()) thread_.join();
   std::lock_guard<std::mutex> lock(mutex_);
+  std::erase_if(samples_, [seconds](const PowerSample& s) { return s.t_s > seconds; });
+  // A window shorter than one interval, or one whose sampler was never scheduled (a loaded
+  // machine), still gets the board's power: one reading at its end. (RAPL's samples are energy
+  // differences; its window energy stands without them.)
+  if (active_ == "nvml" && samples_.empty()) {
+    if (auto w = nvml_->power_watts()) samples_.push_back({seconds, *w});
+  }
   return summarize_power(seconds, energy, samples_, active_);
 }
 

@@ -8,6 +8,7 @@
 // power.
 #pragma once
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -136,6 +137,7 @@ class PowerMonitor {
   std::thread thread_;
   std::atomic<bool> running_{false};
   std::mutex mutex_;
+  std::condition_variable stop_;  // wakes the sampler at end() instead of after its interval
   int64_t t0_ns_ = 0;
   std::vector<uint64_t> rapl_begin_, rapl_last_;
   std::optional<double> nvml_begin_j_;  // the NVML energy counter at begin(), when it has one
