@@ -5,6 +5,7 @@
 #include "command.h"
 #include "flags.h"
 #include "nnperf/core/error.h"
+#include "nnperf/io/files.h"
 #include "nnperf/runs/sweep.h"
 
 namespace nnperf::app {

@@ -170,6 +170,75 @@ int run_train(Flags& f, const CLI::App& sub) {
   return 0;
 }
 
+// The shape flags and the fixed-iteration driver's (cloudml-project1's run_train.py).
+void add_driver_flags(CLI::App& sub, Flags& f) {
+  sub.add_option(
+         "--iters", f.iters,
+         "Fixed-iteration driver: train exactly this many measured steps on --synthetic data "
+         "(0 = epoch training)")
+      ->check(integer_in(0, 100000000));
+  sub.add_option("--warmup-iters", f.warmup_iters, "Driver: unmeasured steps first")
+      ->check(integer_in(0, 100000000))
+      ->capture_default_str();
+  sub.add_option("--input-size", f.input_size,
+                 "Input height = width (driver: default the model's; image folders: the crop, "
+                 "default 224; synthetic: default 32)")
+      ->check(integer_in(1, kMaxImageSide));
+  sub.add_option("--in-channels", f.in_channels,
+                 "Input channels (default: the data's, or the model's for the driver)")
+      ->check(integer_in(1, 4096));
+  sub.add_option("--num-classes", f.num_classes,
+                 "Classes (default: the data's, or the model's for the driver)")
+      ->check(integer_in(2, 1000000));
+  sub.add_option("--algorithm", f.algorithm,
+                 "CNNs: convolution algorithm, a name, guess or find")
+      ->capture_default_str();
+  sub.add_option("--label", f.label, "Driver: the label column of metrics.csv");
+  sub.add_option("--grad-accum-steps", f.grad_accum_steps,
+                 "Driver: micro-batches (of --batch-size) per optimizer step")
+      ->check(integer_in(1, 1000000))
+      ->capture_default_str();
+  sub.add_flag("--deterministic", f.deterministic,
+               "Driver: refuse timing-dependent choices (--algorithm find); recorded in "
+               "metrics.csv");
+  sub.add_option("--log-dir", f.log_dir, "Driver: metrics.csv goes here (appended)")
+      ->capture_default_str();
+}
+
+// CNN epoch training (nn-perf's train.py): recipe, loader, checkpoints, one-step profile.
+void add_cnn_flags(CLI::App& sub, Flags& f) {
+  sub.add_option("--warmup", f.warmup_steps,
+                 "CNNs: optimizer steps of linear warm-up before the cosine decay")
+      ->check(integer_in(0, std::numeric_limits<int64_t>::max()))
+      ->capture_default_str();
+  sub.add_option("--workers", f.workers, "CNNs: loader threads making batches ahead (0: none)")
+      ->check(integer_in(0, 256))
+      ->capture_default_str();
+  sub.add_option("--prefetch-factor", f.prefetch_factor, "CNNs: batches ready per worker")
+      ->check(integer_in(1, 64))
+      ->capture_default_str();
+  sub.add_flag("--no-augment", f.no_augment,
+               "CNNs: no random crop (padding 4) and horizontal flip");
+  sub.add_flag("--no-nesterov", f.no_nesterov, "CNNs: plain SGD momentum instead of Nesterov");
+  sub.add_option("--save-every", f.save_every,
+                 "CNNs: an epoch_NNN checkpoint every N epochs (0: none)")
+      ->check(integer_in(0, 1000000));
+  sub.add_option("--resume", f.resume, "CNNs: continue from a _best or epoch_NNN checkpoint");
+  sub.add_option("--init-weights", f.init_weights,
+                 "CNNs: start from the weights (and BatchNorm statistics) of a final_weights file "
+                 "or checkpoint of the same model instead of the initialiser");
+  sub.add_flag("--profile-one-step", f.profile_one_step,
+               "CNNs: after --warmup-iters (default 20) steps, record one step per layer and "
+               "phase (Chrome trace + CSV) and stop");
+  sub.add_option("--profile-iter", f.profile_iter,
+                 "CNNs: which step after the warm-up is recorded (1: the first)")
+      ->check(integer_in(1, 100000000))
+      ->capture_default_str();
+  sub.add_option("--on-bad-image", f.on_bad_image,
+                 "Image folders: skip or fail on an image that cannot be decoded")
+      ->capture_default_str();
+}
+
 const Registrar reg{Command{
     "train", 10, [](CLI::App& sub) -> std::function<int()> {
       sub.description(
@@ -184,70 +253,11 @@ const Registrar reg{Command{
       sub.add_option("--model,--arch", f->model,
                      "Model to train: mlp or any of profile --list-models")
           ->capture_default_str();
-      sub.add_option(
-             "--iters", f->iters,
-             "Fixed-iteration driver: train exactly this many measured steps on --synthetic data "
-             "(0 = epoch training)")
-          ->check(integer_in(0, 100000000));
-      sub.add_option("--warmup-iters", f->warmup_iters, "Driver: unmeasured steps first")
-          ->check(integer_in(0, 100000000))
-          ->capture_default_str();
-      sub.add_option("--input-size", f->input_size,
-                     "Input height = width (driver: default the model's; image folders: the crop, "
-                     "default 224; synthetic: default 32)")
-          ->check(integer_in(1, kMaxImageSide));
-      sub.add_option("--in-channels", f->in_channels,
-                     "Input channels (default: the data's, or the model's for the driver)")
-          ->check(integer_in(1, 4096));
-      sub.add_option("--num-classes", f->num_classes,
-                     "Classes (default: the data's, or the model's for the driver)")
-          ->check(integer_in(2, 1000000));
-      sub.add_option("--algorithm", f->algorithm,
-                     "CNNs: convolution algorithm, a name, guess or find")
-          ->capture_default_str();
-      sub.add_option("--label", f->label, "Driver: the label column of metrics.csv");
-      sub.add_option("--grad-accum-steps", f->grad_accum_steps,
-                     "Driver: micro-batches (of --batch-size) per optimizer step")
-          ->check(integer_in(1, 1000000))
-          ->capture_default_str();
-      sub.add_flag("--deterministic", f->deterministic,
-                   "Driver: refuse timing-dependent choices (--algorithm find); recorded in "
-                   "metrics.csv");
-      sub.add_option("--log-dir", f->log_dir, "Driver: metrics.csv goes here (appended)")
-          ->capture_default_str();
+      add_driver_flags(sub, *f);
       sub.add_option(
           "--out-dir", f->out_dir,
           "Output folder (default a new runs/<model>_<timestamp>); must be new or empty");
-      sub.add_option("--warmup", f->warmup_steps,
-                     "CNNs: optimizer steps of linear warm-up before the cosine decay")
-          ->check(integer_in(0, std::numeric_limits<int64_t>::max()))
-          ->capture_default_str();
-      sub.add_option("--workers", f->workers, "CNNs: loader threads making batches ahead (0: none)")
-          ->check(integer_in(0, 256))
-          ->capture_default_str();
-      sub.add_option("--prefetch-factor", f->prefetch_factor, "CNNs: batches ready per worker")
-          ->check(integer_in(1, 64))
-          ->capture_default_str();
-      sub.add_flag("--no-augment", f->no_augment,
-                   "CNNs: no random crop (padding 4) and horizontal flip");
-      sub.add_flag("--no-nesterov", f->no_nesterov, "CNNs: plain SGD momentum instead of Nesterov");
-      sub.add_option("--save-every", f->save_every,
-                     "CNNs: an epoch_NNN checkpoint every N epochs (0: none)")
-          ->check(integer_in(0, 1000000));
-      sub.add_option("--resume", f->resume, "CNNs: continue from a _best or epoch_NNN checkpoint");
-      sub.add_option("--init-weights", f->init_weights,
-                     "CNNs: start from the weights (and BatchNorm statistics) of a final_weights file "
-                     "or checkpoint of the same model instead of the initialiser");
-      sub.add_flag("--profile-one-step", f->profile_one_step,
-                   "CNNs: after --warmup-iters (default 20) steps, record one step per layer and "
-                   "phase (Chrome trace + CSV) and stop");
-      sub.add_option("--profile-iter", f->profile_iter,
-                     "CNNs: which step after the warm-up is recorded (1: the first)")
-          ->check(integer_in(1, 100000000))
-          ->capture_default_str();
-      sub.add_option("--on-bad-image", f->on_bad_image,
-                     "Image folders: skip or fail on an image that cannot be decoded")
-          ->capture_default_str();
+      add_cnn_flags(sub, *f);
       sub.add_flag("--overwrite", f->train.run.overwrite,
                    "Replace an earlier run's --out-dir whole (only a folder nnperf wrote)");
       add_list_flags(sub);

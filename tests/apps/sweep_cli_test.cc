@@ -12,6 +12,7 @@
 #include <string>
 
 #include "nnperf/io/csv.h"
+#include "nnperf/io/files.h"
 #include "nnperf/runs/sweep.h"
 #include "test_util.h"
 

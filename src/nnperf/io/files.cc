@@ -116,4 +116,16 @@ void ensure_writable_dir(const fs::path& dir) {
   ::unlink(probe.c_str());
 }
 
+std::string shell_quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
 }  // namespace nnperf

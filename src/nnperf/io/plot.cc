@@ -44,18 +44,6 @@ std::string gp_string(const std::string& s) {
   return out;
 }
 
-std::string sh_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 // Text for a '#' comment line: line breaks and other control characters become spaces.
 std::string comment_text(std::string s) {
   for (char& c : s) {
@@ -365,8 +353,8 @@ PlotResult render_plot(const PlotSpec& spec, const fs::path& stem) {
         stem.string(), stem.string(), dir.string(), name);
     return result;
   }
-  const std::string cmd = fmt::format("cd {} && {} {} </dev/null 2>&1", sh_quote(dir.string()),
-                                      sh_quote(gnuplot.string()), sh_quote(name + ".gp"));
+  const std::string cmd = fmt::format("cd {} && {} {} </dev/null 2>&1", shell_quote(dir.string()),
+                                      shell_quote(gnuplot.string()), shell_quote(name + ".gp"));
   std::FILE* pipe = ::popen(cmd.c_str(), "r");
   if (pipe == nullptr) {
     result.message = fmt::format("could not start {}", gnuplot.string());

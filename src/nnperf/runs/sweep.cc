@@ -180,17 +180,6 @@ void claim_sweep_dir(const fs::path& dir) {
 
 }  // namespace
 
-std::string shell_quote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 nlohmann::json plan_sweep(const SweepPlanOptions& o) {
   if (o.kind != "profile" && o.kind != "train") throw UsageError("sweep plan: expected --profile or --train");

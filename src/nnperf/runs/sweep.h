@@ -88,7 +88,5 @@ std::string sweep_status(const std::filesystem::path& dir);
 // and writes nothing then. Returns a summary line.
 std::string merge_sweep(const std::filesystem::path& dir);
 
-// A word safe in a POSIX shell: 'text' with each ' written as '\'' (empty -> '').
-std::string shell_quote(const std::string& text);
 
 }  // namespace nnperf
