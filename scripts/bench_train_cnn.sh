@@ -6,10 +6,13 @@
 #  2. data path: ResNet-18 on CIFAR-10-format files (bench/make_cifar_format.py) with
 #     --workers 1 and 0: the share of the training steps spent waiting for data;
 #  3. accuracy (ACCURACY=1): ResNet-18 with nn-perf's recipe on Fashion-MNIST, ACC_EPOCHS epochs,
-#     seeds ACC_SEEDS, ours and PyTorch, ACC_THREADS threads; means over the seeds.
+#     seeds ACC_SEEDS, ours and PyTorch, ACC_THREADS threads; means over the seeds. With
+#     ACC_STREAMS=matched (the default) both start from the same initial weights (PyTorch's,
+#     written with --write-init, read with --init-weights) and PyTorch replays nnperf's batches and
+#     crop/flip draws (--streams nnperf); ACC_STREAMS=independent lets each draw its own.
 #   scripts/bench_train_cnn.sh [BUILD]   (default build)
 # Environment: ROUNDS (3), ITERS (10), WARMUP (3), ACCURACY (0), ACC_EPOCHS (5), ACC_SEEDS
-# ("1 2"), ACC_THREADS (2), ACC_LIMIT_TRAIN (0 = all), OUT (default results/bench_train_cnn_<time>).
+# ("1 2"), ACC_THREADS (2), ACC_LIMIT_TRAIN (0 = all), ACC_STREAMS (matched), OUT (default results/bench_train_cnn_<time>).
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,12 +54,22 @@ done
 if [ "${ACCURACY:-0}" = 1 ]; then
   limit=()
   [ "${ACC_LIMIT_TRAIN:-0}" != 0 ] && limit=(--limit-train "$ACC_LIMIT_TRAIN")
+  case "${ACC_STREAMS:=matched}" in
+    matched|independent) ;;
+    *) echo "error: ACC_STREAMS=$ACC_STREAMS: expected matched or independent" >&2; exit 2 ;;
+  esac
   for s in ${ACC_SEEDS:-1 2}; do
+    init=() streams=()
+    if [ "$ACC_STREAMS" = matched ]; then
+      "$PY" "$ROOT/bench/peers/train_torch.py" --model resnet18 --seed "$s" "${limit[@]}" \
+        --write-init "$OUT/acc_init_$s.ckpt" > /dev/null
+      init=(--init-weights "$OUT/acc_init_$s.ckpt") streams=(--streams nnperf)
+    fi
     "$NNPERF" train --model resnet18 --epochs "${ACC_EPOCHS:-5}" --batch-size 128 --seed "$s" \
-      --threads "${ACC_THREADS:-2}" --progress lines --no-tensorboard "${limit[@]}" \
+      --threads "${ACC_THREADS:-2}" --progress lines --no-tensorboard "${limit[@]}" "${init[@]}" \
       --out-dir "$OUT/acc_nnperf_$s" > "$OUT/acc_nnperf_$s.log"
     "$PY" "$ROOT/bench/peers/train_torch.py" --model resnet18 --epochs "${ACC_EPOCHS:-5}" \
-      --batch-size 128 --seed "$s" --threads "${ACC_THREADS:-2}" "${limit[@]}" \
+      --batch-size 128 --seed "$s" --threads "${ACC_THREADS:-2}" "${limit[@]}" "${streams[@]}" \
       --json "$OUT/acc_torch_$s.json" > "$OUT/acc_torch_$s.log"
   done
 fi

@@ -44,12 +44,19 @@ def main(out):
               f"{100 * j['data_wait_fraction']:.2f}% of {j['measured_sec']:.1f} s "
               f"({j['imgs_per_sec']:.0f} img/s)")
     ours = {p: json.load(open(p))["final_test_acc"] for p in sorted(glob.glob(f"{out}/acc_nnperf_*/final_results.json"))}
-    peer = {p: json.load(open(p))["final_test_acc"] for p in sorted(glob.glob(f"{out}/acc_torch_*.json"))}
+    peer_json = {p: json.load(open(p)) for p in sorted(glob.glob(f"{out}/acc_torch_*.json"))}
+    peer = {p: j["final_test_acc"] for p, j in peer_json.items()}
     if ours and peer:
         mo, mp = statistics.mean(ours.values()), statistics.mean(peer.values())
+        streams = sorted({j["recipe"].get("streams", "torch") for j in peer_json.values()})
+        matched = streams == ["nnperf"]
         summary["accuracy"] = {"nnperf": list(ours.values()), "torch": list(peer.values()),
-                               "nnperf_mean": mo, "torch_mean": mp, "difference_points": 100 * (mo - mp)}
-        print(f"\naccuracy, ResNet-18 on Fashion-MNIST: nnperf {100 * mo:.2f}% "
+                               "nnperf_mean": mo, "torch_mean": mp, "difference_points": 100 * (mo - mp),
+                               "streams": "matched" if matched else "independent"}
+        print("\n" + ("matched streams: the same initial weights, batches and crops on both sides"
+                      if matched else "independent streams: each side draws its own weights, "
+                      "batches and crops"))
+        print(f"accuracy, ResNet-18 on Fashion-MNIST: nnperf {100 * mo:.2f}% "
               f"({', '.join(f'{100 * v:.2f}' for v in ours.values())}), PyTorch {100 * mp:.2f}% "
               f"({', '.join(f'{100 * v:.2f}' for v in peer.values())}): {100 * (mo - mp):+.2f} points")
     with open(os.path.join(out, "summary.json"), "w") as f:

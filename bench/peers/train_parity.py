@@ -23,15 +23,14 @@ import copy
 import csv
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
-import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer_common  # noqa: E402
 import train_torch  # noqa: E402  (data, model, schedule of the torch peer)
+from nnperf_format import read_weights, write_weights  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -56,67 +55,6 @@ def parse_args(argv=None):
     if a.limit_train < 2 or a.limit_test < 1 or a.epochs < 1 or a.threads < 1:
         ap.error("--limit-train >= 2, --limit-test, --epochs and --threads >= 1")
     return a
-
-
-def write_weights(path, model_name, model):
-    """model's parameters and BatchNorm statistics as an nnperf weights file (docs/checkpoint.md):
-    the same names as torchvision's state_dict behind params./buffers., Linear weights transposed
-    (nnperf stores in x out)."""
-    import torch
-
-    tensors = []
-    for name, p in model.named_parameters():
-        v = p.detach()
-        if isinstance(model.get_submodule(name.rsplit(".", 1)[0]), torch.nn.Linear) and \
-                name.endswith(".weight"):
-            v = v.t()
-        tensors.append(("params." + name, v.contiguous().float().numpy()))
-    for name, b in model.named_buffers():
-        if name.endswith(("running_mean", "running_var")):
-            tensors.append(("buffers." + name, b.detach().contiguous().float().numpy()))
-    meta = json.dumps({"model": model_name, "kind": "weights", "source": "torchvision"}).encode()
-    table, data, offset = b"", b"", 0
-    for name, v in tensors:
-        raw = v.astype("<f4").tobytes()
-        nb = name.encode()
-        table += struct.pack("<I", len(nb)) + nb + struct.pack("<II", 1, v.ndim)
-        table += struct.pack(f"<{v.ndim}q", *v.shape) + struct.pack("<QQ", offset, len(raw))
-        data += raw
-        offset += len(raw)
-    body = struct.pack("<Q", len(meta)) + meta + struct.pack("<I", len(tensors)) + table + data
-    total = 8 + 4 + 8 + len(body) + 4
-    head = b"NNPFCKPT" + struct.pack("<IQ", 1, total) + body
-    with open(path, "wb") as f:
-        f.write(head + struct.pack("<I", zlib.crc32(head) & 0xFFFFFFFF))
-
-
-def read_weights(path):
-    """{name: numpy array} of an nnperf checkpoint's params./buffers. tensors (no checks beyond
-    the CRC: nnperf wrote it)."""
-    import numpy as np
-
-    b = open(path, "rb").read()
-    if b[:8] != b"NNPFCKPT" or zlib.crc32(b[:-4]) & 0xFFFFFFFF != struct.unpack("<I", b[-4:])[0]:
-        sys.exit(f"error: {path}: not an intact nnperf checkpoint")
-    j = struct.unpack_from("<Q", b, 20)[0]
-    o = 28 + j
-    n = struct.unpack_from("<I", b, o)[0]
-    o += 4
-    entries = []
-    for _ in range(n):
-        ln = struct.unpack_from("<I", b, o)[0]
-        name = b[o + 4:o + 4 + ln].decode()
-        o += 4 + ln
-        _, rank = struct.unpack_from("<II", b, o)
-        dims = struct.unpack_from(f"<{rank}q", b, o + 8)
-        o += 8 + 8 * rank
-        off, nbytes = struct.unpack_from("<QQ", b, o)
-        o += 16
-        entries.append((name, dims, off, nbytes))
-    out = {}
-    for name, dims, off, nbytes in entries:
-        out[name] = np.frombuffer(b, dtype="<f4", count=nbytes // 4, offset=o + off).reshape(dims)
-    return out
 
 
 def weight_differences(ours, model, initial):

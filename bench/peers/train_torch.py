@@ -13,8 +13,11 @@ train_loss, train_acc, test_loss, test_acc, lr, seconds}], "final_test_acc", "be
 "measured_sec", "imgs_per_sec"}; driver mode prints `MEASURED_SEC=... IMGS_PER_SEC=... BATCH=...
 ARCH=... BACKEND=cpu` and writes {"peer", "version", "context", "record": {model, batch_size,
 input_size, warmup_iters, iters, measured_sec, sec_per_iter, imgs_per_sec}}.
-Data order and augmentation draws come from torch's generator seeded with --seed; they are not
-nnperf's (different generators), so runs are compared as means over seeds.
+Data order and augmentation draws come from torch's generator seeded with --seed (--streams
+torch), or are nnperf's own for the same --seed (--streams nnperf: nnperf_format.py replays
+nnperf's generator). --write-init FILE writes the initial weights (torchvision's initialisation
+under --seed) in nnperf's format and exits; `nnperf train --init-weights FILE` then starts from
+them. With both, the two runs share weights, batches and crops, and differ only in arithmetic.
 """
 
 import argparse
@@ -24,6 +27,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nnperf_format  # noqa: E402  (nnperf's weights format and random streams)
 import peer_common  # noqa: E402  (IDX reader, run context, JSON writer)
 
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
@@ -47,6 +51,10 @@ def parse_args(argv=None):
     ap.add_argument("--limit-train", type=int, default=0)
     ap.add_argument("--limit-test", type=int, default=0)
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--streams", choices=("torch", "nnperf"), default="torch",
+                    help="data order and crop/flip draws: torch's generator, or nnperf's for --seed")
+    ap.add_argument("--write-init", default=None, metavar="FILE",
+                    help="write the initial weights in nnperf's format and exit")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", default=None, metavar="FILE")
     # driver mode
@@ -145,13 +153,26 @@ def lr_at(step, base, warmup, total):
     return base * 0.5 * (1.0 + math.cos(math.pi * p))
 
 
-def augment(torch, x, gen, pad=4):
-    """RandomCrop(size, padding=pad) on zero-padded [0,1] pixels, then RandomHorizontalFlip."""
-    n, c, h, w = x.shape
-    padded = torch.nn.functional.pad(x, (pad, pad, pad, pad))
+def torch_draws(torch, n, gen, pad=4):
+    """(dy, dx, flip) tensors of n samples from torch's generator."""
     dy = torch.randint(0, 2 * pad + 1, (n,), generator=gen)
     dx = torch.randint(0, 2 * pad + 1, (n,), generator=gen)
-    flip = torch.rand(n, generator=gen) < 0.5
+    return dy, dx, torch.rand(n, generator=gen) < 0.5
+
+
+def nnperf_draws(torch, seed, epoch, first, n, pad=4):
+    """nnperf's draws of positions first..first+n-1 of an epoch (0-based), training loader seed."""
+    d = [nnperf_format.draw_sample(seed + 1, epoch - 1, first + i, pad) for i in range(n)]
+    return (torch.tensor([v[0] for v in d]), torch.tensor([v[1] for v in d]),
+            torch.tensor([v[2] for v in d], dtype=torch.bool))
+
+
+def augment(torch, x, draws, pad=4):
+    """RandomCrop(size, padding=pad) on zero-padded [0,1] pixels at (dy, dx), then
+    RandomHorizontalFlip where flip is set."""
+    n, c, h, w = x.shape
+    padded = torch.nn.functional.pad(x, (pad, pad, pad, pad))
+    dy, dx, flip = draws
     rows = (dy[:, None] + torch.arange(h)[None, :])  # n x h
     cols = (dx[:, None] + torch.arange(w)[None, :])  # n x w
     idx_n = torch.arange(n)[:, None, None, None]
@@ -173,6 +194,10 @@ def run_epochs(a, torch):
     torch.manual_seed(a.seed)
     gen = torch.Generator().manual_seed(a.seed + 1)
     model = make_model(torch, a.model, x_tr.shape[1], classes)
+    if a.write_init:
+        nnperf_format.write_weights(a.write_init, a.model, model)
+        print(f"initial weights of {a.model} (seed {a.seed}) written to {a.write_init}")
+        return None
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum, nesterov=True,
                           weight_decay=a.weight_decay)
     loss_fn = torch.nn.CrossEntropyLoss(label_smoothing=a.label_smoothing)
@@ -181,13 +206,18 @@ def run_epochs(a, torch):
     step, records, best = 0, [], 0.0
     for epoch in range(1, a.epochs + 1):
         model.train()
-        order = torch.randperm(x_tr.shape[0], generator=gen)
+        if a.streams == "nnperf":  # nnperf's training loader: seed + 1, epochs from 0
+            order = torch.tensor(nnperf_format.shuffled_order(x_tr.shape[0], a.seed + 1, epoch - 1))
+        else:
+            order = torch.randperm(x_tr.shape[0], generator=gen)
         loss_sum, correct, seen, t0 = 0.0, 0, 0, time.perf_counter()
         for b in range(per_epoch):
             idx = order[b * a.batch_size:(b + 1) * a.batch_size]
             x = x_tr[idx]
             if not a.no_augment:
-                x = augment(torch, x, gen)
+                draws = (nnperf_draws(torch, a.seed, epoch, b * a.batch_size, len(idx))
+                         if a.streams == "nnperf" else torch_draws(torch, len(idx), gen))
+                x = augment(torch, x, draws)
             x = (x - mean_t) / std_t
             y = y_tr[idx]
             for g in opt.param_groups:
@@ -262,6 +292,8 @@ def main(argv=None):
     torch.set_num_threads(a.threads)
     ctx = peer_common.context(a.threads)
     result = run_driver(a, torch) if a.iters > 0 else run_epochs(a, torch)
+    if result is None:  # --write-init
+        return
     peer_common.finish_context(ctx)
     recipe = {k: v for k, v in vars(a).items() if k != "json"}
     peer_common.write_json(a.json, {"peer": "torch", "version": torch.__version__,
