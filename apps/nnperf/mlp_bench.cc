@@ -17,7 +17,8 @@ namespace {
 
 struct Flags {
   MlpBenchOptions o;
-  std::string impls, batches = "32,64,128,1024", hidden = "128,128,128", out_dir, json, csv, data;
+  std::string impls, batches = "32,64,128,1024", hidden = "128,128,128", out_dir, json, csv, data,
+      device = "cpu";
 };
 
 int run(Flags& f) {
@@ -30,6 +31,7 @@ int run(Flags& f) {
       pos = c + 1;
     }
   }
+  o.device = f.device == "cuda" ? Device::kCuda : Device::kCpu;
   o.batch_sizes = parse_int_list(f.batches, "--batch-sizes");
   o.hidden = parse_int_list(f.hidden, "--hidden");
   o.data_dir = f.data;
@@ -55,8 +57,13 @@ const Registrar reg{Command{
           "accuracy consistency");
       auto f = std::make_shared<Flags>();
       add_list_flags(sub);
-  sub.add_option("--impls", f->impls,
-                     "Comma-separated GEMM implementations (default: all CPU ones)");
+      sub.add_option("--impls", f->impls,
+                     "Comma-separated GEMM implementations (default: all CPU ones, and the GPU "
+                     "ones with --device cuda)");
+      sub.add_option("--device", f->device,
+                     "cpu, or cuda: also train on the GPU with the cuda and cublas GEMM rows")
+          ->check(CLI::IsMember({"cpu", "cuda"}))
+          ->capture_default_str();
       sub.add_option("--batch-sizes", f->batches, "Batch sizes")
           ->check(integer_list_in(1, kMaxBatch))
           ->capture_default_str();

@@ -30,6 +30,8 @@
 #include "nnperf/profile/profiler.h"
 #include "nnperf/profile/stats.h"
 #include "nnperf/runs/train_run.h"
+#include "nnperf/gpu/cuda.h"
+#include "nnperf/train/cuda_mlp.h"
 #include "nnperf/train/trainer.h"
 
 namespace nnperf {
@@ -51,11 +53,26 @@ Plan plan_bench(const MlpBenchOptions& o) {
   p.threads = set_threads(o.threads);
   if (o.impls.empty()) {
     for (const auto& a : gemm_algorithms()) {
-      if (a.device == Device::kCpu) p.algos.push_back(&a);
+      if (a.device == Device::kCpu || o.device == Device::kCuda) p.algos.push_back(&a);
     }
   } else {
-    for (const auto& n : o.impls) p.algos.push_back(&find_gemm(n, Device::kCpu));
+    for (const auto& n : o.impls) {
+      const auto& all = gemm_algorithms();
+      const auto it = std::find_if(all.begin(), all.end(),
+                                   [&](const GemmAlgorithm& a) { return a.name == n; });
+      if (it == all.end()) {
+        throw UsageError(fmt::format("--impls {}: unknown GEMM implementation; expected one of: {}",
+                                     n, gemm_algorithm_names()));
+      }
+      p.algos.push_back(&*it);
+    }
   }
+  for (const GemmAlgorithm* a : p.algos) {
+    if (a->device == Device::kCuda && o.device != Device::kCuda) {
+      throw UsageError(fmt::format("--impls {}: a GPU row; add --device cuda", a->name));
+    }
+  }
+  if (o.device == Device::kCuda) cuda::require("--device cuda");
   if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
   const int64_t max_batch = *std::max_element(o.batch_sizes.begin(), o.batch_sizes.end());
   check_mlp_memory(o.hidden, max_batch,
@@ -80,23 +97,41 @@ OptimizerOptions optimizer_options(const std::string& name) {
 }
 
 // One implementation's MLP from the run's initial weights (the same for every implementation)
-// and its trainer: what each measured part measures with. Never moved: the Trainer holds the
-// Graph.
+// and its trainer: what each measured part measures with. A GPU row trains on the device
+// (train/cuda_mlp; its step and forward return when the device has finished) and leaves the
+// CPU trainer unused. Never moved: the trainers hold the Graph.
 struct Session {
   Session(const MlpBenchOptions& o, const GemmAlgorithm& a, int threads)
       : algo(a),
         graph(make_graph(o)),
         exec(exec_log_from_env(graph, "mlp", a.name)),  // NNPERF_VERBOSE=exec
         trainer(graph, make_optimizer(optimizer_options(o.optimizer)),
-                PlanContext{&a, threads, true}) {
+                PlanContext{a.device == Device::kCpu ? &a : nullptr, threads, true}) {
     graph.set_hook(with_exec_log(exec.get(), nullptr));
+    if (a.device == Device::kCuda) {
+      gpu = std::make_unique<CudaMlpTrainer>(graph, a, optimizer_options(o.optimizer));
+    }
   }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
+  BatchResult step(const Tensor& x, std::span<const int32_t> labels) {
+    return gpu ? gpu->step(x, labels) : trainer.step(x, labels);
+  }
+  void forward(const Tensor& x) {
+    if (gpu) {
+      gpu->forward(x);
+    } else {
+      graph.forward(x);
+    }
+  }
+  BatchResult evaluate(const Dataset& data, int64_t batch_size) {
+    return gpu ? gpu->evaluate(data, batch_size) : trainer.evaluate(data, batch_size);
+  }
   const GemmAlgorithm& algo;
   Graph graph;
   std::unique_ptr<ExecLog> exec;
   Trainer trainer;
+  std::unique_ptr<CudaMlpTrainer> gpu;
 };
 
 struct Batch {
@@ -109,6 +144,13 @@ Batch random_batch(Rng& rng, int64_t mb) {
   rng.fill_uniform(std::span<float>(b.x.data(), static_cast<std::size_t>(b.x.numel())), 0.0f, 1.0f);
   for (auto& l : b.labels) l = static_cast<int32_t>(rng.below(10));
   return b;
+}
+
+// The run's MLP planned for batch mb on the CPU: the layers count their FLOPs from it.
+Graph planned_graph(const MlpBenchOptions& o, int64_t mb) {
+  Graph g = make_graph(o);
+  g.plan(Shape{mb, kFeatures}, PlanContext{&find_gemm("naive"), 1, true});
+  return g;
 }
 
 // Exact FLOPs of one training iteration, from the planned graph (see the file comment).
@@ -134,7 +176,7 @@ struct Samples {
 std::vector<Samples> time_alternately(std::vector<std::unique_ptr<Session>>& sessions,
                                       const Batch& b, const MlpBenchOptions& o) {
   for (int r = 0; r < o.warmup; ++r) {
-    for (auto& s : sessions) s->trainer.step(b.x, b.labels);
+    for (auto& s : sessions) s->step(b.x, b.labels);
   }
   std::vector<Samples> out(sessions.size());
   for (int r = 0; r < o.measure; ++r) {
@@ -144,9 +186,9 @@ std::vector<Samples> time_alternately(std::vector<std::unique_ptr<Session>>& ses
       if (c.spent_sec > o.max_seconds_per_case && c.train_ms.size() >= 3) continue;
       any = true;
       const int64_t t0 = now_ns();
-      sessions[i]->trainer.step(b.x, b.labels);
+      sessions[i]->step(b.x, b.labels);
       const int64_t t1 = now_ns();
-      sessions[i]->graph.forward(b.x);
+      sessions[i]->forward(b.x);
       const int64_t t2 = now_ns();
       c.train_ms.push_back(static_cast<double>(t1 - t0) * 1e-6);
       c.forward_ms.push_back(static_cast<double>(t2 - t1) * 1e-6);
@@ -164,6 +206,7 @@ nlohmann::json timing_record(const std::string& impl, int64_t mb, const std::str
                              const std::map<std::string, double>& medians) {
   const Summary s = summarize(ms);
   nlohmann::json r = {{"impl", impl},
+                      {"device", find_gemm(impl).device == Device::kCuda ? "cuda" : "cpu"},
                       {"batch_size", mb},
                       {"step", step},
                       {"time_ms_median", s.median},
@@ -192,8 +235,9 @@ nlohmann::json measure_batch_size(const MlpBenchOptions& o, const Plan& p, int64
   for (const GemmAlgorithm* a : p.algos)
     sessions.push_back(std::make_unique<Session>(o, *a, p.threads));
   const std::vector<Samples> samples = time_alternately(sessions, b, o);
-  const double tflops = train_flops(sessions.front()->graph);
-  const double fflops = sessions.front()->graph.forward_flops();
+  const Graph planned = planned_graph(o, mb);
+  const double tflops = train_flops(planned);
+  const double fflops = planned.forward_flops();
   std::map<std::string, double> med_train, med_fwd;
   for (std::size_t i = 0; i < sessions.size(); ++i) {
     med_train[sessions[i]->algo.name] = median(samples[i].train_ms);
@@ -243,7 +287,7 @@ std::vector<double> loss_curve(Session& s, const Dataset& train, const MlpBenchO
       b.start_epoch();
       b.next(bx, bl, true);
     }
-    curve.push_back(s.trainer.step(bx, bl).mean_loss());
+    curve.push_back(s.step(bx, bl).mean_loss());
   }
   return curve;
 }
@@ -277,7 +321,7 @@ nlohmann::json measure_consistency(const MlpBenchOptions& o, const Plan& p) {
   for (const GemmAlgorithm* a : p.algos) {
     Session s(o, *a, p.threads);
     curves.push_back(loss_curve(s, data.train, o));
-    const BatchResult ev = s.trainer.evaluate(data.test, 1000);
+    const BatchResult ev = s.evaluate(data.test, 1000);
     consistency.push_back({{"impl", a->name},
                            {"steps", o.consistency_steps},
                            {"batch_size", o.consistency_batch},
@@ -291,14 +335,15 @@ nlohmann::json measure_consistency(const MlpBenchOptions& o, const Plan& p) {
 
 // ---- instrumentation overhead ----------------------------------------------------------------
 
-// The implementation with the fastest median training iteration at `batch` (`fallback` when
-// that batch size was not measured).
+// The CPU implementation with the fastest median training iteration at `batch` (`fallback`
+// when that batch size was not measured): the per-layer profiler hooks the CPU graph.
 const GemmAlgorithm* fastest_at(const nlohmann::json& records, int64_t batch,
                                 const GemmAlgorithm* fallback) {
   const GemmAlgorithm* best = fallback;
   double best_ms = 1e300;
   for (const auto& r : records) {
     if (r["step"] == "train" && r["batch_size"] == batch &&
+        find_gemm(r["impl"].get<std::string>()).device == Device::kCpu &&
         r["time_ms_median"].get<double>() < best_ms) {
       best_ms = r["time_ms_median"].get<double>();
       best = &find_gemm(r["impl"].get<std::string>());
@@ -329,8 +374,9 @@ nlohmann::json node_breakdown(const Graph& g, const LayerProfiler::Totals& tot, 
 // Instrumentation overhead: the fastest implementation at batch 64, hooked (every node, both
 // phases) vs not, alternating; the overhead record.
 nlohmann::json measure_overhead(const MlpBenchOptions& o, const Plan& p,
-                                const nlohmann::json& records, Rng& data_rng) {
-  Session s(o, *fastest_at(records, kOverheadBatch, p.algos.front()), p.threads);
+                                const nlohmann::json& records, Rng& data_rng,
+                                const GemmAlgorithm* cpu_fallback) {
+  Session s(o, *fastest_at(records, kOverheadBatch, cpu_fallback), p.threads);
   const Batch b = random_batch(data_rng, kOverheadBatch);
   LayerProfiler prof = LayerProfiler::all_nodes(s.graph);
   std::vector<double> plain, hooked;
@@ -373,6 +419,13 @@ nlohmann::json bench_context(const MlpBenchOptions& o, int threads) {
   ctx["optimizer"] = o.optimizer;
   ctx["warmup"] = o.warmup;
   ctx["measure"] = o.measure;
+  ctx["device"] = o.device == Device::kCuda ? "cuda" : "cpu";
+  if (o.device == Device::kCuda) {
+    ctx["cuda_device"] = cuda::device_summary();
+    ctx["gpu_timing"] =
+        "host clock around each step and forward pass, which return when the device has "
+        "finished (the loss is copied back once per step, as loss.item())";
+  }
   ctx["flops_convention"] =
       "2 FLOPs per multiply-add; train = forward + weight-gradient + input-gradient GEMMs (first "
       "layer's input gradient skipped)";
@@ -394,7 +447,11 @@ MlpBenchResult run_mlp_bench(const MlpBenchOptions& o) {
   if (o.consistency_steps > 0) consistency = measure_consistency(o, p);
   for (const auto& c : consistency) result.consistent = result.consistent && c["pass"].get<bool>();
   nlohmann::json overhead = nullptr;
-  if (o.overhead_reps > 0) overhead = measure_overhead(o, p, records, data_rng);
+  const auto cpu_row = std::find_if(p.algos.begin(), p.algos.end(),
+                                    [](const GemmAlgorithm* a) { return a->device == Device::kCpu; });
+  if (o.overhead_reps > 0 && cpu_row != p.algos.end()) {
+    overhead = measure_overhead(o, p, records, data_rng, *cpu_row);
+  }
   result.json = {{"context", bench_context(o, p.threads)},
                  {"records", std::move(records)},
                  {"consistency", std::move(consistency)},

@@ -8,10 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "nnperf/kernels/gemm/gemm.h"
+
 namespace nnperf {
 
 struct MlpBenchOptions {
-  std::vector<std::string> impls;  // empty = every CPU algorithm in the GEMM registry
+  std::vector<std::string> impls;  // empty = the registry's CPU rows (and GPU rows with kCuda)
+  // kCuda allows and adds the GPU rows (cuda, cublas: train/cuda_mlp) and needs a device.
+  Device device = Device::kCpu;
   std::vector<int64_t> batch_sizes = {32, 64, 128, 1024};
   std::vector<int64_t> hidden = {128, 128, 128};
   std::string activation = "ReLU";

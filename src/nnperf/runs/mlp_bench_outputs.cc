@@ -145,6 +145,13 @@ void write_mlp_bench_outputs(const MlpBenchResult& result, const MlpBenchOptions
 
 std::string format_mlp_bench(const nlohmann::json& j) {
   std::string s = format_records(j["records"]);
+  const nlohmann::json& ctx = j["context"];
+  if (ctx.value("device", "cpu") == "cuda") {
+    s += fmt::format(
+        "GPU rows (cuda, cublas) ran on {}; their speedup vs blas is the GPU against OpenBLAS on "
+        "the CPU ({})\n",
+        ctx.value("cuda_device", "the CUDA device"), ctx.value("gpu_timing", ""));
+  }
   if (!j["consistency"].empty()) s += format_consistency(j["consistency"]);
   if (!j["overhead"].is_null()) s += format_overhead(j["overhead"]);
   return s;

@@ -205,6 +205,24 @@ void adam_update(float* w, const float* grad, float* m, float* v, int64_t n, con
   }
 }
 
+}  // namespace
+
+AdamCoefficients adam_coefficients(const OptimizerOptions& o, float lr, int64_t t) {
+  // Bias corrections in double: 1 - beta2^t is ~1e-3 for the first steps.
+  const double bc1 = 1.0 - std::pow(static_cast<double>(o.beta1), static_cast<double>(t));
+  const double bc2 = 1.0 - std::pow(static_cast<double>(o.beta2), static_cast<double>(t));
+  return {o.beta1,
+          1.0f - o.beta1,
+          o.beta2,
+          1.0f - o.beta2,
+          static_cast<float>(o.weight_decay),
+          static_cast<float>(lr / bc1),
+          static_cast<float>(1.0 / std::sqrt(bc2)),
+          o.eps};
+}
+
+namespace {
+
 class Adam : public Optimizer {
  public:
   explicit Adam(const OptimizerOptions& o) : o_(o), exp_avg_("exp_avg"), exp_avg_sq_("exp_avg_sq") {
@@ -216,18 +234,7 @@ class Adam : public Optimizer {
     for (const Param& p : params) check_param(p);
     exp_avg_.ensure(params);
     exp_avg_sq_.ensure(params);
-    // Bias corrections in double: 1 - beta2^t is ~1e-3 for the first steps.
-    const double t = static_cast<double>(steps_ + 1);
-    const double bc1 = 1.0 - std::pow(static_cast<double>(o_.beta1), t);
-    const double bc2 = 1.0 - std::pow(static_cast<double>(o_.beta2), t);
-    const AdamCoefficients c{o_.beta1,
-                             1.0f - o_.beta1,
-                             o_.beta2,
-                             1.0f - o_.beta2,
-                             static_cast<float>(o_.weight_decay),
-                             static_cast<float>(lr_ / bc1),
-                             static_cast<float>(1.0 / std::sqrt(bc2)),
-                             o_.eps};
+    const AdamCoefficients c = adam_coefficients(o_, lr_, steps_ + 1);
     for (std::size_t i = 0; i < params.size(); ++i) {
       adam_update(params[i].value->data(), params[i].grad->data(), exp_avg_[i].data(),
                   exp_avg_sq_[i].data(), params[i].value->numel(), c);

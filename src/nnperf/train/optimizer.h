@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "nnperf/kernels/adam.h"
 #include "nnperf/nn/layer.h"
 
 namespace nnperf {
@@ -42,6 +43,10 @@ class Optimizer {
   float lr_ = 1e-3f;
   int64_t steps_ = 0;
 };
+
+// The coefficients of Adam's step number t (1 for the first) at learning rate lr: the CPU
+// optimizer and the GPU trainer (train/cuda_mlp) take the same step.
+AdamCoefficients adam_coefficients(const OptimizerOptions& options, float lr, int64_t t);
 
 // Throws UsageError for an unknown name ("expected sgd or adam").
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options);
