@@ -21,7 +21,7 @@ fi
 rm -rf "$DEST"
 mkdir -p "$DEST/bin" "$DEST/lib"
 cp "${bins[@]}" "$DEST/bin/"
-cp bench/peers/gemm_torch_cuda.py "$DEST/"
+cp bench/peers/gemm_torch_cuda.py bench/peers/mlp_torch.py bench/peers/peer_common.py "$DEST/"
 # Shared libraries: everything ldd resolves except glibc's own and NVIDIA's.
 ldd "${bins[@]}" | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
@@ -52,6 +52,18 @@ for n in 1024 4096; do
     >> "$out/bench.log" 2>&1
 done
 echo "bench rc=$?" >> "$out/summary.txt"
+# The MLP on the GPU (784-128-128-128-10, batches 64 and 1024): nnperf's cuda/cublas rows beside
+# blas, then the PyTorch CUDA peer where the Fashion-MNIST files are there to feed it.
+"$here/bin/nnperf" mlp-bench --device cuda --impls blas,cuda,cublas --batch-sizes 64,1024 \
+  --synthetic --overhead-reps 0 --out-dir "$out/mlp_bench" >> "$out/mlp.log" 2>&1
+echo "mlp-bench rc=$?" >> "$out/summary.txt"
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+  python3 "$here/mlp_torch.py" --device cuda --iters-bench --hidden 128,128,128 \
+    --bench-batches 64,1024 --json "$out/mlp_torch_cuda.json" >> "$out/mlp.log" 2>&1
+else
+  echo "mlp_torch.py: no /usr/share/datasets/fashion-mnist on this machine" >> "$out/mlp.log"
+fi
+tail -n 30 "$out/mlp.log"
 cat "$out/summary.txt"
 tail -n 40 "$out/bench.log"
 RUN

@@ -87,9 +87,17 @@ def iters_bench(torch, args, t):
     F = torch.nn.functional
     sizes = pc.recipe_of(args)["sizes"]
 
+    gpu = getattr(args, "device", "cpu") == "cuda"
+    x_tr, y_tr = t["x_train"], t["y_train"]
+    if gpu:
+        torch.backends.cuda.matmul.allow_tf32 = False  # FP32 math, as nnperf's cublas row
+        x_tr, y_tr = x_tr.cuda(), y_tr.cuda()
+
     def setup():
         torch.manual_seed(args.seed)
         model = build_model(torch, sizes, args.activation, args.init)
+        if gpu:
+            model = model.cuda()
         opt = make_optimizer(torch, args, model)
 
         def train_step(xb, yb):
@@ -97,11 +105,20 @@ def iters_bench(torch, args, t):
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            if gpu:
+                loss.item()
+                torch.cuda.synchronize()
 
-        return train_step, model
+        def forward(xb):
+            out = model(xb)
+            if gpu:
+                torch.cuda.synchronize()
+            return out
+
+        return train_step, forward
 
     # forward as inference: no autograd graph is recorded
-    return pc.iters_bench(args, t["x_train"], t["y_train"], setup, forward_context=torch.no_grad)
+    return pc.iters_bench(args, x_tr, y_tr, setup, forward_context=torch.no_grad)
 
 
 def main(argv=None):
@@ -134,7 +151,11 @@ def main(argv=None):
         "recipe": pc.recipe_of(args),
         "context": ctx,
     }
+    if args.device == "cuda" and not args.iters_bench:
+        sys.exit("error: --device cuda: only with --iters-bench")
     if args.iters_bench:
+        if args.device == "cuda":
+            out["cuda_device"] = torch.cuda.get_device_name(0)
         pc.report_iters_bench(args, out, ctx, iters_bench(torch, args, t))
         return 0
 

@@ -85,6 +85,10 @@ def make_parser(peer, description):
                        choices=("default", "foreach", "fused"),
                        help="torch.optim implementation: default (what torch picks; on the CPU the "
                             "per-tensor loop), foreach or fused")
+        p.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                       help="--iters-bench on the GPU (TF32 off): each timed step ends with "
+                            "loss.item() and torch.cuda.synchronize(), as nnperf's GPU step copies "
+                            "its loss back and returns when the device has finished")
     return p
 
 
