@@ -57,6 +57,11 @@ echo "bench rc=$?" >> "$out/summary.txt"
 "$here/bin/nnperf" mlp-bench --device cuda --impls blas,cuda,cublas --batch-sizes 64,1024 \
   --synthetic --overhead-reps 0 --out-dir "$out/mlp_bench" >> "$out/mlp.log" 2>&1
 echo "mlp-bench rc=$?" >> "$out/summary.txt"
+for dev in cuda cpu; do
+  "$here/bin/nnperf" train --device "$dev" --synthetic --epochs 3 --warmup-epochs 1 \
+    --progress lines --no-tensorboard --out-dir "$out/train_$dev" >> "$out/mlp.log" 2>&1
+  echo "train --device $dev rc=$?" >> "$out/summary.txt"
+done
 if [ -d /usr/share/datasets/fashion-mnist ]; then
   python3 "$here/mlp_torch.py" --device cuda --iters-bench --hidden 128,128,128 \
     --bench-batches 64,1024 --json "$out/mlp_torch_cuda.json" >> "$out/mlp.log" 2>&1

@@ -34,9 +34,19 @@ struct Flags {
   std::string resume, init_weights, on_bad_image = "fail";
 };
 
+// GPU training covers the MLP so far: a CNN given --device cuda is refused, not run on the CPU.
+void refuse_gpu(const Flags& f) {
+  if (f.train.device != "cpu") {
+    throw UsageError(fmt::format("--device {}: GPU training covers --model mlp so far; {} trains "
+                                 "on the CPU (--device cpu)",
+                                 f.train.device, f.model));
+  }
+}
+
 // --iters: exactly --warmup-iters + --iters training steps on synthetic data, any registered
 // model; one row appended to <log-dir>/metrics.csv.
 int run_driver(Flags& f, const CLI::App& sub) {
+  refuse_gpu(f);
   if (!f.train.run.data.synthetic) {
     throw UsageError(
         "--iters: the fixed-iteration driver trains on --synthetic data (give --synthetic)");
@@ -102,6 +112,7 @@ OnBadImage parse_on_bad_image(const std::string& s) {
 // A registered CNN for epochs (nn-perf train.py): its recipe's defaults where a flag was not given.
 int run_cnn(Flags& f, const CLI::App& sub) {
   refuse_mlp_flags(sub, f.model);
+  refuse_gpu(f);
   finish_train_flags(f.train);
   const TrainRunOptions& t = f.train.run;
   const auto given = [&](const char* flag) { return sub.count(flag) > 0; };
@@ -165,8 +176,9 @@ int run_train(Flags& f, const CLI::App& sub) {
   o.command_line = command_line();
   const TrainRunResult r = run_training(o);
   fmt::print("outputs: {}\n", r.out_dir.string());
-  fmt::print("MEASURED_SEC={:.6f} IMGS_PER_SEC={:.2f} BATCH={} ARCH={} BACKEND=cpu\n",
-             r.measured_sec, r.imgs_per_sec, o.batch_size, f.model);
+  fmt::print("MEASURED_SEC={:.6f} IMGS_PER_SEC={:.2f} BATCH={} ARCH={} BACKEND={}\n",
+             r.measured_sec, r.imgs_per_sec, o.batch_size, f.model,
+             o.device == Device::kCuda ? "cuda" : "cpu");
   return 0;
 }
 

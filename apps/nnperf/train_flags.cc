@@ -66,7 +66,13 @@ void add_train_flags(CLI::App& sub, TrainFlags& f, bool with_activation) {
   sub.add_option("--threads", r.threads, "Threads for OpenMP and OpenBLAS (0 = all logical CPUs)")
       ->check(threads_count())
       ->capture_default_str();
-  sub.add_option("--impl", r.gemm, "GEMM algorithm: " + gemm_algorithm_names(Device::kCpu))
+  f.impl = sub.add_option("--impl", r.gemm,
+                          "GEMM algorithm: " + gemm_algorithm_names(Device::kCpu) +
+                              " (default blocked), or with --device cuda: " +
+                              gemm_algorithm_names(Device::kCuda) + " (default cublas)");
+  sub.add_option("--device", f.device,
+                 "cpu, or cuda: train the MLP on the GPU (activation layers timed by CUDA events)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   sub.add_option("--init", r.init, "Weight initialisation: pytorch (nn.Linear default) or he")
       ->capture_default_str();
@@ -104,6 +110,10 @@ void finish_train_flags(TrainFlags& f) {
   f.run.data.dir = f.data_dir;
   f.run.progress = parse_progress_mode(f.progress);
   f.run.tensorboard = !f.no_tensorboard;
+  f.run.device = f.device == "cuda" ? Device::kCuda : Device::kCpu;
+  if (f.run.device == Device::kCuda && f.impl != nullptr && f.impl->count() == 0) {
+    f.run.gemm = "cublas";
+  }
 }
 
 }  // namespace nnperf::app

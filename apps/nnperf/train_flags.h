@@ -14,6 +14,8 @@ struct TrainFlags {
   std::string data_dir;
   std::string progress = "auto";
   bool no_tensorboard = false;
+  std::string device = "cpu";
+  CLI::Option* impl = nullptr;  // --impl, to tell a given row from the default
 };
 
 // Adds the shared flags; defaults come from `flags` as given.

@@ -55,6 +55,16 @@ TEST(ActivationAnalysis, NoiseMakesTimingGapInsignificant) {
   EXPECT_NE(a.recommendations[0].find("equally fast"), std::string::npos);
 }
 
+TEST(ActivationAnalysis, SaysWhereTheRunsTrained) {
+  ActivationRun cpu = make_run("ReLU", 0.88, {0.01, 0.012}), gpu = make_run("GELU", 0.88, {0.02});
+  EXPECT_EQ(analyze_activations({cpu}).device, "cpu");
+  gpu.device = "cuda";
+  EXPECT_EQ(analyze_activations({gpu}).device, "cuda");
+  EXPECT_EQ(analyze_activations({gpu, gpu}).device, "cuda");
+  EXPECT_EQ(analyze_activations({cpu, gpu}).device, "mixed");
+  EXPECT_EQ(analyze_activations({gpu, cpu, gpu}).device, "mixed");
+}
+
 TEST(ActivationAnalysis, RejectsInconsistentLayerCounts) {
   auto r1 = make_run("ReLU", 0.9, {0.01});
   auto r2 = make_run("GELU", 0.9, {0.01});

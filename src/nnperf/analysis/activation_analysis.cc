@@ -53,6 +53,7 @@ ActivationAnalysis analyze_activations(const std::vector<ActivationRun>& runs) {
       s.share_of_step = s.mean_ms / step_ms;
     }
     a.timer_empty_interval_ns = std::max(a.timer_empty_interval_ns, r.timer_empty_interval_ns);
+    a.device = &r == &runs.front() || a.device == r.device ? r.device : "mixed";
     a.rows.push_back(std::move(s));
   }
   for (auto& s : a.rows) {

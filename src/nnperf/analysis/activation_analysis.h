@@ -19,6 +19,7 @@ struct ActivationRun {
   double imgs_per_sec = 0;                              // training throughput
   int64_t batch_size = 0;
   double timer_empty_interval_ns = 0;
+  std::string device = "cpu";  // where it trained: cpu (steady clock) or cuda (CUDA events)
 };
 
 struct ActivationSummary {
@@ -38,6 +39,7 @@ struct ActivationAnalysis {
   std::vector<std::string> recommendations;
   int num_layers = 0;
   double timer_empty_interval_ns = 0;
+  std::string device = "cpu";  // the runs' device; "mixed" when they differ
 };
 
 ActivationAnalysis analyze_activations(const std::vector<ActivationRun>& runs);

@@ -47,6 +47,12 @@ FinalResults parse_final_results(std::string_view text, const std::string& sourc
   const JsonPath hp = at.at("hyperparameters");
   r.batch_size = json_integer(json_object(j, "hyperparameters", at), "batch_size", hp);
   if (r.batch_size < 1) fail("{}: expected a batch size >= 1, got {}", hp.at("batch_size").str(), r.batch_size);
+  if (const auto& h = j.at("hyperparameters"); h.contains("device")) {
+    r.device = json_string(h, "device", hp);
+    if (r.device != "cpu" && r.device != "cuda") {
+      fail("{}: expected cpu or cuda, got '{}'", hp.at("device").str(), r.device);
+    }
+  }
   if (j.contains("test_samples")) {
     r.test_samples = json_integer(j, "test_samples", at);
     if (r.test_samples < 1) fail("{}: expected at least 1, got {}", at.at("test_samples").str(), r.test_samples);

@@ -19,6 +19,7 @@ struct FinalResults {
   std::optional<double> imgs_per_sec, timer_empty_interval_ns;
   int64_t batch_size = 0;
   int64_t test_samples = 10000;  // files from before the field existed: the MNIST test set
+  std::string device = "cpu";    // hyperparameters.device; "cpu" in files from before it existed
 };
 FinalResults parse_final_results(std::string_view text, const std::string& source);
 

@@ -21,12 +21,14 @@ LayerProfiler LayerProfiler::all_nodes(const Graph& graph) {
   return LayerProfiler(graph.size(), mask, mask);
 }
 
-LayerProfiler LayerProfiler::activations_forward(const Graph& graph) {
+LayerProfiler LayerProfiler::activations_forward(const Graph& graph,
+                                                 std::unique_ptr<IntervalTimer> timer) {
   std::vector<bool> fwd(static_cast<std::size_t>(graph.size()), false);
   for (int i = 1; i < graph.size(); ++i)
     fwd[static_cast<std::size_t>(i)] = graph.layer(i).is_activation();
   return LayerProfiler(graph.size(), fwd,
-                       std::vector<bool>(static_cast<std::size_t>(graph.size()), false));
+                       std::vector<bool>(static_cast<std::size_t>(graph.size()), false),
+                       std::move(timer));
 }
 
 void LayerProfiler::before(int node, Phase phase) {

@@ -16,7 +16,9 @@ class LayerProfiler final : public GraphHook {
   LayerProfiler(int num_nodes, std::vector<bool> forward_mask, std::vector<bool> backward_mask,
                 std::unique_ptr<IntervalTimer> timer = nullptr);
   static LayerProfiler all_nodes(const Graph& graph);
-  static LayerProfiler activations_forward(const Graph& graph);
+  // The forward passes of the activation layers, on `timer` (null: the CPU clock).
+  static LayerProfiler activations_forward(const Graph& graph,
+                                           std::unique_ptr<IntervalTimer> timer = nullptr);
 
   void before(int node, Phase phase) override;
   void after(int node, Phase phase) override;

@@ -27,6 +27,7 @@ fs::path run_activation_study(const ActivationStudyOptions& o) {
   } else {
     for (const auto& name : o.activations) acts.push_back(&find_activation(name));
   }
+  validate_training(o.base);  // before the study's folder is claimed
   const fs::path out_dir =
       prepare_output_dir(o.out_dir, "results/activations", "--out-dir", o.base.overwrite);
   write_run_json(out_dir, o.base.command_line,
@@ -74,6 +75,7 @@ ActivationRun load_run(const fs::path& folder) {
   r.batch_size = f.batch_size;
   r.timer_empty_interval_ns = f.timer_empty_interval_ns.value_or(0.0);
   r.test_samples = f.test_samples;
+  r.device = f.device;
   const CsvTable t = read_csv(folder / "activation_timings.csv");
   const int total_col = t.column("total_time");
   if (total_col < 0 || t.header.size() < 3 || t.header.front() != "epoch") {

@@ -181,6 +181,19 @@ std::string render_activation_plots(const ActivationAnalysis& a,
   return md;
 }
 
+// How the layers were timed, by where the runs trained.
+static std::string clock_phrase(const std::string& device) {
+  if (device == "cuda") {
+    return "on the GPU with CUDA events recorded around each layer's kernels in the device's "
+           "stream and read after one synchronisation per epoch";
+  }
+  if (device == "mixed") {
+    return "with the steady clock on the CPU runs and CUDA events on the GPU runs (the study "
+           "mixes devices: compare times within one device only)";
+  }
+  return "with the steady clock around each layer on the CPU (no device synchronisation)";
+}
+
 std::string activation_report_md(const ActivationAnalysis& a, const std::string& plots_md,
                                  const fs::path& dir, const std::string& command_line) {
   nlohmann::json ctx = run_context();  // non-const: a missing key reads as "?"
@@ -189,10 +202,8 @@ std::string activation_report_md(const ActivationAnalysis& a, const std::string&
       "Machine: {} ({} logical CPUs, {} kernels), {} thread(s). Build {} ({}). Generated {}.\n\n"
       "Each activation trained the same MLP from the same random seed; times are the mean "
       "milliseconds per training "
-      "forward pass spent in all activation layers, measured per layer with the steady clock "
-      "around each layer "
-      "(no device synchronisation, evaluation passes not timed), averaged per epoch over the timed "
-      "epochs "
+      "forward pass spent in all activation layers, measured per layer {} "
+      "(evaluation passes not timed), averaged per epoch over the timed epochs "
       "(warm-up epochs excluded). Spread = population std over the timed epochs.\n\n"
       "## Summary\n\n{}\n"
       "## Per-layer times\n\n{}\n"
@@ -207,7 +218,8 @@ std::string activation_report_md(const ActivationAnalysis& a, const std::string&
       ctx["machine"].value("cpu_model", std::string("?")), ctx["machine"].value("logical_cpus", 0),
       ctx["machine"].value("simd", std::string("?")), num_threads(),
       ctx["build"].value("commit", std::string("?")),
-      ctx["build"].value("build_type", std::string("?")), iso8601_now(), summary_table_md(a),
+      ctx["build"].value("build_type", std::string("?")), iso8601_now(), clock_phrase(a.device),
+      summary_table_md(a),
       layer_table_md(a), recommendations_md(a), plots_md, dir.string(), command_line);
 }
 

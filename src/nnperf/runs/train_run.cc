@@ -27,6 +27,8 @@
 #include "nnperf/profile/exec_log.h"
 #include "nnperf/profile/profiler.h"
 #include "nnperf/runs/train_outputs.h"
+#include "nnperf/gpu/cuda.h"
+#include "nnperf/train/cuda_mlp.h"
 #include "nnperf/train/trainer.h"
 
 namespace nnperf {
@@ -95,6 +97,16 @@ Data load_data(const DataOptions& o, uint64_t seed) {
   return d;
 }
 
+// The CUDA event timer's cost in the CPU timer's terms: the device time an empty pair reads and
+// the host time recording a pair costs.
+TimerOverhead event_timer_overhead() {
+  const cuda::EventTimerOverhead e = cuda::measure_event_timer_overhead(200);
+  TimerOverhead t;
+  t.empty_interval_ns = e.device_ms_empty_pair * 1e6;
+  t.pair_cost_ns = e.host_us_per_pair * 1e3;
+  return t;
+}
+
 double mean(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x;
@@ -128,9 +140,7 @@ void check_mlp_memory(const std::vector<int64_t>& hidden, int64_t batch, const s
   check_memory(overflow || !bytes ? -1 : *bytes, fmt::format("{} ({} parameters)", what, params));
 }
 
-namespace {
-
-void validate(const TrainRunOptions& o) {
+void validate_training(const TrainRunOptions& o) {
   if (o.init != "pytorch" && o.init != "he") {
     throw UsageError(fmt::format("--init '{}': expected pytorch or he", o.init));
   }
@@ -146,29 +156,60 @@ void validate(const TrainRunOptions& o) {
     throw UsageError(fmt::format("--lr {}: expected a positive number", o.optimizer.lr));
   (void)make_optimizer(o.optimizer);  // an unknown --optimizer is refused before the data is read
   (void)find_activation(o.activation);
-  (void)find_gemm(o.gemm, Device::kCpu);
+  if (const GemmAlgorithm& g = find_gemm(o.gemm); g.device != o.device) {
+    throw UsageError(fmt::format("--impl {}: runs on the {}; with --device {} use one of: {}",
+                                 o.gemm, device_name(g.device), device_name(o.device),
+                                 gemm_algorithm_names(o.device)));
+  }
+  if (o.device == Device::kCuda) cuda::require("--device cuda");
   check_mlp_memory(o.hidden, std::max(o.batch_size, o.eval_batch_size),
                    fmt::format("the MLP with --hidden {} and --batch-size {}",
                                fmt::join(o.hidden, ","), o.batch_size));
 }
 
-// Everything one run measures with: the model, its trainer and the per-layer timer.
+namespace {
+
+// Everything one run measures with: the model, its trainer and the per-layer timer. On the GPU
+// the graph holds the initial weights and the layer list; CudaMlpTrainer trains a device copy
+// and the profiler's intervals are CUDA events.
 struct Session {
   Session(const TrainRunOptions& o, const Data& data, int threads)
       : act(find_activation(o.activation)),
-        gemm(find_gemm(o.gemm, Device::kCpu)),
+        gemm(find_gemm(o.gemm, o.device)),
+        cpu_gemm(o.device == Device::kCpu ? &gemm : &find_gemm("blocked")),
         graph(initialized_mlp(o, data, act)),
-        trainer(graph, make_optimizer(o.optimizer), PlanContext{&gemm, threads, true},
+        trainer(graph, make_optimizer(o.optimizer), PlanContext{cpu_gemm, threads, true},
                 o.label_smoothing),
-        profiler(LayerProfiler::activations_forward(graph)),
+        profiler(LayerProfiler::activations_forward(
+            graph, o.device == Device::kCuda ? cuda::make_event_timer(2 * graph.size())
+                                             : nullptr)),
         // NNPERF_VERBOSE=exec logs every node of every pass: training steps and evaluations.
         exec(exec_log_from_env(graph, "mlp", gemm.name)) {
     // Batches arrive flattened (mb x features), so the graph needs no Flatten copy.
-    graph.plan(Shape{o.batch_size, data.train.sample_numel()}, PlanContext{&gemm, threads, true});
+    graph.plan(Shape{o.batch_size, data.train.sample_numel()},
+               PlanContext{cpu_gemm, threads, true});
     for (int i = 1; i < graph.size(); ++i) {
       if (graph.layer(i).is_activation()) act_nodes.push_back(i);
     }
-    graph.set_hook(with_exec_log(exec.get(), nullptr));
+    if (o.device == Device::kCuda) {
+      gpu = std::make_unique<CudaMlpTrainer>(graph, gemm, o.optimizer, o.label_smoothing);
+    }
+    set_hook(false);
+  }
+  // The profiler joins the exec log (when set) around every node of the training steps.
+  void set_hook(bool timed) {
+    GraphHook* h = with_exec_log(exec.get(), timed ? &profiler : nullptr);
+    if (gpu) {
+      gpu->set_hook(h);
+    } else {
+      graph.set_hook(h);
+    }
+  }
+  BatchResult step(const Tensor& x, std::span<const int32_t> labels) {
+    return gpu ? gpu->step(x, labels) : trainer.step(x, labels);
+  }
+  BatchResult evaluate(const Dataset& data, int64_t batch_size) {
+    return gpu ? gpu->evaluate(data, batch_size) : trainer.evaluate(data, batch_size);
   }
   static Graph initialized_mlp(const TrainRunOptions& o, const Data& data,
                                const ActivationKernel& act) {
@@ -181,10 +222,12 @@ struct Session {
   }
   const ActivationKernel& act;
   const GemmAlgorithm& gemm;
+  const GemmAlgorithm* cpu_gemm;  // plans the graph (FLOP counts; the CPU trainer's GEMM)
   Graph graph;
   Trainer trainer;
   LayerProfiler profiler;
   std::unique_ptr<ExecLog> exec;
+  std::unique_ptr<CudaMlpTrainer> gpu;
   std::vector<int> act_nodes;
 };
 
@@ -195,6 +238,7 @@ nlohmann::json run_record(const Session& s, const Data& data, const TimerOverhea
        {{"name", "mlp"}, {"layers", nlohmann::json::array()}, {"params", s.graph.num_params()}}},
       {"data", data.source},
       {"gemm", s.gemm.name},
+      {"device", s.gpu ? "cuda" : "cpu"},
       {"timer",
        {{"clock", s.profiler.timer_name()},
         {"empty_interval_ns", overhead.empty_interval_ns},
@@ -202,6 +246,13 @@ nlohmann::json run_record(const Session& s, const Data& data, const TimerOverhea
         {"note", "per-layer times include the timer's own overhead; nothing is subtracted"}}}};
   for (int i = 1; i < s.graph.size(); ++i)
     r["model"]["layers"].push_back(s.graph.layer(i).describe());
+  if (s.gpu) {
+    r["cuda_device"] = cuda::device_summary();
+    r["timer"]["note"] =
+        "CUDA events around each activation layer's kernels, recorded into the stream and read "
+        "after one synchronisation per epoch; the step itself returns when the device has "
+        "finished. Per-layer times include the timer's own overhead; nothing is subtracted";
+  }
   return r;
 }
 
@@ -217,11 +268,11 @@ EpochRecord train_epoch(Session& s, Batcher& batcher, const Data& data, const Tr
   int64_t batch_index = 0, step_ns = 0;
   Tensor x;
   std::vector<int32_t> labels;
-  s.graph.set_hook(with_exec_log(s.exec.get(), rec.timed ? &s.profiler : nullptr));
+  s.set_hook(rec.timed);
   s.profiler.take();  // discard anything stale
   while (batcher.next(x, labels, /*flatten=*/true)) {
     const int64_t t0 = now_ns();
-    train_acc += s.trainer.step(x, labels);
+    train_acc += s.step(x, labels);
     step_ns += now_ns() - t0;
     ++batch_index;
     if (progress.is_bar()) {
@@ -233,7 +284,7 @@ EpochRecord train_epoch(Session& s, Batcher& batcher, const Data& data, const Tr
                                   secs > 0 ? static_cast<double>(train_acc.count) / secs : 0.0));
     }
   }
-  s.graph.set_hook(with_exec_log(s.exec.get(), nullptr));
+  s.set_hook(false);
   const LayerProfiler::Totals totals = s.profiler.take();
   rec.train_loss = train_acc.mean_loss();
   rec.train_acc = train_acc.accuracy();
@@ -241,7 +292,7 @@ EpochRecord train_epoch(Session& s, Batcher& batcher, const Data& data, const Tr
   rec.imgs_per_sec = rec.train_sec > 0 ? static_cast<double>(train_acc.count) / rec.train_sec : 0.0;
   images = train_acc.count;
   if (data.val.size() > 0) {
-    const BatchResult v = s.trainer.evaluate(data.val, o.eval_batch_size);
+    const BatchResult v = s.evaluate(data.val, o.eval_batch_size);
     rec.val_loss = v.mean_loss();
     rec.val_acc = v.accuracy();
   }
@@ -303,7 +354,8 @@ nlohmann::json final_results_json(const TrainRunResult& result, const TrainRunOp
         {"hidden", o.hidden},
         {"seed", o.seed},
         {"threads", threads},
-        {"gemm", s.gemm.name}}},
+        {"gemm", s.gemm.name},
+        {"device", s.gpu ? "cuda" : "cpu"}}},
       {"timing_unit", "ms per training forward pass (mean over timed epochs)"},
       {"timer_empty_interval_ns", result.timer_empty_interval_ns},
       {"timer_pair_cost_ns", result.timer_pair_cost_ns},
@@ -319,7 +371,7 @@ nlohmann::json final_results_json(const TrainRunResult& result, const TrainRunOp
 }  // namespace
 
 TrainRunResult run_training(const TrainRunOptions& o) {
-  validate(o);
+  validate_training(o);
   const int threads = set_threads(o.threads);
   Progress progress(o.progress);
   const Data data = load_data(o.data, o.seed);
@@ -332,7 +384,7 @@ TrainRunResult run_training(const TrainRunOptions& o) {
   // above leaves nothing behind.
   TrainRunResult result;
   result.out_dir = prepare_output_dir(o.out_dir, "runs/mlp", "--out-dir", o.overwrite);
-  const TimerOverhead overhead = measure_timer_overhead();
+  const TimerOverhead overhead = s.gpu ? event_timer_overhead() : measure_timer_overhead();
   result.timer_empty_interval_ns = overhead.empty_interval_ns;
   result.timer_pair_cost_ns = overhead.pair_cost_ns;
   const nlohmann::json run = run_record(s, data, overhead);
@@ -353,7 +405,7 @@ TrainRunResult run_training(const TrainRunOptions& o) {
   }
   progress.finish();
 
-  const BatchResult test = s.trainer.evaluate(data.test, o.eval_batch_size);
+  const BatchResult test = s.evaluate(data.test, o.eval_batch_size);
   result.test_loss = test.mean_loss();
   result.test_acc = test.accuracy();
   summarize_epochs(result, s.act_nodes.size());

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/runs/progress.h"
 #include "nnperf/train/optimizer.h"
 
@@ -32,7 +33,10 @@ struct TrainRunOptions {
   int warmup_epochs = 0;  // epochs run but not timed per layer
   uint64_t seed = 1;
   int threads = 0;  // 0 = all logical CPUs
-  std::string gemm = "blocked";
+  std::string gemm = "blocked";  // a row of `device`
+  // kCuda: train on the GPU (train/cuda_mlp) with the cuda or cublas row; the activation layers'
+  // forward passes are timed by CUDA events, resolved once per epoch.
+  Device device = Device::kCpu;
   std::string init = "pytorch";  // pytorch | he
   float label_smoothing = 0.0f;
   DataOptions data;
@@ -43,6 +47,11 @@ struct TrainRunOptions {
   Progress::Mode progress = Progress::Mode::kAuto;
   std::string command_line;  // recorded in run.json
 };
+
+// Refuses bad options (one UsageError naming the flag) before anything is read or written: the
+// initialisation, epochs, batch size, learning rate, optimizer, activation, GEMM row for the
+// device, a usable CUDA device when asked for, and the memory the MLP needs.
+void validate_training(const TrainRunOptions& options);
 
 struct EpochRecord {
   int epoch = 0;  // 1-based

@@ -176,6 +176,7 @@ void CudaMlpTrainer::run_forward() {
   const float* src = x_.data();
   int64_t src_width = features_;
   for (Node& n : nodes_) {
+    if (hook_ != nullptr) hook_->before(n.graph_node, Phase::kForward);
     if (n.dense >= 0) {
       Dense& d = dense_[static_cast<std::size_t>(n.dense)];
       gemm_.run(gemm_args({false, false, mb_, d.out, d.in}, src, src_width, d.w.data(), d.out,
@@ -184,6 +185,7 @@ void CudaMlpTrainer::run_forward() {
     } else {
       cuda_kernels::activation_forward(*n.act, src, n.value.data(), mb_ * n.width);
     }
+    if (hook_ != nullptr) hook_->after(n.graph_node, Phase::kForward);
     src = n.value.data();
     src_width = n.width;
   }
@@ -211,6 +213,7 @@ void CudaMlpTrainer::run_backward() {
     Node& n = nodes_[i];
     const float* src = i == 0 ? x_.data() : nodes_[i - 1].value.data();
     float* d_src = i == 0 ? nullptr : nodes_[i - 1].grad.data();
+    if (hook_ != nullptr) hook_->before(n.graph_node, Phase::kBackward);
     if (n.dense >= 0) {
       Dense& d = dense_[static_cast<std::size_t>(n.dense)];
       gemm_.run(gemm_args({true, false, d.in, d.out, mb_}, src, d.in, n.grad.data(), d.out,
@@ -224,6 +227,7 @@ void CudaMlpTrainer::run_backward() {
       cuda_kernels::activation_backward(*n.act, src, n.value.data(), n.grad.data(), d_src,
                                         mb_ * n.width);
     }
+    if (hook_ != nullptr) hook_->after(n.graph_node, Phase::kBackward);
   }
 }
 

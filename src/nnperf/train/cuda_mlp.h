@@ -50,6 +50,11 @@ class CudaMlpTrainer {
   BatchResult evaluate(const Tensor& x, std::span<const int32_t> labels);
   BatchResult evaluate(const Dataset& data, int64_t batch_size);
 
+  // Called around each node's kernels with the graph's node ids (Phase::kForward in every
+  // forward pass, kBackward in step()), so a LayerProfiler over a CUDA event timer
+  // (cuda::make_event_timer) times the layers on the device's stream without synchronising;
+  // null: none.
+  void set_hook(GraphHook* hook) { hook_ = hook; }
   void set_lr(float lr) { lr_ = lr; }
   float lr() const { return lr_; }
   int64_t steps() const { return steps_; }
@@ -79,6 +84,7 @@ class CudaMlpTrainer {
   std::vector<Node> nodes_;  // in forward order, Flatten dropped
   cuda::Buffer x_, labels_;  // labels_ holds int32 bit patterns
   std::vector<float> label_bits_;
+  GraphHook* hook_ = nullptr;
 };
 
 }  // namespace nnperf

@@ -1,0 +1,98 @@
+// The commands' --device cuda end to end. With a usable CUDA device: mlp-bench times the GPU rows
+// (cuda, cublas) beside the CPU ones and they pass the accuracy-consistency check against blas;
+// train and activations train the MLP on the GPU with the activation layers timed by CUDA events,
+// reaching the CPU run's accuracy on the same data. Without one: a one-line refusal before any
+// output folder is claimed. CNNs refuse --device cuda on every machine.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "nnperf/gpu/cuda.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+using test::run_nnperf;
+
+TEST(GpuCli, MlpBenchGpuRowsWithADeviceOrOneLineWhyNot) {
+  test::TempDir dir;
+  const std::filesystem::path out = dir.path() / "mb";
+  const auto r = run_nnperf(fmt::format(
+      "mlp-bench --device cuda --impls blas,cuda,cublas --batch-sizes 64,1024 --measure 3 "
+      "--warmup 1 --consistency-steps 30 --overhead-reps 0 --synthetic --threads 1 --out-dir '{}'",
+      out.string()));
+  if (!cuda::available()) {
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "nnperf: error: --device cuda: " + cuda::unavailable_reason() + "\n");
+    EXPECT_FALSE(std::filesystem::exists(out));
+    return;
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(test::read_text(out / "mlp_bench.json"));
+  EXPECT_EQ(j["context"]["device"], "cuda");
+  int gpu_records = 0;
+  for (const auto& rec : j["records"]) {
+    if (rec["device"] == "cuda") {
+      ++gpu_records;
+      EXPECT_GT(rec["time_ms_median"].get<double>(), 0.0);
+    }
+  }
+  EXPECT_EQ(gpu_records, 8);  // 2 rows x 2 batch sizes x (train, forward)
+  ASSERT_EQ(j["consistency"].size(), 3u);
+  for (const auto& c : j["consistency"]) {
+    EXPECT_TRUE(c["pass"].get<bool>()) << c.dump();
+  }
+  EXPECT_NE(r.out.find("GPU rows (cuda, cublas) ran on"), std::string::npos) << r.out;
+}
+
+TEST(GpuCli, TrainAndActivationsOnTheGpuOrOneLineWhyNot) {
+  test::TempDir dir;
+  const std::string common =
+      "--synthetic --epochs 2 --warmup-epochs 1 --limit-train 3000 --limit-test 1000 --val-split 500 --progress "
+      "quiet --no-tensorboard --threads 1";
+  const auto gpu = run_nnperf(fmt::format("train --device cuda {} --out-dir '{}'", common,
+                                          (dir.path() / "gpu").string()));
+  const auto study = run_nnperf(fmt::format("activations --device cuda {} --out-dir '{}'", common,
+                                            (dir.path() / "study").string()));
+  if (!cuda::available()) {
+    for (const auto* r : {&gpu, &study}) {
+      EXPECT_EQ(r->exit_code, 2);
+      EXPECT_EQ(r->err, "nnperf: error: --device cuda: " + cuda::unavailable_reason() + "\n");
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "gpu"));
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "study"));
+    return;
+  }
+  ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
+  EXPECT_NE(gpu.out.find("BACKEND=cuda"), std::string::npos) << gpu.out;
+  const auto cpu = run_nnperf(
+      fmt::format("train {} --out-dir '{}'", common, (dir.path() / "cpu").string()));
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  const auto g = nlohmann::json::parse(test::read_text(dir.path() / "gpu" / "final_results.json"));
+  const auto c = nlohmann::json::parse(test::read_text(dir.path() / "cpu" / "final_results.json"));
+  EXPECT_EQ(g["hyperparameters"]["device"], "cuda");
+  EXPECT_EQ(g["hyperparameters"]["gemm"], "cublas");
+  EXPECT_NEAR(g["final_test_acc"].get<double>(), c["final_test_acc"].get<double>(), 0.02);
+  for (const auto& [layer, ms] : g["activation_times"].items()) {
+    EXPECT_GT(ms.get<double>(), 0.0) << layer;
+  }
+  ASSERT_EQ(study.exit_code, 0) << study.err;
+}
+
+TEST(GpuCli, CnnsRefuseTheGpuOnEveryMachine) {
+  for (const char* args : {"train --model resnet18 --synthetic --device cuda",
+                           "train --model resnet18 --synthetic --iters 2 --device cuda"}) {
+    const auto r = run_nnperf(args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_NE(r.err.find("--device cuda: GPU training covers --model mlp so far"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace nnperf
