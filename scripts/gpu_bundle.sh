@@ -21,7 +21,8 @@ fi
 rm -rf "$DEST"
 mkdir -p "$DEST/bin" "$DEST/lib"
 cp "${bins[@]}" "$DEST/bin/"
-cp bench/peers/gemm_torch_cuda.py bench/peers/mlp_torch.py bench/peers/peer_common.py "$DEST/"
+cp bench/peers/gemm_torch_cuda.py bench/peers/mlp_torch.py bench/peers/peer_common.py \
+  bench/peers/conv_torch.py "$DEST/"
 # Shared libraries: everything ldd resolves except glibc's own and NVIDIA's.
 ldd "${bins[@]}" | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
@@ -69,6 +70,16 @@ else
   echo "mlp_torch.py: no /usr/share/datasets/fashion-mnist on this machine" >> "$out/mlp.log"
 fi
 tail -n 30 "$out/mlp.log"
+# cuDNN's forward algorithms on ResNet-50 layers at batch 1 and 32, alternating with PyTorch
+# (cudnn.benchmark = True, TF32 off).
+for prob in mb1ic64ih56oc64kh3ph1 mb32ic64ih56oc64kh3ph1 mb1ic256ih56oc64kh1 mb32ic512ih7oc512kh3ph1; do
+  "$here/bin/nnperf" bench conv2d --device cuda --problem "$prob" --measure 20 \
+    --json "$out/conv_$prob.json" >> "$out/conv.log" 2>&1
+  echo "bench conv2d $prob rc=$?" >> "$out/summary.txt"
+  python3 "$here/conv_torch.py" --device cuda --problem "$prob" --variants nchw --measure 20 \
+    --json "$out/conv_torch_$prob.json" >> "$out/conv.log" 2>&1
+done
+tail -n 40 "$out/conv.log"
 cat "$out/summary.txt"
 tail -n 40 "$out/bench.log"
 RUN

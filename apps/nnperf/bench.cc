@@ -53,6 +53,34 @@ int run_gemm(const Flags& f) {
   return 0;
 }
 
+// bench conv2d --device cuda: cuDNN's forward algorithms (runs/conv_tools.h bench_conv_cuda).
+int run_conv_cuda(const Flags& f, const ConvProblem& p) {
+  const nlohmann::json j = bench_conv_cuda(p, f.o);
+  const nlohmann::json& ctx = j["context"];
+  fmt::print("problem {} ({:.3f} GFLOP), forward, {}, cuDNN {}, {}; guess: {}, find: {}\n",
+             p.str(), p.flops() * 1e-9, ctx["cuda_device"].get<std::string>(),
+             ctx["cudnn_version"].get<std::string>(), ctx["math"].get<std::string>(),
+             ctx["guess"].get<std::string>().empty() ? "(none)" : ctx["guess"].get<std::string>(),
+             ctx["find"].empty() ? "(none)" : ctx["find"][0]["algorithm"].get<std::string>());
+  fmt::print("{:<22} {:>11} {:>10} {:>10} {:>9} {:>13} {:>12} {:>10}\n", "algorithm", "median_ms",
+             "min_ms", "max_ms", "GFLOP/s", "workspace_MiB", "max_abs_err", "err/bound");
+  for (const auto& r : j["records"]) {
+    if (r["status"] != "ok") {
+      fmt::print("{:<22} skipped: {}\n", r["algorithm"].get<std::string>(),
+                 r["reason"].get<std::string>());
+      continue;
+    }
+    fmt::print("{:<22} {:>11.4f} {:>10.4f} {:>10.4f} {:>9.1f} {:>13.1f} {:>12.3g} {:>10.3g}\n",
+               r["algorithm"].get<std::string>(), r["time_ms_median"].get<double>(),
+               r["time_ms_min"].get<double>(), r["time_ms_max"].get<double>(),
+               r["gflops_per_s"].get<double>(),
+               static_cast<double>(r["workspace_bytes"].get<std::size_t>()) / (1 << 20),
+               r["max_abs_err"].get<double>(), r["worst_bound_ratio"].get<double>());
+  }
+  if (!f.json.empty()) write_json_atomic(f.json, j);
+  return 0;
+}
+
 int run(Flags& f) {
   if (f.op != "conv2d" && f.op != "gemm") {
     throw UsageError(fmt::format("bench '{}': expected conv2d or gemm", f.op));
@@ -72,10 +100,6 @@ int run(Flags& f) {
   f.o.pass = f.pass == "backward-data"      ? ConvPass::kBackwardData
              : f.pass == "backward-weights" ? ConvPass::kBackwardWeights
                                             : ConvPass::kForward;
-  if (f.device != "cpu") {
-    throw UsageError("bench conv2d --device cuda: the cuDNN convolution rows are not built yet; "
-                     "bench gemm has the GPU rows");
-  }
   const ConvProblem p = [&] {
     try {
       return parse_conv_problem(f.problem);
@@ -83,6 +107,7 @@ int run(Flags& f) {
       throw UsageError(fmt::format("--problem: {}", e.what()));
     }
   }();
+  if (f.device == "cuda") return run_conv_cuda(f, p);
   const nlohmann::json j = bench_conv(p, f.o);
   fmt::print("problem {} ({:.3f} GFLOP), {}, {} thread(s), peak {:.1f} GFLOP/s, guess: {}\n", p.str(),
              p.flops() * 1e-9, f.pass, j["context"]["threads"].get<int>(),
@@ -110,7 +135,9 @@ const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int(
   sub.add_option("--problem", f->problem,
                  "benchdnn-style descriptor, e.g. mb1ic64ih56oc64kh3ph1 (conv2d) or m4096n4096k4096_ta (gemm)")
       ->required();
-  sub.add_option("--device", f->device, "cpu, or cuda (gemm: the cuda and cublas rows)")
+  sub.add_option("--device", f->device,
+                 "cpu, or cuda (gemm: the cuda and cublas rows; conv2d: cuDNN's forward "
+                 "algorithms)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   sub.add_option("--algorithms", f->algorithms, "Comma-separated subset (default: all)");

@@ -220,12 +220,15 @@ def list_layers(size=224):
 # ---------------------------------------------------------------------------------------------
 # Timing
 # ---------------------------------------------------------------------------------------------
-def bench_problem(torch, p, variants, warmup, measure, seed):
+def bench_problem(torch, p, variants, warmup, measure, seed, device="cpu"):
     F = torch.nn.functional
     gen = torch.Generator().manual_seed(seed)
     x = torch.rand(p["mb"], p["ic"], p["ih"], p["iw"], generator=gen) * 2 - 1
     w = torch.rand(p["oc"], p["ic"] // p["g"], p["kh"], p["kw"], generator=gen) * 2 - 1
     b = torch.rand(p["oc"], generator=gen) * 2 - 1
+    gpu = device == "cuda"
+    if gpu:  # as nnperf's cuDNN rows: no bias, on the device, timed by CUDA events
+        x, w, b = x.cuda(), w.cuda(), None
     kw = dict(stride=(p["sh"], p["sw"]), padding=(p["ph"], p["pw"]), dilation=(p["dh"], p["dw"]), groups=p["g"])
     inputs = {}
     for v in variants:
@@ -238,15 +241,26 @@ def bench_problem(torch, p, variants, warmup, measure, seed):
     outs = {}
     with torch.inference_mode():
         for r in range(warmup + measure):
+            events = {}
             for v in variants:
                 xi, wi = inputs[v]
+                if gpu:
+                    events[v] = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                    events[v][0].record()
                 t0 = time.perf_counter()
                 y = F.conv2d(xi, wi, b, **kw)
                 t = (time.perf_counter() - t0) * 1e3
-                if r >= warmup:
+                if gpu:
+                    events[v][1].record()
+                elif r >= warmup:
                     times[v].append(t)
                 if r == 0:
                     outs[v] = (y, y.is_contiguous(memory_format=torch.channels_last))
+            if gpu:  # one synchronisation per round, as nnperf's bench conv2d --device cuda
+                torch.cuda.synchronize()
+                if r >= warmup:
+                    for v in variants:
+                        times[v].append(events[v][0].elapsed_time(events[v][1]))
     # The variants must compute the same thing (a cheap guard against a mis-specified variant).
     agree = None
     if len(variants) > 1:
@@ -278,6 +292,9 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--measure", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                    help="cuda: cuDNN with torch.backends.cudnn.benchmark = True (its find), TF32 "
+                         "off, no bias, CUDA events read once per round")
     ap.add_argument("--json", default=None, metavar="FILE")
     ap.add_argument("--list-layers", action="store_true",
                     help="print the conv layer list of vgg16 and resnet50 (from torchvision) and exit")
@@ -315,12 +332,20 @@ def main(argv=None):
         except ValueError as e:
             ap.error(str(e))
 
+    if a.device == "cuda":
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     ctx = run_context(torch, a.threads, a.warmup, a.measure)
+    ctx["device"] = a.device
+    if a.device == "cuda":
+        ctx["cuda_device"] = torch.cuda.get_device_name(0)
+        ctx["cudnn_version"] = torch.backends.cudnn.version()
     records = []
     print(f"torch {torch.__version__} ({ctx['cpu_capability']}), {a.threads} thread(s)")
     print(f"{'problem':38} {'variant':15} {'median_ms':>10} {'min_ms':>9} {'GFLOP/s':>8}")
     for p in parsed:
-        for r in bench_problem(torch, p, variants, a.warmup, a.measure, a.seed):
+        for r in bench_problem(torch, p, variants, a.warmup, a.measure, a.seed, a.device):
             records.append(r)
             print(f"{r['problem']:38} {r['algorithm'][6:]:15} {r['time_ms_median']:10.3f} "
                   f"{r['time_ms_min']:9.3f} {r['gflops_per_s']:8.1f}", flush=True)

@@ -1,5 +1,6 @@
 // `nnperf bench gemm` end to end: the CPU rows with their ratio to OpenBLAS and their difference
-// from its result; the GPU rows refused in one line where no CUDA device is usable; bad problems.
+// from its result; the GPU rows (GEMM and cuDNN's conv) refused in one line where no CUDA device is
+// usable; bad problems.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -55,10 +56,22 @@ TEST(BenchGemmCli, GpuRowsWithADeviceOrOneLineWhyNot) {
   EXPECT_EQ(r.out, "");
 }
 
-TEST(BenchGemmCli, Conv2dHasNoGpuRowsYetAndSaysSo) {
-  const auto r = run_nnperf("bench conv2d --problem mb1ic8ih8oc8kh3ph1 --device cuda");
+TEST(BenchGemmCli, Conv2dCudnnRowsWithADeviceOrOneLineWhyNot) {
+  const auto r = run_nnperf("bench conv2d --problem mb2ic6ih9oc10kh3ph1 --device cuda --measure 3");
+  if (cuda::available()) {
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("cuDNN "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\nimplicit_gemm "), std::string::npos) << r.out;
+    return;
+  }
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("cuDNN convolution rows are not built yet"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err, "nnperf: error: --device cuda: " + cuda::unavailable_reason() + "\n");
+  const auto bwd = run_nnperf(
+      "bench conv2d --problem mb1ic8ih8oc8kh3ph1 --device cuda --pass backward-weights");
+  EXPECT_EQ(bwd.exit_code, 2);
+  EXPECT_NE(bwd.err.find("--pass backward-weights: the cuDNN rows cover the forward pass so far"),
+            std::string::npos)
+      << bwd.err;
 }
 
 }  // namespace

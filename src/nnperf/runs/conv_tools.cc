@@ -16,7 +16,9 @@
 #include "nnperf/core/threads.h"
 #include "nnperf/core/workspace.h"
 #include "nnperf/io/run_info.h"
+#include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/conv/conv_dispatch.h"
+#include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/core/clock.h"
 #include "nnperf/profile/stats.h"
 
@@ -283,6 +285,132 @@ nlohmann::json bench_conv(const ConvProblem& p, const ConvBenchOptions& o) {
   ctx["measure"] = o.measure;
   ctx["pass"] = to_string(o.pass);
   ctx["guess"] = guessed_row(p, o.pass, threads);
+  ctx["flops_convention"] = "direct-convolution FLOPs (2 per multiply-add) for every algorithm";
+  return {{"context", ctx}, {"records", records}};
+}
+
+namespace {
+
+// A cuDNN row's error against the float64 reference: the largest |y - ref| and the largest ratio
+// to the bound of a float32 sum of k terms (tolerance factor 1), as `verify conv2d` states them.
+void record_error(nlohmann::json& rec, const std::vector<float>& y, const std::vector<double>& ref,
+                  const std::vector<double>& abs_sum, double k) {
+  double max_abs = 0, worst = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double err = std::abs(static_cast<double>(y[i]) - ref[i]);
+    const double bound = k * kEps * abs_sum[i] + kEps * std::abs(ref[i]);
+    if (!(err <= max_abs)) max_abs = err;  // NaN wins
+    const double ratio = err / std::max(bound, 1e-300);
+    if (!(ratio <= worst)) worst = ratio;
+  }
+  rec["max_abs_err"] = max_abs;
+  rec["worst_bound_ratio"] = worst;
+}
+
+}  // namespace
+
+nlohmann::json bench_conv_cuda(const ConvProblem& p, const ConvBenchOptions& o) {
+  if (o.pass != ConvPass::kForward) {
+    throw UsageError(fmt::format("--pass {}: the cuDNN rows cover the forward pass so far",
+                                 to_string(o.pass)));
+  }
+  check_problem(p, 2 * static_cast<int64_t>(sizeof(double)));  // the reference and its bound
+  if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
+  cuda::require("--device cuda");
+  if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
+  std::vector<std::string> names = o.algorithms;
+  if (names.empty()) {
+    for (const char* n : cudnn::forward_algorithms()) names.emplace_back(n);
+  }
+  const Inputs in = make_inputs(p, o.seed);
+  std::vector<double> ref(static_cast<std::size_t>(p.dst_numel())), abs_sum(ref.size());
+  conv2d_reference(p, in.src.data(), in.wei.data(), nullptr, ref.data(), abs_sum.data());
+  const auto span = [](const Tensor& t) {
+    return std::span<const float>(t.data(), static_cast<std::size_t>(t.numel()));
+  };
+  cudnn::ConvForward conv(p, span(in.src), span(in.wei));
+  // Rows cuDNN serves run once and are checked; the others are skipped with cuDNN's status.
+  nlohmann::json records = nlohmann::json::array();
+  std::vector<std::string> rows;
+  std::vector<nlohmann::json> checked;
+  const double k = static_cast<double>(p.icg() * p.kh * p.kw);
+  for (const std::string& n : names) {
+    std::string why = conv.why_not(n);
+    nlohmann::json rec{{"algorithm", n}, {"problem", p.str()}, {"device", "cuda"}};
+    if (why.empty()) {
+      try {
+        conv.run(n);
+        record_error(rec, conv.output(), ref, abs_sum, k);
+        rec["workspace_bytes"] = conv.workspace_bytes(n);
+      } catch (const Error& e) {
+        why = e.what();
+      }
+    }
+    if (!why.empty()) {
+      rec["status"] = "skipped";
+      rec["reason"] = "cuDNN: " + why;
+      records.push_back(rec);
+      continue;
+    }
+    rows.push_back(n);
+    checked.push_back(rec);
+  }
+  // Alternating rounds; each row bracketed by CUDA events, read after each round (one
+  // synchronisation per round, none between rows).
+  std::vector<std::vector<double>> ms(rows.size());
+  if (!rows.empty()) {
+    auto timer = cuda::make_event_timer(static_cast<int>(rows.size()));
+    std::vector<double> sums;
+    std::vector<int64_t> counts;
+    for (int r = 0; r < o.warmup + o.measure; ++r) {
+      check_interrupt();
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        timer->begin(static_cast<int>(i));
+        conv.run(rows[i]);
+        timer->end(static_cast<int>(i));
+      }
+      sums.assign(rows.size(), 0.0);
+      counts.assign(rows.size(), 0);
+      timer->resolve(sums, counts);
+      if (r >= o.warmup) {
+        for (std::size_t i = 0; i < rows.size(); ++i) ms[i].push_back(sums[i]);
+      }
+    }
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Summary s = summarize(ms[i]);
+    nlohmann::json rec = checked[i];
+    rec["status"] = "ok";
+    rec["time_ms_median"] = s.median;
+    rec["time_ms_min"] = s.min;
+    rec["time_ms_max"] = s.max;
+    rec["reps"] = s.count;
+    rec["flops"] = p.flops();
+    rec["gflops_per_s"] = p.flops() / (s.median * 1e-3) * 1e-9;
+    records.push_back(rec);
+  }
+  nlohmann::json ctx = run_context();
+  ctx["device"] = "cuda";
+  ctx["cuda_device"] = cuda::device_summary();
+  ctx["cudnn_version"] = cudnn::version();
+  ctx["math"] = "FP32 (CUDNN_FMA_MATH: no TF32), NCHW, cross-correlation";
+  ctx["timing"] = "CUDA events around each run, read after each round of all rows";
+  ctx["warmup"] = o.warmup;
+  ctx["measure"] = o.measure;
+  ctx["pass"] = to_string(o.pass);
+  const std::vector<cudnn::AlgoResult> guess = conv.guess();
+  const auto first_ok = std::find_if(guess.begin(), guess.end(), [](const cudnn::AlgoResult& a) {
+    return a.status == "CUDNN_STATUS_SUCCESS";
+  });
+  ctx["guess"] = first_ok != guess.end() ? first_ok->algorithm : "";
+  nlohmann::json find = nlohmann::json::array();
+  for (const cudnn::AlgoResult& a : conv.find(std::size_t{1} << 30)) {
+    find.push_back({{"algorithm", a.algorithm},
+                    {"status", a.status},
+                    {"ms", a.ms},
+                    {"workspace_bytes", a.workspace_bytes}});
+  }
+  ctx["find"] = find;  // cuDNN's own timing, fastest first; workspaces up to 1 GiB
   ctx["flops_convention"] = "direct-convolution FLOPs (2 per multiply-add) for every algorithm";
   return {{"context", ctx}, {"records", records}};
 }

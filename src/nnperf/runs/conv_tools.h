@@ -43,4 +43,14 @@ struct ConvBenchOptions {
 // does the forward pass's FLOPs (2 per multiply-add of the direct convolution).
 nlohmann::json bench_conv(const ConvProblem& p, const ConvBenchOptions& options);
 
+// The same on the CUDA device with cuDNN's forward algorithms (kernels/conv/cudnn_conv.h;
+// options.algorithms: cuDNN's names, empty = all eight; threads and peak unused): a row cuDNN
+// refuses is a skipped record with cuDNN's status; every other row is run once and checked
+// against the float64 reference (max_abs_err, worst_bound_ratio against a float32 sum's bound),
+// then timed alternately by CUDA events (one synchronisation per round); its workspace is
+// recorded. The context adds the device, cuDNN's version, `guess`
+// (cudnnGetConvolutionForwardAlgorithm_v7's first) and `find`
+// (cudnnFindConvolutionForwardAlgorithmEx's ranking with cuDNN's times). Forward pass only.
+nlohmann::json bench_conv_cuda(const ConvProblem& p, const ConvBenchOptions& options);
+
 }  // namespace nnperf

@@ -1,0 +1,74 @@
+// cuDNN's convolution forward algorithms on the CUDA device: the GPU rows of the conv profiler
+// (cuDNN algorithm names as the CPU registry spells its own). cuDNN is loaded at run time
+// (libcudnn.so.9, as the probe finds it), so nnperf starts and runs its CPU work where cuDNN or
+// a GPU is missing; the CUDA backend's build compiles against cudnn.h for the types only.
+// Numerics: NCHW float32, cross-correlation (PyTorch's convolution), FP32 math
+// (CUDNN_FMA_MATH: no TF32 tensor-core rounding), groups and dilation as the problem says.
+//
+// Implemented in kernels/conv/cudnn_cuda.cc; without the CUDA backend cudnn_nocuda.cc answers
+// "nnperf was built without the CUDA backend". Tests: tests/gpu/cudnn_conv_test.cc.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nnperf/kernels/conv/conv.h"
+
+namespace nnperf::cudnn {
+
+// cuDNN's forward algorithms in cudnnConvolutionFwdAlgo_t order, by nnperf's names:
+// implicit_gemm, implicit_precomp_gemm, gemm, direct, fft, fft_tiling, winograd,
+// winograd_nonfused.
+std::span<const char* const> forward_algorithms();
+
+// "" when cuDNN can run here (a CUDA device and libcudnn loaded, a handle created); else one line
+// saying why. Probed once.
+const std::string& unavailable_reason();
+inline bool available() { return unavailable_reason().empty(); }
+// cuDNN's version ("9.14.0"), or "" when it is not loaded.
+std::string version();
+
+// One algorithm as cudnnFindConvolutionForwardAlgorithmEx or
+// cudnnGetConvolutionForwardAlgorithm_v7 reports it.
+struct AlgoResult {
+  std::string algorithm;
+  std::string status;  // "CUDNN_STATUS_SUCCESS" or cuDNN's refusal
+  double ms = 0;       // find: cuDNN's own timing; guess: 0
+  std::size_t workspace_bytes = 0;
+};
+
+// One problem on the device: descriptors and device tensors made once, then any algorithm run on
+// them. Throws Error naming cuDNN's status on a failed call; UsageError("--device cuda: ...")
+// when cuDNN is unavailable.
+class ConvForward {
+ public:
+  // src [mb, ic, ih, iw] and wei [oc, ic/g, kh, kw], uploaded once.
+  ConvForward(const ConvProblem& p, std::span<const float> src, std::span<const float> wei);
+  ~ConvForward();
+  ConvForward(const ConvForward&) = delete;
+  ConvForward& operator=(const ConvForward&) = delete;
+
+  // "" when cuDNN can serve `algorithm` for this problem (its workspace query succeeds), else
+  // cuDNN's status; an unknown name throws UsageError listing forward_algorithms().
+  std::string why_not(std::string_view algorithm);
+  std::size_t workspace_bytes(std::string_view algorithm);
+  // cudnnGetConvolutionForwardAlgorithm_v7's ranking (heuristics, nothing run), best first.
+  std::vector<AlgoResult> guess();
+  // cudnnFindConvolutionForwardAlgorithmEx: every algorithm run and timed by cuDNN on this
+  // problem's tensors, fastest first, with a workspace of at most `max_workspace_bytes`.
+  std::vector<AlgoResult> find(std::size_t max_workspace_bytes);
+  // Queues one forward pass (dst = conv(src, wei)) with `algorithm`; the workspace grows to the
+  // largest one asked for and is kept.
+  void run(std::string_view algorithm);
+  // The output [mb, oc, oh, ow] once the queued work has finished.
+  std::vector<float> output();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nnperf::cudnn

@@ -1,0 +1,91 @@
+// cuDNN's forward convolution rows (kernels/conv/cudnn_conv.h) against the float64 reference at
+// odd shapes, strides, padding, dilation and groups: every algorithm cuDNN serves for a problem
+// stays within c * k * eps * sum|x*w| + eps * |ref| with c = 4 for the GEMM-like algorithms and
+// c = 64 for FFT and Winograd (their transforms round more; provisional until measured on a lent
+// GPU), and the heuristic (guess) and the search (find) each name at least one served algorithm.
+// Without a usable CUDA device the cases report skipped with the reason, and the entry refuses.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "nnperf/core/error.h"
+#include "nnperf/gpu/cuda.h"
+#include "nnperf/kernels/conv/cudnn_conv.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+TEST(CudnnConv, NamesTheEightAlgorithmsAndRefusesWithoutADevice) {
+  ASSERT_EQ(cudnn::forward_algorithms().size(), 8u);
+  EXPECT_EQ(std::string(cudnn::forward_algorithms()[0]), "implicit_gemm");
+  EXPECT_EQ(std::string(cudnn::forward_algorithms()[7]), "winograd_nonfused");
+  if (cudnn::available()) GTEST_SKIP() << "cuDNN is usable here";
+  // Where libcudnn loads, every entry point resolved (a misspelt one would be the reason) and
+  // the missing device is what stops it.
+  const std::string& why = cudnn::unavailable_reason();
+  if (!cudnn::version().empty()) {
+    EXPECT_EQ(why, cuda::unavailable_reason()) << "cuDNN " << cudnn::version();
+  } else {
+    EXPECT_FALSE(why.empty());
+  }
+  const ConvProblem p = parse_conv_problem("mb1ic4ih6oc4kh3");
+  std::vector<float> src(static_cast<std::size_t>(p.src_numel())),
+      wei(static_cast<std::size_t>(p.wei_numel()));
+  try {
+    cudnn::ConvForward c(p, src, wei);
+    FAIL() << "made a cuDNN convolution without cuDNN";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "--device cuda: " + cudnn::unavailable_reason());
+  }
+}
+
+class CudnnConvMatches : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudnnConvMatches, EveryServedAlgorithmWithinItsBound) {
+  if (!cudnn::available()) GTEST_SKIP() << cudnn::unavailable_reason();
+  const ConvProblem p = parse_conv_problem(GetParam());
+  const std::vector<float> src = test::random_vector(p.src_numel(), 3, -1.0f, 1.0f);
+  const std::vector<float> wei = test::random_vector(p.wei_numel(), 4, -1.0f, 1.0f);
+  std::vector<double> ref(static_cast<std::size_t>(p.dst_numel())), abs_sum(ref.size());
+  conv2d_reference(p, src.data(), wei.data(), nullptr, ref.data(), abs_sum.data());
+  const double k = static_cast<double>(p.icg() * p.kh * p.kw);
+  cudnn::ConvForward conv(p, src, wei);
+  int served = 0;
+  for (const char* name : cudnn::forward_algorithms()) {
+    if (!conv.why_not(name).empty()) continue;
+    ++served;
+    conv.run(name);
+    const std::vector<float> y = conv.output();
+    const std::string n = name;
+    const double c = n.rfind("fft", 0) == 0 || n.rfind("winograd", 0) == 0 ? 64.0 : 4.0;
+    ASSERT_EQ(y.size(), ref.size());
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      const double bound = c * k * test::kEps * abs_sum[i] + test::kEps * std::abs(ref[i]);
+      ASSERT_LE(std::abs(static_cast<double>(y[i]) - ref[i]), bound) << name << " output " << i;
+    }
+  }
+  EXPECT_GT(served, 0);
+  bool guessed = false, found = false;
+  for (const auto& r : conv.guess()) guessed |= r.status == "CUDNN_STATUS_SUCCESS";
+  for (const auto& r : conv.find(std::size_t{1} << 28)) {
+    if (r.status == "CUDNN_STATUS_SUCCESS") {
+      found = true;
+      EXPECT_GT(r.ms, 0.0) << r.algorithm;
+    }
+  }
+  EXPECT_TRUE(guessed);
+  EXPECT_TRUE(found);
+}
+
+INSTANTIATE_TEST_SUITE_P(Problems, CudnnConvMatches,
+                         ::testing::Values("mb2ic6ih9oc10kh3ph1", "mb1ic3ih17iw13oc5kh5kw3sh2sw1ph2pw1",
+                                           "mb3ic16ih14oc32kh1", "g4mb2ic8ih11oc12kh3ph1",
+                                           "mb1ic5ih12oc7kh3dh2ph2", "mb4ic64ih28oc64kh3ph1"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+}  // namespace
+}  // namespace nnperf
