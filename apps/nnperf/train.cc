@@ -31,7 +31,7 @@ struct Flags {
   int workers = 0, prefetch_factor = 2, save_every = 0, profile_iter = 1;
   bool no_augment = false, profile_one_step = false, no_nesterov = false, deterministic = false;
   int grad_accum_steps = 1;
-  std::string resume, init_weights, on_bad_image = "fail";
+  std::string resume, init_weights, on_bad_image = "fail", step_log;
 };
 
 // GPU training covers the MLP so far: a CNN given --device cuda is refused, not run on the CPU.
@@ -96,7 +96,7 @@ void refuse_mlp_flags(const CLI::App& sub, const std::string& model) {
 void refuse_cnn_flags(const CLI::App& sub) {
   for (const char* flag : {"--workers", "--prefetch-factor", "--no-augment", "--no-nesterov",
                            "--save-every", "--resume", "--init-weights", "--profile-one-step",
-                           "--profile-iter", "--on-bad-image", "--warmup", "--algorithm"}) {
+                           "--profile-iter", "--on-bad-image", "--warmup", "--algorithm", "--step-log"}) {
     if (sub.count(flag) > 0) {
       throw UsageError(fmt::format("{}: applies to the CNNs, not --model mlp", flag));
     }
@@ -148,6 +148,7 @@ int run_cnn(Flags& f, const CLI::App& sub) {
   o.save_every = f.save_every;
   o.resume = f.resume;
   o.init_weights = f.init_weights;
+  o.step_log = f.step_log;
   o.out_dir = f.out_dir;
   o.overwrite = t.overwrite;
   o.tensorboard = t.tensorboard;
@@ -239,6 +240,9 @@ void add_cnn_flags(CLI::App& sub, Flags& f) {
   sub.add_option("--init-weights", f.init_weights,
                  "CNNs: start from the weights (and BatchNorm statistics) of a final_weights file "
                  "or checkpoint of the same model instead of the initialiser");
+  sub.add_option("--step-log", f.step_log,
+                 "CNNs: append step,loss,lr of every training step to this CSV (trajectory "
+                 "comparisons with bench/peers/train_torch.py --step-log)");
   sub.add_flag("--profile-one-step", f.profile_one_step,
                "CNNs: after --warmup-iters (default 20) steps, record one step per layer and "
                "phase (Chrome trace + CSV) and stop");

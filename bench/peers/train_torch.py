@@ -53,6 +53,8 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--streams", choices=("torch", "nnperf"), default="torch",
                     help="data order and crop/flip draws: torch's generator, or nnperf's for --seed")
+    ap.add_argument("--step-log", default=None, metavar="FILE",
+                    help="append step,loss,lr of every training step (as nnperf train --step-log)")
     ap.add_argument("--write-init", default=None, metavar="FILE",
                     help="write the initial weights in nnperf's format and exit")
     ap.add_argument("--threads", type=int, default=1)
@@ -204,6 +206,12 @@ def run_epochs(a, torch):
     per_epoch = (x_tr.shape[0] + a.batch_size - 1) // a.batch_size
     total = a.epochs * per_epoch
     step, records, best = 0, [], 0.0
+    step_log = None
+    if a.step_log:
+        new = not os.path.exists(a.step_log) or os.path.getsize(a.step_log) == 0
+        step_log = open(a.step_log, "a", buffering=1)
+        if new:
+            step_log.write("step,loss,lr\n")
     for epoch in range(1, a.epochs + 1):
         model.train()
         if a.streams == "nnperf":  # nnperf's training loader: seed + 1, epochs from 0
@@ -228,6 +236,8 @@ def run_epochs(a, torch):
             loss.backward()
             opt.step()
             step += 1
+            if step_log is not None:
+                step_log.write(f"{step},{loss.item():.9g},{opt.param_groups[0]['lr']:.9g}\n")
             loss_sum += loss.item() * len(idx)
             correct += int((out.argmax(1) == y).sum())
             seen += len(idx)

@@ -31,6 +31,33 @@ const char* kTiny =
 
 nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(test::read_text(p)); }
 
+TEST(CnnTrainCli, StepLogHasEveryStepWithItsRate) {
+  test::TempDir dir;
+  const fs::path log = dir / "steps.csv";
+  const auto r = test::run_nnperf(fmt::format("train {} --epochs 2 --step-log '{}' --out-dir '{}'",
+                                              kTiny, log.string(), (dir / "a").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const CsvTable t = read_csv(log);
+  ASSERT_EQ(t.header, (std::vector<std::string>{"step", "loss", "lr"}));
+  ASSERT_EQ(t.rows.size(), 8u);  // 4 steps per epoch, 2 epochs
+  double mean_epoch2 = 0;
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    EXPECT_EQ(t.number(i, 0), static_cast<double>(i + 1));
+    EXPECT_GT(t.number(i, 1), 0.0);
+    if (i >= 4) mean_epoch2 += t.number(i, 1) / 4;
+  }
+  // Warm-up over 3 steps: the first step at 0.1 / 3, then cosine from the peak at step 4.
+  EXPECT_NEAR(t.number(0, 2), 0.1 / 3, 1e-8);
+  EXPECT_NEAR(t.number(3, 2), 0.1, 1e-8);
+  // The epoch's train loss is the mean of its steps' losses (equal batches).
+  const CsvTable m = read_csv(dir / "a" / "training_metrics.csv");
+  EXPECT_NEAR(m.number(1, m.require("train_loss")), mean_epoch2, 1e-6 * mean_epoch2);
+  // Refused for the MLP, as every CNN-only flag.
+  const auto mlp = test::run_nnperf(fmt::format("train --synthetic --step-log '{}'", log.string()));
+  EXPECT_EQ(mlp.exit_code, 2);
+  EXPECT_NE(mlp.err.find("--step-log: applies to the CNNs"), std::string::npos) << mlp.err;
+}
+
 TEST(CnnTrainCli, EpochsCheckpointsAndRecords) {
   test::TempDir dir;
   const fs::path out = dir / "a";

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
 #include "nnperf/core/memory.h"
@@ -107,6 +109,11 @@ struct Session {
     schedule.base_lr = o.optimizer.lr;
     schedule.warmup_steps = o.warmup_steps;
     schedule.total_steps = int64_t{o.epochs} * train_loader.batches_per_epoch();
+    if (!o.step_log.empty()) {
+      step_log = std::make_unique<std::ofstream>(o.step_log, std::ios::app);
+      if (!*step_log) fail("--step-log {}: cannot open for writing", o.step_log.string());
+      if (step_log->tellp() == 0) *step_log << "step,loss,lr\n";
+    }
   }
   static Graph build(const CnnTrainOptions& o, const ModelEntry& m, const ImageData& d) {
     ModelOptions mo;
@@ -128,8 +135,14 @@ struct Session {
   }
   // One training step at the schedule's rate for the optimizer's step count.
   BatchResult step(const Tensor& x, const std::vector<int32_t>& labels) {
-    trainer.optimizer().set_lr(static_cast<float>(schedule.lr_at(trainer.optimizer().steps())));
-    return trainer.step(x, labels);
+    const int64_t n = trainer.optimizer().steps();
+    trainer.optimizer().set_lr(static_cast<float>(schedule.lr_at(n)));
+    const BatchResult r = trainer.step(x, labels);
+    if (step_log) {
+      *step_log << fmt::format("{},{:.9g},{:.9g}\n", n + 1, r.mean_loss(), trainer.optimizer().lr())
+                << std::flush;  // readable while the run goes on
+    }
+    return r;
   }
   const ModelEntry& model;
   const ImageData& data;
@@ -139,6 +152,7 @@ struct Session {
   WarmupCosine schedule;
   Tensor x;
   std::vector<int32_t> labels;
+  std::unique_ptr<std::ofstream> step_log;
 };
 
 // Where a run stands: what a checkpoint saves besides the tensors.

@@ -34,6 +34,10 @@ struct CnnTrainOptions {
   int save_every = 0;               // epoch_NNN checkpoints every N epochs (0: none)
   std::filesystem::path resume;
   std::filesystem::path init_weights;  // start from these weights instead of the initialiser
+  // "": none; else a CSV `step,loss,lr` written per training step (the mini-batch's mean loss,
+  // the rate it was taken at), for comparing trajectories step by step with the PyTorch peer's
+  // --step-log.
+  std::filesystem::path step_log;
   std::filesystem::path out_dir;  // empty: runs/<model>_<timestamp>
   bool overwrite = false;
   bool tensorboard = true;
