@@ -307,32 +307,16 @@ void record_error(nlohmann::json& rec, const std::vector<float>& y, const std::v
   rec["worst_bound_ratio"] = worst;
 }
 
-}  // namespace
 
-nlohmann::json bench_conv_cuda(const ConvProblem& p, const ConvBenchOptions& o) {
-  if (o.pass != ConvPass::kForward) {
-    throw UsageError(fmt::format("--pass {}: the cuDNN rows cover the forward pass so far",
-                                 to_string(o.pass)));
-  }
-  check_problem(p, 2 * static_cast<int64_t>(sizeof(double)));  // the reference and its bound
-  if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
-  cuda::require("--device cuda");
-  if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
-  std::vector<std::string> names = o.algorithms;
-  if (names.empty()) {
-    for (const char* n : cudnn::forward_algorithms()) names.emplace_back(n);
-  }
-  const Inputs in = make_inputs(p, o.seed);
-  std::vector<double> ref(static_cast<std::size_t>(p.dst_numel())), abs_sum(ref.size());
-  conv2d_reference(p, in.src.data(), in.wei.data(), nullptr, ref.data(), abs_sum.data());
-  const auto span = [](const Tensor& t) {
-    return std::span<const float>(t.data(), static_cast<std::size_t>(t.numel()));
-  };
-  cudnn::ConvForward conv(p, span(in.src), span(in.wei));
-  // Rows cuDNN serves run once and are checked; the others are skipped with cuDNN's status.
-  nlohmann::json records = nlohmann::json::array();
+// Each named algorithm cuDNN serves is run once and checked (its record kept in `checked`, its
+// name in the returned list); the others become skipped records with cuDNN's status.
+std::vector<std::string> check_cudnn_rows(cudnn::ConvForward& conv, const ConvProblem& p,
+                                          const std::vector<std::string>& names,
+                                          const std::vector<double>& ref,
+                                          const std::vector<double>& abs_sum,
+                                          nlohmann::json& records,
+                                          std::vector<nlohmann::json>& checked) {
   std::vector<std::string> rows;
-  std::vector<nlohmann::json> checked;
   const double k = static_cast<double>(p.icg() * p.kh * p.kw);
   for (const std::string& n : names) {
     std::string why = conv.why_not(n);
@@ -355,40 +339,38 @@ nlohmann::json bench_conv_cuda(const ConvProblem& p, const ConvBenchOptions& o) 
     rows.push_back(n);
     checked.push_back(rec);
   }
-  // Alternating rounds; each row bracketed by CUDA events, read after each round (one
-  // synchronisation per round, none between rows).
+  return rows;
+}
+
+// Alternating rounds; each row bracketed by CUDA events, read after each round (one
+// synchronisation per round, none between rows). Milliseconds per row, the measured rounds.
+std::vector<std::vector<double>> time_cudnn_rows(cudnn::ConvForward& conv,
+                                                 const std::vector<std::string>& rows,
+                                                 const ConvBenchOptions& o) {
   std::vector<std::vector<double>> ms(rows.size());
-  if (!rows.empty()) {
-    auto timer = cuda::make_event_timer(static_cast<int>(rows.size()));
-    std::vector<double> sums;
-    std::vector<int64_t> counts;
-    for (int r = 0; r < o.warmup + o.measure; ++r) {
-      check_interrupt();
-      for (std::size_t i = 0; i < rows.size(); ++i) {
-        timer->begin(static_cast<int>(i));
-        conv.run(rows[i]);
-        timer->end(static_cast<int>(i));
-      }
-      sums.assign(rows.size(), 0.0);
-      counts.assign(rows.size(), 0);
-      timer->resolve(sums, counts);
-      if (r >= o.warmup) {
-        for (std::size_t i = 0; i < rows.size(); ++i) ms[i].push_back(sums[i]);
-      }
+  if (rows.empty()) return ms;
+  auto timer = cuda::make_event_timer(static_cast<int>(rows.size()));
+  std::vector<double> sums;
+  std::vector<int64_t> counts;
+  for (int r = 0; r < o.warmup + o.measure; ++r) {
+    check_interrupt();
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      timer->begin(static_cast<int>(i));
+      conv.run(rows[i]);
+      timer->end(static_cast<int>(i));
+    }
+    sums.assign(rows.size(), 0.0);
+    counts.assign(rows.size(), 0);
+    timer->resolve(sums, counts);
+    if (r >= o.warmup) {
+      for (std::size_t i = 0; i < rows.size(); ++i) ms[i].push_back(sums[i]);
     }
   }
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const Summary s = summarize(ms[i]);
-    nlohmann::json rec = checked[i];
-    rec["status"] = "ok";
-    rec["time_ms_median"] = s.median;
-    rec["time_ms_min"] = s.min;
-    rec["time_ms_max"] = s.max;
-    rec["reps"] = s.count;
-    rec["flops"] = p.flops();
-    rec["gflops_per_s"] = p.flops() / (s.median * 1e-3) * 1e-9;
-    records.push_back(rec);
-  }
+  return ms;
+}
+
+// The run's context: device, cuDNN, method, and cuDNN's own guess and find for the problem.
+nlohmann::json cudnn_context(cudnn::ConvForward& conv, const ConvBenchOptions& o) {
   nlohmann::json ctx = run_context();
   ctx["device"] = "cuda";
   ctx["cuda_device"] = cuda::device_summary();
@@ -412,7 +394,49 @@ nlohmann::json bench_conv_cuda(const ConvProblem& p, const ConvBenchOptions& o) 
   }
   ctx["find"] = find;  // cuDNN's own timing, fastest first; workspaces up to 1 GiB
   ctx["flops_convention"] = "direct-convolution FLOPs (2 per multiply-add) for every algorithm";
-  return {{"context", ctx}, {"records", records}};
+  return ctx;
+}
+
+}  // namespace
+
+nlohmann::json bench_conv_cuda(const ConvProblem& p, const ConvBenchOptions& o) {
+  if (o.pass != ConvPass::kForward) {
+    throw UsageError(fmt::format("--pass {}: the cuDNN rows cover the forward pass so far",
+                                 to_string(o.pass)));
+  }
+  check_problem(p, 2 * static_cast<int64_t>(sizeof(double)));  // the reference and its bound
+  if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
+  cuda::require("--device cuda");
+  if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
+  std::vector<std::string> names = o.algorithms;
+  if (names.empty()) {
+    for (const char* n : cudnn::forward_algorithms()) names.emplace_back(n);
+  }
+  const Inputs in = make_inputs(p, o.seed);
+  std::vector<double> ref(static_cast<std::size_t>(p.dst_numel())), abs_sum(ref.size());
+  conv2d_reference(p, in.src.data(), in.wei.data(), nullptr, ref.data(), abs_sum.data());
+  const auto span = [](const Tensor& t) {
+    return std::span<const float>(t.data(), static_cast<std::size_t>(t.numel()));
+  };
+  cudnn::ConvForward conv(p, span(in.src), span(in.wei));
+  nlohmann::json records = nlohmann::json::array();
+  std::vector<nlohmann::json> checked;
+  const std::vector<std::string> rows =
+      check_cudnn_rows(conv, p, names, ref, abs_sum, records, checked);
+  const std::vector<std::vector<double>> ms = time_cudnn_rows(conv, rows, o);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Summary s = summarize(ms[i]);
+    nlohmann::json rec = checked[i];
+    rec["status"] = "ok";
+    rec["time_ms_median"] = s.median;
+    rec["time_ms_min"] = s.min;
+    rec["time_ms_max"] = s.max;
+    rec["reps"] = s.count;
+    rec["flops"] = p.flops();
+    rec["gflops_per_s"] = p.flops() / (s.median * 1e-3) * 1e-9;
+    records.push_back(rec);
+  }
+  return {{"context", cudnn_context(conv, o)}, {"records", records}};
 }
 
 }  // namespace nnperf

@@ -22,22 +22,18 @@
 namespace nnperf::cudnn {
 
 namespace {
-constexpr std::array<const char*, 8> kForward = {
-    "implicit_gemm", "implicit_precomp_gemm", "gemm",     "direct",
-    "fft",           "fft_tiling",            "winograd", "winograd_nonfused"};
-
+// cudnnConvolutionFwdAlgo_t of a name: its position in forward_algorithms().
 int algo_index(std::string_view name) {
-  for (std::size_t i = 0; i < kForward.size(); ++i) {
-    if (name == kForward[i]) return static_cast<int>(i);
+  const auto names = forward_algorithms();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (name == names[i]) return static_cast<int>(i);
   }
-  std::string names;
-  for (const char* n : kForward) names += (names.empty() ? "" : ", ") + std::string(n);
+  std::string list;
+  for (const char* n : names) list += (list.empty() ? "" : ", ") + std::string(n);
   throw UsageError(fmt::format("unknown cuDNN forward algorithm '{}'; expected one of: {}", name,
-                               names));
+                               list));
 }
 }  // namespace
-
-std::span<const char* const> forward_algorithms() { return kForward; }
 
 #if NNPERF_HAVE_CUDNN_H
 
@@ -176,7 +172,8 @@ struct ConvForward::Impl {
     std::vector<AlgoResult> out;
     for (int i = 0; i < n; ++i) {
       const auto k = static_cast<std::size_t>(perf[i].algo);
-      out.push_back({k < kForward.size() ? kForward[k] : fmt::format("algo_{}", k),
+      const auto names = forward_algorithms();
+      out.push_back({k < names.size() ? names[k] : fmt::format("algo_{}", k),
                      api().GetErrorString(perf[i].status),
                      perf[i].status == CUDNN_STATUS_SUCCESS ? static_cast<double>(perf[i].time)
                                                             : 0.0,
@@ -265,7 +262,7 @@ std::vector<AlgoResult> ConvForward::guess() {
 std::vector<AlgoResult> ConvForward::find(std::size_t max_workspace_bytes) {
   Api& a = usable();
   std::size_t ws = 0;
-  for (const char* n : kForward) {
+  for (const char* n : forward_algorithms()) {
     if (why_not(n).empty()) ws = std::max(ws, std::min(workspace_bytes(n), max_workspace_bytes));
   }
   if (impl_->workspace.size() * sizeof(float) < ws) {

@@ -1,7 +1,6 @@
-// kernels/conv/cudnn_conv.h in a build without the CUDA backend: the algorithm names exist (for
-// messages and listings); everything that would touch cuDNN refuses with the backend's reason.
-#include <array>
-
+// kernels/conv/cudnn_conv.h in a build without the CUDA backend: the algorithm names
+// (cudnn_names.cc) exist for messages and listings; everything that would touch cuDNN refuses
+// with the backend's reason.
 #include "nnperf/core/error.h"
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
@@ -9,13 +8,9 @@
 namespace nnperf::cudnn {
 
 namespace {
-constexpr std::array<const char*, 8> kForward = {
-    "implicit_gemm", "implicit_precomp_gemm", "gemm",     "direct",
-    "fft",           "fft_tiling",            "winograd", "winograd_nonfused"};
 [[noreturn]] void refuse() { throw UsageError("--device cuda: " + cuda::unavailable_reason()); }
 }  // namespace
 
-std::span<const char* const> forward_algorithms() { return kForward; }
 const std::string& unavailable_reason() { return cuda::unavailable_reason(); }
 std::string version() { return ""; }
 
