@@ -45,6 +45,9 @@ export LD_LIBRARY_PATH="$cuda_libs:$torch_libs:$here/lib${LD_LIBRARY_PATH:+:$LD_
 { nvidia-smi; nvcc --version; "$here/bin/nnperf" devices --check-cuda; } > "$out/device.txt" 2>&1
 "$here/bin/test_gpu" --gtest_output=json:"$out/test_gpu.json" > "$out/test_gpu.log" 2>&1
 echo "test_gpu rc=$?" >> "$out/summary.txt"
+# The device's ceilings (FMA, L2 and device-memory bandwidth, SGEMM) into a peaks.json env.
+"$here/bin/nnperf" peaks --device cuda --out "$out/peaks.json" --env gpu > "$out/peaks.log" 2>&1
+echo "peaks rc=$?" >> "$out/summary.txt"
 for n in 1024 4096; do
   "$here/bin/nnperf" bench gemm --device cuda --problem "m${n}n${n}k${n}" --measure 20 \
     --json "$out/bench_gemm_$n.json" >> "$out/bench.log" 2>&1

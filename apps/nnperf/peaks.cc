@@ -1,8 +1,11 @@
 // `nnperf peaks`: measures this machine's ceilings (FMA per SIMD width, bandwidth per cache level
 // and DRAM with a STREAM check, SGEMM) and merges them into peaks.json under this machine's env
 // key, in cloudml-project1's layout plus the ceilings (read back by analysis/peaks.h); draws
-// bandwidth against working-set size beside it.
+// bandwidth against working-set size beside it. `--device cuda` measures the GPU's ceilings
+// (analysis/gpu_peaks.h) into its own env (default <hostname>-cuda).
 #include "nnperf/analysis/peaks.h"
+
+#include "nnperf/analysis/gpu_peaks.h"
 
 #include <fmt/format.h>
 
@@ -29,6 +32,7 @@ struct Flags {
   bool quick = false;
   std::string out = "peaks.json";
   std::string env;
+  std::string device = "cpu";
   // Flags given explicitly keep their value under --quick.
   CLI::Option* rounds = nullptr;
   CLI::Option* sgemm_n = nullptr;
@@ -107,7 +111,57 @@ void plot_sweep(const Peaks& p, const fs::path& stem) {
   }
 }
 
+void print_gpu_summary(const GpuPeaks& p) {
+  fmt::print("{} ({}, {} SMs, {} MHz, L2 {})\n", p.device.name, p.fma.simd, p.device.multiprocessors,
+             p.device.clock_mhz, kib(p.device.l2_bytes));
+  fmt::print("\nFMA (fp32 GFLOP/s, median of {}; min-max): {:.0f} ({:.0f}-{:.0f}), {} threads x {} "
+             "chains\n",
+             p.options.rounds, p.fma.gflops, p.fma.min, p.fma.max, p.fma.lanes, p.fma.chains);
+  fmt::print("\nBandwidth (GB/s, STREAM byte counting)\n  {:<5} {:>8} {:>8} {:>8}  working set\n",
+             "level", "read", "copy", "triad");
+  for (const char* level : {"L2", "DRAM"}) {
+    std::string row;
+    int64_t ws = 0;
+    for (const BandwidthPlateau& b : p.bandwidth) {
+      if (b.level != level) continue;
+      row += fmt::format(" {:>8.0f}", b.gbps);
+      ws = b.hi;
+    }
+    if (!row.empty()) fmt::print("  {:<5}{}  {} (triad)\n", level, row, kib(ws));
+  }
+  for (const SgemmFigure& s : p.sgemm) {
+    fmt::print("\nSGEMM {}^3 {:<7} {:8.0f} GFLOP/s ({:.0f}% of the FMA ceiling)", s.n, s.impl,
+               s.gflops, 100 * s.gflops / p.fma.gflops);
+  }
+  fmt::print("\n");
+  for (const std::string& why : p.skipped) fmt::print("not measured: {}\n", why);
+  fmt::print("\npeak_gflops fp32 {:.0f}, peak_gbps {:.0f}; measured in {:.1f} s\n", p.fma.gflops,
+             p.peak_gbps(), p.seconds);
+}
+
+int run_cuda(Flags& f) {
+  if (f.o.threads != 0 || f.steps->count() > 0) {
+    throw UsageError("--threads and --steps-per-octave are CPU options; not with --device cuda");
+  }
+  GpuPeakOptions o = f.quick ? quick_gpu_peak_options() : GpuPeakOptions{};
+  if (f.rounds->count() > 0) o.rounds = f.o.rounds;
+  if (f.sgemm_n->count() > 0) o.sgemm_n = f.o.sgemm_n;
+  if (!f.out.empty()) {
+    ensure_writable_dir(fs::absolute(f.out).parent_path());
+    check_peaks_json_mergeable(f.out);
+  }
+  const GpuPeaks p = measure_gpu_peaks(o);
+  print_gpu_summary(p);
+  if (!f.out.empty()) {
+    const std::string env = f.env.empty() ? hostname() + "-cuda" : f.env;
+    merge_peaks_json(f.out, env, gpu_peaks_env_json(p));
+    fmt::print("wrote {} (env '{}')\n", f.out, env);
+  }
+  return 0;
+}
+
 int run(Flags& f) {
+  if (f.device == "cuda") return run_cuda(f);
   if (f.quick) {
     PeakOptions q = quick_peak_options();
     q.threads = f.o.threads;
@@ -161,7 +215,13 @@ const Registrar reg{Command{
                      "peaks.json path (empty = do not write); other envs in it are kept")
           ->capture_default_str();
       sub.add_option("--env", f->env,
-                     "Environment name used as the key in peaks.json (default: hostname)");
+                     "Environment name used as the key in peaks.json (default: hostname, or "
+                     "hostname-cuda with --device cuda)");
+      sub.add_option("--device", f->device,
+                     "cpu, or cuda: the GPU's FMA throughput, L2 and device-memory bandwidth, "
+                     "cuBLAS and our SGEMM (--rounds, --sgemm-n, --quick, --out, --env apply)")
+          ->check(CLI::IsMember({"cpu", "cuda"}))
+          ->capture_default_str();
       return [f] { return run(*f); };
     }}};
 

@@ -21,6 +21,7 @@ them. With both, the two runs share weights, batches and crops, and differ only 
 """
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -57,6 +58,17 @@ def parse_args(argv=None):
                     help="append step,loss,lr of every training step (as nnperf train --step-log)")
     ap.add_argument("--write-init", default=None, metavar="FILE",
                     help="write the initial weights in nnperf's format and exit")
+    ap.add_argument("--dtype", choices=("float32", "float64"), default="float32",
+                    help="arithmetic of model, data and optimizer (float64: the exact run)")
+    ap.add_argument("--stop-after-steps", type=int, default=0, metavar="N",
+                    help="end the run after training step N (no evaluation of the partial epoch)")
+    ap.add_argument("--save-state", default=None, metavar="FILE",
+                    help="with --stop-after-steps: torch.save model, optimizer, step, epoch, batch")
+    ap.add_argument("--load-state", default=None, metavar="FILE",
+                    help="continue from a --save-state file (mid-epoch; --dtype converts it)")
+    ap.add_argument("--probe", default=None, metavar="FILE",
+                    help="JSON lines: per step, every layer's output, BatchNorm batch statistics "
+                         "and every parameter's weight, gradient and update norms")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", default=None, metavar="FILE")
     # driver mode
@@ -68,6 +80,10 @@ def parse_args(argv=None):
     a = ap.parse_args(argv)
     if a.threads < 1 or a.batch_size < 1 or a.epochs < 1 or a.warmup < 0 or a.iters < 0:
         ap.error("--threads, --batch-size and --epochs must be >= 1; --warmup, --iters >= 0")
+    if a.stop_after_steps < 0 or (a.save_state and a.stop_after_steps == 0):
+        ap.error("--save-state needs --stop-after-steps N >= 1")
+    if a.iters > 0 and (a.dtype != "float32" or a.load_state or a.probe or a.stop_after_steps):
+        ap.error("--dtype, --load-state, --probe and --stop-after-steps are for epoch mode")
     return a
 
 
@@ -187,12 +203,102 @@ def augment(torch, x, draws, pad=4):
 # ---------------------------------------------------------------------------------------------
 
 
+class Probe:
+    """Per-step diagnostics (--probe): forward hooks record every leaf module's output (RMS, max
+    |x|) and, for BatchNorm in training mode, the batch variance over N x H x W per channel (min,
+    max) and how many values each channel's statistic averages; after the step, every parameter's
+    weight norm, gradient norm and update norm. One JSON object per step."""
+
+    def __init__(self, torch, model, path):
+        self.torch, self.model, self.out, self.layers = torch, model, open(path, "a", buffering=1), {}
+        for name, m in model.named_modules():
+            if len(list(m.children())) == 0:
+                m.register_forward_hook(self._hook(name))
+
+    def _hook(self, name):
+        torch = self.torch
+
+        def hook(module, inputs, output):
+            with torch.no_grad():
+                y = output.detach().double()
+                r = {"rms": float(y.pow(2).mean().sqrt()), "max_abs": float(y.abs().max())}
+                if isinstance(module, torch.nn.BatchNorm2d) and module.training:
+                    x = inputs[0].detach().double()
+                    var = x.var(dim=(0, 2, 3), unbiased=False)
+                    r.update({"batch_var_min": float(var.min()), "batch_var_max": float(var.max()),
+                              "values_per_channel": x.shape[0] * x.shape[2] * x.shape[3]})
+                self.layers[name] = r
+        return hook
+
+    def before_step(self):
+        self.weights = {n: p.detach().double().clone() for n, p in self.model.named_parameters()}
+
+    def after_step(self, step, loss, lr):
+        params = {}
+        for n, p in self.model.named_parameters():
+            w0 = self.weights[n]
+            params[n] = {"weight": float(w0.norm()), "grad": float(p.grad.double().norm()),
+                         "update": float((p.detach().double() - w0).norm())}
+        self.out.write(json.dumps({"step": step, "loss": loss, "lr": lr, "layers": self.layers,
+                                   "params": params}) + "\n")
+        self.layers = {}
+
+
+def open_step_log(path):
+    new = not os.path.exists(path) or os.path.getsize(path) == 0
+    f = open(path, "a", buffering=1)
+    if new:
+        f.write("step,loss,lr\n")
+    return f
+
+
+def save_state(torch, path, model, opt, pos):
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), **pos}, path)
+    print(f"state after step {pos['step']} (epoch {pos['epoch']}, batch {pos['batch']}) "
+          f"written to {path}", flush=True)
+
+
+def load_state(torch, path, model, opt, dtype):
+    st = torch.load(path, weights_only=False)
+    model.load_state_dict(st["model"])
+    opt.load_state_dict(st["optimizer"])  # converts the momentum buffers to the parameters' dtype
+    model.to(dtype)
+    return st["step"], st["epoch"], st["batch"]
+
+
+def batch_at(torch, a, data, epoch, b, order):
+    """Batch b (0-based) of epoch (1-based): augmented, normalised images and labels."""
+    x_tr, y_tr, mean_t, std_t, gen = data
+    idx = order[b * a.batch_size:(b + 1) * a.batch_size]
+    x = x_tr[idx]
+    if not a.no_augment:
+        draws = (nnperf_draws(torch, a.seed, epoch, b * a.batch_size, len(idx))
+                 if a.streams == "nnperf" else torch_draws(torch, len(idx), gen))
+        x = augment(torch, x, draws)
+    return (x - mean_t) / std_t, y_tr[idx]
+
+
+def evaluate(torch, model, x_te, y_te, mean_t, std_t, batch_size):
+    model.eval()
+    t_loss, t_correct = 0.0, 0
+    with torch.no_grad():
+        for b in range(0, x_te.shape[0], batch_size):
+            x = (x_te[b:b + batch_size] - mean_t) / std_t
+            out = model(x)
+            y = y_te[b:b + batch_size]
+            t_loss += float(torch.nn.functional.cross_entropy(out, y, reduction="sum"))
+            t_correct += int((out.argmax(1) == y).sum())
+    return t_loss / x_te.shape[0], t_correct / x_te.shape[0]
+
+
 def run_epochs(a, torch):
     data, classes, mean, std, name = load_data(a)
+    dtype = torch.float64 if a.dtype == "float64" else torch.float32
     x_tr, y_tr = (torch.from_numpy(v) for v in data["train"])
     x_te, y_te = (torch.from_numpy(v) for v in data["test"])
-    mean_t = torch.tensor(mean, dtype=torch.float32)[None, :, None, None]
-    std_t = torch.tensor(std, dtype=torch.float32)[None, :, None, None]
+    x_tr, x_te = x_tr.to(dtype), x_te.to(dtype)
+    mean_t = torch.tensor(mean, dtype=dtype)[None, :, None, None]
+    std_t = torch.tensor(std, dtype=dtype)[None, :, None, None]
     torch.manual_seed(a.seed)
     gen = torch.Generator().manual_seed(a.seed + 1)
     model = make_model(torch, a.model, x_tr.shape[1], classes)
@@ -200,37 +306,32 @@ def run_epochs(a, torch):
         nnperf_format.write_weights(a.write_init, a.model, model)
         print(f"initial weights of {a.model} (seed {a.seed}) written to {a.write_init}")
         return None
+    model.to(dtype)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum, nesterov=True,
                           weight_decay=a.weight_decay)
     loss_fn = torch.nn.CrossEntropyLoss(label_smoothing=a.label_smoothing)
     per_epoch = (x_tr.shape[0] + a.batch_size - 1) // a.batch_size
     total = a.epochs * per_epoch
-    step, records, best = 0, [], 0.0
-    step_log = None
-    if a.step_log:
-        new = not os.path.exists(a.step_log) or os.path.getsize(a.step_log) == 0
-        step_log = open(a.step_log, "a", buffering=1)
-        if new:
-            step_log.write("step,loss,lr\n")
-    for epoch in range(1, a.epochs + 1):
+    step, first_epoch, first_batch = 0, 1, 0
+    if a.load_state:
+        step, first_epoch, first_batch = load_state(torch, a.load_state, model, opt, dtype)
+    step_log = open_step_log(a.step_log) if a.step_log else None
+    probe = Probe(torch, model, a.probe) if a.probe else None
+    records, best = [], 0.0
+    for epoch in range(first_epoch, a.epochs + 1):
         model.train()
         if a.streams == "nnperf":  # nnperf's training loader: seed + 1, epochs from 0
             order = torch.tensor(nnperf_format.shuffled_order(x_tr.shape[0], a.seed + 1, epoch - 1))
         else:
             order = torch.randperm(x_tr.shape[0], generator=gen)
         loss_sum, correct, seen, t0 = 0.0, 0, 0, time.perf_counter()
-        for b in range(per_epoch):
-            idx = order[b * a.batch_size:(b + 1) * a.batch_size]
-            x = x_tr[idx]
-            if not a.no_augment:
-                draws = (nnperf_draws(torch, a.seed, epoch, b * a.batch_size, len(idx))
-                         if a.streams == "nnperf" else torch_draws(torch, len(idx), gen))
-                x = augment(torch, x, draws)
-            x = (x - mean_t) / std_t
-            y = y_tr[idx]
+        for b in range(first_batch if epoch == first_epoch else 0, per_epoch):
+            x, y = batch_at(torch, a, (x_tr, y_tr, mean_t, std_t, gen), epoch, b, order)
             for g in opt.param_groups:
                 g["lr"] = lr_at(step, a.lr, a.warmup, total)
             opt.zero_grad(set_to_none=True)
+            if probe:
+                probe.before_step()
             out = model(x)
             loss = loss_fn(out, y)
             loss.backward()
@@ -238,21 +339,20 @@ def run_epochs(a, torch):
             step += 1
             if step_log is not None:
                 step_log.write(f"{step},{loss.item():.9g},{opt.param_groups[0]['lr']:.9g}\n")
-            loss_sum += loss.item() * len(idx)
+            if probe:
+                probe.after_step(step, loss.item(), opt.param_groups[0]["lr"])
+            loss_sum += loss.item() * len(y)
             correct += int((out.argmax(1) == y).sum())
-            seen += len(idx)
+            seen += len(y)
+            if step == a.stop_after_steps:
+                if a.save_state:
+                    save_state(torch, a.save_state, model, opt,
+                               {"step": step, "epoch": epoch, "batch": b + 1})
+                return None
         seconds = time.perf_counter() - t0
-        model.eval()
-        t_loss, t_correct = 0.0, 0
-        with torch.no_grad():
-            for b in range(0, x_te.shape[0], a.batch_size):
-                x = (x_te[b:b + a.batch_size] - mean_t) / std_t
-                out = model(x)
-                y = y_te[b:b + a.batch_size]
-                t_loss += float(torch.nn.functional.cross_entropy(out, y, reduction="sum"))
-                t_correct += int((out.argmax(1) == y).sum())
+        test_loss, test_acc = evaluate(torch, model, x_te, y_te, mean_t, std_t, a.batch_size)
         r = {"epoch": epoch, "train_loss": loss_sum / seen, "train_acc": correct / seen,
-             "test_loss": t_loss / x_te.shape[0], "test_acc": t_correct / x_te.shape[0],
+             "test_loss": test_loss, "test_acc": test_acc,
              "lr": opt.param_groups[0]["lr"], "seconds": seconds}
         best = max(best, r["test_acc"])
         records.append(r)
@@ -260,7 +360,7 @@ def run_epochs(a, torch):
               f"{r['train_acc']:.4f} test_loss {r['test_loss']:.4f} test_acc {r['test_acc']:.4f} "
               f"lr {r['lr']:.5f} | {seconds:.2f} s", flush=True)
     sec = sum(r["seconds"] for r in records)
-    ips = x_tr.shape[0] * a.epochs / sec
+    ips = x_tr.shape[0] * len(records) / sec
     print(f"MEASURED_SEC={sec:.6f} IMGS_PER_SEC={ips:.2f} BATCH={a.batch_size} ARCH={a.model} "
           "BACKEND=cpu", flush=True)
     return {"dataset": name, "epochs": records, "final_test_acc": records[-1]["test_acc"],

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -92,6 +93,33 @@ TEST(GpuCli, CnnsRefuseTheGpuOnEveryMachine) {
               std::string::npos)
         << r.err;
   }
+}
+
+// peaks --device cuda writes its own env beside the CPU's (which stays), or refuses in one line
+// leaving peaks.json as it was; CPU-only flags are refused on every machine.
+TEST(GpuCli, PeaksOnTheGpuAddAnEnvOrOneLineWhyNot) {
+  test::TempDir dir;
+  const std::filesystem::path file = dir.path() / "peaks.json";
+  const std::string before = R"({"cpu-box": {"description": "x", "peak_gbps": 10, "peak_gflops": {"fp32": 100}}})";
+  { std::ofstream(file) << before; }
+  const auto r = run_nnperf(fmt::format(
+      "peaks --device cuda --quick --rounds 2 --sgemm-n 512 --env gpu --out '{}'", file.string()));
+  if (!cuda::available()) {
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "nnperf: error: --device cuda: " + cuda::unavailable_reason() + "\n");
+    EXPECT_EQ(test::read_text(file), before);
+  } else {
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(test::read_text(file));
+    EXPECT_TRUE(j.contains("cpu-box"));
+    EXPECT_GT(j["gpu"]["peak_gflops"]["fp32"].get<double>(), 0.0);
+    EXPECT_EQ(j["gpu"]["device"], "cuda");
+  }
+  const auto t = run_nnperf("peaks --device cuda --threads 2 --out ''");
+  EXPECT_EQ(t.exit_code, 2);
+  EXPECT_EQ(t.err,
+            "nnperf: error: --threads and --steps-per-octave are CPU options; not with --device "
+            "cuda\n");
 }
 
 }  // namespace

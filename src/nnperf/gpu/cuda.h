@@ -6,6 +6,7 @@
 // (the legacy default stream); timing is by CUDA events (make_event_timer).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -32,6 +33,18 @@ void require(std::string_view what);
 // Name, SMs and compute capability of the selected device ("NVIDIA H100 80GB HBM3, 132 SMs,
 // sm_90"); "" when none.
 std::string device_summary();
+
+// What a measurement sizes itself by, of the selected device. Throws Error (the reason) when no
+// device is usable.
+struct DeviceProperties {
+  std::string name;
+  int multiprocessors = 0;
+  int compute_major = 0, compute_minor = 0;
+  int clock_mhz = 0;  // peak SM clock from the runtime; 0 = not reported
+  int64_t l2_bytes = 0;
+  std::size_t total_bytes = 0, free_bytes = 0;
+};
+DeviceProperties device_properties();
 
 // Device memory for `count` floats (uninitialised), freed on destruction. Throws Error when no
 // device is usable or the allocation fails (the message gives the bytes asked for and free).

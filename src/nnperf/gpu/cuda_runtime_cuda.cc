@@ -62,6 +62,22 @@ std::string device_summary() {
                      p.minor, static_cast<double>(p.totalGlobalMem) / (1u << 30));
 }
 
+DeviceProperties device_properties() {
+  if (!available()) throw Error(unavailable_reason());
+  cudaDeviceProp p{};
+  check(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
+  DeviceProperties d;
+  d.name = p.name;
+  d.multiprocessors = p.multiProcessorCount;
+  d.compute_major = p.major;
+  d.compute_minor = p.minor;
+  int khz = 0;  // cudaDeviceProp::clockRate is gone in CUDA 13; the attribute stays
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0) == cudaSuccess) d.clock_mhz = khz / 1000;
+  d.l2_bytes = p.l2CacheSize;
+  check(cudaMemGetInfo(&d.free_bytes, &d.total_bytes), "cudaMemGetInfo");
+  return d;
+}
+
 Buffer::Buffer(std::size_t count) : count_(count) {
   if (!available()) throw Error(unavailable_reason());
   if (count == 0) return;

@@ -24,6 +24,8 @@ void require(std::string_view what) {
 
 std::string device_summary() { return ""; }
 
+DeviceProperties device_properties() { fail(); }
+
 Buffer::Buffer(std::size_t) { fail(); }
 Buffer::~Buffer() = default;
 void Buffer::upload(std::span<const float>) { fail(); }
