@@ -83,6 +83,17 @@ for prob in mb1ic64ih56oc64kh3ph1 mb32ic64ih56oc64kh3ph1 mb1ic256ih56oc64kh1 mb3
     --json "$out/conv_torch_$prob.json" >> "$out/conv.log" 2>&1
 done
 tail -n 40 "$out/conv.log"
+# Whole models on the GPU: VGG-16 and ResNet-50 at batch 1 and 32, cuDNN's find, per-layer and
+# whole-model times by CUDA events, NVML energy per inference.
+for model in vgg16 resnet50; do
+  for mb in 1 32; do
+    "$here/bin/nnperf" profile --device cuda --model "$model" --algorithm find --sizes 224 \
+      --batch-size "$mb" --warmup 5 --measure 20 --progress lines \
+      --output-dir "$out/profile_${model}_mb$mb" >> "$out/profile.log" 2>&1
+    echo "profile $model mb$mb rc=$?" >> "$out/summary.txt"
+  done
+done
+tail -n 20 "$out/profile.log"
 cat "$out/summary.txt"
 tail -n 40 "$out/bench.log"
 RUN

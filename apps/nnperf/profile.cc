@@ -20,7 +20,7 @@ namespace {
 
 struct Flags {
   ProfileOptions o;
-  std::string sizes, output_dir, progress = "auto";
+  std::string sizes, output_dir, progress = "auto", device = "cpu";
   bool no_layers = false;
   bool test = false, quick = false;  // the published profiler's stage flags
 };
@@ -75,6 +75,7 @@ int run(Flags& f, const CLI::App& sub) {
   if (!f.sizes.empty()) f.o.sizes = parse_sizes(f.sizes);
   f.o.output_dir = f.output_dir;
   f.o.layers = !f.no_layers;
+  f.o.device = f.device == "cuda" ? Device::kCuda : Device::kCpu;
   f.o.progress = parse_progress_mode(f.progress);
   f.o.command_line = command_line();
   const ProfileResult r = run_profile(f.o);
@@ -160,7 +161,13 @@ const Registrar reg{Command{
           "List the convolution algorithms and what they support, and exit");
       sub.add_option("--model", o.model, "Model (see --list-models)")->capture_default_str();
       sub.add_option("--algorithm", o.algorithm,
-                     "Convolution algorithm, guess or find (see --list-algorithms)")
+                     "Convolution algorithm, guess or find (see --list-algorithms; with --device "
+                     "cuda one of cuDNN's)")
+          ->capture_default_str();
+      sub.add_option("--device", f->device,
+                     "cpu, or cuda: the model on the GPU, convolutions by cuDNN, CUDA-event "
+                     "timing, NVML energy (inference)")
+          ->check(CLI::IsMember({"cpu", "cuda"}))
           ->capture_default_str();
       sub.add_option(
              "--stage", o.stage,

@@ -95,6 +95,37 @@ TEST(GpuCli, CnnsRefuseTheGpuOnEveryMachine) {
   }
 }
 
+// profile --device cuda: the model on the GPU, cuDNN's algorithm and workspace per conv layer,
+// the energy column from NVML where readable; without a device a one-line refusal before the
+// folder is claimed. Options the GPU path does not take are refused on every machine.
+TEST(GpuCli, ProfileOnTheGpuOrOneLineWhyNot) {
+  test::TempDir dir;
+  const std::filesystem::path out = dir.path() / "prof";
+  const auto r = run_nnperf(fmt::format(
+      "profile --device cuda --model resnet18 --sizes 40 --batch-size 2 --warmup 1 --measure 3 "
+      "--algorithm implicit_gemm --progress quiet --output-dir '{}'",
+      out.string()));
+  if (!cuda::available()) {
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "nnperf: error: --device cuda: " + cuda::unavailable_reason() + "\n");
+    EXPECT_FALSE(std::filesystem::exists(out));
+  } else {
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto layers = test::read_text(out / "resnet18_implicit_gemm_layers.csv");
+    EXPECT_NE(layers.find(",workspace_bytes"), std::string::npos);
+    EXPECT_NE(layers.find("implicit_gemm"), std::string::npos);
+    const auto j = nlohmann::json::parse(test::read_text(out / "run.json"));
+    EXPECT_EQ(j["device"], "cuda");
+  }
+  for (const char* bad : {"--pass train", "--fold-bn", "--algorithm winograd_x"}) {
+    const auto t = run_nnperf(fmt::format("profile --device cuda --model resnet18 --test {} "
+                                          "--output-dir '{}'",
+                                          bad, (dir.path() / "never").string()));
+    EXPECT_EQ(t.exit_code, 2) << bad;
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "never")) << bad;
+  }
+}
+
 // peaks --device cuda writes its own env beside the CPU's (which stays), or refuses in one line
 // leaving peaks.json as it was; CPU-only flags are refused on every machine.
 TEST(GpuCli, PeaksOnTheGpuAddAnEnvOrOneLineWhyNot) {

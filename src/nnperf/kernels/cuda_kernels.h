@@ -1,15 +1,18 @@
 // The GPU kernels beside the CPU ones: the same operations and semantics as activations.h,
-// elementwise.h, softmax.h and the optimizers' updates (train/optimizer.cc), on device pointers,
-// queued on the default stream (asynchronous unless a result must come back to the host). Built
-// in kernels/elementwise_cuda.cu; without the CUDA backend every entry throws the reason
-// (kernels/cuda_kernels_nocuda.cc). Tests: tests/gpu/cuda_kernels_test.cc against the float64
-// references and tolerances of the CPU rows.
+// elementwise.h, softmax.h and the optimizers' updates (train/optimizer.cc), and for CNN inference
+// pool.h's pools, batchnorm.h's apply, Add and Concat, on device pointers, queued on the default
+// stream (asynchronous unless a result must come back to the host). Built in
+// kernels/elementwise_cuda.cu and kernels/cnn_cuda.cu; without the CUDA backend every entry throws
+// the reason (kernels/cuda_kernels_nocuda.cc). Tests: tests/gpu/cuda_kernels_test.cc and
+// cuda_cnn_kernels_test.cc against the float64 references and tolerances of the CPU rows.
 #pragma once
 #include <cstdint>
 
 #include "nnperf/kernels/activations.h"
 #include "nnperf/kernels/softmax.h"
 #include "nnperf/kernels/adam.h"
+#include "nnperf/kernels/batchnorm.h"
+#include "nnperf/kernels/pool.h"
 
 namespace nnperf::cuda_kernels {
 
@@ -35,5 +38,24 @@ void sgd_update(float* w, const float* grad, float* buf, int64_t n, float lr, fl
 // torch.optim.Adam's update with the coefficients of train/optimizer.cc.
 void adam_update(float* w, const float* grad, float* m, float* v, int64_t n,
                  const AdamCoefficients& c);
+
+// ---- CNN inference (kernels/cnn_cuda.cu), one thread per output element ----
+// y[n][c][i] = x[n][c][i] * scale[c] + shift[c] (BatchNorm with its running statistics folded,
+// as batchnorm_apply; scale null = 1: a convolution's bias).
+void channel_affine(const BatchNormShape& s, const float* x, const float* scale, const float* shift,
+                    float* y);
+// pool.h's semantics: max with padding as -inf and NaN propagating (no argmax: inference);
+// average with or without the padding in the divisor; adaptive average with PyTorch's windows.
+void maxpool2d_forward(const PoolShape& s, const float* x, float* y);
+void avgpool2d_forward(const PoolShape& s, bool count_include_pad, const float* x, float* y);
+void adaptive_avgpool2d_forward(const PoolShape& s, const float* x, float* y);
+// y = min(max(x, lo), hi) over n elements (ReLU6: lo 0, hi 6).
+void clamp(const float* x, float* y, int64_t n, float lo, float hi);
+// y = a + b over n elements (the residual Add).
+void add(const float* a, const float* b, float* y, int64_t n);
+// Concat along channels: each of the mb images' `src_per_image` values go to dst at
+// image * dst_per_image + offset.
+void concat_part(const float* src, int64_t mb, int64_t src_per_image, float* dst,
+                 int64_t dst_per_image, int64_t offset);
 
 }  // namespace nnperf::cuda_kernels

@@ -1,7 +1,6 @@
 // Pieces shared by the torchvision CNN builders: the options they read, a builder that adds nodes
 // named like torchvision's module paths ("layer1.0.conv1", "features.3") and folds BatchNorm2d
-// into the conv before it when asked, ReLU6 (MobileNetV2; not in the activation table, which
-// drives the activation-timing study), and the conv+linear MAC count used for model figures.
+// into the conv before it when asked, and the conv+linear MAC count used for model figures.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -9,6 +8,7 @@
 
 #include "nnperf/nn/conv2d.h"
 #include "nnperf/nn/graph.h"
+#include "nnperf/nn/relu6.h"
 
 namespace nnperf {
 
@@ -20,21 +20,6 @@ struct CnnOptions {
   bool fold_bn = false;
 };
 
-// ReLU6: min(max(x, 0), 6); the gradient passes where 0 < x < 6 (PyTorch's hardtanh rule).
-class ReLU6 : public Layer {
- public:
-  std::string kind() const override { return "Activation"; }
-  std::string describe() const override { return "ReLU6"; }
-  Shape plan(std::span<const Shape> src, const PlanContext& ctx) override;
-  void forward(std::span<const Tensor* const> src, Tensor& dst) override;
-  void backward(std::span<const Tensor* const> src, const Tensor& dst, const Tensor& d_dst,
-                std::span<Tensor* const> d_src) override;
-  double forward_flops() const override { return 2.0 * static_cast<double>(n_); }
-  bool is_activation() const override { return true; }
-
- private:
-  int64_t n_ = 0;
-};
 
 // Adds nodes to `g`; every method takes the producing node id(s) and returns the new node's id.
 class CnnBuilder {

@@ -23,12 +23,12 @@ class Pool2dBase : public Layer {
   int64_t stride() const { return s_; }
   int64_t padding() const { return p_; }
   bool ceil_mode() const { return ceil_; }
+  PoolShape shape() const;  // the planned shape, for kernels/pool.h (and the GPU's)
 
  protected:
   // stride 0 means stride = kernel (PyTorch's default).
   Pool2dBase(const char* kind, int64_t kernel, int64_t stride, int64_t pad, bool ceil_mode);
   std::string base_describe() const;  // "MaxPool2d(k3, s2, p1, ceil)"
-  PoolShape shape() const;            // the planned shape, for kernels/pool.h
 
   const char* kind_;
   int64_t k_, s_, p_;
@@ -68,6 +68,7 @@ class AvgPool2d : public Pool2dBase {
   void backward(std::span<const Tensor* const> src, const Tensor& dst, const Tensor& d_dst,
                 std::span<Tensor* const> d_src) override;
   double forward_flops() const override;  // one add per window element + one multiply
+  bool count_include_pad() const { return count_include_pad_; }
 
  private:
   bool count_include_pad_;  // the divisor: kernels/pool.h's avgpool_divisor

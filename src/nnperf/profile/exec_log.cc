@@ -49,6 +49,7 @@ LayerColumns layer_columns(const Graph& graph, int node) {
     c.algorithm_used = conv->algorithm() != nullptr ? conv->algorithm()->name : "";
     c.fallback_reason = conv->fallback_reason();
     c.problem = p.str();
+    c.workspace_bytes = std::to_string(conv->workspace_bytes());
     if (conv->backward_data_algorithm() != nullptr) {
       c.backward_data = conv->backward_data_algorithm()->name;
       c.backward_weights = conv->backward_weights_algorithm()->name;

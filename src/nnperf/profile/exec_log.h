@@ -28,6 +28,7 @@ struct LayerColumns {
   std::string algorithm_used, fallback_reason;
   std::string backward_data, backward_weights;  // the backward rows, when planned for training
   std::string problem;                          // benchdnn string
+  std::string workspace_bytes;                  // the conv algorithm's workspace
 };
 LayerColumns layer_columns(const Graph& graph, int node);
 

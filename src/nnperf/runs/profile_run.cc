@@ -21,9 +21,12 @@
 #include "nnperf/io/records.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/io/trace.h"
+#include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/conv/conv.h"
+#include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/models/registry.h"
 #include "nnperf/nn/conv2d.h"
+#include "nnperf/nn/cuda_inference.h"
 #include "nnperf/core/clock.h"
 #include "nnperf/profile/conv_timer.h"
 #include "nnperf/profile/exec_log.h"
@@ -51,7 +54,9 @@ const std::vector<std::string> kLayersHeader{
     // ours
     "layer_type", "is_conv", "algorithm_used", "fallback_reason", "problem",
     // --pass train: the backward rows of each convolution
-    "backward_data_algorithm", "backward_weights_algorithm"};
+    "backward_data_algorithm", "backward_weights_algorithm",
+    // the forward algorithm's workspace (cuDNN's on the GPU)
+    "workspace_bytes"};
 
 std::string opt_num(const std::optional<double>& v) {
   return v ? csv_number(*v, 7) : std::string();
@@ -60,7 +65,7 @@ std::string opt_num(const std::optional<double>& v) {
 // What a sweep's rows depend on: resuming with any of these changed would put rows of two setups
 // in one file.
 nlohmann::json sweep_setup(const ProfileOptions& o, const ModelEntry& m, int threads) {
-  return {{"model", m.name},
+  nlohmann::json setup = {{"model", m.name},
           {"algorithm", o.algorithm},
           {"batch_size", o.batch_size},
           {"threads", threads},
@@ -76,6 +81,12 @@ nlohmann::json sweep_setup(const ProfileOptions& o, const ModelEntry& m, int thr
           {"host", hostname()},
           {"cpu", cpu_info().model_name},
           {"simd", to_string(active_simd())}};
+  if (o.device == Device::kCuda) {
+    setup["device"] = "cuda";
+    setup["gpu"] = cuda::device_summary();
+    setup["cudnn"] = cudnn::version();
+  }
+  return setup;
 }
 
 // --resume: the stored setup (run.json's "setup") must equal this command's; lists every
@@ -171,11 +182,12 @@ struct AlgorithmUse {
   }
 };
 
-AlgorithmUse algorithm_use(const Graph& g, const std::string& requested) {
+AlgorithmUse algorithm_use(const Graph& g, const std::string& requested,
+                           const std::function<LayerColumns(int)>& columns) {
   AlgorithmUse u;
   const bool named = requested != "guess" && requested != "find";
   for (int n = 1; n < g.size(); ++n) {
-    const LayerColumns c = layer_columns(g, n);
+    const LayerColumns c = columns(n);
     if (!c.is_conv) continue;
     ++u.conv_layers;
     ++u.used[c.algorithm_used];
@@ -257,7 +269,9 @@ struct Sweep {
   PowerMonitor power;
   std::unique_ptr<Trainer> trainer;  // --pass train
   std::vector<int32_t> labels;
-  // One pass: a forward, or a training step.
+  std::unique_ptr<CudaInference> gpu;  // --device cuda: the planned model on the device
+  // One pass: a forward, or a training step (on the CPU; the GPU's passes are queued by
+  // measure_whole_gpu and measure_layers_gpu).
   void run(const Tensor& x) {
     if (trainer) {
       trainer->step(x, labels);
@@ -285,14 +299,47 @@ class PhaseRecorder final : public StepHook {
   int64_t begin_ = 0;
 };
 
+// A node's layers-CSV columns; on the GPU the conv algorithm and workspace are cuDNN's.
+LayerColumns node_columns(const Sweep& sw, int n) {
+  LayerColumns c = layer_columns(sw.graph, n);
+  if (sw.gpu && c.is_conv) {
+    const CudaNodeInfo& info = sw.gpu->node(n);
+    c.algorithm_used = info.algorithm;
+    c.fallback_reason = info.fallback_reason;
+    c.workspace_bytes = std::to_string(info.workspace_bytes);
+  }
+  return c;
+}
+
+// --device cuda: inference only, cuDNN's algorithm names, a device and cuDNN present.
+void validate_cuda(const ProfileOptions& o) {
+  if (o.pass != "inference") {
+    throw UsageError("--pass train: training passes are profiled on the CPU only, not with "
+                     "--device cuda");
+  }
+  if (o.fold_bn) throw UsageError("--fold-bn: folding BatchNorm is a CPU rewrite, not with --device cuda");
+  const auto names = cudnn::forward_algorithms();
+  if (o.algorithm != "guess" && o.algorithm != "find" &&
+      std::find(names.begin(), names.end(), o.algorithm) == names.end()) {
+    throw UsageError(fmt::format("--algorithm {}: with --device cuda, one of cuDNN's ({}), guess or find",
+                                 o.algorithm, fmt::join(names, ", ")));
+  }
+  cuda::require("--device cuda");
+  if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
+}
+
 void validate_sweep(ProfileOptions& o, const ModelEntry& model) {
   if (std::string(model.name) == "mlp") {
     throw UsageError(
         "--model mlp: the profiler sweeps image sizes of CNNs; use mlp-bench for the MLP");
   }
-  if (o.algorithm != "guess" && o.algorithm != "find") o.algorithm = find_conv(o.algorithm).name;
   if (o.pass != "inference" && o.pass != "train") {
     throw UsageError(fmt::format("--pass '{}': expected inference or train", o.pass));
+  }
+  if (o.device == Device::kCuda) {
+    validate_cuda(o);
+  } else if (o.algorithm != "guess" && o.algorithm != "find") {
+    o.algorithm = find_conv(o.algorithm).name;
   }
   if (o.pass == "train" && o.fold_bn) {
     throw UsageError("--fold-bn: folding BatchNorm is an inference rewrite; not with --pass train");
@@ -312,14 +359,16 @@ void validate_sweep(ProfileOptions& o, const ModelEntry& model) {
   }
   if (o.output_dir.empty()) {
     o.output_dir = fs::path("results") / o.stage /
-                   fmt::format("{}_{}{}_{}", model.name, o.algorithm,
-                               o.pass == "train" ? "_train" : "", o.machine);
+                   fmt::format("{}_{}{}{}_{}", model.name, o.algorithm,
+                               o.pass == "train" ? "_train" : "",
+                               o.device == Device::kCuda ? "_cuda" : "", o.machine);
   }
 }
 
 PowerOptions power_options(const ProfileOptions& o) {
   PowerOptions po;
   po.source = o.power_source;
+  po.device = o.device;
   return po;
 }
 
@@ -339,10 +388,16 @@ nlohmann::json run_record(const ProfileOptions& o, const nlohmann::json& setup,
       {"fold_bn", o.fold_bn},
       {"find_exhaustive", o.find_exhaustive},
       {"power", {{"source", power.source()}, {"available", power.available()}}},
+      {"device", device_name(o.device)},
       {"timing",
-       "whole model: one steady-clock interval per forward pass, no per-layer hooks; layers: "
-       "separate passes with a hook around every node; percentages against the sum of the "
-       "layer means of those passes"}};
+       o.device == Device::kCuda
+           ? "whole model: CUDA events around each forward pass, all read after one "
+             "synchronisation at the end, no per-layer events; layers: separate passes with "
+             "events around every node's kernels, one synchronisation per pass; percentages "
+             "against the sum of the layer means of those passes"
+           : "whole model: one steady-clock interval per forward pass, no per-layer hooks; "
+             "layers: separate passes with a hook around every node; percentages against the "
+             "sum of the layer means of those passes"}};
   if (!power.available()) {
     r["power"]["note"] =
         fmt::format("no power counter readable here ({}); the power and energy columns are empty",
@@ -395,7 +450,7 @@ void measure_layers(Sweep& sw, const ProfileOptions& o, const Tensor& x, SizeRec
   if (sw.trainer) sw.trainer->set_step_hook(nullptr);
   for (int n = 1; n < g.size(); ++n) {
     r.layers.push_back(
-        {g.name(n), layer_columns(g, n), summarize(rec.ms()[static_cast<std::size_t>(n)])});
+        {g.name(n), node_columns(sw, n), summarize(rec.ms()[static_cast<std::size_t>(n)])});
     r.layers_sum += r.layers.back().time.mean;
   }
   if (sw.trainer) {
@@ -421,6 +476,68 @@ void measure_layers(Sweep& sw, const ProfileOptions& o, const Tensor& x, SizeRec
   }
 }
 
+// The whole model on the GPU: each measured pass between two CUDA events, all read after one
+// synchronisation at the end; power over exactly those passes.
+void measure_whole_gpu(Sweep& sw, const ProfileOptions& o, SizeRecord& r,
+                       const std::function<void(const std::string&)>& show) {
+  show(fmt::format("warm-up ({})", o.warmup));
+  for (int i = 0; i < o.warmup; ++i) sw.gpu->run();
+  cuda::synchronize();
+  check_interrupt();
+  const std::unique_ptr<IntervalTimer> timer = cuda::make_event_timer(o.measure);
+  sw.power.begin();
+  for (int i = 0; i < o.measure; ++i) {
+    timer->begin(i);
+    sw.gpu->run();
+    timer->end(i);
+  }
+  std::vector<double> ms;
+  std::vector<int64_t> counts;
+  timer->resolve(ms, counts);  // the one synchronisation
+  r.power = sw.power.end();
+  check_interrupt();
+  r.whole = summarize(ms);
+  r.passes = o.measure;
+}
+
+// The layers on the GPU: separate passes with events around every node's kernels, read after
+// one synchronisation per pass. The trace lays the last pass's layers end to end (one stream
+// runs them in order).
+void measure_layers_gpu(Sweep& sw, const ProfileOptions& o, SizeRecord& r,
+                        const std::function<void(const std::string&)>& show) {
+  const Graph& g = sw.graph;
+  const std::unique_ptr<IntervalTimer> timer = cuda::make_event_timer(g.size());
+  std::vector<std::vector<double>> per_node(static_cast<std::size_t>(g.size()));
+  std::vector<double> ms;
+  std::vector<int64_t> counts;
+  sw.gpu->set_timer(timer.get());
+  for (int i = 0; i < o.measure; ++i) {
+    show(fmt::format("layers pass {}/{}", i + 1, o.measure));
+    ms.assign(per_node.size(), 0.0);
+    counts.assign(per_node.size(), 0);
+    sw.gpu->run();
+    timer->resolve(ms, counts);
+    for (int n = 1; n < g.size(); ++n) per_node[static_cast<std::size_t>(n)].push_back(ms[static_cast<std::size_t>(n)]);
+    check_interrupt();
+  }
+  sw.gpu->set_timer(nullptr);
+  double at_us = 0;
+  for (int n = 1; n < g.size(); ++n) {
+    const std::vector<double>& t = per_node[static_cast<std::size_t>(n)];
+    const LayerColumns c = node_columns(sw, n);
+    r.layers.push_back({g.name(n), c, summarize(t)});
+    r.layers_sum += r.layers.back().time.mean;
+    const double us = t.back() * 1e3;
+    r.trace.push_back({g.name(n), c.layer_type, at_us, us,
+                       {{"layer", g.layer(n).describe()},
+                        {"algorithm", c.algorithm_used},
+                        {"phase", "forward"},
+                        {"output", g.output_shape(n).str()},
+                        {"clock", "CUDA events; begin = the sum of the earlier layers' times"}}});
+    at_us += us;
+  }
+}
+
 SizeRecord measure_size(Sweep& sw, const ProfileOptions& o, int64_t size,
                         const std::function<void(const std::string&)>& show) {
   SizeRecord r;
@@ -431,9 +548,19 @@ SizeRecord measure_size(Sweep& sw, const ProfileOptions& o, int64_t size,
                                                  sw.model.name, o.batch_size, channels, size,
                                                  size));
   plan_model(sw.model, sw.graph, Shape{o.batch_size, channels, size, size}, sw.ctx);
-  r.use = algorithm_use(sw.graph, o.algorithm);
+  if (o.device == Device::kCuda) {
+    sw.gpu.reset();  // the last size's device memory first
+    sw.gpu = std::make_unique<CudaInference>(sw.graph, o.algorithm, o.strict);
+  }
+  r.use = algorithm_use(sw.graph, o.algorithm, [&](int n) { return node_columns(sw, n); });
   Tensor x(Shape{o.batch_size, channels, size, size});
   sw.rng.fill_uniform({x.data(), static_cast<std::size_t>(x.numel())}, -1.0f, 1.0f);
+  if (sw.gpu) {
+    sw.gpu->set_input({x.data(), static_cast<std::size_t>(x.numel())});
+    measure_whole_gpu(sw, o, r, show);
+    if (o.layers) measure_layers_gpu(sw, o, r, show);
+    return r;
+  }
   if (sw.trainer) {  // random labels over the model's classes
     const int64_t classes = sw.graph.output_shape(sw.graph.size() - 1)[1];
     sw.labels.resize(static_cast<std::size_t>(o.batch_size));
@@ -466,7 +593,7 @@ class SweepOutputs {
                    c.stride, c.padding, csv_number(l.time.mean, 7), csv_number(l.time.std, 7),
                    csv_number(r.layers_sum > 0 ? 100 * l.time.mean / r.layers_sum : 0.0, 6),
                    c.layer_type, c.is_conv ? "yes" : "no", c.algorithm_used, c.fallback_reason,
-                   c.problem, c.backward_data, c.backward_weights});
+                   c.problem, c.backward_data, c.backward_weights, c.workspace_bytes});
     }
     if (o_.layers) write_trace(r, input_channels);
     const PowerWindow& pw = r.power;
@@ -531,8 +658,9 @@ class SweepOutputs {
 void configure_sweep(Sweep& sw, const ProfileOptions& o, int threads) {
   sw.ctx.threads = threads;
   sw.ctx.training = o.pass == "train";
-  sw.ctx.conv_algorithm = o.algorithm;
-  sw.ctx.strict = o.strict;
+  // On the GPU the host graph only gives shapes and parameters: its CPU convs plan as guess.
+  sw.ctx.conv_algorithm = o.device == Device::kCuda ? "guess" : o.algorithm;
+  sw.ctx.strict = o.device == Device::kCuda ? false : o.strict;
   sw.ctx.time_conv = time_conv_ms;
   sw.ctx.time_conv_backward = time_conv_backward_ms;
   sw.ctx.find_exhaustive = o.find_exhaustive;
@@ -566,12 +694,8 @@ ProfileResult run_profile(ProfileOptions o) {
            nullptr,
            PowerMonitor(power_options(o)),
            nullptr,
-           {}};
-  const nlohmann::json setup = sweep_setup(o, model, threads);
-  const std::set<int64_t> done = open_sweep_folder(o, setup, overall_path, layers_path);
-  write_run_json(o.output_dir, o.command_line, run_record(o, setup, model, sw.power));
-  SweepOutputs outputs(o, model.name, threads, overall_path, layers_path, stem);
-
+           {},
+           nullptr};
   ModelOptions mo;
   mo.fold_bn = o.fold_bn;
   {
@@ -579,6 +703,17 @@ ProfileResult run_profile(ProfileOptions o) {
     sw.graph = model.build(mo);
   }
   sw.graph.init(sw.rng);
+  // A layer without a GPU kernel is refused before the folder is claimed.
+  if (o.device == Device::kCuda) {
+    if (const std::string why = cuda_unsupported(sw.graph); !why.empty()) {
+      throw UsageError(fmt::format("--model {} --device cuda: {}", model.name, why));
+    }
+  }
+  const nlohmann::json setup = sweep_setup(o, model, threads);
+  const std::set<int64_t> done = open_sweep_folder(o, setup, overall_path, layers_path);
+  write_run_json(o.output_dir, o.command_line, run_record(o, setup, model, sw.power));
+  SweepOutputs outputs(o, model.name, threads, overall_path, layers_path, stem);
+
   configure_sweep(sw, o, threads);
   // NNPERF_VERBOSE=exec: every pass (warm-up, whole model, layers) logs each node.
   sw.exec = exec_log_from_env(sw.graph, model.name, o.algorithm);

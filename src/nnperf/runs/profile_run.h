@@ -10,13 +10,17 @@
 #include <string>
 #include <vector>
 
+#include "nnperf/kernels/gemm/gemm.h"  // Device
 #include "nnperf/runs/progress.h"
 
 namespace nnperf {
 
 struct ProfileOptions {
   std::string model = "vgg16";
-  std::string algorithm = "guess";  // a conv registry name, "guess" or "find"
+  std::string algorithm = "guess";  // a conv registry name (cuDNN's with --device cuda), guess, find
+  // kCuda: the model runs on the GPU (nn/cuda_inference.h), convolutions by cuDNN, timed by CUDA
+  // events, energy from NVML; inference only.
+  Device device = Device::kCpu;
   std::string stage = "full";       // sanity | quick | full (sets sizes, warmup, measure)
   int num_sizes = -1;               // -1 = the stage's default
   std::vector<int64_t> sizes;       // explicit sizes (override the stage's)

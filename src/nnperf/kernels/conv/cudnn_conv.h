@@ -47,6 +47,9 @@ class ConvForward {
  public:
   // src [mb, ic, ih, iw] and wei [oc, ic/g, kh, kw], uploaded once.
   ConvForward(const ConvProblem& p, std::span<const float> src, std::span<const float> wei);
+  // The weights only: input and output are the caller's device buffers (find_on, run_on), as in
+  // a whole model on the device (nn/cuda_inference.h); find, run and output refuse.
+  ConvForward(const ConvProblem& p, std::span<const float> wei);
   ~ConvForward();
   ConvForward(const ConvForward&) = delete;
   ConvForward& operator=(const ConvForward&) = delete;
@@ -60,9 +63,12 @@ class ConvForward {
   // cudnnFindConvolutionForwardAlgorithmEx: every algorithm run and timed by cuDNN on this
   // problem's tensors, fastest first, with a workspace of at most `max_workspace_bytes`.
   std::vector<AlgoResult> find(std::size_t max_workspace_bytes);
+  std::vector<AlgoResult> find_on(std::size_t max_workspace_bytes, const float* src, float* dst);
   // Queues one forward pass (dst = conv(src, wei)) with `algorithm`; the workspace grows to the
   // largest one asked for and is kept.
   void run(std::string_view algorithm);
+  // The same on device buffers src [mb, ic, ih, iw] and dst [mb, oc, oh, ow].
+  void run_on(std::string_view algorithm, const float* src, float* dst);
   // The output [mb, oc, oh, ow] once the queued work has finished.
   std::vector<float> output();
 

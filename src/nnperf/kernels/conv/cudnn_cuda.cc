@@ -1,6 +1,7 @@
 // cuDNN's forward convolution (kernels/conv/cudnn_conv.h): libcudnn loaded with dlopen and its
 // legacy convolution API (cuDNN 9's libcudnn.so.9 forwards it to libcudnn_cnn) resolved by
-// name; cudnn.h gives the types and constants only.
+// name; cudnn.h gives the types and constants only (a CUDA build without it compiles
+// cudnn_nocuda.cc instead, CMakeLists.txt).
 #include <dlfcn.h>
 #include <fmt/format.h>
 
@@ -12,12 +13,7 @@
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
 
-#if __has_include(<cudnn.h>)
 #include <cudnn.h>
-#define NNPERF_HAVE_CUDNN_H 1
-#else
-#define NNPERF_HAVE_CUDNN_H 0
-#endif
 
 namespace nnperf::cudnn {
 
@@ -34,8 +30,6 @@ int algo_index(std::string_view name) {
                                list));
 }
 }  // namespace
-
-#if NNPERF_HAVE_CUDNN_H
 
 namespace {
 
@@ -153,6 +147,7 @@ std::string version() {
 }
 
 struct ConvForward::Impl {
+  void describe(const ConvProblem& problem, std::span<const float> weights);
   ConvProblem p;
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
@@ -183,16 +178,15 @@ struct ConvForward::Impl {
   }
 };
 
-ConvForward::ConvForward(const ConvProblem& p, std::span<const float> src,
-                         std::span<const float> wei)
-    : impl_(std::make_unique<Impl>()) {
+// The descriptors of problem p, and the weights uploaded.
+void ConvForward::Impl::describe(const ConvProblem& problem, std::span<const float> weights) {
   Api& a = usable();
-  Impl& m = *impl_;
+  Impl& m = *this;
+  const ConvProblem& p = problem;
+  const std::span<const float> wei = weights;
   m.p = p;
-  if (static_cast<int64_t>(src.size()) != p.src_numel() ||
-      static_cast<int64_t>(wei.size()) != p.wei_numel()) {
-    fail("cuDNN conv {}: {} input and {} weight values given, expected {} and {}", p.str(),
-         src.size(), wei.size(), p.src_numel(), p.wei_numel());
+  if (static_cast<int64_t>(wei.size()) != p.wei_numel()) {
+    fail("cuDNN conv {}: {} weight values given, expected {}", p.str(), wei.size(), p.wei_numel());
   }
   check(a.CreateTensorDescriptor(&m.x), "cudnnCreateTensorDescriptor");
   check(a.CreateTensorDescriptor(&m.y), "cudnnCreateTensorDescriptor");
@@ -219,11 +213,25 @@ ConvForward::ConvForward(const ConvProblem& p, std::span<const float> src,
   }
   check(a.SetTensor4dDescriptor(m.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, wd),
         "cudnnSetTensor4dDescriptor (output)");
-  m.src = cuda::Buffer(src.size());
-  m.src.upload(src);
   m.wei = cuda::Buffer(wei.size());
   m.wei.upload(wei);
-  m.dst = cuda::Buffer(static_cast<std::size_t>(p.dst_numel()));
+}
+
+ConvForward::ConvForward(const ConvProblem& p, std::span<const float> src,
+                         std::span<const float> wei)
+    : impl_(std::make_unique<Impl>()) {
+  if (static_cast<int64_t>(src.size()) != p.src_numel()) {
+    fail("cuDNN conv {}: {} input values given, expected {}", p.str(), src.size(), p.src_numel());
+  }
+  impl_->describe(p, wei);
+  impl_->src = cuda::Buffer(src.size());
+  impl_->src.upload(src);
+  impl_->dst = cuda::Buffer(static_cast<std::size_t>(p.dst_numel()));
+}
+
+ConvForward::ConvForward(const ConvProblem& p, std::span<const float> wei)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->describe(p, wei);
 }
 
 ConvForward::~ConvForward() = default;
@@ -260,6 +268,12 @@ std::vector<AlgoResult> ConvForward::guess() {
 }
 
 std::vector<AlgoResult> ConvForward::find(std::size_t max_workspace_bytes) {
+  if (impl_->src.size() == 0) fail("cuDNN conv {}: find() without its own tensors; use find_on", impl_->p.str());
+  return find_on(max_workspace_bytes, impl_->src.data(), impl_->dst.data());
+}
+
+std::vector<AlgoResult> ConvForward::find_on(std::size_t max_workspace_bytes, const float* x,
+                                             float* y) {
   Api& a = usable();
   std::size_t ws = 0;
   for (const char* n : forward_algorithms()) {
@@ -273,54 +287,37 @@ std::vector<AlgoResult> ConvForward::find(std::size_t max_workspace_bytes) {
         "cudnnGetConvolutionForwardAlgorithmMaxCount");
   std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<std::size_t>(std::max(max, 1)));
   check(a.FindConvolutionForwardAlgorithmEx(
-            a.handle, impl_->x, impl_->src.data(), impl_->w, impl_->wei.data(), impl_->conv,
-            impl_->y, impl_->dst.data(), max, &got, perf.data(), impl_->workspace.data(),
+            a.handle, impl_->x, x, impl_->w, impl_->wei.data(), impl_->conv, impl_->y, y, max,
+            &got, perf.data(), impl_->workspace.data(),
             impl_->workspace.size() * sizeof(float)),
         "cudnnFindConvolutionForwardAlgorithmEx");
   return impl_->results(perf.data(), got);
 }
 
 void ConvForward::run(std::string_view algorithm) {
+  if (impl_->src.size() == 0) fail("cuDNN conv {}: run() without its own tensors; use run_on", impl_->p.str());
+  run_on(algorithm, impl_->src.data(), impl_->dst.data());
+}
+
+void ConvForward::run_on(std::string_view algorithm, const float* x, float* y) {
   Api& a = usable();
   const std::size_t ws = workspace_bytes(algorithm);
   if (impl_->workspace.size() * sizeof(float) < ws) {
     impl_->workspace = cuda::Buffer((ws + sizeof(float) - 1) / sizeof(float));
   }
   const float one = 1.0f, zero = 0.0f;
-  check(a.ConvolutionForward(a.handle, &one, impl_->x, impl_->src.data(), impl_->w,
-                             impl_->wei.data(), impl_->conv, impl_->algo(algorithm),
-                             impl_->workspace.data(), ws, &zero, impl_->y, impl_->dst.data()),
+  check(a.ConvolutionForward(a.handle, &one, impl_->x, x, impl_->w, impl_->wei.data(),
+                             impl_->conv, impl_->algo(algorithm), impl_->workspace.data(), ws,
+                             &zero, impl_->y, y),
         "cudnnConvolutionForward");
 }
 
 std::vector<float> ConvForward::output() {
+  if (impl_->dst.size() == 0) fail("cuDNN conv {}: output() without its own tensors", impl_->p.str());
   cuda::synchronize();
   std::vector<float> out(impl_->dst.size());
   impl_->dst.download(out);
   return out;
 }
-
-#else  // no cudnn.h at build time
-
-namespace {
-const std::string kNoHeader = "nnperf was built without cudnn.h (cuDNN's header)";
-[[noreturn]] void no_header() { throw UsageError("--device cuda: " + kNoHeader); }
-}  // namespace
-
-const std::string& unavailable_reason() { return kNoHeader; }
-std::string version() { return ""; }
-struct ConvForward::Impl {};
-ConvForward::ConvForward(const ConvProblem&, std::span<const float>, std::span<const float>) {
-  no_header();
-}
-ConvForward::~ConvForward() = default;
-std::string ConvForward::why_not(std::string_view) { no_header(); }
-std::size_t ConvForward::workspace_bytes(std::string_view) { no_header(); }
-std::vector<AlgoResult> ConvForward::guess() { no_header(); }
-std::vector<AlgoResult> ConvForward::find(std::size_t) { no_header(); }
-void ConvForward::run(std::string_view) { no_header(); }
-std::vector<float> ConvForward::output() { no_header(); }
-
-#endif
 
 }  // namespace nnperf::cudnn

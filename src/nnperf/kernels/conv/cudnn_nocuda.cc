@@ -1,29 +1,40 @@
-// kernels/conv/cudnn_conv.h in a build without the CUDA backend: the algorithm names
-// (cudnn_names.cc) exist for messages and listings; everything that would touch cuDNN refuses
-// with the backend's reason.
+// kernels/conv/cudnn_conv.h in a build without the CUDA backend, or with it but without cudnn.h
+// (NNPERF_CUDNN_HEADER_MISSING, set by CMakeLists.txt): the algorithm names (cudnn_names.cc) exist
+// for messages and listings; everything that would touch cuDNN refuses with the reason.
 #include "nnperf/core/error.h"
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
 
 namespace nnperf::cudnn {
 
+const std::string& unavailable_reason() {
+#ifdef NNPERF_CUDNN_HEADER_MISSING
+  static const std::string reason = "nnperf was built without cudnn.h (cuDNN's header)";
+  return reason;
+#else
+  return cuda::unavailable_reason();
+#endif
+}
+
 namespace {
-[[noreturn]] void refuse() { throw UsageError("--device cuda: " + cuda::unavailable_reason()); }
+[[noreturn]] void refuse() { throw UsageError("--device cuda: " + unavailable_reason()); }
 }  // namespace
 
-const std::string& unavailable_reason() { return cuda::unavailable_reason(); }
 std::string version() { return ""; }
 
 struct ConvForward::Impl {};
 ConvForward::ConvForward(const ConvProblem&, std::span<const float>, std::span<const float>) {
   refuse();
 }
+ConvForward::ConvForward(const ConvProblem&, std::span<const float>) { refuse(); }
 ConvForward::~ConvForward() = default;
 std::string ConvForward::why_not(std::string_view) { refuse(); }
 std::size_t ConvForward::workspace_bytes(std::string_view) { refuse(); }
 std::vector<AlgoResult> ConvForward::guess() { refuse(); }
 std::vector<AlgoResult> ConvForward::find(std::size_t) { refuse(); }
+std::vector<AlgoResult> ConvForward::find_on(std::size_t, const float*, float*) { refuse(); }
 void ConvForward::run(std::string_view) { refuse(); }
+void ConvForward::run_on(std::string_view, const float*, float*) { refuse(); }
 std::vector<float> ConvForward::output() { refuse(); }
 
 }  // namespace nnperf::cudnn

@@ -1,0 +1,178 @@
+// The CNN-inference kernels of kernels/cuda_kernels.h: one thread per output element, grid-stride
+// loops, the windows and divisors of kernels/pool.cc (the same rules, written again for the
+// device), sums in float32 in the CPU loops' order (row by row, left to right).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "nnperf/gpu/cuda_check.h"
+#include "nnperf/kernels/cuda_kernels.h"
+
+namespace nnperf::cuda_kernels {
+
+namespace {
+
+constexpr int kBlock = 256;
+unsigned blocks_for(int64_t n) {
+  return static_cast<unsigned>(std::clamp<int64_t>((n + kBlock - 1) / kBlock, 1, 65536));
+}
+void launched(const char* what) { cuda::check(cudaGetLastError(), what); }
+
+__device__ int64_t first_index() { return int64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
+__device__ int64_t grid_stride() { return int64_t{gridDim.x} * blockDim.x; }
+
+__global__ void affine_kernel(BatchNormShape s, const float* x, const float* scale,
+                              const float* shift, float* y) {
+  const int64_t n = s.mb * s.channels * s.plane;
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    const int64_t c = (i / s.plane) % s.channels;
+    y[i] = scale != nullptr ? fmaf(x[i], scale[c], shift[c]) : x[i] + shift[c];
+  }
+}
+
+// Output element i -> plane, oy, ox and the window clipped to the input (pool_window).
+struct Window {
+  int64_t plane, oy, ox, h0, h1, w0, w1;
+};
+__device__ Window window_of(const PoolShape& s, int64_t i) {
+  Window w;
+  w.ox = i % s.ow;
+  w.oy = (i / s.ow) % s.oh;
+  w.plane = i / (s.ow * s.oh);
+  const int64_t h0 = w.oy * s.s - s.p, w0 = w.ox * s.s - s.p;
+  w.h1 = min(h0 + s.k, s.ih);
+  w.w1 = min(w0 + s.k, s.iw);
+  w.h0 = max(h0, int64_t{0});
+  w.w0 = max(w0, int64_t{0});
+  return w;
+}
+
+__global__ void maxpool_kernel(PoolShape s, const float* x, float* y) {
+  const int64_t n = s.planes * s.oh * s.ow;
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    const Window w = window_of(s, i);
+    const float* xp = x + w.plane * s.ih * s.iw;
+    float best = -INFINITY;  // padding counts as -inf; the first NaN met stays (PyTorch)
+    for (int64_t iy = w.h0; iy < w.h1; ++iy) {
+      for (int64_t ix = w.w0; ix < w.w1; ++ix) {
+        const float v = xp[iy * s.iw + ix];
+        if (v > best || isnan(v)) best = v;
+        if (isnan(best)) break;
+      }
+      if (isnan(best)) break;
+    }
+    y[i] = best;
+  }
+}
+
+__global__ void avgpool_kernel(PoolShape s, bool count_include_pad, const float* x, float* y) {
+  const int64_t n = s.planes * s.oh * s.ow;
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    const Window w = window_of(s, i);
+    const float* xp = x + w.plane * s.ih * s.iw;
+    float sum = 0.0f;
+    for (int64_t iy = w.h0; iy < w.h1; ++iy) {
+      for (int64_t ix = w.w0; ix < w.w1; ++ix) sum += xp[iy * s.iw + ix];
+    }
+    int64_t div = (w.h1 - w.h0) * (w.w1 - w.w0);
+    if (count_include_pad) {  // avgpool_divisor: the window clipped to the padded input
+      const int64_t h0 = w.oy * s.s - s.p, w0 = w.ox * s.s - s.p;
+      div = (min(h0 + s.k, s.ih + s.p) - h0) * (min(w0 + s.k, s.iw + s.p) - w0);
+    }
+    y[i] = div > 0 ? sum / static_cast<float>(div) : 0.0f;
+  }
+}
+
+__global__ void adaptive_avgpool_kernel(PoolShape s, const float* x, float* y) {
+  const int64_t n = s.planes * s.oh * s.ow;
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    const int64_t ox = i % s.ow, oy = (i / s.ow) % s.oh, plane = i / (s.ow * s.oh);
+    const int64_t h0 = (oy * s.ih) / s.oh, h1 = ((oy + 1) * s.ih + s.oh - 1) / s.oh;
+    const int64_t w0 = (ox * s.iw) / s.ow, w1 = ((ox + 1) * s.iw + s.ow - 1) / s.ow;
+    const float* xp = x + plane * s.ih * s.iw;
+    float sum = 0.0f;
+    for (int64_t iy = h0; iy < h1; ++iy) {
+      for (int64_t ix = w0; ix < w1; ++ix) sum += xp[iy * s.iw + ix];
+    }
+    y[i] = sum / static_cast<float>((h1 - h0) * (w1 - w0));
+  }
+}
+
+__global__ void clamp_kernel(const float* x, float* y, int64_t n, float lo, float hi) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = fminf(fmaxf(x[i], lo), hi);
+}
+
+__global__ void add_kernel(const float* a, const float* b, float* y, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = a[i] + b[i];
+}
+
+__global__ void concat_kernel(const float* src, int64_t mb, int64_t src_per_image, float* dst,
+                              int64_t dst_per_image, int64_t offset) {
+  const int64_t n = mb * src_per_image;
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    const int64_t image = i / src_per_image;
+    dst[image * dst_per_image + offset + i % src_per_image] = src[i];
+  }
+}
+
+}  // namespace
+
+void channel_affine(const BatchNormShape& s, const float* x, const float* scale, const float* shift,
+                    float* y) {
+  cuda::ensure_device();
+  const int64_t n = s.mb * s.channels * s.plane;
+  if (n <= 0) return;
+  affine_kernel<<<blocks_for(n), kBlock>>>(s, x, scale, shift, y);
+  launched("channel affine");
+}
+
+void maxpool2d_forward(const PoolShape& s, const float* x, float* y) {
+  cuda::ensure_device();
+  const int64_t n = s.planes * s.oh * s.ow;
+  if (n <= 0) return;
+  maxpool_kernel<<<blocks_for(n), kBlock>>>(s, x, y);
+  launched("max pool");
+}
+
+void avgpool2d_forward(const PoolShape& s, bool count_include_pad, const float* x, float* y) {
+  cuda::ensure_device();
+  const int64_t n = s.planes * s.oh * s.ow;
+  if (n <= 0) return;
+  avgpool_kernel<<<blocks_for(n), kBlock>>>(s, count_include_pad, x, y);
+  launched("average pool");
+}
+
+void adaptive_avgpool2d_forward(const PoolShape& s, const float* x, float* y) {
+  cuda::ensure_device();
+  const int64_t n = s.planes * s.oh * s.ow;
+  if (n <= 0) return;
+  adaptive_avgpool_kernel<<<blocks_for(n), kBlock>>>(s, x, y);
+  launched("adaptive average pool");
+}
+
+void clamp(const float* x, float* y, int64_t n, float lo, float hi) {
+  cuda::ensure_device();
+  if (n <= 0) return;
+  clamp_kernel<<<blocks_for(n), kBlock>>>(x, y, n, lo, hi);
+  launched("clamp");
+}
+
+void add(const float* a, const float* b, float* y, int64_t n) {
+  cuda::ensure_device();
+  if (n <= 0) return;
+  add_kernel<<<blocks_for(n), kBlock>>>(a, b, y, n);
+  launched("add");
+}
+
+void concat_part(const float* src, int64_t mb, int64_t src_per_image, float* dst,
+                 int64_t dst_per_image, int64_t offset) {
+  cuda::ensure_device();
+  const int64_t n = mb * src_per_image;
+  if (n <= 0) return;
+  concat_kernel<<<blocks_for(n), kBlock>>>(src, mb, src_per_image, dst, dst_per_image, offset);
+  launched("concat");
+}
+
+}  // namespace nnperf::cuda_kernels

@@ -1,0 +1,342 @@
+// CudaInference: one Node per graph node, planned once (kind, device buffers, parameters,
+// cuDNN plan), then run() walks them in order. See cuda_inference.h.
+#include "nnperf/nn/cuda_inference.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+#include "nnperf/core/error.h"
+#include "nnperf/gpu/cuda.h"
+#include "nnperf/kernels/conv/cudnn_conv.h"
+#include "nnperf/kernels/cuda_kernels.h"
+#include "nnperf/kernels/gemm/gemm.h"
+#include "nnperf/nn/activation.h"
+#include "nnperf/nn/add.h"
+#include "nnperf/nn/batchnorm.h"
+#include "nnperf/nn/concat.h"
+#include "nnperf/nn/conv2d.h"
+#include "nnperf/nn/dropout.h"
+#include "nnperf/nn/flatten.h"
+#include "nnperf/nn/global_pool.h"
+#include "nnperf/nn/linear.h"
+#include "nnperf/nn/pool.h"
+#include "nnperf/nn/relu6.h"
+
+namespace nnperf {
+
+namespace {
+
+enum class Kind {
+  kConv,
+  kAffine,
+  kActivation,
+  kRelu6,
+  kMaxPool,
+  kAvgPool,
+  kAdaptivePool,
+  kAdd,
+  kConcat,
+  kLinear,
+  kAlias
+};
+
+cuda::Buffer upload(std::span<const float> host) {
+  cuda::Buffer b(host.size());
+  if (!host.empty()) b.upload(host);
+  return b;
+}
+
+std::span<const float> span_of(const Tensor& t) {
+  return {t.data(), static_cast<std::size_t>(t.numel())};
+}
+
+// The conv algorithm for one layer: the one asked for when cuDNN serves it, else cuDNN's guess
+// with the reason (or an error when strict).
+CudaNodeInfo choose_conv(cudnn::ConvForward& conv, const std::string& name,
+                         const std::string& asked, bool strict, const float* x, float* y) {
+  CudaNodeInfo info;
+  if (asked == "find") {
+    for (const cudnn::AlgoResult& r : conv.find_on(std::size_t{1} << 30, x, y)) {
+      if (r.status == "CUDNN_STATUS_SUCCESS") {
+        info.algorithm = r.algorithm;
+        break;
+      }
+    }
+  } else if (asked != "guess") {
+    const std::string why = conv.why_not(asked);
+    if (why.empty()) {
+      info.algorithm = asked;
+    } else if (strict) {
+      throw Error(
+          fmt::format("layer {}: cuDNN cannot run {} here: {} (--strict)", name, asked, why));
+    } else {
+      info.fallback_reason = fmt::format("cuDNN: {}", why);
+    }
+  }
+  if (info.algorithm.empty()) {
+    for (const cudnn::AlgoResult& r : conv.guess()) {
+      if (r.status == "CUDNN_STATUS_SUCCESS" && conv.why_not(r.algorithm).empty()) {
+        info.algorithm = r.algorithm;
+        break;
+      }
+    }
+  }
+  if (info.algorithm.empty())
+    throw Error(fmt::format("layer {}: cuDNN serves no forward algorithm", name));
+  info.workspace_bytes = conv.workspace_bytes(info.algorithm);
+  return info;
+}
+
+}  // namespace
+
+struct CudaInference::Node {
+  Kind kind = Kind::kAlias;
+  cuda::Buffer out;                      // the node's output (empty for an alias)
+  const cuda::Buffer* buffer = nullptr;  // &out, or an alias's source buffer
+  std::vector<const float*> src;         // the inputs' device pointers
+  std::vector<int64_t> src_numel;
+  int64_t numel = 0, mb = 0;
+  // Parameters on the device: conv/linear weights and bias; the BatchNorm's scale and shift.
+  cuda::Buffer weight, bias, scale, shift;
+  std::unique_ptr<cudnn::ConvForward> conv;
+  BatchNormShape affine{};
+  PoolShape pool{};
+  bool count_include_pad = true;
+  const ActivationKernel* activation = nullptr;
+  GemmShape gemm{};
+  const float* data() const { return buffer->data(); }
+};
+
+namespace {
+
+std::optional<Kind> kind_of(const Layer& layer) {
+  if (dynamic_cast<const Conv2d*>(&layer) != nullptr) return Kind::kConv;
+  if (dynamic_cast<const BatchNorm2d*>(&layer) != nullptr) return Kind::kAffine;
+  if (dynamic_cast<const Activation*>(&layer) != nullptr) return Kind::kActivation;
+  if (dynamic_cast<const ReLU6*>(&layer) != nullptr) return Kind::kRelu6;
+  if (dynamic_cast<const MaxPool2d*>(&layer) != nullptr) return Kind::kMaxPool;
+  if (dynamic_cast<const AvgPool2d*>(&layer) != nullptr) return Kind::kAvgPool;
+  if (dynamic_cast<const AdaptiveAvgPool2d*>(&layer) != nullptr) return Kind::kAdaptivePool;
+  if (dynamic_cast<const Add*>(&layer) != nullptr) return Kind::kAdd;
+  if (dynamic_cast<const Concat*>(&layer) != nullptr) return Kind::kConcat;
+  if (dynamic_cast<const Linear*>(&layer) != nullptr) return Kind::kLinear;
+  if (dynamic_cast<const Flatten*>(&layer) != nullptr) return Kind::kAlias;
+  if (dynamic_cast<const Dropout*>(&layer) != nullptr) return Kind::kAlias;  // inference: identity
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string cuda_unsupported(const Graph& graph) {
+  for (int n = 1; n < graph.size(); ++n) {
+    const Layer& layer = graph.layer(n);
+    if (!kind_of(layer)) {
+      return fmt::format("layer {} ({}): no GPU kernel for {} yet", graph.name(n), layer.describe(),
+                         layer.kind());
+    }
+    if (const auto* c = dynamic_cast<const Conv2d*>(&layer);
+        c != nullptr && const_cast<Conv2d*>(c)->folded_batchnorm() != nullptr) {
+      return fmt::format("layer {}: folded BatchNorm (--fold-bn) runs on the CPU only",
+                         graph.name(n));
+    }
+  }
+  return "";
+}
+
+std::size_t cuda_activation_bytes(const Graph& graph) {
+  std::size_t bytes = 0;
+  for (int n = 0; n < graph.size(); ++n) {
+    bytes += static_cast<std::size_t>(graph.output_shape(n).numel()) * sizeof(float);
+  }
+  return bytes;
+}
+
+CudaInference::CudaInference(const Graph& graph, const std::string& conv_algorithm, bool strict)
+    : graph_(graph) {
+  if (const std::string why = cuda_unsupported(graph); !why.empty()) throw UsageError(why);
+  cuda::require("--device cuda");
+  if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
+  const std::size_t need = cuda_activation_bytes(graph);
+  const cuda::DeviceProperties d = cuda::device_properties();
+  if (need > d.free_bytes) {
+    throw Error(fmt::format(
+        "the activations of this input need {:.1f} GiB of device memory, "
+        "{:.1f} GiB are free",
+        static_cast<double>(need) / (1 << 30), static_cast<double>(d.free_bytes) / (1 << 30)));
+  }
+  nodes_.resize(static_cast<std::size_t>(graph.size()));
+  info_.resize(static_cast<std::size_t>(graph.size()));
+  nodes_[0] = std::make_unique<Node>();
+  nodes_[0]->numel = graph.input_shape().numel();
+  nodes_[0]->out = cuda::Buffer(static_cast<std::size_t>(nodes_[0]->numel));
+  nodes_[0]->buffer = &nodes_[0]->out;
+  device_bytes_ = static_cast<std::size_t>(nodes_[0]->numel) * sizeof(float);
+  for (int n = 1; n < graph.size(); ++n) plan_node(n, conv_algorithm, strict);
+}
+
+CudaInference::~CudaInference() = default;
+
+void CudaInference::plan_node(int n, const std::string& conv_algorithm, bool strict) {
+  auto node = std::make_unique<Node>();
+  Node& m = *node;
+  // The layer's parameters are read, never written: const_cast only to reach the accessors
+  // that hand out writable tensors (and mark packed CPU weights stale, harmless here).
+  Layer& layer = const_cast<Graph&>(graph_).layer(n);
+  const Shape& shape = graph_.output_shape(n);
+  m.numel = shape.numel();
+  m.mb = shape[0];
+  for (int k : graph_.inputs(n)) {
+    m.src.push_back(nodes_[static_cast<std::size_t>(k)]->data());
+    m.src_numel.push_back(graph_.output_shape(k).numel());
+  }
+  const std::string name = graph_.name(n);
+  m.kind = *kind_of(layer);  // cuda_unsupported() refused the others
+  switch (m.kind) {
+    case Kind::kConv: {
+      auto& c = dynamic_cast<Conv2d&>(layer);
+      m.conv = std::make_unique<cudnn::ConvForward>(c.problem(), span_of(c.weight()));
+      m.out = cuda::Buffer(static_cast<std::size_t>(m.numel));
+      info_[static_cast<std::size_t>(n)] =
+          choose_conv(*m.conv, name, conv_algorithm, strict, m.src[0], m.out.data());
+      device_bytes_ += static_cast<std::size_t>(c.problem().wei_numel()) * sizeof(float);
+      if (c.has_bias()) {
+        m.bias = upload(span_of(c.bias()));
+        m.affine = {shape[0], shape[1], shape[2] * shape[3]};
+      }
+      break;
+    }
+    case Kind::kAffine: {
+      auto& b = dynamic_cast<BatchNorm2d&>(layer);
+      std::vector<double> scale(static_cast<std::size_t>(shape[1])), shift(scale.size());
+      b.inference_scale_shift(scale.data(), shift.data());
+      m.scale = upload(std::vector<float>(scale.begin(), scale.end()));
+      m.shift = upload(std::vector<float>(shift.begin(), shift.end()));
+      m.affine = {shape[0], shape[1], shape.numel() / (shape[0] * shape[1])};
+      break;
+    }
+    case Kind::kActivation:
+      m.activation = &dynamic_cast<Activation&>(layer).kernel();
+      break;
+    case Kind::kMaxPool:
+      m.pool = dynamic_cast<MaxPool2d&>(layer).shape();
+      break;
+    case Kind::kAvgPool: {
+      auto& p = dynamic_cast<AvgPool2d&>(layer);
+      m.pool = p.shape();
+      m.count_include_pad = p.count_include_pad();
+      break;
+    }
+    case Kind::kAdaptivePool: {
+      auto& g = dynamic_cast<AdaptiveAvgPool2d&>(layer);
+      const Shape& in = graph_.output_shape(graph_.inputs(n)[0]);
+      m.pool = {in[0] * in[1], in[2], in[3], g.out_h(), g.out_w(), 1, 1, 0};
+      break;
+    }
+    case Kind::kLinear: {
+      auto& l = dynamic_cast<Linear&>(layer);
+      m.weight = upload(span_of(l.weight()));  // [in, out]
+      if (l.has_bias()) m.bias = upload(span_of(l.bias()));
+      m.gemm = {false, false, shape[0], shape[1], l.weight().shape()[0]};
+      break;
+    }
+    case Kind::kRelu6:
+    case Kind::kAdd:
+    case Kind::kConcat:
+      break;
+    case Kind::kAlias:
+      m.buffer = nodes_[static_cast<std::size_t>(graph_.inputs(n)[0])]->buffer;
+      break;
+  }
+  if (m.kind != Kind::kAlias) {
+    if (m.out.size() == 0) m.out = cuda::Buffer(static_cast<std::size_t>(m.numel));
+    m.buffer = &m.out;
+  }
+  device_bytes_ +=
+      (m.out.size() + m.weight.size() + m.bias.size() + m.scale.size() + m.shift.size()) *
+          sizeof(float) +
+      info_[static_cast<std::size_t>(n)].workspace_bytes;
+  nodes_[static_cast<std::size_t>(n)] = std::move(node);
+}
+
+void CudaInference::set_input(std::span<const float> host) {
+  if (static_cast<int64_t>(host.size()) != nodes_[0]->numel) {
+    throw Error(fmt::format("CUDA inference: input of {} values, planned {}", host.size(),
+                            nodes_[0]->numel));
+  }
+  nodes_[0]->out.upload(host);
+}
+
+void CudaInference::run_node(int n) {
+  Node& m = *nodes_[static_cast<std::size_t>(n)];
+  switch (m.kind) {
+    case Kind::kConv:
+      m.conv->run_on(info_[static_cast<std::size_t>(n)].algorithm, m.src[0], m.out.data());
+      if (m.bias.size() > 0)
+        cuda_kernels::channel_affine(m.affine, m.out.data(), nullptr, m.bias.data(), m.out.data());
+      break;
+    case Kind::kAffine:
+      cuda_kernels::channel_affine(m.affine, m.src[0], m.scale.data(), m.shift.data(),
+                                   m.out.data());
+      break;
+    case Kind::kActivation:
+      cuda_kernels::activation_forward(*m.activation, m.src[0], m.out.data(), m.numel);
+      break;
+    case Kind::kRelu6:
+      cuda_kernels::clamp(m.src[0], m.out.data(), m.numel, 0.0f, 6.0f);
+      break;
+    case Kind::kMaxPool:
+      cuda_kernels::maxpool2d_forward(m.pool, m.src[0], m.out.data());
+      break;
+    case Kind::kAvgPool:
+      cuda_kernels::avgpool2d_forward(m.pool, m.count_include_pad, m.src[0], m.out.data());
+      break;
+    case Kind::kAdaptivePool:
+      cuda_kernels::adaptive_avgpool2d_forward(m.pool, m.src[0], m.out.data());
+      break;
+    case Kind::kAdd:
+      cuda_kernels::add(m.src[0], m.src[1], m.out.data(), m.numel);
+      for (std::size_t i = 2; i < m.src.size(); ++i)
+        cuda_kernels::add(m.out.data(), m.src[i], m.out.data(), m.numel);
+      break;
+    case Kind::kConcat: {
+      int64_t offset = 0;
+      for (std::size_t i = 0; i < m.src.size(); ++i) {
+        const int64_t per_image = m.src_numel[i] / m.mb;
+        cuda_kernels::concat_part(m.src[i], m.mb, per_image, m.out.data(), m.numel / m.mb, offset);
+        offset += per_image;
+      }
+      break;
+    }
+    case Kind::kLinear: {
+      const GemmShape& s = m.gemm;
+      gemm_run(find_gemm("cublas", Device::kCuda),
+               gemm_args(s, m.src[0], s.k, m.weight.data(), s.n, m.out.data(), s.n, nullptr, 1));
+      if (m.bias.size() > 0)
+        cuda_kernels::add_bias_rows(m.out.data(), m.bias.data(), s.m, s.n, s.n);
+      break;
+    }
+    case Kind::kAlias:
+      break;
+  }
+}
+
+void CudaInference::run() {
+  for (int n = 1; n < static_cast<int>(nodes_.size()); ++n) {
+    if (timer_ != nullptr) timer_->begin(n);
+    run_node(n);
+    if (timer_ != nullptr) timer_->end(n);
+  }
+}
+
+std::vector<float> CudaInference::output() const {
+  cuda::synchronize();
+  const Node& last = *nodes_.back();
+  std::vector<float> out(static_cast<std::size_t>(last.numel));
+  last.buffer->download(out);  // an alias (a trailing Flatten) reads its source's buffer
+  return out;
+}
+
+}  // namespace nnperf

@@ -1,0 +1,74 @@
+// A planned Graph's inference on the CUDA device: the profiler's `--device cuda`. The graph is
+// planned on the host (shapes, parameters, BatchNorm running statistics are read from it; none of
+// its CPU work runs); every node gets a device buffer for its output, its parameters are
+// uploaded once, and run() queues one forward pass on the default stream: convolutions by cuDNN
+// (kernels/conv/cudnn_conv.h) with the algorithm asked for, guess or find, BatchNorm as the
+// per-channel affine map of its running statistics, pools, activations, Add, Concat and Linear
+// (cuBLAS) by the kernels of kernels/cuda_kernels.h; Flatten and Dropout (inference: identity)
+// alias their input. A named algorithm that cuDNN cannot serve for a layer falls back to cuDNN's
+// guess with the status recorded, or is an error when strict, as on the CPU. Layers without a GPU
+// kernel are refused by name before anything is allocated.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nnperf/core/clock.h"
+#include "nnperf/nn/graph.h"
+
+namespace nnperf {
+
+// What ran for one node (convolutions: the cuDNN algorithm, why not the requested one, its
+// workspace).
+struct CudaNodeInfo {
+  std::string algorithm, fallback_reason;
+  std::size_t workspace_bytes = 0;
+};
+
+class CudaInference {
+ public:
+  // `graph` must be planned for inference; it must outlive this object. conv_algorithm: one of
+  // cudnn::forward_algorithms(), "guess" (cudnnGetConvolutionForwardAlgorithm_v7's first) or
+  // "find" (cudnnFindConvolutionForwardAlgorithmEx on this node's buffers, fastest first).
+  // Throws UsageError without a device or cuDNN, Error naming a layer without a GPU kernel or
+  // the device memory the plan needs when it exceeds what is free.
+  CudaInference(const Graph& graph, const std::string& conv_algorithm, bool strict);
+  ~CudaInference();
+  CudaInference(const CudaInference&) = delete;
+  CudaInference& operator=(const CudaInference&) = delete;
+
+  // Copies the input ([mb, C, H, W] as planned) to the device.
+  void set_input(std::span<const float> host);
+  // begin(node) / end(node) around each node's kernels (nodes 1..size-1); null: none.
+  void set_timer(IntervalTimer* timer) { timer_ = timer; }
+  // Queues one forward pass; returns without waiting for it.
+  void run();
+  // Waits for the queued work and returns the output node's values.
+  std::vector<float> output() const;
+
+  const CudaNodeInfo& node(int n) const { return info_[static_cast<std::size_t>(n)]; }
+  std::size_t device_bytes() const { return device_bytes_; }  // buffers, parameters, workspaces
+
+ private:
+  struct Node;
+  void plan_node(int n, const std::string& conv_algorithm, bool strict);
+  void run_node(int n);
+
+  const Graph& graph_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<CudaNodeInfo> info_;
+  IntervalTimer* timer_ = nullptr;
+  std::size_t device_bytes_ = 0;
+};
+
+// "" when every node of `graph` has a GPU kernel, else the refusal naming the first that has not
+// (checked before anything touches a device, so also on machines without one).
+std::string cuda_unsupported(const Graph& graph);
+
+// The device bytes the node outputs of a planned graph need (float32), for the refusal before
+// allocating; parameters and workspaces come on top.
+std::size_t cuda_activation_bytes(const Graph& graph);
+
+}  // namespace nnperf

@@ -1,0 +1,155 @@
+// The GPU's CNN-inference kernels (kernels/cnn_cuda.cu) against the float64 references of the CPU
+// kernels at the CPU tests' odd pool shapes (padding, strides other than the kernel, ceil-mode
+// outputs, 1x1 planes, non-square): max pooling exact (NaN propagating), average and adaptive
+// pooling within the CPU rows' 1e-6 relative, the per-channel affine (BatchNorm inference, conv
+// bias), clamp (ReLU6), Add and Concat exact. Without a device every entry refuses with the
+// reason.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "nnperf/core/error.h"
+#include "nnperf/gpu/cuda.h"
+#include "nnperf/kernels/cuda_kernels.h"
+#include "nnperf/kernels/pool.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+#define SKIP_WITHOUT_DEVICE() \
+  if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason()
+
+cuda::Buffer to_device(const std::vector<float>& h) {
+  cuda::Buffer b(h.size());
+  b.upload(h);
+  return b;
+}
+
+std::vector<float> to_host(const cuda::Buffer& b) {
+  cuda::synchronize();
+  std::vector<float> h(b.size());
+  b.download(h);
+  return h;
+}
+
+const PoolShape kShapes[] = {
+    {3, 7, 7, 3, 3, 3, 2, 1}, {2, 6, 5, 2, 2, 3, 3, 0},  {1, 1, 1, 1, 1, 1, 1, 0},
+    {4, 8, 8, 4, 4, 2, 2, 0}, {2, 9, 11, 5, 6, 3, 2, 1}, {1, 5, 5, 3, 3, 3, 2, 1},
+    {2, 4, 6, 2, 3, 3, 2, 1},
+};
+
+TEST(CudaCnnKernels, WithoutADeviceEachEntryRefusesWithTheReason) {
+  if (cuda::available()) GTEST_SKIP() << "a CUDA device is usable here";
+  float x = 0.0f;
+  try {
+    cuda_kernels::maxpool2d_forward(kShapes[2], &x, &x);
+    FAIL() << "ran without a device";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), cuda::unavailable_reason());
+  }
+  EXPECT_THROW(cuda_kernels::channel_affine({1, 1, 1}, &x, &x, &x, &x), Error);
+  EXPECT_THROW(cuda_kernels::concat_part(&x, 1, 1, &x, 1, 0), Error);
+  EXPECT_THROW(cuda_kernels::clamp(&x, &x, 1, 0.0f, 6.0f), Error);
+}
+
+TEST(CudaCnnKernels, PoolsMatchTheReferences) {
+  SKIP_WITHOUT_DEVICE();
+  for (const PoolShape& s : kShapes) {
+    const int64_t n_in = s.planes * s.ih * s.iw, n_out = s.planes * s.oh * s.ow;
+    std::vector<float> x = test::random_vector(n_in, 5);
+    x[0] = std::numeric_limits<float>::quiet_NaN();  // propagates through its windows
+    const cuda::Buffer dx = to_device(x);
+    cuda::Buffer dy(static_cast<std::size_t>(n_out));
+    std::vector<double> ref(static_cast<std::size_t>(n_out));
+    std::vector<int64_t> arg(ref.size());
+    maxpool2d_reference(s, x.data(), ref.data(), arg.data());
+    cuda_kernels::maxpool2d_forward(s, dx.data(), dy.data());
+    std::vector<float> y = to_host(dy);
+    for (int64_t i = 0; i < n_out; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      if (std::isnan(ref[k])) {
+        ASSERT_TRUE(std::isnan(y[k])) << i;
+      } else {
+        ASSERT_EQ(y[k], ref[k]) << i;
+      }
+    }
+    x[0] = 0.25f;
+    const cuda::Buffer dx2 = to_device(x);
+    for (bool include_pad : {true, false}) {
+      avgpool2d_reference(s, include_pad, x.data(), ref.data());
+      cuda_kernels::avgpool2d_forward(s, include_pad, dx2.data(), dy.data());
+      y = to_host(dy);
+      for (int64_t i = 0; i < n_out; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        ASSERT_NEAR(y[k], ref[k], 1e-6 * (1 + std::abs(ref[k]))) << i;
+      }
+    }
+    adaptive_avgpool2d_reference(s, x.data(), ref.data());
+    cuda_kernels::adaptive_avgpool2d_forward(s, dx2.data(), dy.data());
+    y = to_host(dy);
+    for (int64_t i = 0; i < n_out; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      ASSERT_NEAR(y[k], ref[k], 1e-6 * (1 + std::abs(ref[k]))) << i;
+    }
+  }
+}
+
+TEST(CudaCnnKernels, AffineClampAddAndConcatAreExact) {
+  SKIP_WITHOUT_DEVICE();
+  const BatchNormShape s{3, 5, 7};  // odd sizes
+  const int64_t n = s.mb * s.channels * s.plane;
+  const std::vector<float> x = test::random_vector(n, 1, -8.0f, 8.0f);
+  const std::vector<float> scale = test::random_vector(s.channels, 2);
+  const std::vector<float> shift = test::random_vector(s.channels, 3);
+  const cuda::Buffer dx = to_device(x), dscale = to_device(scale), dshift = to_device(shift);
+  cuda::Buffer dy(static_cast<std::size_t>(n));
+  cuda_kernels::channel_affine(s, dx.data(), dscale.data(), dshift.data(), dy.data());
+  std::vector<float> y = to_host(dy);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto c = static_cast<std::size_t>((i / s.plane) % s.channels);
+    ASSERT_EQ(y[static_cast<std::size_t>(i)],
+              std::fma(x[static_cast<std::size_t>(i)], scale[c], shift[c]));
+  }
+  cuda_kernels::channel_affine(s, dx.data(), nullptr, dshift.data(), dy.data());  // a bias
+  y = to_host(dy);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto c = static_cast<std::size_t>((i / s.plane) % s.channels);
+    ASSERT_EQ(y[static_cast<std::size_t>(i)], x[static_cast<std::size_t>(i)] + shift[c]);
+  }
+  cuda_kernels::clamp(dx.data(), dy.data(), n, 0.0f, 6.0f);
+  y = to_host(dy);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(y[static_cast<std::size_t>(i)],
+              std::min(std::max(x[static_cast<std::size_t>(i)], 0.0f), 6.0f));
+  }
+  cuda_kernels::add(dx.data(), dx.data(), dy.data(), n);
+  y = to_host(dy);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(y[static_cast<std::size_t>(i)], 2 * x[static_cast<std::size_t>(i)]);
+  // Concat of [3, 2, 7] and [3, 3, 7] (as [mb, c, plane]) into [3, 5, 7].
+  const int64_t mb = 3, plane = 7, c1 = 2, c2 = 3;
+  const std::vector<float> a = test::random_vector(mb * c1 * plane, 4),
+                           b = test::random_vector(mb * c2 * plane, 5);
+  const cuda::Buffer da = to_device(a), db = to_device(b);
+  cuda::Buffer dc(static_cast<std::size_t>(mb * (c1 + c2) * plane));
+  cuda_kernels::concat_part(da.data(), mb, c1 * plane, dc.data(), (c1 + c2) * plane, 0);
+  cuda_kernels::concat_part(db.data(), mb, c2 * plane, dc.data(), (c1 + c2) * plane, c1 * plane);
+  const std::vector<float> c = to_host(dc);
+  for (int64_t img = 0; img < mb; ++img) {
+    for (int64_t j = 0; j < c1 * plane; ++j) {
+      ASSERT_EQ(c[static_cast<std::size_t>(img * (c1 + c2) * plane + j)],
+                a[static_cast<std::size_t>(img * c1 * plane + j)]);
+    }
+    for (int64_t j = 0; j < c2 * plane; ++j) {
+      ASSERT_EQ(c[static_cast<std::size_t>(img * (c1 + c2) * plane + c1 * plane + j)],
+                b[static_cast<std::size_t>(img * c2 * plane + j)]);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nnperf

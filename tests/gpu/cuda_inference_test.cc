@@ -1,0 +1,137 @@
+// Whole models on the GPU (nn/cuda_inference.h). Everywhere: every registered CNN's layers have
+// GPU kernels (so `profile --device cuda` can run each), a folded BatchNorm is refused by name,
+// and without a device the executor refuses with the reason. With a device: the GPU forward
+// (cuDNN convs by guess, and by a named algorithm with its fallbacks recorded) equals the CPU
+// graph's on the same weights and input within float32 rounding, at odd sizes and batch sizes.
+#include "nnperf/nn/cuda_inference.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "nnperf/core/error.h"
+#include "nnperf/core/rng.h"
+#include "nnperf/gpu/cuda.h"
+#include "nnperf/kernels/conv/cudnn_conv.h"
+#include "nnperf/models/registry.h"
+#include "test_util.h"
+
+namespace nnperf {
+namespace {
+
+PlanContext inference_ctx() {
+  PlanContext ctx;
+  ctx.training = false;
+  ctx.conv_algorithm = "guess";
+  return ctx;
+}
+
+Graph planned(const std::string& model, const Shape& input, bool fold_bn = false) {
+  const ModelEntry& m = find_model(model);
+  ModelOptions mo;
+  mo.fold_bn = fold_bn;
+  mo.classes = 10;
+  Graph g = m.build(mo);
+  Rng rng(7);
+  g.init(rng);
+  plan_model(m, g, input, inference_ctx());
+  return g;
+}
+
+TEST(CudaInference, EveryRegisteredCnnHasGpuKernels) {
+  for (const ModelEntry& m : model_registry()) {
+    if (std::string(m.name) == "mlp") continue;
+    SCOPED_TRACE(m.name);
+    ModelOptions mo;
+    const Graph g = m.build(mo);
+    EXPECT_EQ(cuda_unsupported(g), "");
+  }
+}
+
+TEST(CudaInference, AFoldedBatchNormIsRefusedByName) {
+  const Graph g = planned("resnet18", Shape{1, 3, 32, 32}, /*fold_bn=*/true);
+  EXPECT_EQ(cuda_unsupported(g), "layer conv1: folded BatchNorm (--fold-bn) runs on the CPU only");
+}
+
+TEST(CudaInference, WithoutADeviceItRefusesWithTheReason) {
+  if (cuda::available()) GTEST_SKIP() << "a CUDA device is usable here";
+  const Graph g = planned("resnet18", Shape{1, 3, 32, 32});
+  try {
+    CudaInference run(g, "guess", false);
+    FAIL() << "planned without a device";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "--device cuda: " + cuda::unavailable_reason());
+  }
+}
+
+// The GPU's output against the CPU graph's: max |gpu - cpu| <= tol * max |cpu|.
+void expect_same_output(const std::string& model, const Shape& input, const std::string& algorithm,
+                        double tol) {
+  SCOPED_TRACE(fmt::format("{} {} {}", model, input.str(), algorithm));
+  Graph g = planned(model, input);
+  Tensor x(input);
+  Rng rng(3);
+  rng.fill_uniform({x.data(), static_cast<std::size_t>(x.numel())}, -1.0f, 1.0f);
+  const Tensor& cpu = g.forward(x);
+  CudaInference gpu(g, algorithm, false);
+  gpu.set_input({x.data(), static_cast<std::size_t>(x.numel())});
+  gpu.run();
+  gpu.run();  // twice: the second pass must not depend on the first's leftovers
+  const std::vector<float> out = gpu.output();
+  ASSERT_EQ(static_cast<int64_t>(out.size()), cpu.numel());
+  double max_ref = 0, max_err = 0;
+  for (int64_t i = 0; i < cpu.numel(); ++i) {
+    max_ref = std::max(max_ref, std::fabs(static_cast<double>(cpu.data()[i])));
+    max_err = std::max(
+        max_err, std::fabs(static_cast<double>(out[static_cast<std::size_t>(i)]) - cpu.data()[i]));
+  }
+  EXPECT_LE(max_err, tol * max_ref) << "max |cpu| " << max_ref;
+  for (int n = 1; n < g.size(); ++n) {
+    if (g.layer(n).kind() == "Conv2d") {
+      EXPECT_NE(gpu.node(n).algorithm, "") << g.name(n);
+    }
+  }
+}
+
+TEST(CudaInference, EachModelMatchesTheCpuGraph) {
+  if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
+  // Odd sizes and batches; VGG and AlexNet at their smallest inputs (Linear heads), DenseNet for
+  // Concat, GoogLeNet for its pools, MobileNetV2 for depthwise convs.
+  expect_same_output("resnet18", Shape{3, 3, 37, 37}, "guess", 1e-4);
+  expect_same_output("resnet50", Shape{2, 3, 64, 64}, "guess", 1e-4);
+  expect_same_output("vgg16", Shape{2, 3, 32, 32}, "guess", 1e-4);
+  expect_same_output("alexnet", Shape{1, 3, 63, 63}, "guess", 1e-4);
+  expect_same_output("densenet121", Shape{1, 3, 33, 33}, "guess", 1e-4);
+  expect_same_output("googlenet", Shape{2, 3, 40, 40}, "guess", 1e-4);
+  expect_same_output("mobilenet_v2", Shape{2, 3, 35, 35}, "guess", 1e-4);
+}
+
+TEST(CudaInference, ANamedAlgorithmRunsWhereServedAndFallsBackWithTheStatus) {
+  if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
+  expect_same_output("resnet18", Shape{2, 3, 32, 32}, "implicit_gemm", 1e-4);
+  expect_same_output("resnet18", Shape{2, 3, 32, 32}, "find", 1e-4);
+  // Winograd serves only 3x3 stride-1 layers: the 7x7 stem and the 1x1s fall back.
+  Graph g = planned("resnet18", Shape{2, 3, 32, 32});
+  CudaInference gpu(g, "winograd", false);
+  int fell_back = 0, ran = 0;
+  for (int n = 1; n < g.size(); ++n) {
+    if (g.layer(n).kind() != "Conv2d") continue;
+    if (gpu.node(n).algorithm == "winograd") {
+      ++ran;
+      EXPECT_EQ(gpu.node(n).fallback_reason, "");
+    } else {
+      ++fell_back;
+      EXPECT_NE(gpu.node(n).fallback_reason.find("cuDNN: CUDNN_STATUS"), std::string::npos)
+          << g.name(n) << ": " << gpu.node(n).fallback_reason;
+    }
+  }
+  EXPECT_GT(ran, 0);
+  EXPECT_GT(fell_back, 0);
+  EXPECT_THROW(CudaInference(g, "winograd", true), Error);
+}
+
+}  // namespace
+}  // namespace nnperf
