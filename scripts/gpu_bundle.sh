@@ -22,7 +22,8 @@ rm -rf "$DEST"
 mkdir -p "$DEST/bin" "$DEST/lib"
 cp "${bins[@]}" "$DEST/bin/"
 cp bench/peers/gemm_torch_cuda.py bench/peers/mlp_torch.py bench/peers/peer_common.py \
-  bench/peers/conv_torch.py "$DEST/"
+  bench/peers/conv_torch.py scripts/ncu_profile.sh "$DEST/"
+mkdir -p "$DEST/share" && cp share/ncu-roofline-metrics.txt "$DEST/share/"
 # Shared libraries: everything ldd resolves except glibc's own and NVIDIA's.
 ldd "${bins[@]}" | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
@@ -94,6 +95,14 @@ for model in vgg16 resnet50; do
   done
 done
 tail -n 20 "$out/profile.log"
+# Nsight Compute over one ResNet-50 forward pass (batch 1), its counter roofline under the
+# ceilings measured above (env gpu of peaks.json).
+if command -v ncu > /dev/null; then
+  mkdir -p "$here/scripts" && cp "$here/ncu_profile.sh" "$here/scripts/"
+  bash "$here/scripts/ncu_profile.sh" "$here/bin/nnperf" "$out/ncu" resnet50 1 224 \
+    "$out/peaks.json" gpu >> "$out/ncu.log" 2>&1
+  echo "ncu rc=$?" >> "$out/summary.txt"
+fi
 cat "$out/summary.txt"
 tail -n 40 "$out/bench.log"
 RUN
