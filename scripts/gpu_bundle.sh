@@ -5,7 +5,7 @@
 # FFTW, fmt, libgomp, libstdc++...; the device brings its own CUDA, cuBLAS and cuDNN), the GEMM
 # peer script, and run.sh, which runs everything there and leaves its logs under $OUT.
 #   scripts/gpu_bundle.sh [BUILD] [DEST]   (defaults: build, .gpu)
-# Then, with the device tool: run(command="bash .gpu/run.sh", carry=[".gpu"]).
+# Then, with the device tool: run(command="bash .gpu/run.sh [STAGE...]", carry=[".gpu"]).
 set -euo pipefail
 BUILD=${1:-build}
 DEST=${2:-.gpu}
@@ -35,6 +35,9 @@ done
 cat > "$DEST/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root; logs go to $OUT (or .gpu/out).
+#   bash .gpu/run.sh [STAGE...]   stages: tests peaks gemm mlp conv profile ncu (default: all, in
+#   that order); every command is cut after $STEP_TIMEOUT seconds (default 240), so one hang
+#   cannot eat the device time of the others; summary.txt gets each command's rc and seconds.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/out}
@@ -43,68 +46,84 @@ mkdir -p "$out"
 cuda_libs=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null | paste -sd:)
 torch_libs=$(python3 -c 'import os, nvidia; p = os.path.dirname(nvidia.__path__[0]); print(":".join(os.path.join(r, d) for r, ds, _ in os.walk(p) for d in ds if d == "lib"))' 2>/dev/null || true)
 export LD_LIBRARY_PATH="$cuda_libs:$torch_libs:$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-{ nvidia-smi; nvcc --version; "$here/bin/nnperf" devices --check-cuda; } > "$out/device.txt" 2>&1
-"$here/bin/test_gpu" --gtest_output=json:"$out/test_gpu.json" > "$out/test_gpu.log" 2>&1
-echo "test_gpu rc=$?" >> "$out/summary.txt"
+nn="$here/bin/nnperf"
+# step NAME LOG CMD...: runs CMD under the step timeout, appending to LOG; rc and seconds to summary.
+step() {
+  local name=$1 log=$2 t0=$SECONDS rc
+  shift 2
+  timeout "${STEP_TIMEOUT:-240}" "$@" >> "$log" 2>&1
+  rc=$?
+  echo "$name rc=$rc $((SECONDS - t0))s" >> "$out/summary.txt"
+}
+
+stage_tests() {
+  { nvidia-smi; nvcc --version; "$nn" devices --check-cuda; } > "$out/device.txt" 2>&1
+  step test_gpu "$out/test_gpu.log" "$here/bin/test_gpu" --gtest_output=json:"$out/test_gpu.json"
+  grep -E "^\[  (FAILED|SKIPPED) \]|Failure" "$out/test_gpu.log" | head -40
+}
 # The device's ceilings (FMA, L2 and device-memory bandwidth, SGEMM) into a peaks.json env.
-"$here/bin/nnperf" peaks --device cuda --out "$out/peaks.json" --env gpu > "$out/peaks.log" 2>&1
-echo "peaks rc=$?" >> "$out/summary.txt"
-for n in 1024 4096; do
-  "$here/bin/nnperf" bench gemm --device cuda --problem "m${n}n${n}k${n}" --measure 20 \
-    --json "$out/bench_gemm_$n.json" >> "$out/bench.log" 2>&1
-  python3 "$here/gemm_torch_cuda.py" --sizes "$n" --measure 20 >> "$out/bench.log" 2>&1
-  "$here/bin/nnperf" bench gemm --device cuda --problem "m${n}n${n}k${n}" --measure 20 \
-    >> "$out/bench.log" 2>&1
-done
-echo "bench rc=$?" >> "$out/summary.txt"
+stage_peaks() { step peaks "$out/peaks.log" "$nn" peaks --device cuda --out "$out/peaks.json" --env gpu; tail -n 12 "$out/peaks.log"; }
+stage_gemm() {
+  for n in 1024 4096; do
+    step "bench gemm $n" "$out/bench.log" "$nn" bench gemm --device cuda --problem "m${n}n${n}k${n}" --measure 20 --json "$out/bench_gemm_$n.json"
+    step "torch.mm $n" "$out/bench.log" python3 "$here/gemm_torch_cuda.py" --sizes "$n" --measure 20
+    step "bench gemm $n (again)" "$out/bench.log" "$nn" bench gemm --device cuda --problem "m${n}n${n}k${n}" --measure 20
+  done
+  tail -n 40 "$out/bench.log"
+}
 # The MLP on the GPU (784-128-128-128-10, batches 64 and 1024): nnperf's cuda/cublas rows beside
 # blas, then the PyTorch CUDA peer where the Fashion-MNIST files are there to feed it.
-"$here/bin/nnperf" mlp-bench --device cuda --impls blas,cuda,cublas --batch-sizes 64,1024 \
-  --synthetic --overhead-reps 0 --out-dir "$out/mlp_bench" >> "$out/mlp.log" 2>&1
-echo "mlp-bench rc=$?" >> "$out/summary.txt"
-for dev in cuda cpu; do
-  "$here/bin/nnperf" train --device "$dev" --synthetic --epochs 3 --warmup-epochs 1 \
-    --progress lines --no-tensorboard --out-dir "$out/train_$dev" >> "$out/mlp.log" 2>&1
-  echo "train --device $dev rc=$?" >> "$out/summary.txt"
-done
-if [ -d /usr/share/datasets/fashion-mnist ]; then
-  python3 "$here/mlp_torch.py" --device cuda --iters-bench --hidden 128,128,128 \
-    --bench-batches 64,1024 --json "$out/mlp_torch_cuda.json" >> "$out/mlp.log" 2>&1
-else
-  echo "mlp_torch.py: no /usr/share/datasets/fashion-mnist on this machine" >> "$out/mlp.log"
-fi
-tail -n 30 "$out/mlp.log"
+stage_mlp() {
+  step mlp-bench "$out/mlp.log" "$nn" mlp-bench --device cuda --impls blas,cuda,cublas --batch-sizes 64,1024 --synthetic --overhead-reps 0 --out-dir "$out/mlp_bench"
+  for dev in cuda cpu; do
+    step "train --device $dev" "$out/mlp.log" "$nn" train --device "$dev" --synthetic --epochs 3 --warmup-epochs 1 --progress lines --no-tensorboard --out-dir "$out/train_$dev"
+  done
+  if [ -d /usr/share/datasets/fashion-mnist ]; then
+    step mlp_torch "$out/mlp.log" python3 "$here/mlp_torch.py" --device cuda --iters-bench --hidden 128,128,128 --bench-batches 64,1024 --json "$out/mlp_torch_cuda.json"
+  else
+    echo "mlp_torch.py: no /usr/share/datasets/fashion-mnist on this machine" >> "$out/mlp.log"
+  fi
+  tail -n 30 "$out/mlp.log"
+}
 # cuDNN's forward algorithms on ResNet-50 layers at batch 1 and 32, alternating with PyTorch
 # (cudnn.benchmark = True, TF32 off).
-for prob in mb1ic64ih56oc64kh3ph1 mb32ic64ih56oc64kh3ph1 mb1ic256ih56oc64kh1 mb32ic512ih7oc512kh3ph1; do
-  "$here/bin/nnperf" bench conv2d --device cuda --problem "$prob" --measure 20 \
-    --json "$out/conv_$prob.json" >> "$out/conv.log" 2>&1
-  echo "bench conv2d $prob rc=$?" >> "$out/summary.txt"
-  python3 "$here/conv_torch.py" --device cuda --problem "$prob" --variants nchw --measure 20 \
-    --json "$out/conv_torch_$prob.json" >> "$out/conv.log" 2>&1
-done
-tail -n 40 "$out/conv.log"
+stage_conv() {
+  for prob in mb1ic64ih56oc64kh3ph1 mb32ic64ih56oc64kh3ph1 mb1ic256ih56oc64kh1 mb32ic512ih7oc512kh3ph1; do
+    step "bench conv2d $prob" "$out/conv.log" "$nn" bench conv2d --device cuda --problem "$prob" --measure 20 --json "$out/conv_$prob.json"
+    step "conv_torch $prob" "$out/conv.log" python3 "$here/conv_torch.py" --device cuda --problem "$prob" --variants nchw --measure 20 --json "$out/conv_torch_$prob.json"
+  done
+  tail -n 40 "$out/conv.log"
+}
 # Whole models on the GPU: VGG-16 and ResNet-50 at batch 1 and 32, cuDNN's find, per-layer and
 # whole-model times by CUDA events, NVML energy per inference.
-for model in vgg16 resnet50; do
-  for mb in 1 32; do
-    "$here/bin/nnperf" profile --device cuda --model "$model" --algorithm find --sizes 224 \
-      --batch-size "$mb" --warmup 5 --measure 20 --progress lines \
-      --output-dir "$out/profile_${model}_mb$mb" >> "$out/profile.log" 2>&1
-    echo "profile $model mb$mb rc=$?" >> "$out/summary.txt"
+stage_profile() {
+  for model in vgg16 resnet50; do
+    for mb in 1 32; do
+      step "profile $model mb$mb" "$out/profile.log" "$nn" profile --device cuda --model "$model" --algorithm find --sizes 224 --batch-size "$mb" --warmup 5 --measure 20 --progress lines --output-dir "$out/profile_${model}_mb$mb"
+    done
   done
-done
-tail -n 20 "$out/profile.log"
+  tail -n 20 "$out/profile.log"
+}
 # Nsight Compute over one ResNet-50 forward pass (batch 1), its counter roofline under the
-# ceilings measured above (env gpu of peaks.json).
-if command -v ncu > /dev/null; then
+# ceilings measured by the peaks stage (env gpu of peaks.json; measured here if absent).
+stage_ncu() {
+  command -v ncu > /dev/null || { echo "ncu: not on PATH" >> "$out/summary.txt"; return; }
   mkdir -p "$here/scripts" && cp "$here/ncu_profile.sh" "$here/scripts/"
-  bash "$here/scripts/ncu_profile.sh" "$here/bin/nnperf" "$out/ncu" resnet50 1 224 \
-    "$out/peaks.json" gpu >> "$out/ncu.log" 2>&1
-  echo "ncu rc=$?" >> "$out/summary.txt"
-fi
+  local peaks=()
+  [ -s "$out/peaks.json" ] && peaks=("$out/peaks.json" gpu)
+  step ncu "$out/ncu.log" bash "$here/scripts/ncu_profile.sh" "$nn" "$out/ncu" resnet50 1 224 "${peaks[@]}"
+  tail -n 20 "$out/ncu.log"
+}
+
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(tests peaks gemm mlp conv profile ncu)
+for s in "${stages[@]}"; do
+  case "$s" in
+    tests|peaks|gemm|mlp|conv|profile|ncu) "stage_$s" ;;
+    *) echo "run.sh: unknown stage '$s' (tests peaks gemm mlp conv profile ncu)" >&2; exit 2 ;;
+  esac
+done
 cat "$out/summary.txt"
-tail -n 40 "$out/bench.log"
 RUN
 chmod +x "$DEST/run.sh"
 du -sh "$DEST" | awk '{print "gpu_bundle: " $1 " in '"$DEST"'"}'
