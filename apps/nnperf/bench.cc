@@ -53,12 +53,12 @@ int run_gemm(const Flags& f) {
   return 0;
 }
 
-// bench conv2d --device cuda: cuDNN's forward algorithms (runs/conv_tools.h bench_conv_cuda).
+// bench conv2d --device cuda: cuDNN's algorithms of --pass (runs/conv_tools.h bench_conv_cuda).
 int run_conv_cuda(const Flags& f, const ConvProblem& p) {
   const nlohmann::json j = bench_conv_cuda(p, f.o);
   const nlohmann::json& ctx = j["context"];
-  fmt::print("problem {} ({:.3f} GFLOP), forward, {}, cuDNN {}, {}; guess: {}, find: {}\n",
-             p.str(), p.flops() * 1e-9, ctx["cuda_device"].get<std::string>(),
+  fmt::print("problem {} ({:.3f} GFLOP), {}, {}, cuDNN {}, {}; guess: {}, find: {}\n", p.str(),
+             p.flops() * 1e-9, to_string(f.o.pass), ctx["cuda_device"].get<std::string>(),
              ctx["cudnn_version"].get<std::string>(), ctx["math"].get<std::string>(),
              ctx["guess"].get<std::string>().empty() ? "(none)" : ctx["guess"].get<std::string>(),
              ctx["find"].empty() ? "(none)" : ctx["find"][0]["algorithm"].get<std::string>());
@@ -136,8 +136,8 @@ const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int(
                  "benchdnn-style descriptor, e.g. mb1ic64ih56oc64kh3ph1 (conv2d) or m4096n4096k4096_ta (gemm)")
       ->required();
   sub.add_option("--device", f->device,
-                 "cpu, or cuda (gemm: the cuda and cublas rows; conv2d: cuDNN's forward "
-                 "algorithms)")
+                 "cpu, or cuda (gemm: the cuda and cublas rows; conv2d: cuDNN's algorithms of "
+                 "--pass)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   sub.add_option("--algorithms", f->algorithms, "Comma-separated subset (default: all)");

@@ -3,7 +3,11 @@
 // stays within c * k * eps * sum|x*w| + eps * |ref| with c = 4 for the GEMM-like algorithms and
 // c = 64 for FFT and Winograd (their transforms round more; provisional until measured on a lent
 // GPU), and the heuristic (guess) and the search (find) each name at least one served algorithm.
-// Without a usable CUDA device the cases report skipped with the reason, and the entry refuses.
+// The same for the backward-data and backward-weights algorithms, against the float64 backward
+// reference with the pass's reduction length (ocg*kh*kw, mb*oh*ow). Without a usable CUDA device
+// the cases report skipped with the reason, and the entries refuse.
+#include "nnperf/kernels/conv/cudnn_conv.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -13,7 +17,6 @@
 
 #include "nnperf/core/error.h"
 #include "nnperf/gpu/cuda.h"
-#include "nnperf/kernels/conv/cudnn_conv.h"
 #include "test_util.h"
 
 namespace nnperf {
@@ -41,6 +44,10 @@ TEST(CudnnConv, NamesTheEightAlgorithmsAndRefusesWithoutADevice) {
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()), "--device cuda: " + cudnn::unavailable_reason());
   }
+  std::vector<float> dy(static_cast<std::size_t>(p.dst_numel()));
+  EXPECT_THROW(cudnn::ConvBackward(p, ConvPass::kBackwardData, wei, dy), UsageError);
+  EXPECT_EQ(cudnn::algorithms(ConvPass::kBackwardData).size(), 6u);
+  EXPECT_EQ(std::string(cudnn::algorithms(ConvPass::kBackwardWeights)[3]), "algo_3");
 }
 
 class CudnnConvMatches : public ::testing::TestWithParam<std::string> {};
@@ -81,8 +88,50 @@ TEST_P(CudnnConvMatches, EveryServedAlgorithmWithinItsBound) {
   EXPECT_TRUE(found);
 }
 
+// Each backward pass's served algorithms against the float64 backward reference.
+TEST_P(CudnnConvMatches, EveryServedBackwardAlgorithmWithinItsBound) {
+  if (!cudnn::available()) GTEST_SKIP() << cudnn::unavailable_reason();
+  const ConvProblem p = parse_conv_problem(GetParam());
+  const std::vector<float> x = test::random_vector(p.src_numel(), 3, -1.0f, 1.0f);
+  const std::vector<float> w = test::random_vector(p.wei_numel(), 4, -1.0f, 1.0f);
+  const std::vector<float> dy = test::random_vector(p.dst_numel(), 5, -1.0f, 1.0f);
+  std::vector<double> dx(x.size()), dw(w.size()), abs_dx(x.size()), abs_dw(w.size());
+  conv2d_backward_reference(p, x.data(), w.data(), dy.data(), dx.data(), dw.data(), nullptr,
+                            abs_dx.data(), abs_dw.data());
+  for (const ConvPass pass : {ConvPass::kBackwardData, ConvPass::kBackwardWeights}) {
+    const bool data = pass == ConvPass::kBackwardData;
+    const std::vector<double>& ref = data ? dx : dw;
+    const std::vector<double>& abs_sum = data ? abs_dx : abs_dw;
+    const double k = static_cast<double>(data ? p.ocg() * p.kh * p.kw : p.mb * p.oh() * p.ow());
+    cudnn::ConvBackward conv(p, pass, data ? w : x, dy);
+    int served = 0;
+    for (const char* name : cudnn::algorithms(pass)) {
+      if (!conv.why_not(name).empty()) continue;
+      ++served;
+      conv.run(name);
+      const std::vector<float> got = conv.output();
+      const std::string n = name;
+      const double c = n.rfind("fft", 0) == 0 || n.rfind("winograd", 0) == 0 ? 64.0 : 4.0;
+      ASSERT_EQ(got.size(), ref.size());
+      for (std::size_t i = 0; i < ref.size(); ++i) {
+        const double bound = c * k * test::kEps * abs_sum[i] + test::kEps * std::abs(ref[i]);
+        ASSERT_LE(std::abs(static_cast<double>(got[i]) - ref[i]), bound)
+            << to_string(pass) << " " << name << " element " << i;
+      }
+    }
+    EXPECT_GT(served, 0) << to_string(pass);
+    bool guessed = false, found = false;
+    for (const auto& r : conv.guess()) guessed |= r.status == "CUDNN_STATUS_SUCCESS";
+    for (const auto& r : conv.find(std::size_t{1} << 28))
+      found |= r.status == "CUDNN_STATUS_SUCCESS";
+    EXPECT_TRUE(guessed) << to_string(pass);
+    EXPECT_TRUE(found) << to_string(pass);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Problems, CudnnConvMatches,
-                         ::testing::Values("mb2ic6ih9oc10kh3ph1", "mb1ic3ih17iw13oc5kh5kw3sh2sw1ph2pw1",
+                         ::testing::Values("mb2ic6ih9oc10kh3ph1",
+                                           "mb1ic3ih17iw13oc5kh5kw3sh2sw1ph2pw1",
                                            "mb3ic16ih14oc32kh1", "g4mb2ic8ih11oc12kh3ph1",
                                            "mb1ic5ih12oc7kh3dh2ph2", "mb4ic64ih28oc64kh3ph1"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });

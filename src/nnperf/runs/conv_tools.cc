@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "nnperf/analysis/peaks.h"
+#include "nnperf/core/clock.h"
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
 #include "nnperf/core/memory.h"
@@ -15,11 +16,10 @@
 #include "nnperf/core/tensor.h"
 #include "nnperf/core/threads.h"
 #include "nnperf/core/workspace.h"
-#include "nnperf/io/run_info.h"
 #include "nnperf/gpu/cuda.h"
+#include "nnperf/io/run_info.h"
 #include "nnperf/kernels/conv/conv_dispatch.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
-#include "nnperf/core/clock.h"
 #include "nnperf/profile/stats.h"
 
 namespace nnperf {
@@ -74,7 +74,8 @@ void check_problem(const ConvProblem& p, int64_t extra_bytes_per_output) {
     const auto a = checked_add(*src, *wei);
     if (a) total = checked_add(*a, *dst);
   }
-  check_memory(total.value_or(-1), fmt::format("--problem {} (input, weights and output)", p.str()));
+  check_memory(total.value_or(-1),
+               fmt::format("--problem {} (input, weights and output)", p.str()));
 }
 
 // Plans one algorithm (packed weights, workspace) and runs it on demand.
@@ -86,14 +87,15 @@ struct Planned {
 };
 
 void plan(Planned& pl, const ConvProblem& p, const Inputs& in, Tensor& dst, int threads) {
-  pl.args = conv_prepare(*pl.algo, p, in.src.data(), in.wei.data(), in.bias.data(), dst.data(), threads, pl.ws,
-                         pl.packed);
+  pl.args = conv_prepare(*pl.algo, p, in.src.data(), in.wei.data(), in.bias.data(), dst.data(),
+                         threads, pl.ws, pl.packed);
 }
 
 }  // namespace
 
-std::vector<ConvVerifyResult> verify_conv(const ConvProblem& p, const std::vector<std::string>& names,
-                                          uint64_t seed, int threads) {
+std::vector<ConvVerifyResult> verify_conv(const ConvProblem& p,
+                                          const std::vector<std::string>& names, uint64_t seed,
+                                          int threads) {
   check_problem(p, 2 * static_cast<int64_t>(sizeof(double)));
   threads = set_threads(threads);
   set_blas_threads(1);  // as in CNN inference (core/threads.h)
@@ -126,13 +128,15 @@ std::vector<ConvVerifyResult> verify_conv(const ConvProblem& p, const std::vecto
     for (std::size_t i = 0; i < ref.size(); ++i) {
       const double err = std::abs(static_cast<double>(dst[static_cast<int64_t>(i)]) - ref[i]);
       const double bound = a->tolerance_factor * k * kEps * abs_sum[i] + kEps * std::abs(ref[i]);
-      const double ratio = std::isnan(err) ? std::numeric_limits<double>::infinity() : err / std::max(bound, 1e-300);
+      const double ratio =
+          std::isnan(err) ? std::numeric_limits<double>::infinity() : err / std::max(bound, 1e-300);
       if (!(ratio <= r.worst_bound_ratio)) {
         r.worst_bound_ratio = ratio;
         worst = i;
       }
       if (!(err <= r.max_abs_err)) r.max_abs_err = err;
-      if (std::abs(ref[i]) > 0 && !(err / std::abs(ref[i]) <= r.max_rel_err)) r.max_rel_err = err / std::abs(ref[i]);
+      if (std::abs(ref[i]) > 0 && !(err / std::abs(ref[i]) <= r.max_rel_err))
+        r.max_rel_err = err / std::abs(ref[i]);
     }
     if (mistrusted) {
       r.status = "FAIL";
@@ -141,9 +145,11 @@ std::vector<ConvVerifyResult> verify_conv(const ConvProblem& p, const std::vecto
       r.status = "PASS";
     } else {
       r.status = "FAIL";
-      r.reason = fmt::format("output {} = {} vs reference {} (error {:.3g} > bound {:.3g})", worst,
-                             dst[static_cast<int64_t>(worst)], ref[worst], std::abs(dst[static_cast<int64_t>(worst)] - ref[worst]),
-                             std::abs(dst[static_cast<int64_t>(worst)] - ref[worst]) / r.worst_bound_ratio);
+      r.reason = fmt::format(
+          "output {} = {} vs reference {} (error {:.3g} > bound {:.3g})", worst,
+          dst[static_cast<int64_t>(worst)], ref[worst],
+          std::abs(dst[static_cast<int64_t>(worst)] - ref[worst]),
+          std::abs(dst[static_cast<int64_t>(worst)] - ref[worst]) / r.worst_bound_ratio);
     }
     out.push_back(r);
   }
@@ -307,17 +313,50 @@ void record_error(nlohmann::json& rec, const std::vector<float>& y, const std::v
   rec["worst_bound_ratio"] = worst;
 }
 
+// The float64 reference of the pass's output and its per-element sums |products|, and the
+// reduction length K of the pass (forward: icg*kh*kw, backward-data: ocg*kh*kw,
+// backward-weights: mb*oh*ow) for the float32 bound.
+struct PassReference {
+  std::vector<double> ref, abs_sum;
+  double k = 0;
+};
+
+PassReference pass_reference(const ConvProblem& p, ConvPass pass, const float* x, const float* w,
+                             const float* dy) {
+  PassReference r;
+  if (pass == ConvPass::kForward) {
+    r.ref.resize(static_cast<std::size_t>(p.dst_numel()));
+    r.abs_sum.resize(r.ref.size());
+    conv2d_reference(p, x, w, nullptr, r.ref.data(), r.abs_sum.data());
+    r.k = static_cast<double>(p.icg() * p.kh * p.kw);
+  } else if (pass == ConvPass::kBackwardData) {
+    r.ref.resize(static_cast<std::size_t>(p.src_numel()));
+    r.abs_sum.resize(r.ref.size());
+    conv2d_backward_reference(p, x, w, dy, r.ref.data(), nullptr, nullptr, r.abs_sum.data(),
+                              nullptr);
+    r.k = static_cast<double>(p.ocg() * p.kh * p.kw);
+  } else {
+    r.ref.resize(static_cast<std::size_t>(p.wei_numel()));
+    r.abs_sum.resize(r.ref.size());
+    conv2d_backward_reference(p, x, w, dy, nullptr, r.ref.data(), nullptr, nullptr,
+                              r.abs_sum.data());
+    r.k = static_cast<double>(p.mb * p.oh() * p.ow());
+  }
+  return r;
+}
 
 // Each named algorithm cuDNN serves is run once and checked (its record kept in `checked`, its
-// name in the returned list); the others become skipped records with cuDNN's status.
-std::vector<std::string> check_cudnn_rows(cudnn::ConvForward& conv, const ConvProblem& p,
+// name in the returned list); the others become skipped records with cuDNN's status. Conv is
+// cudnn::ConvForward or cudnn::ConvBackward.
+template <typename Conv>
+std::vector<std::string> check_cudnn_rows(Conv& conv, const ConvProblem& p,
                                           const std::vector<std::string>& names,
-                                          const std::vector<double>& ref,
-                                          const std::vector<double>& abs_sum,
-                                          nlohmann::json& records,
+                                          const PassReference& r, nlohmann::json& records,
                                           std::vector<nlohmann::json>& checked) {
   std::vector<std::string> rows;
-  const double k = static_cast<double>(p.icg() * p.kh * p.kw);
+  const std::vector<double>& ref = r.ref;
+  const std::vector<double>& abs_sum = r.abs_sum;
+  const double k = r.k;
   for (const std::string& n : names) {
     std::string why = conv.why_not(n);
     nlohmann::json rec{{"algorithm", n}, {"problem", p.str()}, {"device", "cuda"}};
@@ -344,8 +383,8 @@ std::vector<std::string> check_cudnn_rows(cudnn::ConvForward& conv, const ConvPr
 
 // Alternating rounds; each row bracketed by CUDA events, read after each round (one
 // synchronisation per round, none between rows). Milliseconds per row, the measured rounds.
-std::vector<std::vector<double>> time_cudnn_rows(cudnn::ConvForward& conv,
-                                                 const std::vector<std::string>& rows,
+template <typename Conv>
+std::vector<std::vector<double>> time_cudnn_rows(Conv& conv, const std::vector<std::string>& rows,
                                                  const ConvBenchOptions& o) {
   std::vector<std::vector<double>> ms(rows.size());
   if (rows.empty()) return ms;
@@ -370,7 +409,8 @@ std::vector<std::vector<double>> time_cudnn_rows(cudnn::ConvForward& conv,
 }
 
 // The run's context: device, cuDNN, method, and cuDNN's own guess and find for the problem.
-nlohmann::json cudnn_context(cudnn::ConvForward& conv, const ConvBenchOptions& o) {
+template <typename Conv>
+nlohmann::json cudnn_context(Conv& conv, const ConvBenchOptions& o) {
   nlohmann::json ctx = run_context();
   ctx["device"] = "cuda";
   ctx["cuda_device"] = cuda::device_summary();
@@ -397,37 +437,20 @@ nlohmann::json cudnn_context(cudnn::ConvForward& conv, const ConvBenchOptions& o
   return ctx;
 }
 
-}  // namespace
-
-nlohmann::json bench_conv_cuda(const ConvProblem& p, const ConvBenchOptions& o) {
-  if (o.pass != ConvPass::kForward) {
-    throw UsageError(fmt::format("--pass {}: the cuDNN rows cover the forward pass so far",
-                                 to_string(o.pass)));
-  }
-  check_problem(p, 2 * static_cast<int64_t>(sizeof(double)));  // the reference and its bound
-  if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
-  cuda::require("--device cuda");
-  if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
-  std::vector<std::string> names = o.algorithms;
-  if (names.empty()) {
-    for (const char* n : cudnn::forward_algorithms()) names.emplace_back(n);
-  }
-  const Inputs in = make_inputs(p, o.seed);
-  std::vector<double> ref(static_cast<std::size_t>(p.dst_numel())), abs_sum(ref.size());
-  conv2d_reference(p, in.src.data(), in.wei.data(), nullptr, ref.data(), abs_sum.data());
-  const auto span = [](const Tensor& t) {
-    return std::span<const float>(t.data(), static_cast<std::size_t>(t.numel()));
-  };
-  cudnn::ConvForward conv(p, span(in.src), span(in.wei));
+// The checked rows timed, as records; every pass counts the forward pass's FLOPs.
+template <typename Conv>
+nlohmann::json bench_cudnn_rows(Conv& conv, const ConvProblem& p,
+                                const std::vector<std::string>& names, const PassReference& r,
+                                const ConvBenchOptions& o) {
   nlohmann::json records = nlohmann::json::array();
   std::vector<nlohmann::json> checked;
-  const std::vector<std::string> rows =
-      check_cudnn_rows(conv, p, names, ref, abs_sum, records, checked);
+  const std::vector<std::string> rows = check_cudnn_rows(conv, p, names, r, records, checked);
   const std::vector<std::vector<double>> ms = time_cudnn_rows(conv, rows, o);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Summary s = summarize(ms[i]);
     nlohmann::json rec = checked[i];
     rec["status"] = "ok";
+    rec["pass"] = to_string(o.pass);
     rec["time_ms_median"] = s.median;
     rec["time_ms_min"] = s.min;
     rec["time_ms_max"] = s.max;
@@ -437,6 +460,33 @@ nlohmann::json bench_conv_cuda(const ConvProblem& p, const ConvBenchOptions& o) 
     records.push_back(rec);
   }
   return {{"context", cudnn_context(conv, o)}, {"records", records}};
+}
+
+}  // namespace
+
+nlohmann::json bench_conv_cuda(const ConvProblem& p, const ConvBenchOptions& o) {
+  check_problem(p, 2 * static_cast<int64_t>(sizeof(double)));  // the reference and its bound
+  if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
+  cuda::require("--device cuda");
+  if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
+  std::vector<std::string> names = o.algorithms;
+  if (names.empty()) {
+    for (const char* n : cudnn::algorithms(o.pass)) names.emplace_back(n);
+  }
+  const Inputs in = make_inputs(p, o.seed);
+  std::vector<float> dy(static_cast<std::size_t>(p.dst_numel()));
+  Rng(o.seed + 1).fill_uniform(dy, -1.0f, 1.0f);
+  const PassReference r = pass_reference(p, o.pass, in.src.data(), in.wei.data(), dy.data());
+  const auto span = [](const Tensor& t) {
+    return std::span<const float>(t.data(), static_cast<std::size_t>(t.numel()));
+  };
+  if (o.pass == ConvPass::kForward) {
+    cudnn::ConvForward conv(p, span(in.src), span(in.wei));
+    return bench_cudnn_rows(conv, p, names, r, o);
+  }
+  cudnn::ConvBackward conv(p, o.pass,
+                           o.pass == ConvPass::kBackwardData ? span(in.wei) : span(in.src), dy);
+  return bench_cudnn_rows(conv, p, names, r, o);
 }
 
 }  // namespace nnperf

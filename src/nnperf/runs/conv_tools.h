@@ -43,14 +43,15 @@ struct ConvBenchOptions {
 // does the forward pass's FLOPs (2 per multiply-add of the direct convolution).
 nlohmann::json bench_conv(const ConvProblem& p, const ConvBenchOptions& options);
 
-// The same on the CUDA device with cuDNN's forward algorithms (kernels/conv/cudnn_conv.h;
-// options.algorithms: cuDNN's names, empty = all eight; threads and peak unused): a row cuDNN
-// refuses is a skipped record with cuDNN's status; every other row is run once and checked
-// against the float64 reference (max_abs_err, worst_bound_ratio against a float32 sum's bound),
-// then timed alternately by CUDA events (one synchronisation per round); its workspace is
-// recorded. The context adds the device, cuDNN's version, `guess`
-// (cudnnGetConvolutionForwardAlgorithm_v7's first) and `find`
-// (cudnnFindConvolutionForwardAlgorithmEx's ranking with cuDNN's times). Forward pass only.
+// The same on the CUDA device with cuDNN's algorithms of options.pass (kernels/conv/cudnn_conv.h:
+// the eight forward ones, or the backward-data / backward-weights ones; options.algorithms:
+// cuDNN's names, empty = all of the pass; threads and peak unused): a row cuDNN refuses is a
+// skipped record with cuDNN's status; every other row is run once and checked against the
+// float64 reference of the pass (max_abs_err, worst_bound_ratio against a float32 sum's bound of
+// the pass's reduction length), then timed alternately by CUDA events (one synchronisation per
+// round); its workspace is recorded. The context adds the device, cuDNN's version, `guess`
+// (cudnnGet...Algorithm_v7's first) and `find` (cudnnFind...AlgorithmEx's ranking with cuDNN's
+// times).
 nlohmann::json bench_conv_cuda(const ConvProblem& p, const ConvBenchOptions& options);
 
 }  // namespace nnperf

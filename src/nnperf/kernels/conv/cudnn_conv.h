@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "nnperf/kernels/conv/conv.h"
+#include "nnperf/kernels/conv/conv_backward.h"  // ConvPass
 
 namespace nnperf::cudnn {
 
@@ -23,6 +24,11 @@ namespace nnperf::cudnn {
 // implicit_gemm, implicit_precomp_gemm, gemm, direct, fft, fft_tiling, winograd,
 // winograd_nonfused.
 std::span<const char* const> forward_algorithms();
+// The backward passes' algorithms in cudnnConvolutionBwdDataAlgo_t / BwdFilterAlgo_t order:
+// data: algo_0, algo_1, fft, fft_tiling, winograd, winograd_nonfused; weights (cuDNN's
+// "filter"): algo_0, algo_1, fft, algo_3, winograd (never implemented by cuDNN: refused by its
+// workspace query like any unsupported one), winograd_nonfused, fft_tiling. kForward: the above.
+std::span<const char* const> algorithms(ConvPass pass);
 
 // "" when cuDNN can run here (a CUDA device and libcudnn loaded, a handle created); else one line
 // saying why. Probed once.
@@ -71,6 +77,30 @@ class ConvForward {
   void run_on(std::string_view algorithm, const float* src, float* dst);
   // The output [mb, oc, oh, ow] once the queued work has finished.
   std::vector<float> output();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// One problem's backward pass on the device, as ConvForward: descriptors and device tensors made
+// once, then any of the pass's algorithms run on them. kBackwardData: dx [mb, ic, ih, iw] from
+// w [oc, ic/g, kh, kw] and dy [mb, oc, oh, ow]; kBackwardWeights: dw from x and dy.
+class ConvBackward {
+ public:
+  // `first` is w for backward-data, x for backward-weights; both uploaded once.
+  ConvBackward(const ConvProblem& p, ConvPass pass, std::span<const float> first,
+               std::span<const float> dy);
+  ~ConvBackward();
+  ConvBackward(const ConvBackward&) = delete;
+  ConvBackward& operator=(const ConvBackward&) = delete;
+
+  std::string why_not(std::string_view algorithm);  // as ConvForward::why_not
+  std::size_t workspace_bytes(std::string_view algorithm);
+  std::vector<AlgoResult> guess();  // cudnnGetConvolutionBackward{Data,Filter}Algorithm_v7
+  std::vector<AlgoResult> find(std::size_t max_workspace_bytes);  // ...FindAlgorithmEx
+  void run(std::string_view algorithm);
+  std::vector<float> output();  // dx or dw, once the queued work has finished
 
  private:
   struct Impl;

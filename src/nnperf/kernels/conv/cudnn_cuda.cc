@@ -2,6 +2,7 @@
 // legacy convolution API (cuDNN 9's libcudnn.so.9 forwards it to libcudnn_cnn) resolved by
 // name; cudnn.h gives the types and constants only (a CUDA build without it compiles
 // cudnn_nocuda.cc instead, CMakeLists.txt).
+#include <cudnn.h>
 #include <dlfcn.h>
 #include <fmt/format.h>
 
@@ -13,23 +14,7 @@
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
 
-#include <cudnn.h>
-
 namespace nnperf::cudnn {
-
-namespace {
-// cudnnConvolutionFwdAlgo_t of a name: its position in forward_algorithms().
-int algo_index(std::string_view name) {
-  const auto names = forward_algorithms();
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    if (name == names[i]) return static_cast<int>(i);
-  }
-  std::string list;
-  for (const char* n : names) list += (list.empty() ? "" : ", ") + std::string(n);
-  throw UsageError(fmt::format("unknown cuDNN forward algorithm '{}'; expected one of: {}", name,
-                               list));
-}
-}  // namespace
 
 namespace {
 
@@ -58,6 +43,17 @@ struct Api {
   decltype(&cudnnGetConvolutionForwardAlgorithm_v7) GetConvolutionForwardAlgorithm_v7 = nullptr;
   decltype(&cudnnFindConvolutionForwardAlgorithmEx) FindConvolutionForwardAlgorithmEx = nullptr;
   decltype(&cudnnConvolutionForward) ConvolutionForward = nullptr;
+  decltype(&cudnnGetConvolutionBackwardDataWorkspaceSize) GetBwdDataWorkspaceSize = nullptr;
+  decltype(&cudnnGetConvolutionBackwardDataAlgorithmMaxCount) GetBwdDataAlgorithmMaxCount = nullptr;
+  decltype(&cudnnGetConvolutionBackwardDataAlgorithm_v7) GetBwdDataAlgorithm_v7 = nullptr;
+  decltype(&cudnnFindConvolutionBackwardDataAlgorithmEx) FindBwdDataAlgorithmEx = nullptr;
+  decltype(&cudnnConvolutionBackwardData) ConvolutionBackwardData = nullptr;
+  decltype(&cudnnGetConvolutionBackwardFilterWorkspaceSize) GetBwdFilterWorkspaceSize = nullptr;
+  decltype(&cudnnGetConvolutionBackwardFilterAlgorithmMaxCount) GetBwdFilterAlgorithmMaxCount =
+      nullptr;
+  decltype(&cudnnGetConvolutionBackwardFilterAlgorithm_v7) GetBwdFilterAlgorithm_v7 = nullptr;
+  decltype(&cudnnFindConvolutionBackwardFilterAlgorithmEx) FindBwdFilterAlgorithmEx = nullptr;
+  decltype(&cudnnConvolutionBackwardFilter) ConvolutionBackwardFilter = nullptr;
   cudnnHandle_t handle = nullptr;
   std::string reason;  // "" when usable
 };
@@ -104,6 +100,16 @@ Api load() {
   resolve(a, a.GetConvolutionForwardAlgorithm_v7, "cudnnGetConvolutionForwardAlgorithm_v7");
   resolve(a, a.FindConvolutionForwardAlgorithmEx, "cudnnFindConvolutionForwardAlgorithmEx");
   resolve(a, a.ConvolutionForward, "cudnnConvolutionForward");
+  resolve(a, a.GetBwdDataWorkspaceSize, "cudnnGetConvolutionBackwardDataWorkspaceSize");
+  resolve(a, a.GetBwdDataAlgorithmMaxCount, "cudnnGetConvolutionBackwardDataAlgorithmMaxCount");
+  resolve(a, a.GetBwdDataAlgorithm_v7, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+  resolve(a, a.FindBwdDataAlgorithmEx, "cudnnFindConvolutionBackwardDataAlgorithmEx");
+  resolve(a, a.ConvolutionBackwardData, "cudnnConvolutionBackwardData");
+  resolve(a, a.GetBwdFilterWorkspaceSize, "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+  resolve(a, a.GetBwdFilterAlgorithmMaxCount, "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount");
+  resolve(a, a.GetBwdFilterAlgorithm_v7, "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+  resolve(a, a.FindBwdFilterAlgorithmEx, "cudnnFindConvolutionBackwardFilterAlgorithmEx");
+  resolve(a, a.ConvolutionBackwardFilter, "cudnnConvolutionBackwardFilter");
   if (!a.reason.empty()) return a;
   // The library and every entry point first (checkable on a machine without a GPU), then the
   // device the handle needs.
@@ -146,75 +152,111 @@ std::string version() {
   return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100);
 }
 
-struct ConvForward::Impl {
-  void describe(const ConvProblem& problem, std::span<const float> weights);
+namespace {
+
+// The tensor, filter and convolution descriptors of one problem (every pass uses the same four).
+struct Descriptors {
   ConvProblem p;
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
-  cuda::Buffer src, wei, dst, workspace;
-  ~Impl() {
+  Descriptors() = default;
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+  ~Descriptors() {
     Api& a = api();
     if (x != nullptr) a.DestroyTensorDescriptor(x);
     if (y != nullptr) a.DestroyTensorDescriptor(y);
     if (w != nullptr) a.DestroyFilterDescriptor(w);
     if (conv != nullptr) a.DestroyConvolutionDescriptor(conv);
   }
-  cudnnConvolutionFwdAlgo_t algo(std::string_view name) const {
-    return static_cast<cudnnConvolutionFwdAlgo_t>(algo_index(name));
-  }
-  std::vector<AlgoResult> results(const cudnnConvolutionFwdAlgoPerf_t* perf, int n) const {
-    std::vector<AlgoResult> out;
-    for (int i = 0; i < n; ++i) {
-      const auto k = static_cast<std::size_t>(perf[i].algo);
-      const auto names = forward_algorithms();
-      out.push_back({k < names.size() ? names[k] : fmt::format("algo_{}", k),
-                     api().GetErrorString(perf[i].status),
-                     perf[i].status == CUDNN_STATUS_SUCCESS ? static_cast<double>(perf[i].time)
-                                                            : 0.0,
-                     perf[i].memory});
-    }
-    return out;
-  }
+  void set(const ConvProblem& problem);
 };
 
-// The descriptors of problem p, and the weights uploaded.
-void ConvForward::Impl::describe(const ConvProblem& problem, std::span<const float> weights) {
+void Descriptors::set(const ConvProblem& problem) {
   Api& a = usable();
-  Impl& m = *this;
-  const ConvProblem& p = problem;
-  const std::span<const float> wei = weights;
-  m.p = p;
-  if (static_cast<int64_t>(wei.size()) != p.wei_numel()) {
-    fail("cuDNN conv {}: {} weight values given, expected {}", p.str(), wei.size(), p.wei_numel());
-  }
-  check(a.CreateTensorDescriptor(&m.x), "cudnnCreateTensorDescriptor");
-  check(a.CreateTensorDescriptor(&m.y), "cudnnCreateTensorDescriptor");
-  check(a.CreateFilterDescriptor(&m.w), "cudnnCreateFilterDescriptor");
-  check(a.CreateConvolutionDescriptor(&m.conv), "cudnnCreateConvolutionDescriptor");
-  check(a.SetTensor4dDescriptor(m.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, narrow(p.mb),
-                                narrow(p.ic), narrow(p.ih), narrow(p.iw)),
+  p = problem;
+  check(a.CreateTensorDescriptor(&x), "cudnnCreateTensorDescriptor");
+  check(a.CreateTensorDescriptor(&y), "cudnnCreateTensorDescriptor");
+  check(a.CreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor");
+  check(a.CreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
+  check(a.SetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, narrow(p.mb), narrow(p.ic),
+                                narrow(p.ih), narrow(p.iw)),
         "cudnnSetTensor4dDescriptor (input)");
-  check(a.SetFilter4dDescriptor(m.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, narrow(p.oc),
+  check(a.SetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, narrow(p.oc),
                                 narrow(p.icg()), narrow(p.kh), narrow(p.kw)),
         "cudnnSetFilter4dDescriptor");
-  check(a.SetConvolution2dDescriptor(m.conv, narrow(p.ph), narrow(p.pw), narrow(p.sh),
-                                     narrow(p.sw), narrow(p.dh), narrow(p.dw),
-                                     CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+  check(a.SetConvolution2dDescriptor(conv, narrow(p.ph), narrow(p.pw), narrow(p.sh), narrow(p.sw),
+                                     narrow(p.dh), narrow(p.dw), CUDNN_CROSS_CORRELATION,
+                                     CUDNN_DATA_FLOAT),
         "cudnnSetConvolution2dDescriptor");
-  check(a.SetConvolutionGroupCount(m.conv, narrow(p.g)), "cudnnSetConvolutionGroupCount");
-  check(a.SetConvolutionMathType(m.conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
+  check(a.SetConvolutionGroupCount(conv, narrow(p.g)), "cudnnSetConvolutionGroupCount");
+  check(a.SetConvolutionMathType(conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
   int n = 0, c = 0, h = 0, wd = 0;
-  check(a.GetConvolution2dForwardOutputDim(m.conv, m.x, m.w, &n, &c, &h, &wd),
+  check(a.GetConvolution2dForwardOutputDim(conv, x, w, &n, &c, &h, &wd),
         "cudnnGetConvolution2dForwardOutputDim");
   if (n != p.mb || c != p.oc || h != p.oh() || wd != p.ow()) {
     fail("cuDNN conv {}: output {}x{}x{}x{}, expected {}x{}x{}x{}", p.str(), n, c, h, wd, p.mb,
          p.oc, p.oh(), p.ow());
   }
-  check(a.SetTensor4dDescriptor(m.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, wd),
+  check(a.SetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, wd),
         "cudnnSetTensor4dDescriptor (output)");
-  m.wei = cuda::Buffer(wei.size());
-  m.wei.upload(wei);
+}
+
+// cuDNN's perf results (any pass's AlgoPerf_t) as AlgoResults under the pass's names.
+template <typename Perf>
+std::vector<AlgoResult> results_of(const Perf* perf, int n, std::span<const char* const> names) {
+  std::vector<AlgoResult> out;
+  for (int i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(perf[i].algo);
+    out.push_back({k < names.size() ? names[k] : fmt::format("algo_{}", k),
+                   api().GetErrorString(perf[i].status),
+                   perf[i].status == CUDNN_STATUS_SUCCESS ? static_cast<double>(perf[i].time) : 0.0,
+                   perf[i].memory});
+  }
+  return out;
+}
+
+// The position of `name` in the pass's list; UsageError listing them when absent.
+int pass_algo_index(ConvPass pass, std::string_view name) {
+  const auto names = algorithms(pass);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (name == names[i]) return static_cast<int>(i);
+  }
+  std::string list;
+  for (const char* n : names) list += (list.empty() ? "" : ", ") + std::string(n);
+  throw UsageError(fmt::format("unknown cuDNN {} algorithm '{}'; expected one of: {}",
+                               to_string(pass), name, list));
+}
+
+void grow(cuda::Buffer& workspace, std::size_t bytes) {
+  if (workspace.size() * sizeof(float) < bytes) {
+    workspace = cuda::Buffer((bytes + sizeof(float) - 1) / sizeof(float));
+  }
+}
+
+}  // namespace
+
+struct ConvForward::Impl : Descriptors {
+  void describe(const ConvProblem& problem, std::span<const float> weights);
+  cuda::Buffer src, wei, dst, workspace;
+  cudnnConvolutionFwdAlgo_t algo(std::string_view name) const {
+    return static_cast<cudnnConvolutionFwdAlgo_t>(pass_algo_index(ConvPass::kForward, name));
+  }
+  std::vector<AlgoResult> results(const cudnnConvolutionFwdAlgoPerf_t* perf, int n) const {
+    return results_of(perf, n, forward_algorithms());
+  }
+};
+
+// The descriptors of problem p, and the weights uploaded.
+void ConvForward::Impl::describe(const ConvProblem& problem, std::span<const float> weights) {
+  if (static_cast<int64_t>(weights.size()) != problem.wei_numel()) {
+    fail("cuDNN conv {}: {} weight values given, expected {}", problem.str(), weights.size(),
+         problem.wei_numel());
+  }
+  set(problem);
+  wei = cuda::Buffer(weights.size());
+  wei.upload(weights);
 }
 
 ConvForward::ConvForward(const ConvProblem& p, std::span<const float> src,
@@ -268,7 +310,8 @@ std::vector<AlgoResult> ConvForward::guess() {
 }
 
 std::vector<AlgoResult> ConvForward::find(std::size_t max_workspace_bytes) {
-  if (impl_->src.size() == 0) fail("cuDNN conv {}: find() without its own tensors; use find_on", impl_->p.str());
+  if (impl_->src.size() == 0)
+    fail("cuDNN conv {}: find() without its own tensors; use find_on", impl_->p.str());
   return find_on(max_workspace_bytes, impl_->src.data(), impl_->dst.data());
 }
 
@@ -279,44 +322,180 @@ std::vector<AlgoResult> ConvForward::find_on(std::size_t max_workspace_bytes, co
   for (const char* n : forward_algorithms()) {
     if (why_not(n).empty()) ws = std::max(ws, std::min(workspace_bytes(n), max_workspace_bytes));
   }
-  if (impl_->workspace.size() * sizeof(float) < ws) {
-    impl_->workspace = cuda::Buffer((ws + sizeof(float) - 1) / sizeof(float));
-  }
+  grow(impl_->workspace, ws);
   int max = 0, got = 0;
   check(a.GetConvolutionForwardAlgorithmMaxCount(a.handle, &max),
         "cudnnGetConvolutionForwardAlgorithmMaxCount");
   std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<std::size_t>(std::max(max, 1)));
   check(a.FindConvolutionForwardAlgorithmEx(
-            a.handle, impl_->x, x, impl_->w, impl_->wei.data(), impl_->conv, impl_->y, y, max,
-            &got, perf.data(), impl_->workspace.data(),
-            impl_->workspace.size() * sizeof(float)),
+            a.handle, impl_->x, x, impl_->w, impl_->wei.data(), impl_->conv, impl_->y, y, max, &got,
+            perf.data(), impl_->workspace.data(), impl_->workspace.size() * sizeof(float)),
         "cudnnFindConvolutionForwardAlgorithmEx");
   return impl_->results(perf.data(), got);
 }
 
 void ConvForward::run(std::string_view algorithm) {
-  if (impl_->src.size() == 0) fail("cuDNN conv {}: run() without its own tensors; use run_on", impl_->p.str());
+  if (impl_->src.size() == 0)
+    fail("cuDNN conv {}: run() without its own tensors; use run_on", impl_->p.str());
   run_on(algorithm, impl_->src.data(), impl_->dst.data());
 }
 
 void ConvForward::run_on(std::string_view algorithm, const float* x, float* y) {
   Api& a = usable();
   const std::size_t ws = workspace_bytes(algorithm);
-  if (impl_->workspace.size() * sizeof(float) < ws) {
-    impl_->workspace = cuda::Buffer((ws + sizeof(float) - 1) / sizeof(float));
-  }
+  grow(impl_->workspace, ws);
   const float one = 1.0f, zero = 0.0f;
-  check(a.ConvolutionForward(a.handle, &one, impl_->x, x, impl_->w, impl_->wei.data(),
-                             impl_->conv, impl_->algo(algorithm), impl_->workspace.data(), ws,
-                             &zero, impl_->y, y),
-        "cudnnConvolutionForward");
+  check(
+      a.ConvolutionForward(a.handle, &one, impl_->x, x, impl_->w, impl_->wei.data(), impl_->conv,
+                           impl_->algo(algorithm), impl_->workspace.data(), ws, &zero, impl_->y, y),
+      "cudnnConvolutionForward");
 }
 
 std::vector<float> ConvForward::output() {
-  if (impl_->dst.size() == 0) fail("cuDNN conv {}: output() without its own tensors", impl_->p.str());
+  if (impl_->dst.size() == 0)
+    fail("cuDNN conv {}: output() without its own tensors", impl_->p.str());
   cuda::synchronize();
   std::vector<float> out(impl_->dst.size());
   impl_->dst.download(out);
+  return out;
+}
+
+// ---- backward passes ----
+
+struct ConvBackward::Impl : Descriptors {
+  ConvPass pass = ConvPass::kBackwardData;
+  cuda::Buffer first, dy, out, workspace;  // first: w (data) or x (weights); out: dx or dw
+  bool data() const { return pass == ConvPass::kBackwardData; }
+  // The workspace query's status (CUDNN_STATUS_SUCCESS when the algorithm serves the problem).
+  cudnnStatus_t query(std::string_view name, std::size_t* bytes) const {
+    Api& a = api();
+    const int k = pass_algo_index(pass, name);
+    return data() ? a.GetBwdDataWorkspaceSize(a.handle, w, y, conv, x,
+                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(k), bytes)
+                  : a.GetBwdFilterWorkspaceSize(a.handle, x, y, conv, w,
+                                                static_cast<cudnnConvolutionBwdFilterAlgo_t>(k),
+                                                bytes);
+  }
+  int max_count() const {
+    Api& a = api();
+    int max = 0;
+    check(data() ? a.GetBwdDataAlgorithmMaxCount(a.handle, &max)
+                 : a.GetBwdFilterAlgorithmMaxCount(a.handle, &max),
+          "cudnnGetConvolutionBackward*AlgorithmMaxCount");
+    return std::max(max, 1);
+  }
+};
+
+ConvBackward::ConvBackward(const ConvProblem& p, ConvPass pass, std::span<const float> first,
+                           std::span<const float> dy)
+    : impl_(std::make_unique<Impl>()) {
+  if (pass == ConvPass::kForward)
+    fail("cuDNN conv {}: ConvBackward needs a backward pass", p.str());
+  const bool data = pass == ConvPass::kBackwardData;
+  const int64_t want_first = data ? p.wei_numel() : p.src_numel();
+  if (static_cast<int64_t>(first.size()) != want_first ||
+      static_cast<int64_t>(dy.size()) != p.dst_numel()) {
+    fail("cuDNN conv {} {}: {} and {} values given, expected {} ({}) and {} (dy)", p.str(),
+         to_string(pass), first.size(), dy.size(), want_first, data ? "w" : "x", p.dst_numel());
+  }
+  Impl& m = *impl_;
+  m.pass = pass;
+  m.set(p);
+  m.first = cuda::Buffer(first.size());
+  m.first.upload(first);
+  m.dy = cuda::Buffer(dy.size());
+  m.dy.upload(dy);
+  m.out = cuda::Buffer(static_cast<std::size_t>(data ? p.src_numel() : p.wei_numel()));
+}
+
+ConvBackward::~ConvBackward() = default;
+
+std::string ConvBackward::why_not(std::string_view algorithm) {
+  usable();
+  std::size_t bytes = 0;
+  const cudnnStatus_t s = impl_->query(algorithm, &bytes);
+  return s == CUDNN_STATUS_SUCCESS ? "" : api().GetErrorString(s);
+}
+
+std::size_t ConvBackward::workspace_bytes(std::string_view algorithm) {
+  usable();
+  std::size_t bytes = 0;
+  check(impl_->query(algorithm, &bytes), "cudnnGetConvolutionBackward*WorkspaceSize");
+  return bytes;
+}
+
+std::vector<AlgoResult> ConvBackward::guess() {
+  Api& a = usable();
+  Impl& m = *impl_;
+  const int max = m.max_count();
+  int got = 0;
+  std::vector<AlgoResult> out;
+  if (m.data()) {
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<std::size_t>(max));
+    check(a.GetBwdDataAlgorithm_v7(a.handle, m.w, m.y, m.conv, m.x, max, &got, perf.data()),
+          "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+    out = results_of(perf.data(), got, algorithms(m.pass));
+  } else {
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<std::size_t>(max));
+    check(a.GetBwdFilterAlgorithm_v7(a.handle, m.x, m.y, m.conv, m.w, max, &got, perf.data()),
+          "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+    out = results_of(perf.data(), got, algorithms(m.pass));
+  }
+  for (AlgoResult& r : out) r.ms = 0;  // heuristics: nothing ran
+  return out;
+}
+
+std::vector<AlgoResult> ConvBackward::find(std::size_t max_workspace_bytes) {
+  Api& a = usable();
+  Impl& m = *impl_;
+  std::size_t ws = 0;
+  for (const char* n : algorithms(m.pass)) {
+    std::size_t bytes = 0;
+    if (m.query(n, &bytes) == CUDNN_STATUS_SUCCESS)
+      ws = std::max(ws, std::min(bytes, max_workspace_bytes));
+  }
+  grow(m.workspace, ws);
+  const int max = m.max_count();
+  int got = 0;
+  const std::size_t have = m.workspace.size() * sizeof(float);
+  if (m.data()) {
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<std::size_t>(max));
+    check(a.FindBwdDataAlgorithmEx(a.handle, m.w, m.first.data(), m.y, m.dy.data(), m.conv, m.x,
+                                   m.out.data(), max, &got, perf.data(), m.workspace.data(), have),
+          "cudnnFindConvolutionBackwardDataAlgorithmEx");
+    return results_of(perf.data(), got, algorithms(m.pass));
+  }
+  std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<std::size_t>(max));
+  check(a.FindBwdFilterAlgorithmEx(a.handle, m.x, m.first.data(), m.y, m.dy.data(), m.conv, m.w,
+                                   m.out.data(), max, &got, perf.data(), m.workspace.data(), have),
+        "cudnnFindConvolutionBackwardFilterAlgorithmEx");
+  return results_of(perf.data(), got, algorithms(m.pass));
+}
+
+void ConvBackward::run(std::string_view algorithm) {
+  Api& a = usable();
+  Impl& m = *impl_;
+  const std::size_t ws = workspace_bytes(algorithm);
+  grow(m.workspace, ws);
+  const int k = pass_algo_index(m.pass, algorithm);
+  const float one = 1.0f, zero = 0.0f;
+  if (m.data()) {
+    check(a.ConvolutionBackwardData(a.handle, &one, m.w, m.first.data(), m.y, m.dy.data(), m.conv,
+                                    static_cast<cudnnConvolutionBwdDataAlgo_t>(k),
+                                    m.workspace.data(), ws, &zero, m.x, m.out.data()),
+          "cudnnConvolutionBackwardData");
+  } else {
+    check(a.ConvolutionBackwardFilter(a.handle, &one, m.x, m.first.data(), m.y, m.dy.data(), m.conv,
+                                      static_cast<cudnnConvolutionBwdFilterAlgo_t>(k),
+                                      m.workspace.data(), ws, &zero, m.w, m.out.data()),
+          "cudnnConvolutionBackwardFilter");
+  }
+}
+
+std::vector<float> ConvBackward::output() {
+  cuda::synchronize();
+  std::vector<float> out(impl_->out.size());
+  impl_->out.download(out);
   return out;
 }
 

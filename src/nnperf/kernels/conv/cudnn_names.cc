@@ -1,5 +1,6 @@
-// The names of cuDNN's forward algorithms (kernels/conv/cudnn_conv.h), in every build: the CUDA
-// backend maps them to cudnnConvolutionFwdAlgo_t by position, the others list them.
+// The names of cuDNN's algorithms per pass (kernels/conv/cudnn_conv.h), in every build: the CUDA
+// backend maps them to cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t by position, the others list
+// them.
 #include <array>
 
 #include "nnperf/kernels/conv/cudnn_conv.h"
@@ -10,8 +11,21 @@ namespace {
 constexpr std::array<const char*, 8> kForward = {
     "implicit_gemm", "implicit_precomp_gemm", "gemm",     "direct",
     "fft",           "fft_tiling",            "winograd", "winograd_nonfused"};
+constexpr std::array<const char*, 6> kBackwardData = {
+    "algo_0", "algo_1", "fft", "fft_tiling", "winograd", "winograd_nonfused"};
+constexpr std::array<const char*, 7> kBackwardWeights = {
+    "algo_0", "algo_1", "fft", "algo_3", "winograd", "winograd_nonfused", "fft_tiling"};
 }  // namespace
 
 std::span<const char* const> forward_algorithms() { return kForward; }
+
+std::span<const char* const> algorithms(ConvPass pass) {
+  switch (pass) {
+    case ConvPass::kBackwardData: return kBackwardData;
+    case ConvPass::kBackwardWeights: return kBackwardWeights;
+    case ConvPass::kForward: break;
+  }
+  return kForward;
+}
 
 }  // namespace nnperf::cudnn

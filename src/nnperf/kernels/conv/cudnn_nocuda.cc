@@ -37,4 +37,17 @@ void ConvForward::run(std::string_view) { refuse(); }
 void ConvForward::run_on(std::string_view, const float*, float*) { refuse(); }
 std::vector<float> ConvForward::output() { refuse(); }
 
+struct ConvBackward::Impl {};
+ConvBackward::ConvBackward(const ConvProblem&, ConvPass, std::span<const float>,
+                           std::span<const float>) {
+  refuse();
+}
+ConvBackward::~ConvBackward() = default;
+std::string ConvBackward::why_not(std::string_view) { refuse(); }
+std::size_t ConvBackward::workspace_bytes(std::string_view) { refuse(); }
+std::vector<AlgoResult> ConvBackward::guess() { refuse(); }
+std::vector<AlgoResult> ConvBackward::find(std::size_t) { refuse(); }
+void ConvBackward::run(std::string_view) { refuse(); }
+std::vector<float> ConvBackward::output() { refuse(); }
+
 }  // namespace nnperf::cudnn
