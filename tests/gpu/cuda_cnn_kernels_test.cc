@@ -2,8 +2,10 @@
 // kernels at the CPU tests' odd pool shapes (padding, strides other than the kernel, ceil-mode
 // outputs, 1x1 planes, non-square): max pooling exact (NaN propagating), average and adaptive
 // pooling within the CPU rows' 1e-6 relative, the per-channel affine (BatchNorm inference, conv
-// bias), clamp (ReLU6), Add and Concat exact. Without a device every entry refuses with the
-// reason.
+// bias), clamp (ReLU6), Add and Concat exact; for training, BatchNorm's forward (with running
+// statistics) and backward against the CPU kernels within float32 rounding of float64 sums, and
+// the pool backward passes (and max pooling's argmax) equal to the CPU loops' results. Without a
+// device every entry refuses with the reason.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +15,7 @@
 
 #include "nnperf/core/error.h"
 #include "nnperf/gpu/cuda.h"
+#include "nnperf/kernels/batchnorm.h"
 #include "nnperf/kernels/cuda_kernels.h"
 #include "nnperf/kernels/pool.h"
 #include "test_util.h"
@@ -54,6 +57,8 @@ TEST(CudaCnnKernels, WithoutADeviceEachEntryRefusesWithTheReason) {
   EXPECT_THROW(cuda_kernels::channel_affine({1, 1, 1}, &x, &x, &x, &x), Error);
   EXPECT_THROW(cuda_kernels::concat_part(&x, 1, 1, &x, 1, 0), Error);
   EXPECT_THROW(cuda_kernels::clamp(&x, &x, 1, 0.0f, 6.0f), Error);
+  EXPECT_THROW(cuda_kernels::batchnorm_train_forward(BatchNormTrainArgs{}), Error);
+  EXPECT_THROW(cuda_kernels::avgpool2d_backward(kShapes[2], true, &x, &x), Error);
 }
 
 TEST(CudaCnnKernels, PoolsMatchTheReferences) {
@@ -148,6 +153,92 @@ TEST(CudaCnnKernels, AffineClampAddAndConcatAreExact) {
       ASSERT_EQ(c[static_cast<std::size_t>(img * (c1 + c2) * plane + c1 * plane + j)],
                 b[static_cast<std::size_t>(img * c2 * plane + j)]);
     }
+  }
+}
+
+// The device buffer of n int32 values: cuda::Buffer holds floats, and int32 has their size.
+int32_t* as_int(cuda::Buffer& b) { return reinterpret_cast<int32_t*>(b.data()); }
+
+TEST(CudaCnnKernels, PoolBackwardPassesEqualTheCpuLoops) {
+  SKIP_WITHOUT_DEVICE();
+  for (const PoolShape& s : kShapes) {
+    const int64_t n_in = s.planes * s.ih * s.iw, n_out = s.planes * s.oh * s.ow;
+    std::vector<float> x = test::random_vector(n_in, 7);
+    if (n_in > 3) x[3] = x[2];  // a tie: the first maximum wins on both
+    const std::vector<float> dy = test::random_vector(n_out, 8);
+    // CPU
+    std::vector<float> y(static_cast<std::size_t>(n_out)), rows(static_cast<std::size_t>(s.iw));
+    std::vector<int32_t> arg(y.size());
+    std::vector<float> dx(static_cast<std::size_t>(n_in));
+    maxpool2d_forward(s, x.data(), y.data(), arg.data(), rows.data(), 1);
+    // GPU
+    const cuda::Buffer dxg = to_device(x), dyg = to_device(dy);
+    cuda::Buffer yg(y.size()), argg(y.size()), dxo(dx.size());
+    cuda_kernels::maxpool2d_forward_argmax(s, dxg.data(), yg.data(), as_int(argg));
+    cuda::synchronize();
+    std::vector<int32_t> garg(arg.size());
+    argg.download({reinterpret_cast<float*>(garg.data()), garg.size()});
+    EXPECT_EQ(to_host(yg), y);
+    EXPECT_EQ(garg, arg);
+    maxpool2d_backward(s, dy.data(), arg.data(), dx.data(), 1);
+    cuda_kernels::maxpool2d_backward(s, dyg.data(), as_int(argg), dxo.data());
+    EXPECT_EQ(to_host(dxo), dx);
+    for (bool include_pad : {true, false}) {
+      avgpool2d_backward(s, include_pad, dy.data(), dx.data(), 1);
+      cuda_kernels::avgpool2d_backward(s, include_pad, dyg.data(), dxo.data());
+      EXPECT_EQ(to_host(dxo), dx) << "count_include_pad " << include_pad;
+    }
+    adaptive_avgpool2d_backward(s, dy.data(), dx.data(), 1);
+    cuda_kernels::adaptive_avgpool2d_backward(s, dyg.data(), dxo.data());
+    EXPECT_EQ(to_host(dxo), dx);
+  }
+}
+
+TEST(CudaCnnKernels, BatchNormTrainingMatchesTheCpuKernels) {
+  SKIP_WITHOUT_DEVICE();
+  for (const BatchNormShape s :
+       {BatchNormShape{3, 5, 7}, BatchNormShape{2, 4, 1}, BatchNormShape{1, 3, 300}}) {
+    const int64_t n = s.mb * s.channels * s.plane;
+    const std::vector<float> x = test::random_vector(n, 1, -3.0f, 5.0f);  // a mean away from 0
+    const std::vector<float> dy = test::random_vector(n, 2);
+    const std::vector<float> gamma = test::random_vector(s.channels, 3, 0.5f, 1.5f);
+    const std::vector<float> beta = test::random_vector(s.channels, 4);
+    // CPU
+    std::vector<float> y(static_cast<std::size_t>(n)), dx(y.size()), rm(gamma.size(), 0.1f),
+        rv(gamma.size(), 0.9f), dg(gamma.size()), db(gamma.size());
+    std::vector<double> mean(gamma.size()), inv(gamma.size());
+    BatchNormTrainArgs f{s,   x.data(),  y.data(),  gamma.data(), beta.data(), 1e-5,
+                         0.1, rm.data(), rv.data(), mean.data(),  inv.data(),  1};
+    batchnorm_train_forward(f);
+    batchnorm_backward({s, x.data(), dy.data(), dx.data(), gamma.data(), mean.data(), inv.data(),
+                        dg.data(), db.data(), 1});
+    // GPU (float64 statistics in float buffers of twice the length)
+    const cuda::Buffer xg = to_device(x), dyg = to_device(dy), gg = to_device(gamma),
+                       bg = to_device(beta);
+    cuda::Buffer yg(y.size()), dxg(y.size()),
+        rmg = to_device(std::vector<float>(gamma.size(), 0.1f)),
+        rvg = to_device(std::vector<float>(gamma.size(), 0.9f)), meang(2 * gamma.size()),
+        invg(2 * gamma.size()), dgg(gamma.size()), dbg(gamma.size());
+    auto* mean_d = reinterpret_cast<double*>(meang.data());
+    auto* inv_d = reinterpret_cast<double*>(invg.data());
+    cuda_kernels::batchnorm_train_forward({s, xg.data(), yg.data(), gg.data(), bg.data(), 1e-5, 0.1,
+                                           rmg.data(), rvg.data(), mean_d, inv_d, 1});
+    cuda_kernels::batchnorm_backward({s, xg.data(), dyg.data(), dxg.data(), gg.data(), mean_d,
+                                      inv_d, dgg.data(), dbg.data(), 1});
+    const auto near = [](const std::vector<float>& got, const std::vector<float>& want,
+                         const char* what) {
+      ASSERT_EQ(got.size(), want.size()) << what;
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        // The same float64 arithmetic summed in another order: at most one float32 rounding.
+        ASSERT_NEAR(got[i], want[i], 2.5e-7 * (1 + std::abs(want[i]))) << what << " " << i;
+      }
+    };
+    near(to_host(yg), y, "y");
+    near(to_host(rmg), rm, "running_mean");
+    near(to_host(rvg), rv, "running_var");
+    near(to_host(dxg), dx, "dx");
+    near(to_host(dgg), dg, "d_gamma");
+    near(to_host(dbg), db, "d_beta");
   }
 }
 

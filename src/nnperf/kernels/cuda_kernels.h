@@ -58,4 +58,16 @@ void add(const float* a, const float* b, float* y, int64_t n);
 void concat_part(const float* src, int64_t mb, int64_t src_per_image, float* dst,
                  int64_t dst_per_image, int64_t offset);
 
+// ---- CNN training (kernels/cnn_train_cuda.cu) ----
+// batchnorm.h's training forward and backward on device pointers (args.threads unused; the
+// running statistics, save_mean and save_inv are device arrays, save_* float64), sums in float64.
+void batchnorm_train_forward(const BatchNormTrainArgs& args);
+void batchnorm_backward(const BatchNormBackwardArgs& args);
+// Max pooling that also records each output's input index within its plane (pool.h's rule), and
+// the pool backward passes (dx overwritten), equal to the CPU loops' results.
+void maxpool2d_forward_argmax(const PoolShape& s, const float* x, float* y, int32_t* argmax);
+void maxpool2d_backward(const PoolShape& s, const float* dy, const int32_t* argmax, float* dx);
+void avgpool2d_backward(const PoolShape& s, bool count_include_pad, const float* dy, float* dx);
+void adaptive_avgpool2d_backward(const PoolShape& s, const float* dy, float* dx);
+
 }  // namespace nnperf::cuda_kernels

@@ -33,4 +33,11 @@ void clamp(const float*, float*, int64_t, float, float) { fail(); }
 void add(const float*, const float*, float*, int64_t) { fail(); }
 void concat_part(const float*, int64_t, int64_t, float*, int64_t, int64_t) { fail(); }
 
+void batchnorm_train_forward(const BatchNormTrainArgs&) { fail(); }
+void batchnorm_backward(const BatchNormBackwardArgs&) { fail(); }
+void maxpool2d_forward_argmax(const PoolShape&, const float*, float*, int32_t*) { fail(); }
+void maxpool2d_backward(const PoolShape&, const float*, const int32_t*, float*) { fail(); }
+void avgpool2d_backward(const PoolShape&, bool, const float*, float*) { fail(); }
+void adaptive_avgpool2d_backward(const PoolShape&, const float*, float*) { fail(); }
+
 }  // namespace nnperf::cuda_kernels
