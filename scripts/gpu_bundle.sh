@@ -22,7 +22,8 @@ rm -rf "$DEST"
 mkdir -p "$DEST/bin" "$DEST/lib"
 cp "${bins[@]}" "$DEST/bin/"
 cp bench/peers/gemm_torch_cuda.py bench/peers/mlp_torch.py bench/peers/peer_common.py \
-  bench/peers/conv_torch.py scripts/ncu_profile.sh "$DEST/"
+  bench/peers/conv_torch.py bench/peers/train_torch.py bench/peers/nnperf_format.py \
+  scripts/ncu_profile.sh "$DEST/"
 mkdir -p "$DEST/share" && cp share/ncu-roofline-metrics.txt "$DEST/share/"
 # Shared libraries: everything ldd resolves except glibc's own and NVIDIA's.
 ldd "${bins[@]}" | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
@@ -35,7 +36,7 @@ done
 cat > "$DEST/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root; logs go to $OUT (or .gpu/out).
-#   bash .gpu/run.sh [STAGE...]   stages: tests peaks gemm mlp conv profile ncu (default: all, in
+#   bash .gpu/run.sh [STAGE...]   stages: tests peaks gemm mlp conv profile train ncu (default: all, in
 #   that order); every command is cut after $STEP_TIMEOUT seconds (default 240), so one hang
 #   cannot eat the device time of the others; summary.txt gets each command's rc and seconds.
 set -uo pipefail
@@ -104,6 +105,19 @@ stage_profile() {
   done
   tail -n 20 "$out/profile.log"
 }
+# CNN training on the GPU (the fixed-iteration driver), alternating with PyTorch's on the same
+# shapes (TF32 off, cudnn.benchmark as --algorithm find): ResNet-18 at batch 32 on 32x32 and
+# ResNet-50 at batch 32 on 224x224.
+stage_train() {
+  for round in 1 2; do
+    for cfg in "resnet18 32 32" "resnet50 32 224"; do
+      set -- $cfg
+      step "train --device cuda $1 b$2 s$3 ($round)" "$out/train.log" "$nn" train --device cuda --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label "gpu_$round" --log-dir "$out/train_logs"
+      step "torch train $1 b$2 s$3 ($round)" "$out/train.log" python3 "$here/train_torch.py" --device cuda --cudnn-benchmark --model "$1" --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --num-classes 1000 --in-channels 3
+    done
+  done
+  grep -E "MEASURED_SEC|error" "$out/train.log" | tail -n 16
+}
 # Nsight Compute over one ResNet-50 forward pass (batch 1), its counter roofline under the
 # ceilings measured by the peaks stage (env gpu of peaks.json; measured here if absent).
 stage_ncu() {
@@ -116,11 +130,11 @@ stage_ncu() {
 }
 
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(tests peaks gemm mlp conv profile ncu)
+[ ${#stages[@]} -eq 0 ] && stages=(tests peaks gemm mlp conv profile train ncu)
 for s in "${stages[@]}"; do
   case "$s" in
-    tests|peaks|gemm|mlp|conv|profile|ncu) "stage_$s" ;;
-    *) echo "run.sh: unknown stage '$s' (tests peaks gemm mlp conv profile ncu)" >&2; exit 2 ;;
+    tests|peaks|gemm|mlp|conv|profile|train|ncu) "stage_$s" ;;
+    *) echo "run.sh: unknown stage '$s' (tests peaks gemm mlp conv profile train ncu)" >&2; exit 2 ;;
   esac
 done
 cat "$out/summary.txt"

@@ -69,6 +69,10 @@ def parse_args(argv=None):
     ap.add_argument("--probe", default=None, metavar="FILE",
                     help="JSON lines: per step, every layer's output, BatchNorm batch statistics "
                          "and every parameter's weight, gradient and update norms")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="driver mode (--iters): where the steps run (cuda: TF32 off, "
+                         "cudnn.benchmark as --cudnn-benchmark)")
+    ap.add_argument("--cudnn-benchmark", action="store_true", help="torch.backends.cudnn.benchmark")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", default=None, metavar="FILE")
     # driver mode
@@ -84,6 +88,8 @@ def parse_args(argv=None):
         ap.error("--save-state needs --stop-after-steps N >= 1")
     if a.iters > 0 and (a.dtype != "float32" or a.load_state or a.probe or a.stop_after_steps):
         ap.error("--dtype, --load-state, --probe and --stop-after-steps are for epoch mode")
+    if a.iters == 0 and a.device != "cpu":
+        ap.error("--device cuda: the fixed-iteration driver (--iters) only")
     return a
 
 
@@ -369,8 +375,14 @@ def run_epochs(a, torch):
 
 
 def run_driver(a, torch):
+    dev = torch.device(a.device)
+    if a.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cudnn.benchmark = a.cudnn_benchmark
+    sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
     torch.manual_seed(a.seed)
-    model = make_model(torch, a.model, a.in_channels, a.num_classes)
+    model = make_model(torch, a.model, a.in_channels, a.num_classes).to(dev)
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
     gen = torch.Generator().manual_seed(a.seed)
@@ -380,18 +392,22 @@ def run_driver(a, torch):
     t0 = time.perf_counter()
     for i in range(a.warmup_iters + a.iters):
         if i == a.warmup_iters:
+            sync()
             t0 = time.perf_counter()
+        x, y = xs[i % 2].to(dev), ys[i % 2].to(dev)  # uploaded every step, as nnperf's GPU driver
         opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(model(xs[i % 2]), ys[i % 2])
+        loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
+        loss.item()  # one synchronisation per step, as nnperf's (its loss comes back)
+    sync()
     sec = time.perf_counter() - t0
     ips = a.batch_size * a.iters / sec
     print(f"MEASURED_SEC={sec:.6f} IMGS_PER_SEC={ips:.2f} BATCH={a.batch_size} ARCH={a.model} "
-          "BACKEND=cpu", flush=True)
+          f"BACKEND={a.device}", flush=True)
     return {"record": {"model": a.model, "batch_size": a.batch_size, "input_size": a.input_size,
                        "warmup_iters": a.warmup_iters, "iters": a.iters, "measured_sec": sec,
-                       "sec_per_iter": sec / a.iters, "imgs_per_sec": ips}}
+                       "sec_per_iter": sec / a.iters, "imgs_per_sec": ips, "device": a.device}}
 
 
 def main(argv=None):

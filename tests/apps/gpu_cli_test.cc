@@ -84,14 +84,37 @@ TEST(GpuCli, TrainAndActivationsOnTheGpuOrOneLineWhyNot) {
   ASSERT_EQ(study.exit_code, 0) << study.err;
 }
 
-TEST(GpuCli, CnnsRefuseTheGpuOnEveryMachine) {
-  for (const char* args : {"train --model resnet18 --synthetic --device cuda",
-                           "train --model resnet18 --synthetic --iters 2 --device cuda"}) {
-    const auto r = run_nnperf(args);
-    EXPECT_EQ(r.exit_code, 2) << args;
-    EXPECT_NE(r.err.find("--device cuda: GPU training covers --model mlp so far"),
-              std::string::npos)
-        << r.err;
+TEST(GpuCli, CnnEpochTrainingRefusesTheGpuOnEveryMachine) {
+  const auto r = run_nnperf("train --model resnet18 --synthetic --device cuda");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--device cuda: GPU epoch training covers --model mlp so far"),
+            std::string::npos)
+      << r.err;
+}
+
+// The fixed-iteration driver trains a CNN on the GPU: the MEASURED_SEC line with BACKEND=cuda
+// and a metrics.csv row whose backend is cuda; without a device a one-line refusal and no row.
+TEST(GpuCli, TheDriverTrainsACnnOnTheGpuOrOneLineWhyNot) {
+  test::TempDir dir;
+  const auto r = run_nnperf(fmt::format(
+      "train --model resnet18 --synthetic --iters 3 --warmup-iters 1 --batch-size 4 "
+      "--input-size 32 --num-classes 10 --device cuda --log-dir '{}'",
+      dir.path().string()));
+  if (!cuda::available()) {
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "nnperf: error: --device cuda: " + cuda::unavailable_reason() + "\n");
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "metrics.csv"));
+  } else {
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("BACKEND=cuda"), std::string::npos) << r.out;
+    EXPECT_NE(test::read_text(dir.path() / "metrics.csv").find(",resnet18,cuda,"),
+              std::string::npos);
+  }
+  for (const char* bad : {"--grad-accum-steps 2", "--deterministic", "--algorithm winograd_x"}) {
+    const auto t = run_nnperf(fmt::format(
+        "train --model resnet18 --synthetic --iters 1 --device cuda --log-dir '{}' {}",
+        dir.path().string(), bad));
+    EXPECT_EQ(t.exit_code, 2) << bad;
   }
 }
 

@@ -196,7 +196,51 @@ __global__ void adaptive_avgpool_backward_kernel(PoolShape s, const float* dy, f
   }
 }
 
+__global__ void copy_kernel(const float* x, float* y, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = x[i];
+}
+
+__global__ void slice_kernel(const float* full, int64_t mb, int64_t part_per_image,
+                             int64_t full_per_image, int64_t offset, float* part) {
+  const int64_t n = mb * part_per_image;
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    part[i] = full[(i / part_per_image) * full_per_image + offset + i % part_per_image];
+  }
+}
+
+__global__ void channel_sum_kernel(BatchNormShape s, const float* dy, float* db) {
+  __shared__ double shared[kBlock];
+  const int64_t c = blockIdx.x, count = s.mb * s.plane;
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < count; i += kBlock) sum += dy[at(s, c, i)];
+  sum = block_sum(sum, shared);
+  if (threadIdx.x == 0) db[c] = static_cast<float>(sum);
+}
+
 }  // namespace
+
+void copy(const float* x, float* y, int64_t n) {
+  cuda::ensure_device();
+  if (n <= 0) return;
+  copy_kernel<<<blocks_for(n), kBlock>>>(x, y, n);
+  launched("copy");
+}
+
+void concat_slice(const float* full, int64_t mb, int64_t part_per_image, int64_t full_per_image,
+                  int64_t offset, float* part) {
+  cuda::ensure_device();
+  const int64_t n = mb * part_per_image;
+  if (n <= 0) return;
+  slice_kernel<<<blocks_for(n), kBlock>>>(full, mb, part_per_image, full_per_image, offset, part);
+  launched("concat slice");
+}
+
+void channel_sum(const BatchNormShape& s, const float* dy, float* db) {
+  cuda::ensure_device();
+  if (s.channels <= 0) return;
+  channel_sum_kernel<<<static_cast<unsigned>(s.channels), kBlock>>>(s, dy, db);
+  launched("channel sum");
+}
 
 void batchnorm_train_forward(const BatchNormTrainArgs& a) {
   cuda::ensure_device();

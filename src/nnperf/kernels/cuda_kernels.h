@@ -59,6 +59,13 @@ void concat_part(const float* src, int64_t mb, int64_t src_per_image, float* dst
                  int64_t dst_per_image, int64_t offset);
 
 // ---- CNN training (kernels/cnn_train_cuda.cu) ----
+// y = x over n elements (Add's and Flatten's backward).
+void copy(const float* x, float* y, int64_t n);
+// Concat's backward: part[image][j] = full[image * full_per_image + offset + j].
+void concat_slice(const float* full, int64_t mb, int64_t part_per_image, int64_t full_per_image,
+                  int64_t offset, float* part);
+// db[c] = sum over images and positions of dy (a convolution's bias gradient), float64 sums.
+void channel_sum(const BatchNormShape& s, const float* dy, float* db);
 // batchnorm.h's training forward and backward on device pointers (args.threads unused; the
 // running statistics, save_mean and save_inv are device arrays, save_* float64), sums in float64.
 void batchnorm_train_forward(const BatchNormTrainArgs& args);

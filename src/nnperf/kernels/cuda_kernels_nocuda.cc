@@ -33,6 +33,9 @@ void clamp(const float*, float*, int64_t, float, float) { fail(); }
 void add(const float*, const float*, float*, int64_t) { fail(); }
 void concat_part(const float*, int64_t, int64_t, float*, int64_t, int64_t) { fail(); }
 
+void copy(const float*, float*, int64_t) { fail(); }
+void concat_slice(const float*, int64_t, int64_t, int64_t, int64_t, float*) { fail(); }
+void channel_sum(const BatchNormShape&, const float*, float*) { fail(); }
 void batchnorm_train_forward(const BatchNormTrainArgs&) { fail(); }
 void batchnorm_backward(const BatchNormBackwardArgs&) { fail(); }
 void maxpool2d_forward_argmax(const PoolShape&, const float*, float*, int32_t*) { fail(); }

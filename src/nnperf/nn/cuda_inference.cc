@@ -53,10 +53,10 @@ std::span<const float> span_of(const Tensor& t) {
   return {t.data(), static_cast<std::size_t>(t.numel())};
 }
 
-// The conv algorithm for one layer: the one asked for when cuDNN serves it, else cuDNN's guess
-// with the reason (or an error when strict).
-CudaNodeInfo choose_conv(cudnn::ConvForward& conv, const std::string& name,
-                         const std::string& asked, bool strict, const float* x, float* y) {
+}  // namespace
+
+CudaNodeInfo choose_cudnn_forward(cudnn::ConvForward& conv, const std::string& name,
+                                  const std::string& asked, bool strict, const float* x, float* y) {
   CudaNodeInfo info;
   if (asked == "find") {
     for (const cudnn::AlgoResult& r : conv.find_on(std::size_t{1} << 30, x, y)) {
@@ -89,8 +89,6 @@ CudaNodeInfo choose_conv(cudnn::ConvForward& conv, const std::string& name,
   info.workspace_bytes = conv.workspace_bytes(info.algorithm);
   return info;
 }
-
-}  // namespace
 
 struct CudaInference::Node {
   Kind kind = Kind::kAlias;
@@ -200,7 +198,7 @@ void CudaInference::plan_node(int n, const std::string& conv_algorithm, bool str
       m.conv = std::make_unique<cudnn::ConvForward>(c.problem(), span_of(c.weight()));
       m.out = cuda::Buffer(static_cast<std::size_t>(m.numel));
       info_[static_cast<std::size_t>(n)] =
-          choose_conv(*m.conv, name, conv_algorithm, strict, m.src[0], m.out.data());
+          choose_cudnn_forward(*m.conv, name, conv_algorithm, strict, m.src[0], m.out.data());
       device_bytes_ += static_cast<std::size_t>(c.problem().wei_numel()) * sizeof(float);
       if (c.has_bias()) {
         m.bias = upload(span_of(c.bias()));

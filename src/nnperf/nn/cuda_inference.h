@@ -20,6 +20,10 @@
 
 namespace nnperf {
 
+namespace cudnn {
+class ConvForward;
+}
+
 // What ran for one node (convolutions: the cuDNN algorithm, why not the requested one, its
 // workspace).
 struct CudaNodeInfo {
@@ -62,6 +66,12 @@ class CudaInference {
   IntervalTimer* timer_ = nullptr;
   std::size_t device_bytes_ = 0;
 };
+
+// The forward algorithm for one conv layer `name`: `asked` when cuDNN serves it, else cuDNN's
+// guess with the reason (an Error when strict); "find" runs cudnnFindConvolutionForwardAlgorithmEx
+// on x and y (device buffers of the layer's input and output). Shared with GPU training.
+CudaNodeInfo choose_cudnn_forward(cudnn::ConvForward& conv, const std::string& name,
+                                  const std::string& asked, bool strict, const float* x, float* y);
 
 // "" when every node of `graph` has a GPU kernel, else the refusal naming the first that has not
 // (checked before anything touches a device, so also on machines without one).

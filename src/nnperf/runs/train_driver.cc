@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
@@ -13,13 +14,16 @@
 #include "nnperf/core/rng.h"
 #include "nnperf/core/threads.h"
 #include "nnperf/data/dataset.h"
+#include "nnperf/gpu/cuda.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/conv/conv.h"
+#include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/models/registry.h"
 #include "nnperf/core/clock.h"
 #include "nnperf/profile/conv_timer.h"
+#include "nnperf/train/cuda_cnn.h"
 #include "nnperf/train/trainer.h"
 
 namespace nnperf {
@@ -30,6 +34,27 @@ namespace {
 
 // The steps cycle over this many distinct synthetic batches.
 constexpr int64_t kDistinctBatches = 2;
+
+// --device cuda: cuDNN's algorithm names, one micro-batch per step, no --deterministic (cuDNN's
+// algo_0 / algo_3 backward rows accumulate with atomics), a device and cuDNN present.
+void validate_cuda(const TrainDriverOptions& o) {
+  const auto names = cudnn::forward_algorithms();
+  if (o.algorithm != "guess" && o.algorithm != "find" &&
+      std::find(names.begin(), names.end(), o.algorithm) == names.end()) {
+    throw UsageError(fmt::format("--algorithm {}: with --device cuda, one of cuDNN's ({}), guess or "
+                                 "find",
+                                 o.algorithm, fmt::join(names, ", ")));
+  }
+  if (o.grad_accum_steps != 1) {
+    throw UsageError("--grad-accum-steps: one micro-batch per step on the GPU so far");
+  }
+  if (o.deterministic) {
+    throw UsageError("--deterministic: cuDNN's choices are not pinned to deterministic ones yet; "
+                     "not with --device cuda");
+  }
+  cuda::require("--device cuda");
+  if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
+}
 
 void validate(const TrainDriverOptions& o, const ModelEntry& m) {
   if (o.batch_size < 1)
@@ -42,7 +67,11 @@ void validate(const TrainDriverOptions& o, const ModelEntry& m) {
     throw UsageError(fmt::format("--input-size {}: {} needs at least {}", o.input_size, m.name,
                                  m.min_input_size));
   }
-  if (o.algorithm != "guess" && o.algorithm != "find") (void)find_conv(o.algorithm);
+  if (o.device == Device::kCuda) {
+    validate_cuda(o);
+  } else if (o.algorithm != "guess" && o.algorithm != "find") {
+    (void)find_conv(o.algorithm);
+  }
   if (o.grad_accum_steps < 1) {
     throw UsageError(fmt::format("--grad-accum-steps {}: expected at least 1", o.grad_accum_steps));
   }
@@ -90,11 +119,12 @@ std::string utc_timestamp() {
 
 std::vector<std::string> metrics_row(const TrainDriverOptions& o, const std::string& arch,
                                      const TrainDriverResult& r) {
+  const bool gpu = o.device == Device::kCuda;
   return {utc_timestamp(),
           hostname(),
           arch,
-          "cpu",
-          cpu_info().model_name,
+          gpu ? "cuda" : "cpu",
+          gpu ? cuda::device_summary() : cpu_info().model_name,
           std::to_string(o.batch_size),
           std::to_string(o.warmup_iters),
           std::to_string(o.iters),
@@ -127,6 +157,54 @@ const std::vector<std::string>& train_metrics_header() {
   return h;
 }
 
+namespace {
+
+// The CPU steps; returns when the measured ones began (now_ns()).
+int64_t cpu_steps(const TrainDriverOptions& o, Trainer& trainer, const std::vector<Tensor>& xs,
+                  const std::vector<std::vector<int32_t>>& ys, TrainDriverResult& r) {
+  int64_t t0 = now_ns();
+  for (int i = 0; i < o.warmup_iters + o.iters; ++i) {
+    check_interrupt();
+    if (i == o.warmup_iters) t0 = now_ns();  // MEASURED_SEC: the warm-up steps are not measured
+    const std::size_t b = static_cast<std::size_t>(i % kDistinctBatches);
+    if (o.grad_accum_steps == 1) {
+      r.final_loss = trainer.step(xs[b], ys[b]).mean_loss();
+      continue;
+    }
+    // An optimizer step every --grad-accum-steps micro-batches, and after the last one.
+    r.final_loss = trainer.accumulate(xs[b], ys[b]).mean_loss();
+    if ((i + 1) % o.grad_accum_steps == 0 || i + 1 == o.warmup_iters + o.iters) {
+      trainer.apply_accumulated();
+    }
+  }
+  return t0;
+}
+
+// The GPU steps: the graph planned for training on the host (shapes and parameters only), then
+// CudaCnnTrainer; every step uploads its batch and returns when the device has finished.
+int64_t gpu_steps(const TrainDriverOptions& o, const ModelEntry& m, Graph& graph,
+                  const Shape& sample, const std::vector<Tensor>& xs,
+                  const std::vector<std::vector<int32_t>>& ys, TrainDriverResult& r) {
+  if (const std::string why = cuda_training_unsupported(graph); !why.empty()) {
+    throw UsageError(fmt::format("--model {} --device cuda: {}", m.name, why));
+  }
+  PlanContext host;  // shapes only: the CPU convolutions plan as guess and never run
+  host.training = true;
+  plan_model(m, graph, Shape{o.batch_size, sample[0], sample[1], sample[2]}, host);
+  CudaCnnTrainer trainer(graph, o.optimizer, o.algorithm, o.label_smoothing);
+  int64_t t0 = now_ns();
+  for (int i = 0; i < o.warmup_iters + o.iters; ++i) {
+    check_interrupt();
+    if (i == o.warmup_iters) t0 = now_ns();
+    const std::size_t b = static_cast<std::size_t>(i % kDistinctBatches);
+    r.final_loss =
+        trainer.step({xs[b].data(), static_cast<std::size_t>(xs[b].numel())}, ys[b]).mean_loss();
+  }
+  return t0;
+}
+
+}  // namespace
+
 TrainDriverResult run_train_driver(const TrainDriverOptions& o) {
   const ModelEntry& m = find_model(o.model);
   validate(o, m);
@@ -155,7 +233,6 @@ TrainDriverResult run_train_driver(const TrainDriverOptions& o) {
   ctx.conv_algorithm = o.algorithm;
   ctx.time_conv = time_conv_ms;
   ctx.time_conv_backward = time_conv_backward_ms;
-  Trainer trainer(graph, make_optimizer(o.optimizer), ctx, o.label_smoothing);
 
   const int64_t n = o.batch_size * kDistinctBatches;
   check_memory(checked_mul(n, sample.numel() * 4).value_or(-1),
@@ -176,19 +253,11 @@ TrainDriverResult run_train_driver(const TrainDriverOptions& o) {
 
   TrainDriverResult r;
   int64_t t0 = now_ns();
-  for (int i = 0; i < o.warmup_iters + o.iters; ++i) {
-    check_interrupt();
-    if (i == o.warmup_iters) t0 = now_ns();  // MEASURED_SEC: the warm-up steps are not measured
-    const std::size_t b = static_cast<std::size_t>(i % kDistinctBatches);
-    if (o.grad_accum_steps == 1) {
-      r.final_loss = trainer.step(xs[b], ys[b]).mean_loss();
-      continue;
-    }
-    // An optimizer step every --grad-accum-steps micro-batches, and after the last one.
-    r.final_loss = trainer.accumulate(xs[b], ys[b]).mean_loss();
-    if ((i + 1) % o.grad_accum_steps == 0 || i + 1 == o.warmup_iters + o.iters) {
-      trainer.apply_accumulated();
-    }
+  if (o.device == Device::kCuda) {
+    t0 = gpu_steps(o, m, graph, sample, xs, ys, r);
+  } else {
+    Trainer trainer(graph, make_optimizer(o.optimizer), ctx, o.label_smoothing);
+    t0 = cpu_steps(o, trainer, xs, ys, r);
   }
   r.measured_sec = seconds_since(t0);
   r.images_processed = o.batch_size * o.iters;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "nnperf/kernels/gemm/gemm.h"  // Device
 #include "nnperf/train/optimizer.h"
 
 namespace nnperf {
@@ -26,6 +27,9 @@ struct TrainDriverOptions {
   std::string algorithm =
       "guess";  // conv algorithm, as profile's --algorithm (find = cudnn_benchmark)
   int threads = 0;
+  // kCuda: the steps run on the GPU (train/cuda_cnn.h): cuDNN's algorithms (--algorithm a cuDNN
+  // forward name, guess or find), one micro-batch per step, not --deterministic.
+  Device device = Device::kCpu;
   uint64_t seed = 1234;
   int grad_accum_steps = 1;  // micro-batches per optimizer step (each one --batch-size images)
   // Refuses choices that depend on timing (--algorithm find); nnperf's CPU kernels give the same

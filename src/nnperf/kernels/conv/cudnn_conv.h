@@ -73,8 +73,10 @@ class ConvForward {
   // Queues one forward pass (dst = conv(src, wei)) with `algorithm`; the workspace grows to the
   // largest one asked for and is kept.
   void run(std::string_view algorithm);
-  // The same on device buffers src [mb, ic, ih, iw] and dst [mb, oc, oh, ow].
+  // The same on device buffers src [mb, ic, ih, iw] and dst [mb, oc, oh, ow]; run_with also
+  // takes the weights from a device buffer (training, where they change every step).
   void run_on(std::string_view algorithm, const float* src, float* dst);
+  void run_with(std::string_view algorithm, const float* src, const float* wei, float* dst);
   // The output [mb, oc, oh, ow] once the queued work has finished.
   std::vector<float> output();
 
@@ -91,6 +93,9 @@ class ConvBackward {
   // `first` is w for backward-data, x for backward-weights; both uploaded once.
   ConvBackward(const ConvProblem& p, ConvPass pass, std::span<const float> first,
                std::span<const float> dy);
+  // Descriptors only: every tensor is the caller's device buffer (find_on, run_on); find, run and
+  // output refuse.
+  ConvBackward(const ConvProblem& p, ConvPass pass);
   ~ConvBackward();
   ConvBackward(const ConvBackward&) = delete;
   ConvBackward& operator=(const ConvBackward&) = delete;
@@ -101,6 +106,10 @@ class ConvBackward {
   std::vector<AlgoResult> find(std::size_t max_workspace_bytes);  // ...FindAlgorithmEx
   void run(std::string_view algorithm);
   std::vector<float> output();  // dx or dw, once the queued work has finished
+  // On the caller's device buffers: first (w or x), dy, and out (dx or dw, overwritten).
+  std::vector<AlgoResult> find_on(std::size_t max_workspace_bytes, const float* first,
+                                  const float* dy, float* out);
+  void run_on(std::string_view algorithm, const float* first, const float* dy, float* out);
 
  private:
   struct Impl;

@@ -341,14 +341,19 @@ void ConvForward::run(std::string_view algorithm) {
 }
 
 void ConvForward::run_on(std::string_view algorithm, const float* x, float* y) {
+  run_with(algorithm, x, impl_->wei.data(), y);
+}
+
+void ConvForward::run_with(std::string_view algorithm, const float* x, const float* wei,
+                           float* y) {
   Api& a = usable();
   const std::size_t ws = workspace_bytes(algorithm);
   grow(impl_->workspace, ws);
   const float one = 1.0f, zero = 0.0f;
-  check(
-      a.ConvolutionForward(a.handle, &one, impl_->x, x, impl_->w, impl_->wei.data(), impl_->conv,
-                           impl_->algo(algorithm), impl_->workspace.data(), ws, &zero, impl_->y, y),
-      "cudnnConvolutionForward");
+  check(a.ConvolutionForward(a.handle, &one, impl_->x, x, impl_->w, wei, impl_->conv,
+                             impl_->algo(algorithm), impl_->workspace.data(), ws, &zero, impl_->y,
+                             y),
+        "cudnnConvolutionForward");
 }
 
 std::vector<float> ConvForward::output() {
@@ -408,6 +413,13 @@ ConvBackward::ConvBackward(const ConvProblem& p, ConvPass pass, std::span<const 
   m.out = cuda::Buffer(static_cast<std::size_t>(data ? p.src_numel() : p.wei_numel()));
 }
 
+ConvBackward::ConvBackward(const ConvProblem& p, ConvPass pass)
+    : impl_(std::make_unique<Impl>()) {
+  if (pass == ConvPass::kForward) fail("cuDNN conv {}: ConvBackward needs a backward pass", p.str());
+  impl_->pass = pass;
+  impl_->set(p);
+}
+
 ConvBackward::~ConvBackward() = default;
 
 std::string ConvBackward::why_not(std::string_view algorithm) {
@@ -446,13 +458,21 @@ std::vector<AlgoResult> ConvBackward::guess() {
 }
 
 std::vector<AlgoResult> ConvBackward::find(std::size_t max_workspace_bytes) {
+  Impl& m = *impl_;
+  if (m.dy.size() == 0) fail("cuDNN conv {}: find() without its own tensors; use find_on", m.p.str());
+  return find_on(max_workspace_bytes, m.first.data(), m.dy.data(), m.out.data());
+}
+
+std::vector<AlgoResult> ConvBackward::find_on(std::size_t max_workspace_bytes, const float* first,
+                                              const float* dy, float* out) {
   Api& a = usable();
   Impl& m = *impl_;
   std::size_t ws = 0;
   for (const char* n : algorithms(m.pass)) {
     std::size_t bytes = 0;
-    if (m.query(n, &bytes) == CUDNN_STATUS_SUCCESS)
+    if (m.query(n, &bytes) == CUDNN_STATUS_SUCCESS) {
       ws = std::max(ws, std::min(bytes, max_workspace_bytes));
+    }
   }
   grow(m.workspace, ws);
   const int max = m.max_count();
@@ -460,19 +480,26 @@ std::vector<AlgoResult> ConvBackward::find(std::size_t max_workspace_bytes) {
   const std::size_t have = m.workspace.size() * sizeof(float);
   if (m.data()) {
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<std::size_t>(max));
-    check(a.FindBwdDataAlgorithmEx(a.handle, m.w, m.first.data(), m.y, m.dy.data(), m.conv, m.x,
-                                   m.out.data(), max, &got, perf.data(), m.workspace.data(), have),
+    check(a.FindBwdDataAlgorithmEx(a.handle, m.w, first, m.y, dy, m.conv, m.x, out, max, &got,
+                                   perf.data(), m.workspace.data(), have),
           "cudnnFindConvolutionBackwardDataAlgorithmEx");
     return results_of(perf.data(), got, algorithms(m.pass));
   }
   std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<std::size_t>(max));
-  check(a.FindBwdFilterAlgorithmEx(a.handle, m.x, m.first.data(), m.y, m.dy.data(), m.conv, m.w,
-                                   m.out.data(), max, &got, perf.data(), m.workspace.data(), have),
+  check(a.FindBwdFilterAlgorithmEx(a.handle, m.x, first, m.y, dy, m.conv, m.w, out, max, &got,
+                                   perf.data(), m.workspace.data(), have),
         "cudnnFindConvolutionBackwardFilterAlgorithmEx");
   return results_of(perf.data(), got, algorithms(m.pass));
 }
 
 void ConvBackward::run(std::string_view algorithm) {
+  Impl& m = *impl_;
+  if (m.dy.size() == 0) fail("cuDNN conv {}: run() without its own tensors; use run_on", m.p.str());
+  run_on(algorithm, m.first.data(), m.dy.data(), m.out.data());
+}
+
+void ConvBackward::run_on(std::string_view algorithm, const float* first, const float* dy,
+                          float* out) {
   Api& a = usable();
   Impl& m = *impl_;
   const std::size_t ws = workspace_bytes(algorithm);
@@ -480,19 +507,20 @@ void ConvBackward::run(std::string_view algorithm) {
   const int k = pass_algo_index(m.pass, algorithm);
   const float one = 1.0f, zero = 0.0f;
   if (m.data()) {
-    check(a.ConvolutionBackwardData(a.handle, &one, m.w, m.first.data(), m.y, m.dy.data(), m.conv,
+    check(a.ConvolutionBackwardData(a.handle, &one, m.w, first, m.y, dy, m.conv,
                                     static_cast<cudnnConvolutionBwdDataAlgo_t>(k),
-                                    m.workspace.data(), ws, &zero, m.x, m.out.data()),
+                                    m.workspace.data(), ws, &zero, m.x, out),
           "cudnnConvolutionBackwardData");
   } else {
-    check(a.ConvolutionBackwardFilter(a.handle, &one, m.x, m.first.data(), m.y, m.dy.data(), m.conv,
+    check(a.ConvolutionBackwardFilter(a.handle, &one, m.x, first, m.y, dy, m.conv,
                                       static_cast<cudnnConvolutionBwdFilterAlgo_t>(k),
-                                      m.workspace.data(), ws, &zero, m.w, m.out.data()),
+                                      m.workspace.data(), ws, &zero, m.w, out),
           "cudnnConvolutionBackwardFilter");
   }
 }
 
 std::vector<float> ConvBackward::output() {
+  if (impl_->out.size() == 0) fail("cuDNN conv {}: output() without its own tensors", impl_->p.str());
   cuda::synchronize();
   std::vector<float> out(impl_->out.size());
   impl_->out.download(out);

@@ -35,6 +35,7 @@ std::vector<AlgoResult> ConvForward::find(std::size_t) { refuse(); }
 std::vector<AlgoResult> ConvForward::find_on(std::size_t, const float*, float*) { refuse(); }
 void ConvForward::run(std::string_view) { refuse(); }
 void ConvForward::run_on(std::string_view, const float*, float*) { refuse(); }
+void ConvForward::run_with(std::string_view, const float*, const float*, float*) { refuse(); }
 std::vector<float> ConvForward::output() { refuse(); }
 
 struct ConvBackward::Impl {};
@@ -42,6 +43,7 @@ ConvBackward::ConvBackward(const ConvProblem&, ConvPass, std::span<const float>,
                            std::span<const float>) {
   refuse();
 }
+ConvBackward::ConvBackward(const ConvProblem&, ConvPass) { refuse(); }
 ConvBackward::~ConvBackward() = default;
 std::string ConvBackward::why_not(std::string_view) { refuse(); }
 std::size_t ConvBackward::workspace_bytes(std::string_view) { refuse(); }
@@ -49,5 +51,9 @@ std::vector<AlgoResult> ConvBackward::guess() { refuse(); }
 std::vector<AlgoResult> ConvBackward::find(std::size_t) { refuse(); }
 void ConvBackward::run(std::string_view) { refuse(); }
 std::vector<float> ConvBackward::output() { refuse(); }
+std::vector<AlgoResult> ConvBackward::find_on(std::size_t, const float*, const float*, float*) {
+  refuse();
+}
+void ConvBackward::run_on(std::string_view, const float*, const float*, float*) { refuse(); }
 
 }  // namespace nnperf::cudnn

@@ -1,0 +1,476 @@
+// CudaCnnTrainer: per graph node a device output and gradient, the layer's parameters (value,
+// gradient, optimizer state) and its kernels' state (cuDNN plans, BatchNorm statistics, max-pool
+// argmax); gradients routed as Graph routes them. See cuda_cnn.h.
+#include "nnperf/train/cuda_cnn.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "nnperf/core/error.h"
+#include "nnperf/gpu/cuda.h"
+#include "nnperf/kernels/conv/cudnn_conv.h"
+#include "nnperf/kernels/cuda_kernels.h"
+#include "nnperf/kernels/gemm/gemm.h"
+#include "nnperf/nn/activation.h"
+#include "nnperf/nn/add.h"
+#include "nnperf/nn/batchnorm.h"
+#include "nnperf/nn/concat.h"
+#include "nnperf/nn/conv2d.h"
+#include "nnperf/nn/cuda_inference.h"
+#include "nnperf/nn/flatten.h"
+#include "nnperf/nn/global_pool.h"
+#include "nnperf/nn/linear.h"
+#include "nnperf/nn/pool.h"
+
+namespace nnperf {
+
+namespace {
+
+enum class Kind {
+  kConv,
+  kBatchNorm,
+  kActivation,
+  kMaxPool,
+  kAvgPool,
+  kAdaptivePool,
+  kAdd,
+  kConcat,
+  kLinear,
+  kFlatten
+};
+
+std::optional<Kind> kind_of(const Layer& l) {
+  if (dynamic_cast<const Conv2d*>(&l) != nullptr) return Kind::kConv;
+  if (dynamic_cast<const BatchNorm2d*>(&l) != nullptr) return Kind::kBatchNorm;
+  if (dynamic_cast<const Activation*>(&l) != nullptr) return Kind::kActivation;
+  if (dynamic_cast<const MaxPool2d*>(&l) != nullptr) return Kind::kMaxPool;
+  if (dynamic_cast<const AvgPool2d*>(&l) != nullptr) return Kind::kAvgPool;
+  if (dynamic_cast<const AdaptiveAvgPool2d*>(&l) != nullptr) return Kind::kAdaptivePool;
+  if (dynamic_cast<const Add*>(&l) != nullptr) return Kind::kAdd;
+  if (dynamic_cast<const Concat*>(&l) != nullptr) return Kind::kConcat;
+  if (dynamic_cast<const Linear*>(&l) != nullptr) return Kind::kLinear;
+  if (dynamic_cast<const Flatten*>(&l) != nullptr) return Kind::kFlatten;
+  return std::nullopt;
+}
+
+cuda::Buffer upload(std::span<const float> host) {
+  cuda::Buffer b(host.size());
+  if (!host.empty()) b.upload(host);
+  return b;
+}
+
+std::size_t count(const Shape& s) { return static_cast<std::size_t>(s.numel()); }
+
+// cuDNN's choice for a backward pass: find's fastest, or guess's first it serves.
+std::string choose_backward(cudnn::ConvBackward& c, const std::string& asked, const float* first,
+                            const float* dy, float* out) {
+  const std::vector<cudnn::AlgoResult> ranked =
+      asked == "find" ? c.find_on(std::size_t{1} << 30, first, dy, out) : c.guess();
+  for (const cudnn::AlgoResult& r : ranked) {
+    if (r.status == "CUDNN_STATUS_SUCCESS" && c.why_not(r.algorithm).empty()) return r.algorithm;
+  }
+  throw Error("cuDNN serves no backward algorithm for this convolution");
+}
+
+}  // namespace
+
+std::string cuda_training_unsupported(const Graph& graph) {
+  for (int n = 1; n < graph.size(); ++n) {
+    const Layer& l = graph.layer(n);
+    if (!kind_of(l)) {
+      return fmt::format("layer {} ({}): no GPU training kernel for {} yet", graph.name(n),
+                         l.describe(), l.kind());
+    }
+  }
+  const Shape& out = graph.output_shape(graph.size() - 1);
+  if (out.rank() != 2) {
+    return fmt::format("the output {} is not [batch, classes]", out.str());
+  }
+  return "";
+}
+
+struct CudaCnnTrainer::Param {
+  Tensor* host = nullptr;
+  cuda::Buffer value, grad, s1, s2;  // s1: momentum buffer or Adam's m; s2: Adam's v
+};
+
+struct CudaCnnTrainer::Node {
+  Kind kind = Kind::kFlatten;
+  cuda::Buffer out, grad;
+  std::vector<int> inputs;
+  std::vector<float*> d_src;  // where backward writes each input's gradient (null: none needed)
+  struct Sum {
+    float* dst;        // the producer's gradient
+    const float* src;  // this node's scratch for that edge
+    int64_t n;
+  };
+  std::vector<Sum> accumulate;
+  std::vector<cuda::Buffer> scratch;
+  int64_t numel = 0, mb = 0;
+  std::unique_ptr<cudnn::ConvForward> fwd;
+  std::unique_ptr<cudnn::ConvBackward> bwd_data, bwd_weights;
+  std::string alg_fwd, alg_data, alg_weights;
+  Param* w = nullptr;  // conv/linear weight; BatchNorm gamma
+  Param* b = nullptr;  // bias; BatchNorm beta
+  BatchNorm2d* bn = nullptr;
+  cuda::Buffer running_mean, running_var, save_mean, save_inv;  // save_*: doubles, 2 floats each
+  BatchNormShape shape{};
+  PoolShape pool{};
+  bool count_include_pad = true;
+  cuda::Buffer argmax;  // int32 bit patterns, one per output
+  const ActivationKernel* act = nullptr;
+  GemmShape gemm{};
+};
+
+CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
+                               const std::string& conv_algorithm, float label_smoothing)
+    : graph_(graph),
+      opt_(optimizer),
+      lr_(static_cast<float>(optimizer.lr)),
+      label_smoothing_(label_smoothing) {
+  if (const std::string why = cuda_training_unsupported(graph); !why.empty()) {
+    throw UsageError("--device cuda: " + why);
+  }
+  cuda::require("--device cuda");
+  if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
+  (void)make_optimizer(optimizer);  // the CPU optimizer's checks of the options
+  std::size_t need = 0;             // outputs and gradients; parameters and workspaces come on top
+  for (int n = 0; n < graph.size(); ++n) need += 2 * count(graph.output_shape(n)) * sizeof(float);
+  if (need > cuda::device_properties().free_bytes) {
+    throw Error(
+        fmt::format("training this batch needs {:.1f} GiB of device memory for "
+                    "activations and gradients; less is free",
+                    static_cast<double>(need) / (1 << 30)));
+  }
+  const Shape& out = graph.output_shape(graph.size() - 1);
+  mb_ = out[0];
+  classes_ = out[1];
+  labels_ = cuda::Buffer(static_cast<std::size_t>(mb_));
+  nodes_.resize(static_cast<std::size_t>(graph.size()));
+  nodes_[0] = std::make_unique<Node>();
+  nodes_[0]->numel = graph.input_shape().numel();
+  nodes_[0]->out = cuda::Buffer(count(graph.input_shape()));
+  for (int n = 1; n < graph.size(); ++n) plan_node(n, conv_algorithm);
+  route_gradients();
+}
+
+CudaCnnTrainer::~CudaCnnTrainer() = default;
+
+void CudaCnnTrainer::plan_node(int n, const std::string& conv_algorithm) {
+  auto node = std::make_unique<Node>();
+  Node& m = *node;
+  Layer& layer = graph_.layer(n);
+  const Shape& shape = graph_.output_shape(n);
+  m.kind = *kind_of(layer);
+  m.inputs = graph_.inputs(n);
+  m.numel = shape.numel();
+  m.mb = shape[0];
+  m.out = cuda::Buffer(count(shape));
+  m.grad = cuda::Buffer(count(shape));
+  // Parameters in Graph::params() order (the CPU optimizer's).
+  std::vector<Param*> mine;
+  for (const nnperf::Param& p : layer.params()) {
+    auto dp = std::make_unique<Param>();
+    dp->host = p.value;
+    dp->value = upload({p.value->data(), count(p.value->shape())});
+    dp->grad = cuda::Buffer(count(p.value->shape()));
+    mine.push_back(dp.get());
+    params_.push_back(std::move(dp));
+  }
+  m.w = mine.size() > 0 ? mine[0] : nullptr;
+  m.b = mine.size() > 1 ? mine[1] : nullptr;
+  const float* x = nodes_[static_cast<std::size_t>(m.inputs[0])]->out.data();
+  const Shape& in = graph_.output_shape(m.inputs[0]);
+  switch (m.kind) {
+    case Kind::kConv: {
+      auto& c = dynamic_cast<Conv2d&>(layer);
+      const ConvProblem p = c.problem();
+      m.fwd = std::make_unique<cudnn::ConvForward>(
+          p, std::span<const float>(c.weight().data(), count(c.weight().shape())));
+      m.alg_fwd =
+          choose_cudnn_forward(*m.fwd, graph_.name(n), conv_algorithm, false, x, m.out.data())
+              .algorithm;
+      m.bwd_data = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardData);
+      m.bwd_weights = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardWeights);
+      cuda::Buffer dx(count(in));
+      m.alg_data =
+          choose_backward(*m.bwd_data, conv_algorithm, m.w->value.data(), m.grad.data(), dx.data());
+      m.alg_weights =
+          choose_backward(*m.bwd_weights, conv_algorithm, x, m.grad.data(), m.w->grad.data());
+      m.shape = {shape[0], shape[1], shape[2] * shape[3]};
+      if (!c.has_bias()) m.b = nullptr;
+      break;
+    }
+    case Kind::kBatchNorm: {
+      m.bn = &dynamic_cast<BatchNorm2d&>(layer);
+      m.shape = {shape[0], shape[1], shape.numel() / (shape[0] * shape[1])};
+      m.running_mean = upload({m.bn->running_mean().data(), count(m.bn->running_mean().shape())});
+      m.running_var = upload({m.bn->running_var().data(), count(m.bn->running_var().shape())});
+      m.save_mean = cuda::Buffer(2 * static_cast<std::size_t>(shape[1]));
+      m.save_inv = cuda::Buffer(2 * static_cast<std::size_t>(shape[1]));
+      break;
+    }
+    case Kind::kActivation:
+      m.act = &dynamic_cast<Activation&>(layer).kernel();
+      break;
+    case Kind::kMaxPool:
+      m.pool = dynamic_cast<MaxPool2d&>(layer).shape();
+      m.argmax = cuda::Buffer(count(shape));
+      break;
+    case Kind::kAvgPool: {
+      auto& p = dynamic_cast<AvgPool2d&>(layer);
+      m.pool = p.shape();
+      m.count_include_pad = p.count_include_pad();
+      break;
+    }
+    case Kind::kAdaptivePool: {
+      auto& g = dynamic_cast<AdaptiveAvgPool2d&>(layer);
+      m.pool = {in[0] * in[1], in[2], in[3], g.out_h(), g.out_w(), 1, 1, 0};
+      break;
+    }
+    case Kind::kLinear: {
+      auto& l = dynamic_cast<Linear&>(layer);
+      m.gemm = {false, false, shape[0], shape[1], l.weight().shape()[0]};
+      if (!l.has_bias()) m.b = nullptr;
+      break;
+    }
+    case Kind::kAdd:
+    case Kind::kConcat:
+    case Kind::kFlatten:
+      break;
+  }
+  nodes_[static_cast<std::size_t>(n)] = std::move(node);
+}
+
+// Graph's rule: in backward order, the first consumer of a node writes its gradient, later ones
+// write a scratch buffer that is added in after their backward. The graph input gets none.
+void CudaCnnTrainer::route_gradients() {
+  std::vector<bool> written(nodes_.size(), false);
+  for (std::size_t j = nodes_.size(); j-- > 1;) {
+    Node& m = *nodes_[j];
+    for (const int k : m.inputs) {
+      if (k == Graph::kInput) {
+        m.d_src.push_back(nullptr);
+        continue;
+      }
+      Node& producer = *nodes_[static_cast<std::size_t>(k)];
+      if (!written[static_cast<std::size_t>(k)]) {
+        written[static_cast<std::size_t>(k)] = true;
+        m.d_src.push_back(producer.grad.data());
+        continue;
+      }
+      m.scratch.emplace_back(producer.grad.size());
+      m.d_src.push_back(m.scratch.back().data());
+      m.accumulate.push_back({producer.grad.data(), m.scratch.back().data(),
+                              static_cast<int64_t>(producer.grad.size())});
+    }
+  }
+}
+
+void CudaCnnTrainer::forward() {
+  for (std::size_t n = 1; n < nodes_.size(); ++n) {
+    Node& m = *nodes_[n];
+    const float* x = nodes_[static_cast<std::size_t>(m.inputs[0])]->out.data();
+    float* y = m.out.data();
+    switch (m.kind) {
+      case Kind::kConv:
+        m.fwd->run_with(m.alg_fwd, x, m.w->value.data(), y);
+        if (m.b != nullptr) cuda_kernels::channel_affine(m.shape, y, nullptr, m.b->value.data(), y);
+        break;
+      case Kind::kBatchNorm:
+        cuda_kernels::batchnorm_train_forward({m.shape, x, y, m.w->value.data(), m.b->value.data(),
+                                               m.bn->eps(), m.bn->momentum(), m.running_mean.data(),
+                                               m.running_var.data(),
+                                               reinterpret_cast<double*>(m.save_mean.data()),
+                                               reinterpret_cast<double*>(m.save_inv.data()), 1});
+        break;
+      case Kind::kActivation:
+        cuda_kernels::activation_forward(*m.act, x, y, m.numel);
+        break;
+      case Kind::kMaxPool:
+        cuda_kernels::maxpool2d_forward_argmax(m.pool, x, y,
+                                               reinterpret_cast<int32_t*>(m.argmax.data()));
+        break;
+      case Kind::kAvgPool:
+        cuda_kernels::avgpool2d_forward(m.pool, m.count_include_pad, x, y);
+        break;
+      case Kind::kAdaptivePool:
+        cuda_kernels::adaptive_avgpool2d_forward(m.pool, x, y);
+        break;
+      case Kind::kAdd:
+        cuda_kernels::add(x, nodes_[static_cast<std::size_t>(m.inputs[1])]->out.data(), y, m.numel);
+        for (std::size_t i = 2; i < m.inputs.size(); ++i) {
+          cuda_kernels::add(y, nodes_[static_cast<std::size_t>(m.inputs[i])]->out.data(), y,
+                            m.numel);
+        }
+        break;
+      case Kind::kConcat: {
+        int64_t offset = 0;
+        for (const int k : m.inputs) {
+          const int64_t part = graph_.output_shape(k).numel() / m.mb;
+          cuda_kernels::concat_part(nodes_[static_cast<std::size_t>(k)]->out.data(), m.mb, part, y,
+                                    m.numel / m.mb, offset);
+          offset += part;
+        }
+        break;
+      }
+      case Kind::kLinear: {
+        const GemmShape& s = m.gemm;
+        gemm_run(find_gemm("cublas", Device::kCuda),
+                 gemm_args(s, x, s.k, m.w->value.data(), s.n, y, s.n, nullptr, 1));
+        if (m.b != nullptr) cuda_kernels::add_bias_rows(y, m.b->value.data(), s.m, s.n, s.n);
+        break;
+      }
+      case Kind::kFlatten:
+        cuda_kernels::copy(x, y, m.numel);
+        break;
+    }
+  }
+}
+
+void CudaCnnTrainer::backward_node(int n) {
+  Node& m = *nodes_[static_cast<std::size_t>(n)];
+  const float* x = nodes_[static_cast<std::size_t>(m.inputs[0])]->out.data();
+  const float* dy = m.grad.data();
+  float* dx = m.d_src[0];
+  switch (m.kind) {
+    case Kind::kConv:
+      if (dx != nullptr) m.bwd_data->run_on(m.alg_data, m.w->value.data(), dy, dx);
+      m.bwd_weights->run_on(m.alg_weights, x, dy, m.w->grad.data());
+      if (m.b != nullptr) cuda_kernels::channel_sum(m.shape, dy, m.b->grad.data());
+      break;
+    case Kind::kBatchNorm:
+      cuda_kernels::batchnorm_backward({m.shape, x, dy, dx, m.w->value.data(),
+                                        reinterpret_cast<const double*>(m.save_mean.data()),
+                                        reinterpret_cast<const double*>(m.save_inv.data()),
+                                        m.w->grad.data(), m.b->grad.data(), 1});
+      break;
+    case Kind::kActivation:
+      if (dx != nullptr)
+        cuda_kernels::activation_backward(*m.act, x, m.out.data(), dy, dx, m.numel);
+      break;
+    case Kind::kMaxPool:
+      if (dx != nullptr) {
+        cuda_kernels::maxpool2d_backward(m.pool, dy,
+                                         reinterpret_cast<const int32_t*>(m.argmax.data()), dx);
+      }
+      break;
+    case Kind::kAvgPool:
+      if (dx != nullptr) cuda_kernels::avgpool2d_backward(m.pool, m.count_include_pad, dy, dx);
+      break;
+    case Kind::kAdaptivePool:
+      if (dx != nullptr) cuda_kernels::adaptive_avgpool2d_backward(m.pool, dy, dx);
+      break;
+    case Kind::kAdd:
+      for (float* d : m.d_src) {
+        if (d != nullptr) cuda_kernels::copy(dy, d, m.numel);
+      }
+      break;
+    case Kind::kConcat: {
+      int64_t offset = 0;
+      for (std::size_t i = 0; i < m.inputs.size(); ++i) {
+        const int64_t part = graph_.output_shape(m.inputs[i]).numel() / m.mb;
+        if (m.d_src[i] != nullptr) {
+          cuda_kernels::concat_slice(dy, m.mb, part, m.numel / m.mb, offset, m.d_src[i]);
+        }
+        offset += part;
+      }
+      break;
+    }
+    case Kind::kLinear: {
+      const GemmShape& s = m.gemm;  // y[m x n] = x[m x k] . W[k x n]
+      const GemmAlgorithm& g = find_gemm("cublas", Device::kCuda);
+      gemm_run(g, gemm_args({true, false, s.k, s.n, s.m}, x, s.k, dy, s.n, m.w->grad.data(), s.n,
+                            nullptr, 1));
+      if (m.b != nullptr) cuda_kernels::sum_rows(dy, m.b->grad.data(), s.m, s.n, s.n);
+      if (dx != nullptr) {
+        gemm_run(g, gemm_args({false, true, s.m, s.k, s.n}, dy, s.n, m.w->value.data(), s.n, dx,
+                              s.k, nullptr, 1));
+      }
+      break;
+    }
+    case Kind::kFlatten:
+      if (dx != nullptr) cuda_kernels::copy(dy, dx, m.numel);
+      break;
+  }
+  for (const Node::Sum& a : m.accumulate) cuda_kernels::add(a.dst, a.src, a.dst, a.n);
+}
+
+void CudaCnnTrainer::backward() {
+  for (int n = static_cast<int>(nodes_.size()) - 1; n >= 1; --n) backward_node(n);
+}
+
+void CudaCnnTrainer::update() {
+  const float wd = static_cast<float>(opt_.weight_decay);
+  const float mu = static_cast<float>(opt_.momentum);
+  const bool adam = opt_.name == "adam";
+  const AdamCoefficients c = adam_coefficients(opt_, lr_, steps_ + 1);
+  for (const auto& p : params_) {
+    const auto n = static_cast<int64_t>(p->value.size());
+    if (adam) {
+      if (p->s1.size() == 0) {
+        p->s1 = upload(std::vector<float>(p->value.size(), 0.0f));
+        p->s2 = upload(std::vector<float>(p->value.size(), 0.0f));
+      }
+      cuda_kernels::adam_update(p->value.data(), p->grad.data(), p->s1.data(), p->s2.data(), n, c);
+    } else if (mu == 0.0f) {
+      cuda_kernels::sgd_update(p->value.data(), p->grad.data(), nullptr, n, lr_, wd, 0.0f, 0.0f,
+                               false);
+    } else {
+      if (p->s1.size() == 0) p->s1 = cuda::Buffer(p->value.size());
+      // torch.optim.SGD (dampening 0): the buffer is the gradient on the first step.
+      const float keep = steps_ == 0 ? 0.0f : mu;
+      cuda_kernels::sgd_update(p->value.data(), p->grad.data(), p->s1.data(), n, lr_, wd, mu, keep,
+                               opt_.nesterov);
+    }
+  }
+  ++steps_;
+}
+
+BatchResult CudaCnnTrainer::step(std::span<const float> x, std::span<const int32_t> labels) {
+  NNPERF_CHECK(static_cast<int64_t>(x.size()) == nodes_[0]->numel, "{} input values, planned {}",
+               x.size(), nodes_[0]->numel);
+  NNPERF_CHECK(static_cast<int64_t>(labels.size()) == mb_, "{} labels for a batch of {}",
+               labels.size(), mb_);
+  for (const int32_t l : labels) {
+    if (l < 0 || l >= classes_) fail("label {} outside [0, {})", l, classes_);
+  }
+  nodes_[0]->out.upload(x);
+  label_bits_.assign(static_cast<std::size_t>(mb_), 0.0f);  // int32 bit patterns in floats
+  std::memcpy(label_bits_.data(), labels.data(), labels.size() * sizeof(int32_t));
+  labels_.upload(label_bits_);
+  forward();
+  Node& last = *nodes_.back();
+  const LossResult r = cuda_kernels::softmax_cross_entropy(
+      last.out.data(), reinterpret_cast<const int32_t*>(labels_.data()), mb_, classes_,
+      last.grad.data(), 1.0f / static_cast<float>(mb_), label_smoothing_);
+  if (!std::isfinite(r.loss_sum)) {
+    throw DivergenceError(fmt::format("training diverged at step {}: loss is {} on the GPU",
+                                      steps_ + 1, r.loss_sum / static_cast<double>(mb_)));
+  }
+  backward();
+  update();
+  cuda::synchronize();
+  return BatchResult{r.loss_sum, r.correct, mb_};
+}
+
+void CudaCnnTrainer::download_params() {
+  cuda::synchronize();
+  for (const auto& p : params_) p->value.download({p->host->data(), count(p->host->shape())});
+  for (const auto& m : nodes_) {
+    if (m->bn == nullptr) continue;
+    m->running_mean.download({m->bn->running_mean().data(), count(m->bn->running_mean().shape())});
+    m->running_var.download({m->bn->running_var().data(), count(m->bn->running_var().shape())});
+  }
+}
+
+std::string CudaCnnTrainer::algorithms(int node) const {
+  const Node& m = *nodes_[static_cast<std::size_t>(node)];
+  if (m.kind != Kind::kConv) return "";
+  return fmt::format("fwd={},bwd_data={},bwd_weights={}", m.alg_fwd, m.alg_data, m.alg_weights);
+}
+
+}  // namespace nnperf

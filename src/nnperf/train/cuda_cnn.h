@@ -1,0 +1,73 @@
+// CNN training on the CUDA device (`train --iters N --device cuda`, the fixed-iteration driver):
+// a graph planned for training on the host (shapes and initial parameters are read from it; none
+// of its CPU work runs) walked on the device. Forward: cuDNN convolutions (the forward algorithm
+// asked for, guess or find; a named one cuDNN cannot serve falls back to its guess), BatchNorm in
+// training mode (batch statistics, running statistics updated), activations, pools (max with its
+// argmax), Add, Concat, Linear (cuBLAS), Flatten. Loss: softmax cross-entropy with label
+// smoothing. Backward: cuDNN's backward-data and backward-weights algorithms (guess, or find when
+// asked) and the backward kernels of kernels/cuda_kernels.h, with a node feeding several
+// consumers getting their gradients summed, as Graph does. Update: torch.optim's SGD (momentum,
+// Nesterov, weight decay) or Adam, as the CPU optimizer. One synchronisation per step (the loss
+// comes back). Layers without GPU training kernels (Dropout in training, ReLU6) are refused by
+// name before anything is allocated.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nnperf/gpu/cuda.h"
+#include "nnperf/nn/graph.h"
+#include "nnperf/train/optimizer.h"
+#include "nnperf/train/trainer.h"
+
+namespace nnperf {
+
+// "" when every node of `graph` can be trained on the GPU, else the refusal naming the first
+// that cannot (checked without a device).
+std::string cuda_training_unsupported(const Graph& graph);
+
+class CudaCnnTrainer {
+ public:
+  // `graph` planned for training at the batch's shape; it must outlive the trainer. Throws
+  // UsageError for an unsupported layer or without a device/cuDNN, Error when the device memory
+  // the plan needs is not free.
+  CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer, const std::string& conv_algorithm,
+                 float label_smoothing = 0.0f);
+  ~CudaCnnTrainer();
+  CudaCnnTrainer(const CudaCnnTrainer&) = delete;
+  CudaCnnTrainer& operator=(const CudaCnnTrainer&) = delete;
+
+  // One step on a batch of the planned shape ([mb, C, H, W], host memory) and labels in
+  // [0, classes); returns once the device has finished. Throws DivergenceError when the loss is
+  // not finite.
+  BatchResult step(std::span<const float> x, std::span<const int32_t> labels);
+  void set_lr(float lr) { lr_ = lr; }
+  int64_t steps() const { return steps_; }
+  // The device's parameters and BatchNorm running statistics written back into the graph.
+  void download_params();
+  // The cuDNN algorithms chosen per conv node: "fwd=..,bwd_data=..,bwd_weights=..".
+  std::string algorithms(int node) const;
+
+ private:
+  struct Node;
+  struct Param;
+  void plan_node(int n, const std::string& conv_algorithm);
+  void route_gradients();
+  void forward();
+  void backward();
+  void backward_node(int n);
+  void update();
+
+  Graph& graph_;
+  OptimizerOptions opt_;
+  float lr_, label_smoothing_;
+  int64_t steps_ = 0, mb_ = 0, classes_ = 0;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<std::unique_ptr<Param>> params_;
+  std::vector<float> label_bits_;
+  cuda::Buffer labels_;  // int32 labels as float bit patterns
+};
+
+}  // namespace nnperf
