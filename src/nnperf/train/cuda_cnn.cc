@@ -420,7 +420,8 @@ void CudaCnnTrainer::update() {
       cuda_kernels::sgd_update(p->value.data(), p->grad.data(), nullptr, n, lr_, wd, 0.0f, 0.0f,
                                false);
     } else {
-      if (p->s1.size() == 0) p->s1 = cuda::Buffer(p->value.size());
+      // Zeros, not uninitialised memory: keep * buf with keep 0 must not meet a NaN pattern.
+      if (p->s1.size() == 0) p->s1 = upload(std::vector<float>(p->value.size(), 0.0f));
       // torch.optim.SGD (dampening 0): the buffer is the gradient on the first step.
       const float keep = steps_ == 0 ? 0.0f : mu;
       cuda_kernels::sgd_update(p->value.data(), p->grad.data(), p->s1.data(), n, lr_, wd, mu, keep,
