@@ -66,6 +66,11 @@ def parse_args(argv=None):
                     help="with --stop-after-steps: torch.save model, optimizer, step, epoch, batch")
     ap.add_argument("--load-state", default=None, metavar="FILE",
                     help="continue from a --save-state file (mid-epoch; --dtype converts it)")
+    ap.add_argument("--batchnorm-float64", action="store_true",
+                    help="every BatchNorm2d computes in float64 (input cast up, result cast back; "
+                         "running statistics kept float32), as nnperf's BatchNorm does")
+    ap.add_argument("--no-mkldnn", action="store_true",
+                    help="torch.backends.mkldnn.enabled = False (PyTorch's native convolutions)")
     ap.add_argument("--probe", default=None, metavar="FILE",
                     help="JSON lines: per step, every layer's output, BatchNorm batch statistics "
                          "and every parameter's weight, gradient and update norms")
@@ -410,10 +415,32 @@ def run_driver(a, torch):
                        "sec_per_iter": sec / a.iters, "imgs_per_sec": ips, "device": a.device}}
 
 
+def batchnorm_float64(torch):
+    """BatchNorm2d.forward in float64: F.batch_norm on x.double() with float64 copies of the
+    parameters and running statistics (written back), the output cast to the input's dtype."""
+    F = torch.nn.functional
+
+    def forward(self, x):
+        rm, rv = self.running_mean.double(), self.running_var.double()
+        y = F.batch_norm(x.double(), rm, rv, self.weight.double(), self.bias.double(),
+                         self.training, self.momentum, self.eps)
+        with torch.no_grad():
+            self.running_mean.copy_(rm)
+            self.running_var.copy_(rv)
+        return y.to(x.dtype)
+
+    torch.nn.BatchNorm2d.forward = forward
+
+
 def main(argv=None):
     a = parse_args(argv)
     peer_common.set_thread_env(a.threads)
     import torch
+
+    if a.batchnorm_float64:
+        batchnorm_float64(torch)
+    if a.no_mkldnn:
+        torch.backends.mkldnn.enabled = False
 
     torch.set_num_threads(a.threads)
     ctx = peer_common.context(a.threads)
