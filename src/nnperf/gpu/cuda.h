@@ -77,6 +77,13 @@ class Buffer {
   std::size_t count_ = 0;
 };
 
+// A device copy of `host` (empty for an empty span).
+inline Buffer to_device(std::span<const float> host) {
+  Buffer b(host.size());
+  if (!host.empty()) b.upload(host);
+  return b;
+}
+
 // Waits for all queued work; throws Error naming the failed call if a kernel failed.
 void synchronize();
 

@@ -14,16 +14,12 @@
 #include "nnperf/kernels/cuda_kernels.h"
 #include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/nn/activation.h"
-#include "nnperf/nn/add.h"
 #include "nnperf/nn/batchnorm.h"
-#include "nnperf/nn/concat.h"
 #include "nnperf/nn/conv2d.h"
-#include "nnperf/nn/dropout.h"
-#include "nnperf/nn/flatten.h"
+#include "nnperf/nn/cuda_layers.h"
 #include "nnperf/nn/global_pool.h"
 #include "nnperf/nn/linear.h"
 #include "nnperf/nn/pool.h"
-#include "nnperf/nn/relu6.h"
 
 namespace nnperf {
 
@@ -42,12 +38,6 @@ enum class Kind {
   kLinear,
   kAlias
 };
-
-cuda::Buffer upload(std::span<const float> host) {
-  cuda::Buffer b(host.size());
-  if (!host.empty()) b.upload(host);
-  return b;
-}
 
 std::span<const float> span_of(const Tensor& t) {
   return {t.data(), static_cast<std::size_t>(t.numel())};
@@ -111,18 +101,33 @@ struct CudaInference::Node {
 namespace {
 
 std::optional<Kind> kind_of(const Layer& layer) {
-  if (dynamic_cast<const Conv2d*>(&layer) != nullptr) return Kind::kConv;
-  if (dynamic_cast<const BatchNorm2d*>(&layer) != nullptr) return Kind::kAffine;
-  if (dynamic_cast<const Activation*>(&layer) != nullptr) return Kind::kActivation;
-  if (dynamic_cast<const ReLU6*>(&layer) != nullptr) return Kind::kRelu6;
-  if (dynamic_cast<const MaxPool2d*>(&layer) != nullptr) return Kind::kMaxPool;
-  if (dynamic_cast<const AvgPool2d*>(&layer) != nullptr) return Kind::kAvgPool;
-  if (dynamic_cast<const AdaptiveAvgPool2d*>(&layer) != nullptr) return Kind::kAdaptivePool;
-  if (dynamic_cast<const Add*>(&layer) != nullptr) return Kind::kAdd;
-  if (dynamic_cast<const Concat*>(&layer) != nullptr) return Kind::kConcat;
-  if (dynamic_cast<const Linear*>(&layer) != nullptr) return Kind::kLinear;
-  if (dynamic_cast<const Flatten*>(&layer) != nullptr) return Kind::kAlias;
-  if (dynamic_cast<const Dropout*>(&layer) != nullptr) return Kind::kAlias;  // inference: identity
+  const std::optional<CudaLayerKind> k = cuda_layer_kind(layer);
+  if (!k) return std::nullopt;
+  switch (*k) {
+    case CudaLayerKind::kConv:
+      return Kind::kConv;
+    case CudaLayerKind::kBatchNorm:
+      return Kind::kAffine;
+    case CudaLayerKind::kActivation:
+      return Kind::kActivation;
+    case CudaLayerKind::kRelu6:
+      return Kind::kRelu6;
+    case CudaLayerKind::kMaxPool:
+      return Kind::kMaxPool;
+    case CudaLayerKind::kAvgPool:
+      return Kind::kAvgPool;
+    case CudaLayerKind::kAdaptivePool:
+      return Kind::kAdaptivePool;
+    case CudaLayerKind::kAdd:
+      return Kind::kAdd;
+    case CudaLayerKind::kConcat:
+      return Kind::kConcat;
+    case CudaLayerKind::kLinear:
+      return Kind::kLinear;
+    case CudaLayerKind::kFlatten:
+    case CudaLayerKind::kDropout:
+      return Kind::kAlias;  // inference: Dropout is the identity
+  }
   return std::nullopt;
 }
 
@@ -201,7 +206,7 @@ void CudaInference::plan_node(int n, const std::string& conv_algorithm, bool str
           choose_cudnn_forward(*m.conv, name, conv_algorithm, strict, m.src[0], m.out.data());
       device_bytes_ += static_cast<std::size_t>(c.problem().wei_numel()) * sizeof(float);
       if (c.has_bias()) {
-        m.bias = upload(span_of(c.bias()));
+        m.bias = cuda::to_device(span_of(c.bias()));
         m.affine = {shape[0], shape[1], shape[2] * shape[3]};
       }
       break;
@@ -210,8 +215,8 @@ void CudaInference::plan_node(int n, const std::string& conv_algorithm, bool str
       auto& b = dynamic_cast<BatchNorm2d&>(layer);
       std::vector<double> scale(static_cast<std::size_t>(shape[1])), shift(scale.size());
       b.inference_scale_shift(scale.data(), shift.data());
-      m.scale = upload(std::vector<float>(scale.begin(), scale.end()));
-      m.shift = upload(std::vector<float>(shift.begin(), shift.end()));
+      m.scale = cuda::to_device(std::vector<float>(scale.begin(), scale.end()));
+      m.shift = cuda::to_device(std::vector<float>(shift.begin(), shift.end()));
       m.affine = {shape[0], shape[1], shape.numel() / (shape[0] * shape[1])};
       break;
     }
@@ -235,8 +240,8 @@ void CudaInference::plan_node(int n, const std::string& conv_algorithm, bool str
     }
     case Kind::kLinear: {
       auto& l = dynamic_cast<Linear&>(layer);
-      m.weight = upload(span_of(l.weight()));  // [in, out]
-      if (l.has_bias()) m.bias = upload(span_of(l.bias()));
+      m.weight = cuda::to_device(span_of(l.weight()));  // [in, out]
+      if (l.has_bias()) m.bias = cuda::to_device(span_of(l.bias()));
       m.gemm = {false, false, shape[0], shape[1], l.weight().shape()[0]};
       break;
     }

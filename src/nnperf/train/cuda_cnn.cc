@@ -15,12 +15,10 @@
 #include "nnperf/kernels/cuda_kernels.h"
 #include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/nn/activation.h"
-#include "nnperf/nn/add.h"
 #include "nnperf/nn/batchnorm.h"
-#include "nnperf/nn/concat.h"
 #include "nnperf/nn/conv2d.h"
 #include "nnperf/nn/cuda_inference.h"
-#include "nnperf/nn/flatten.h"
+#include "nnperf/nn/cuda_layers.h"
 #include "nnperf/nn/global_pool.h"
 #include "nnperf/nn/linear.h"
 #include "nnperf/nn/pool.h"
@@ -42,24 +40,36 @@ enum class Kind {
   kFlatten
 };
 
+// The kinds the GPU trainer runs (Dropout in training and ReLU6 have no GPU training kernels).
 std::optional<Kind> kind_of(const Layer& l) {
-  if (dynamic_cast<const Conv2d*>(&l) != nullptr) return Kind::kConv;
-  if (dynamic_cast<const BatchNorm2d*>(&l) != nullptr) return Kind::kBatchNorm;
-  if (dynamic_cast<const Activation*>(&l) != nullptr) return Kind::kActivation;
-  if (dynamic_cast<const MaxPool2d*>(&l) != nullptr) return Kind::kMaxPool;
-  if (dynamic_cast<const AvgPool2d*>(&l) != nullptr) return Kind::kAvgPool;
-  if (dynamic_cast<const AdaptiveAvgPool2d*>(&l) != nullptr) return Kind::kAdaptivePool;
-  if (dynamic_cast<const Add*>(&l) != nullptr) return Kind::kAdd;
-  if (dynamic_cast<const Concat*>(&l) != nullptr) return Kind::kConcat;
-  if (dynamic_cast<const Linear*>(&l) != nullptr) return Kind::kLinear;
-  if (dynamic_cast<const Flatten*>(&l) != nullptr) return Kind::kFlatten;
+  const std::optional<CudaLayerKind> k = cuda_layer_kind(l);
+  if (!k) return std::nullopt;
+  switch (*k) {
+    case CudaLayerKind::kConv:
+      return Kind::kConv;
+    case CudaLayerKind::kBatchNorm:
+      return Kind::kBatchNorm;
+    case CudaLayerKind::kActivation:
+      return Kind::kActivation;
+    case CudaLayerKind::kMaxPool:
+      return Kind::kMaxPool;
+    case CudaLayerKind::kAvgPool:
+      return Kind::kAvgPool;
+    case CudaLayerKind::kAdaptivePool:
+      return Kind::kAdaptivePool;
+    case CudaLayerKind::kAdd:
+      return Kind::kAdd;
+    case CudaLayerKind::kConcat:
+      return Kind::kConcat;
+    case CudaLayerKind::kLinear:
+      return Kind::kLinear;
+    case CudaLayerKind::kFlatten:
+      return Kind::kFlatten;
+    case CudaLayerKind::kRelu6:
+    case CudaLayerKind::kDropout:
+      return std::nullopt;
+  }
   return std::nullopt;
-}
-
-cuda::Buffer upload(std::span<const float> host) {
-  cuda::Buffer b(host.size());
-  if (!host.empty()) b.upload(host);
-  return b;
 }
 
 std::size_t count(const Shape& s) { return static_cast<std::size_t>(s.numel()); }
@@ -175,7 +185,7 @@ void CudaCnnTrainer::plan_node(int n, const std::string& conv_algorithm) {
   for (const nnperf::Param& p : layer.params()) {
     auto dp = std::make_unique<Param>();
     dp->host = p.value;
-    dp->value = upload({p.value->data(), count(p.value->shape())});
+    dp->value = cuda::to_device({p.value->data(), count(p.value->shape())});
     dp->grad = cuda::Buffer(count(p.value->shape()));
     mine.push_back(dp.get());
     params_.push_back(std::move(dp));
@@ -207,8 +217,10 @@ void CudaCnnTrainer::plan_node(int n, const std::string& conv_algorithm) {
     case Kind::kBatchNorm: {
       m.bn = &dynamic_cast<BatchNorm2d&>(layer);
       m.shape = {shape[0], shape[1], shape.numel() / (shape[0] * shape[1])};
-      m.running_mean = upload({m.bn->running_mean().data(), count(m.bn->running_mean().shape())});
-      m.running_var = upload({m.bn->running_var().data(), count(m.bn->running_var().shape())});
+      m.running_mean =
+          cuda::to_device({m.bn->running_mean().data(), count(m.bn->running_mean().shape())});
+      m.running_var =
+          cuda::to_device({m.bn->running_var().data(), count(m.bn->running_var().shape())});
       m.save_mean = cuda::Buffer(2 * static_cast<std::size_t>(shape[1]));
       m.save_inv = cuda::Buffer(2 * static_cast<std::size_t>(shape[1]));
       break;
@@ -412,8 +424,8 @@ void CudaCnnTrainer::update() {
     const auto n = static_cast<int64_t>(p->value.size());
     if (adam) {
       if (p->s1.size() == 0) {
-        p->s1 = upload(std::vector<float>(p->value.size(), 0.0f));
-        p->s2 = upload(std::vector<float>(p->value.size(), 0.0f));
+        p->s1 = cuda::to_device(std::vector<float>(p->value.size(), 0.0f));
+        p->s2 = cuda::to_device(std::vector<float>(p->value.size(), 0.0f));
       }
       cuda_kernels::adam_update(p->value.data(), p->grad.data(), p->s1.data(), p->s2.data(), n, c);
     } else if (mu == 0.0f) {
@@ -421,7 +433,7 @@ void CudaCnnTrainer::update() {
                                false);
     } else {
       // Zeros, not uninitialised memory: keep * buf with keep 0 must not meet a NaN pattern.
-      if (p->s1.size() == 0) p->s1 = upload(std::vector<float>(p->value.size(), 0.0f));
+      if (p->s1.size() == 0) p->s1 = cuda::to_device(std::vector<float>(p->value.size(), 0.0f));
       // torch.optim.SGD (dampening 0): the buffer is the gradient on the first step.
       const float keep = steps_ == 0 ? 0.0f : mu;
       cuda_kernels::sgd_update(p->value.data(), p->grad.data(), p->s1.data(), n, lr_, wd, mu, keep,
