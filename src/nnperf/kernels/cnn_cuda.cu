@@ -7,21 +7,17 @@
 #include <cmath>
 #include <cstdint>
 
-#include "nnperf/gpu/cuda_check.h"
 #include "nnperf/kernels/cuda_kernels.h"
+#include "nnperf/kernels/cuda_launch.cuh"
 
 namespace nnperf::cuda_kernels {
 
 namespace {
 
-constexpr int kBlock = 256;
-unsigned blocks_for(int64_t n) {
-  return static_cast<unsigned>(std::clamp<int64_t>((n + kBlock - 1) / kBlock, 1, 65536));
-}
-void launched(const char* what) { cuda::check(cudaGetLastError(), what); }
-
-__device__ int64_t first_index() { return int64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
-__device__ int64_t grid_stride() { return int64_t{gridDim.x} * blockDim.x; }
+using detail::avg_divisor;
+using detail::first_index;
+using detail::grid_stride;
+using detail::launch_over;
 
 __global__ void affine_kernel(BatchNormShape s, const float* x, const float* scale,
                               const float* shift, float* y) {
@@ -76,11 +72,7 @@ __global__ void avgpool_kernel(PoolShape s, bool count_include_pad, const float*
     for (int64_t iy = w.h0; iy < w.h1; ++iy) {
       for (int64_t ix = w.w0; ix < w.w1; ++ix) sum += xp[iy * s.iw + ix];
     }
-    int64_t div = (w.h1 - w.h0) * (w.w1 - w.w0);
-    if (count_include_pad) {  // avgpool_divisor: the window clipped to the padded input
-      const int64_t h0 = w.oy * s.s - s.p, w0 = w.ox * s.s - s.p;
-      div = (min(h0 + s.k, s.ih + s.p) - h0) * (min(w0 + s.k, s.iw + s.p) - w0);
-    }
+    const int64_t div = avg_divisor(s, count_include_pad, w.oy, w.ox);
     y[i] = div > 0 ? sum / static_cast<float>(div) : 0.0f;
   }
 }
@@ -121,58 +113,33 @@ __global__ void concat_kernel(const float* src, int64_t mb, int64_t src_per_imag
 
 void channel_affine(const BatchNormShape& s, const float* x, const float* scale, const float* shift,
                     float* y) {
-  cuda::ensure_device();
-  const int64_t n = s.mb * s.channels * s.plane;
-  if (n <= 0) return;
-  affine_kernel<<<blocks_for(n), kBlock>>>(s, x, scale, shift, y);
-  launched("channel affine");
+  launch_over(s.mb * s.channels * s.plane, "channel affine", affine_kernel, s, x, scale, shift, y);
 }
 
 void maxpool2d_forward(const PoolShape& s, const float* x, float* y) {
-  cuda::ensure_device();
-  const int64_t n = s.planes * s.oh * s.ow;
-  if (n <= 0) return;
-  maxpool_kernel<<<blocks_for(n), kBlock>>>(s, x, y);
-  launched("max pool");
+  launch_over(s.planes * s.oh * s.ow, "max pool", maxpool_kernel, s, x, y);
 }
 
 void avgpool2d_forward(const PoolShape& s, bool count_include_pad, const float* x, float* y) {
-  cuda::ensure_device();
-  const int64_t n = s.planes * s.oh * s.ow;
-  if (n <= 0) return;
-  avgpool_kernel<<<blocks_for(n), kBlock>>>(s, count_include_pad, x, y);
-  launched("average pool");
+  launch_over(s.planes * s.oh * s.ow, "average pool", avgpool_kernel, s, count_include_pad, x, y);
 }
 
 void adaptive_avgpool2d_forward(const PoolShape& s, const float* x, float* y) {
-  cuda::ensure_device();
-  const int64_t n = s.planes * s.oh * s.ow;
-  if (n <= 0) return;
-  adaptive_avgpool_kernel<<<blocks_for(n), kBlock>>>(s, x, y);
-  launched("adaptive average pool");
+  launch_over(s.planes * s.oh * s.ow, "adaptive average pool", adaptive_avgpool_kernel, s, x, y);
 }
 
 void clamp(const float* x, float* y, int64_t n, float lo, float hi) {
-  cuda::ensure_device();
-  if (n <= 0) return;
-  clamp_kernel<<<blocks_for(n), kBlock>>>(x, y, n, lo, hi);
-  launched("clamp");
+  launch_over(n, "clamp", clamp_kernel, x, y, n, lo, hi);
 }
 
 void add(const float* a, const float* b, float* y, int64_t n) {
-  cuda::ensure_device();
-  if (n <= 0) return;
-  add_kernel<<<blocks_for(n), kBlock>>>(a, b, y, n);
-  launched("add");
+  launch_over(n, "add", add_kernel, a, b, y, n);
 }
 
 void concat_part(const float* src, int64_t mb, int64_t src_per_image, float* dst,
                  int64_t dst_per_image, int64_t offset) {
-  cuda::ensure_device();
-  const int64_t n = mb * src_per_image;
-  if (n <= 0) return;
-  concat_kernel<<<blocks_for(n), kBlock>>>(src, mb, src_per_image, dst, dst_per_image, offset);
-  launched("concat");
+  launch_over(mb * src_per_image, "concat", concat_kernel, src, mb, src_per_image, dst,
+              dst_per_image, offset);
 }
 
 }  // namespace nnperf::cuda_kernels

@@ -10,21 +10,19 @@
 #include <cmath>
 #include <cstdint>
 
-#include "nnperf/gpu/cuda_check.h"
 #include "nnperf/kernels/cuda_kernels.h"
+#include "nnperf/kernels/cuda_launch.cuh"
 
 namespace nnperf::cuda_kernels {
 
 namespace {
 
-constexpr int kBlock = 256;
-unsigned blocks_for(int64_t n) {
-  return static_cast<unsigned>(std::clamp<int64_t>((n + kBlock - 1) / kBlock, 1, 65536));
-}
-void launched(const char* what) { cuda::check(cudaGetLastError(), what); }
-
-__device__ int64_t first_index() { return int64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
-__device__ int64_t grid_stride() { return int64_t{gridDim.x} * blockDim.x; }
+using detail::avg_divisor;
+using detail::first_index;
+using detail::grid_stride;
+using detail::kBlock;
+using detail::launch_blocks;
+using detail::launch_over;
 
 // Sum of v over the block's threads (kBlock of them), in shared memory; every thread gets it.
 __device__ double block_sum(double v, double* shared) {
@@ -166,11 +164,7 @@ __global__ void avgpool_backward_kernel(PoolShape s, bool count_include_pad, con
     float g = 0.0f;
     for (int64_t oy = y0; oy <= y1; ++oy) {
       for (int64_t ox = x0; ox <= x1; ++ox) {
-        const int64_t h0 = oy * s.s - s.p, w0 = ox * s.s - s.p;
-        const int64_t div =
-            count_include_pad ? (min(h0 + s.k, s.ih + s.p) - h0) * (min(w0 + s.k, s.iw + s.p) - w0)
-                              : (min(h0 + s.k, s.ih) - max(h0, int64_t{0})) *
-                                    (min(w0 + s.k, s.iw) - max(w0, int64_t{0}));
+        const int64_t div = avg_divisor(s, count_include_pad, oy, ox);
         if (div > 0) g += dy[(plane * s.oh + oy) * s.ow + ox] / static_cast<float>(div);
       }
     }
@@ -219,78 +213,48 @@ __global__ void channel_sum_kernel(BatchNormShape s, const float* dy, float* db)
 
 }  // namespace
 
-void copy(const float* x, float* y, int64_t n) {
-  cuda::ensure_device();
-  if (n <= 0) return;
-  copy_kernel<<<blocks_for(n), kBlock>>>(x, y, n);
-  launched("copy");
-}
+void copy(const float* x, float* y, int64_t n) { launch_over(n, "copy", copy_kernel, x, y, n); }
 
 void concat_slice(const float* full, int64_t mb, int64_t part_per_image, int64_t full_per_image,
                   int64_t offset, float* part) {
-  cuda::ensure_device();
-  const int64_t n = mb * part_per_image;
-  if (n <= 0) return;
-  slice_kernel<<<blocks_for(n), kBlock>>>(full, mb, part_per_image, full_per_image, offset, part);
-  launched("concat slice");
+  launch_over(mb * part_per_image, "concat slice", slice_kernel, full, mb, part_per_image,
+              full_per_image, offset, part);
 }
 
 void channel_sum(const BatchNormShape& s, const float* dy, float* db) {
-  cuda::ensure_device();
-  if (s.channels <= 0) return;
-  channel_sum_kernel<<<static_cast<unsigned>(s.channels), kBlock>>>(s, dy, db);
-  launched("channel sum");
+  launch_blocks(s.channels, "channel sum", channel_sum_kernel, s, dy, db);
 }
 
 void batchnorm_train_forward(const BatchNormTrainArgs& a) {
-  cuda::ensure_device();
   const BatchNormShape& s = a.shape;
-  if (s.channels <= 0 || s.mb * s.plane <= 0) return;
-  bn_forward_kernel<<<static_cast<unsigned>(s.channels), kBlock>>>(
-      s, a.x, a.y, a.gamma, a.beta, a.eps, a.momentum, a.running_mean, a.running_var, a.save_mean,
-      a.save_inv);
-  launched("batchnorm forward");
+  launch_blocks(s.mb * s.plane > 0 ? s.channels : 0, "batchnorm forward", bn_forward_kernel, s,
+                a.x, a.y, a.gamma, a.beta, a.eps, a.momentum, a.running_mean, a.running_var,
+                a.save_mean, a.save_inv);
 }
 
 void batchnorm_backward(const BatchNormBackwardArgs& a) {
-  cuda::ensure_device();
   const BatchNormShape& s = a.shape;
-  if (s.channels <= 0 || s.mb * s.plane <= 0) return;
-  bn_backward_kernel<<<static_cast<unsigned>(s.channels), kBlock>>>(
-      s, a.x, a.dy, a.dx, a.gamma, a.save_mean, a.save_inv, a.d_gamma, a.d_beta);
-  launched("batchnorm backward");
+  launch_blocks(s.mb * s.plane > 0 ? s.channels : 0, "batchnorm backward", bn_backward_kernel, s,
+                a.x, a.dy, a.dx, a.gamma, a.save_mean, a.save_inv, a.d_gamma, a.d_beta);
 }
 
 void maxpool2d_forward_argmax(const PoolShape& s, const float* x, float* y, int32_t* argmax) {
-  cuda::ensure_device();
-  const int64_t n = s.planes * s.oh * s.ow;
-  if (n <= 0) return;
-  maxpool_argmax_kernel<<<blocks_for(n), kBlock>>>(s, x, y, argmax);
-  launched("max pool (argmax)");
+  launch_over(s.planes * s.oh * s.ow, "max pool (argmax)", maxpool_argmax_kernel, s, x, y, argmax);
 }
 
 void maxpool2d_backward(const PoolShape& s, const float* dy, const int32_t* argmax, float* dx) {
-  cuda::ensure_device();
-  const int64_t n = s.planes * s.ih * s.iw;
-  if (n <= 0) return;
-  maxpool_backward_kernel<<<blocks_for(n), kBlock>>>(s, dy, argmax, dx);
-  launched("max pool backward");
+  launch_over(s.planes * s.ih * s.iw, "max pool backward", maxpool_backward_kernel, s, dy, argmax,
+              dx);
 }
 
 void avgpool2d_backward(const PoolShape& s, bool count_include_pad, const float* dy, float* dx) {
-  cuda::ensure_device();
-  const int64_t n = s.planes * s.ih * s.iw;
-  if (n <= 0) return;
-  avgpool_backward_kernel<<<blocks_for(n), kBlock>>>(s, count_include_pad, dy, dx);
-  launched("average pool backward");
+  launch_over(s.planes * s.ih * s.iw, "average pool backward", avgpool_backward_kernel, s,
+              count_include_pad, dy, dx);
 }
 
 void adaptive_avgpool2d_backward(const PoolShape& s, const float* dy, float* dx) {
-  cuda::ensure_device();
-  const int64_t n = s.planes * s.ih * s.iw;
-  if (n <= 0) return;
-  adaptive_avgpool_backward_kernel<<<blocks_for(n), kBlock>>>(s, dy, dx);
-  launched("adaptive average pool backward");
+  launch_over(s.planes * s.ih * s.iw, "adaptive average pool backward",
+              adaptive_avgpool_backward_kernel, s, dy, dx);
 }
 
 }  // namespace nnperf::cuda_kernels

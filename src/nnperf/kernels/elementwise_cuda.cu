@@ -12,6 +12,7 @@
 
 #include "nnperf/gpu/cuda_check.h"
 #include "nnperf/kernels/cuda_kernels.h"
+#include "nnperf/kernels/cuda_launch.cuh"
 
 namespace nnperf::cuda_kernels {
 
@@ -183,12 +184,9 @@ __global__ void adam(float* w, const float* grad, float* m, float* v, int64_t n,
   }
 }
 
-constexpr int kBlock = 256;
-unsigned blocks_for(int64_t n) {
-  return static_cast<unsigned>(std::clamp<int64_t>((n + kBlock - 1) / kBlock, 1, 65536));
-}
-
-void launched(const char* what) { cuda::check(cudaGetLastError(), what); }
+using detail::blocks_for;
+using detail::kBlock;
+using detail::launched;
 
 }  // namespace
 
