@@ -227,9 +227,9 @@ void channel_sum(const BatchNormShape& s, const float* dy, float* db) {
 
 void batchnorm_train_forward(const BatchNormTrainArgs& a) {
   const BatchNormShape& s = a.shape;
-  launch_blocks(s.mb * s.plane > 0 ? s.channels : 0, "batchnorm forward", bn_forward_kernel, s,
-                a.x, a.y, a.gamma, a.beta, a.eps, a.momentum, a.running_mean, a.running_var,
-                a.save_mean, a.save_inv);
+  launch_blocks(s.mb * s.plane > 0 ? s.channels : 0, "batchnorm forward", bn_forward_kernel, s, a.x,
+                a.y, a.gamma, a.beta, a.eps, a.momentum, a.running_mean, a.running_var, a.save_mean,
+                a.save_inv);
 }
 
 void batchnorm_backward(const BatchNormBackwardArgs& a) {

@@ -19,9 +19,7 @@ inline unsigned blocks_for(int64_t n) {
 
 inline void launched(const char* what) { cuda::check(cudaGetLastError(), what); }
 
-__device__ inline int64_t first_index() {
-  return int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-}
+__device__ inline int64_t first_index() { return int64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
 __device__ inline int64_t grid_stride() { return int64_t{gridDim.x} * blockDim.x; }
 
 // Checks the device, then launches `kernel` over n elements (nothing when n <= 0) and checks the

@@ -25,19 +25,10 @@ namespace nnperf {
 
 namespace {
 
-enum class Kind {
-  kConv,
-  kAffine,
-  kActivation,
-  kRelu6,
-  kMaxPool,
-  kAvgPool,
-  kAdaptivePool,
-  kAdd,
-  kConcat,
-  kLinear,
-  kAlias
-};
+using Kind = CudaLayerKind;
+
+// Flatten and Dropout (the identity in inference) run nothing: their output is their input's.
+bool alias(Kind k) { return k == Kind::kFlatten || k == Kind::kDropout; }
 
 std::span<const float> span_of(const Tensor& t) {
   return {t.data(), static_cast<std::size_t>(t.numel())};
@@ -81,7 +72,7 @@ CudaNodeInfo choose_cudnn_forward(cudnn::ConvForward& conv, const std::string& n
 }
 
 struct CudaInference::Node {
-  Kind kind = Kind::kAlias;
+  Kind kind = Kind::kFlatten;
   cuda::Buffer out;                      // the node's output (empty for an alias)
   const cuda::Buffer* buffer = nullptr;  // &out, or an alias's source buffer
   std::vector<const float*> src;         // the inputs' device pointers
@@ -98,45 +89,10 @@ struct CudaInference::Node {
   const float* data() const { return buffer->data(); }
 };
 
-namespace {
-
-std::optional<Kind> kind_of(const Layer& layer) {
-  const std::optional<CudaLayerKind> k = cuda_layer_kind(layer);
-  if (!k) return std::nullopt;
-  switch (*k) {
-    case CudaLayerKind::kConv:
-      return Kind::kConv;
-    case CudaLayerKind::kBatchNorm:
-      return Kind::kAffine;
-    case CudaLayerKind::kActivation:
-      return Kind::kActivation;
-    case CudaLayerKind::kRelu6:
-      return Kind::kRelu6;
-    case CudaLayerKind::kMaxPool:
-      return Kind::kMaxPool;
-    case CudaLayerKind::kAvgPool:
-      return Kind::kAvgPool;
-    case CudaLayerKind::kAdaptivePool:
-      return Kind::kAdaptivePool;
-    case CudaLayerKind::kAdd:
-      return Kind::kAdd;
-    case CudaLayerKind::kConcat:
-      return Kind::kConcat;
-    case CudaLayerKind::kLinear:
-      return Kind::kLinear;
-    case CudaLayerKind::kFlatten:
-    case CudaLayerKind::kDropout:
-      return Kind::kAlias;  // inference: Dropout is the identity
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
 std::string cuda_unsupported(const Graph& graph) {
   for (int n = 1; n < graph.size(); ++n) {
     const Layer& layer = graph.layer(n);
-    if (!kind_of(layer)) {
+    if (!cuda_layer_kind(layer)) {
       return fmt::format("layer {} ({}): no GPU kernel for {} yet", graph.name(n), layer.describe(),
                          layer.kind());
     }
@@ -196,7 +152,7 @@ void CudaInference::plan_node(int n, const std::string& conv_algorithm, bool str
     m.src_numel.push_back(graph_.output_shape(k).numel());
   }
   const std::string name = graph_.name(n);
-  m.kind = *kind_of(layer);  // cuda_unsupported() refused the others
+  m.kind = *cuda_layer_kind(layer);  // cuda_unsupported() refused the others
   switch (m.kind) {
     case Kind::kConv: {
       auto& c = dynamic_cast<Conv2d&>(layer);
@@ -211,7 +167,7 @@ void CudaInference::plan_node(int n, const std::string& conv_algorithm, bool str
       }
       break;
     }
-    case Kind::kAffine: {
+    case Kind::kBatchNorm: {
       auto& b = dynamic_cast<BatchNorm2d&>(layer);
       std::vector<double> scale(static_cast<std::size_t>(shape[1])), shift(scale.size());
       b.inference_scale_shift(scale.data(), shift.data());
@@ -249,11 +205,12 @@ void CudaInference::plan_node(int n, const std::string& conv_algorithm, bool str
     case Kind::kAdd:
     case Kind::kConcat:
       break;
-    case Kind::kAlias:
+    case Kind::kFlatten:
+    case Kind::kDropout:
       m.buffer = nodes_[static_cast<std::size_t>(graph_.inputs(n)[0])]->buffer;
       break;
   }
-  if (m.kind != Kind::kAlias) {
+  if (!alias(m.kind)) {
     if (m.out.size() == 0) m.out = cuda::Buffer(static_cast<std::size_t>(m.numel));
     m.buffer = &m.out;
   }
@@ -280,7 +237,7 @@ void CudaInference::run_node(int n) {
       if (m.bias.size() > 0)
         cuda_kernels::channel_affine(m.affine, m.out.data(), nullptr, m.bias.data(), m.out.data());
       break;
-    case Kind::kAffine:
+    case Kind::kBatchNorm:
       cuda_kernels::channel_affine(m.affine, m.src[0], m.scale.data(), m.shift.data(),
                                    m.out.data());
       break;
@@ -321,7 +278,8 @@ void CudaInference::run_node(int n) {
         cuda_kernels::add_bias_rows(m.out.data(), m.bias.data(), s.m, s.n, s.n);
       break;
     }
-    case Kind::kAlias:
+    case Kind::kFlatten:
+    case Kind::kDropout:
       break;
   }
 }

@@ -27,49 +27,13 @@ namespace nnperf {
 
 namespace {
 
-enum class Kind {
-  kConv,
-  kBatchNorm,
-  kActivation,
-  kMaxPool,
-  kAvgPool,
-  kAdaptivePool,
-  kAdd,
-  kConcat,
-  kLinear,
-  kFlatten
-};
+using Kind = CudaLayerKind;
 
 // The kinds the GPU trainer runs (Dropout in training and ReLU6 have no GPU training kernels).
 std::optional<Kind> kind_of(const Layer& l) {
-  const std::optional<CudaLayerKind> k = cuda_layer_kind(l);
-  if (!k) return std::nullopt;
-  switch (*k) {
-    case CudaLayerKind::kConv:
-      return Kind::kConv;
-    case CudaLayerKind::kBatchNorm:
-      return Kind::kBatchNorm;
-    case CudaLayerKind::kActivation:
-      return Kind::kActivation;
-    case CudaLayerKind::kMaxPool:
-      return Kind::kMaxPool;
-    case CudaLayerKind::kAvgPool:
-      return Kind::kAvgPool;
-    case CudaLayerKind::kAdaptivePool:
-      return Kind::kAdaptivePool;
-    case CudaLayerKind::kAdd:
-      return Kind::kAdd;
-    case CudaLayerKind::kConcat:
-      return Kind::kConcat;
-    case CudaLayerKind::kLinear:
-      return Kind::kLinear;
-    case CudaLayerKind::kFlatten:
-      return Kind::kFlatten;
-    case CudaLayerKind::kRelu6:
-    case CudaLayerKind::kDropout:
-      return std::nullopt;
-  }
-  return std::nullopt;
+  const std::optional<Kind> k = cuda_layer_kind(l);
+  if (k == Kind::kRelu6 || k == Kind::kDropout) return std::nullopt;
+  return k;
 }
 
 std::size_t count(const Shape& s) { return static_cast<std::size_t>(s.numel()); }
@@ -169,6 +133,26 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
 
 CudaCnnTrainer::~CudaCnnTrainer() = default;
 
+// A conv node's cuDNN plans: the forward algorithm as asked (a name, guess or find), the backward
+// ones by guess or find, chosen on the node's own buffers (x: its input's output).
+void CudaCnnTrainer::plan_conv(Node& m, Conv2d& c, const std::string& name,
+                               const std::string& conv_algorithm, const float* x, const Shape& in,
+                               const Shape& out) {
+  const ConvProblem p = c.problem();
+  m.fwd = std::make_unique<cudnn::ConvForward>(
+      p, std::span<const float>(c.weight().data(), count(c.weight().shape())));
+  m.alg_fwd = choose_cudnn_forward(*m.fwd, name, conv_algorithm, false, x, m.out.data()).algorithm;
+  m.bwd_data = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardData);
+  m.bwd_weights = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardWeights);
+  cuda::Buffer dx(count(in));
+  m.alg_data =
+      choose_backward(*m.bwd_data, conv_algorithm, m.w->value.data(), m.grad.data(), dx.data());
+  m.alg_weights =
+      choose_backward(*m.bwd_weights, conv_algorithm, x, m.grad.data(), m.w->grad.data());
+  m.shape = {out[0], out[1], out[2] * out[3]};
+  if (!c.has_bias()) m.b = nullptr;
+}
+
 void CudaCnnTrainer::plan_node(int n, const std::string& conv_algorithm) {
   auto node = std::make_unique<Node>();
   Node& m = *node;
@@ -195,25 +179,9 @@ void CudaCnnTrainer::plan_node(int n, const std::string& conv_algorithm) {
   const float* x = nodes_[static_cast<std::size_t>(m.inputs[0])]->out.data();
   const Shape& in = graph_.output_shape(m.inputs[0]);
   switch (m.kind) {
-    case Kind::kConv: {
-      auto& c = dynamic_cast<Conv2d&>(layer);
-      const ConvProblem p = c.problem();
-      m.fwd = std::make_unique<cudnn::ConvForward>(
-          p, std::span<const float>(c.weight().data(), count(c.weight().shape())));
-      m.alg_fwd =
-          choose_cudnn_forward(*m.fwd, graph_.name(n), conv_algorithm, false, x, m.out.data())
-              .algorithm;
-      m.bwd_data = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardData);
-      m.bwd_weights = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardWeights);
-      cuda::Buffer dx(count(in));
-      m.alg_data =
-          choose_backward(*m.bwd_data, conv_algorithm, m.w->value.data(), m.grad.data(), dx.data());
-      m.alg_weights =
-          choose_backward(*m.bwd_weights, conv_algorithm, x, m.grad.data(), m.w->grad.data());
-      m.shape = {shape[0], shape[1], shape[2] * shape[3]};
-      if (!c.has_bias()) m.b = nullptr;
+    case Kind::kConv:
+      plan_conv(m, dynamic_cast<Conv2d&>(layer), graph_.name(n), conv_algorithm, x, in, shape);
       break;
-    }
     case Kind::kBatchNorm: {
       m.bn = &dynamic_cast<BatchNorm2d&>(layer);
       m.shape = {shape[0], shape[1], shape.numel() / (shape[0] * shape[1])};
@@ -252,6 +220,8 @@ void CudaCnnTrainer::plan_node(int n, const std::string& conv_algorithm) {
     case Kind::kAdd:
     case Kind::kConcat:
     case Kind::kFlatten:
+    case Kind::kRelu6:
+    case Kind::kDropout:  // refused by cuda_training_unsupported
       break;
   }
   nodes_[static_cast<std::size_t>(n)] = std::move(node);
@@ -339,6 +309,9 @@ void CudaCnnTrainer::forward() {
       case Kind::kFlatten:
         cuda_kernels::copy(x, y, m.numel);
         break;
+      case Kind::kRelu6:
+      case Kind::kDropout:
+        break;
     }
   }
 }
@@ -406,6 +379,9 @@ void CudaCnnTrainer::backward_node(int n) {
     }
     case Kind::kFlatten:
       if (dx != nullptr) cuda_kernels::copy(dy, dx, m.numel);
+      break;
+    case Kind::kRelu6:
+    case Kind::kDropout:
       break;
   }
   for (const Node::Sum& a : m.accumulate) cuda_kernels::add(a.dst, a.src, a.dst, a.n);

@@ -24,6 +24,8 @@
 
 namespace nnperf {
 
+class Conv2d;
+
 // "" when every node of `graph` can be trained on the GPU, else the refusal naming the first
 // that cannot (checked without a device).
 std::string cuda_training_unsupported(const Graph& graph);
@@ -54,6 +56,8 @@ class CudaCnnTrainer {
   struct Node;
   struct Param;
   void plan_node(int n, const std::string& conv_algorithm);
+  void plan_conv(Node& m, Conv2d& conv, const std::string& name, const std::string& conv_algorithm,
+                 const float* x, const Shape& in, const Shape& out);
   void route_gradients();
   void forward();
   void backward();
