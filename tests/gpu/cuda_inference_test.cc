@@ -17,6 +17,7 @@
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/models/registry.h"
+#include "nnperf/nn/conv2d.h"
 #include "test_util.h"
 
 namespace nnperf {
@@ -113,23 +114,33 @@ TEST(CudaInference, ANamedAlgorithmRunsWhereServedAndFallsBackWithTheStatus) {
   if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
   expect_same_output("resnet18", Shape{2, 3, 32, 32}, "implicit_gemm", 1e-4);
   expect_same_output("resnet18", Shape{2, 3, 32, 32}, "find", 1e-4);
-  // Winograd serves only 3x3 stride-1 layers: the 7x7 stem and the 1x1s fall back.
+  // Winograd serves at most the 3x3 stride-1 layers (cuDNN 9 on Hopper serves its fused form
+  // for none in FP32): each layer runs the named algorithm exactly where cuDNN's workspace query
+  // accepts it for that layer, and falls back with cuDNN's status elsewhere.
   Graph g = planned("resnet18", Shape{2, 3, 32, 32});
-  CudaInference gpu(g, "winograd", false);
   int fell_back = 0, ran = 0;
-  for (int n = 1; n < g.size(); ++n) {
-    if (g.layer(n).kind() != "Conv2d") continue;
-    if (gpu.node(n).algorithm == "winograd") {
-      ++ran;
-      EXPECT_EQ(gpu.node(n).fallback_reason, "");
-    } else {
-      ++fell_back;
-      EXPECT_NE(gpu.node(n).fallback_reason.find("cuDNN: CUDNN_STATUS"), std::string::npos)
-          << g.name(n) << ": " << gpu.node(n).fallback_reason;
+  for (const char* algorithm : {"winograd", "winograd_nonfused"}) {
+    SCOPED_TRACE(algorithm);
+    CudaInference gpu(g, algorithm, false);
+    for (int n = 1; n < g.size(); ++n) {
+      if (g.layer(n).kind() != "Conv2d") continue;
+      const auto& conv = dynamic_cast<const Conv2d&>(g.layer(n));
+      const ConvProblem p = conv.problem();
+      std::vector<float> w(static_cast<std::size_t>(p.wei_numel()), 0.0f);
+      cudnn::ConvForward probe(p, w);
+      const std::string why = probe.why_not(algorithm);
+      if (why.empty()) {
+        ++ran;
+        EXPECT_EQ(gpu.node(n).algorithm, algorithm) << g.name(n);
+        EXPECT_EQ(gpu.node(n).fallback_reason, "") << g.name(n);
+      } else {
+        ++fell_back;
+        EXPECT_NE(gpu.node(n).algorithm, algorithm) << g.name(n);
+        EXPECT_NE(gpu.node(n).fallback_reason.find("cuDNN: CUDNN_STATUS"), std::string::npos)
+            << g.name(n) << ": " << gpu.node(n).fallback_reason;
+      }
     }
   }
-  EXPECT_GT(ran, 0);
-  EXPECT_GT(fell_back, 0);
   EXPECT_THROW(CudaInference(g, "winograd", true), Error);
 }
 

@@ -10,9 +10,16 @@
 namespace nnperf {
 namespace {
 
+// The stand-in library built beside the tests, or where $NNPERF_FAKE_CUDA_LIB says (a test
+// binary copied to another machine, as scripts/gpu_bundle.sh does).
+std::string fake_lib() {
+  const char* env = std::getenv("NNPERF_FAKE_CUDA_LIB");
+  return env != nullptr && *env != '\0' ? env : NNPERF_FAKE_CUDA_LIB;
+}
+
 CudaProbeOptions fake_everything() {
   CudaProbeOptions o;
-  o.driver = o.nvml = o.runtime = o.cudnn = o.cublas = {NNPERF_FAKE_CUDA_LIB};
+  o.driver = o.nvml = o.runtime = o.cudnn = o.cublas = {fake_lib()};
   o.libraries = true;
   return o;
 }
@@ -67,12 +74,14 @@ TEST_F(Probe, ReportsEveryPropertyOfADevice) {
   for (const auto& l : p.libraries) EXPECT_TRUE(l.loaded) << l.what << ": " << l.reason;
 
   const std::string r = cuda_report(p);
-  for (const char* line :
-       {"driver: " NNPERF_FAKE_CUDA_LIB ", supports CUDA 12.4, NVIDIA driver 550.54.15\n",
-        "CUDA runtime: 12.4 (" NNPERF_FAKE_CUDA_LIB ")\n", "cuDNN: 9.1.0 (", "cuBLAS: 12.4.5 (",
-        "NVML: readable\n", "devices: 2\n",
-        "  [1] Fake GPU 1: compute capability 9.0 (sm_90), 132 SMs, 80.0 GiB, SM clock 1980 MHz, "
-        "memory clock 2619 MHz, 5120-bit bus, board power readable (NVML)\n"}) {
+  for (const std::string& line :
+       {"driver: " + fake_lib() + ", supports CUDA 12.4, NVIDIA driver 550.54.15\n",
+        "CUDA runtime: 12.4 (" + fake_lib() + ")\n", std::string("cuDNN: 9.1.0 ("),
+        std::string("cuBLAS: 12.4.5 ("), std::string("NVML: readable\n"),
+        std::string("devices: 2\n"),
+        std::string(
+            "  [1] Fake GPU 1: compute capability 9.0 (sm_90), 132 SMs, 80.0 GiB, SM clock "
+            "1980 MHz, memory clock 2619 MHz, 5120-bit bus, board power readable (NVML)\n")}) {
     EXPECT_NE(r.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << r;
   }
 }

@@ -4,6 +4,7 @@
 #include <cublas_v2.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 #include <mutex>
 
@@ -72,8 +73,11 @@ void gemm_cublas(const GemmArgs& g) {
   // needs no transpose when A is not transposed in row-major terms, and vice versa.
   const cublasOperation_t op_b = s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check(cublasSgemm(handle(), op_b, op_a, n, m, k, &g.alpha, g.b, to_int(g.ldb, "ldb"), g.a,
-                    to_int(g.lda, "lda"), &g.beta, g.c, to_int(g.ldc, "ldc")),
+  // cuBLAS refuses a leading dimension below 1 even where the operand is empty (k = 0: A is m x 0
+  // with lda 0), where it only scales C by beta.
+  const auto ld = [](int64_t v, const char* what) { return std::max(1, to_int(v, what)); };
+  check(cublasSgemm(handle(), op_b, op_a, n, m, k, &g.alpha, g.b, ld(g.ldb, "ldb"), g.a,
+                    ld(g.lda, "lda"), &g.beta, g.c, ld(g.ldc, "ldc")),
         "cublasSgemm");
 }
 
