@@ -4,7 +4,7 @@
 #   scripts/ncu_profile.sh NNPERF OUT [MODEL] [BATCH] [SIZE] [PEAKS_JSON ENV]
 #
 # runs `NNPERF profile --device cuda --model MODEL --sizes SIZE --batch-size BATCH --warmup 0
-# --measure 1 --no-layers --algorithm guess` under `ncu` with the metrics of
+# --measure 1 --no-layers --algorithm guess --power-source none` under `ncu` with the metrics of
 # share/ncu-roofline-metrics.txt (so every kernel launch ncu sees is the one measured pass:
 # `guess` runs nothing at plan time, unlike `find`), writes OUT/kernels.csv, and feeds it to
 # `NNPERF roofline --ncu` with the ceilings of PEAKS_JSON's ENV (as `peaks --device cuda` writes
@@ -31,7 +31,7 @@ fi
 
 ncu --metrics "$(tr -d '\n' < "$metrics_file")" --csv --target-processes all \
   "$nnperf" profile --device cuda --model "$model" --sizes "$size" --batch-size "$batch" \
-  --warmup 0 --measure 1 --no-layers --algorithm guess --progress quiet \
+  --warmup 0 --measure 1 --no-layers --algorithm guess --power-source none --progress quiet \
   --output-dir "$out/profile" > "$out/kernels.csv" 2> "$out/ncu.log"
 
 "$nnperf" roofline --ncu "$out/kernels.csv" --peaks "$peaks" --env "$env" \

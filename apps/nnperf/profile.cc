@@ -213,9 +213,11 @@ const Registrar reg{Command{
              "inference (forward passes) or train (training steps: forward, loss, backward, "
              "SGD update; per layer forward + backward, loss and update as rows)")
           ->capture_default_str();
-      sub.add_option("--power-source", o.power_source,
-                     "auto (the run's device: RAPL for a CPU run, NVML for a CUDA run; none when "
-                     "unreadable) | rapl | nvml (an error when unreadable)")
+      sub.add_option(
+             "--power-source", o.power_source,
+             "auto (the run's device: RAPL for a CPU run, NVML for a CUDA run; none when "
+             "unreadable) | rapl | nvml (an error when unreadable) | none (no power or energy: "
+             "a CUDA run then has no energy window of extra passes)")
           ->capture_default_str();
       sub.add_option("--machine", o.machine,
                      "Machine name in the default output folder (default: hostname)");

@@ -141,6 +141,23 @@ std::string construction_error(const PowerOptions& o) {
   return "";
 }
 
+TEST(PowerMonitor, NoneReadsNothingEvenWhereACounterIsReadableAndOtherNamesAreRefused) {
+  test::TempDir dir;
+  write(dir / "intel-rapl:0" / "name", "package-0");
+  write(dir / "intel-rapl:0" / "energy_uj", "1000");
+  write(dir / "intel-rapl:0" / "max_energy_range_uj", "262143328850");
+  PowerOptions o;
+  o.rapl_root = dir.path();
+  EXPECT_TRUE(PowerMonitor(o).available());  // auto, CPU run: the fixture's RAPL zone
+  o.source = "none";
+  PowerMonitor m(o);
+  EXPECT_FALSE(m.available());
+  EXPECT_EQ(m.source(), "none");
+  EXPECT_EQ(m.unavailable_reason(), "--power-source none");
+  o.source = "nvidia";
+  EXPECT_EQ(construction_error(o), "--power-source nvidia: expected auto, rapl, nvml or none");
+}
+
 TEST(PowerMonitor, ExplicitRaplThatCannotBeReadIsAnErrorNamingTheFlagAndTheCause) {
   PowerOptions o;
   o.source = "rapl";

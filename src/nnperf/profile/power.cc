@@ -255,9 +255,10 @@ PowerWindow summarize_power(double seconds, std::optional<double> counter_energy
 PowerMonitor::PowerMonitor(const PowerOptions& options)
     : options_(options), rapl_(options.rapl_root) {
   const std::string& src = options_.source;
-  if (src != "auto" && src != "rapl" && src != "nvml") {
-    throw UsageError(fmt::format("--power-source {}: expected auto, rapl or nvml", src));
+  if (src != "auto" && src != "rapl" && src != "nvml" && src != "none") {
+    throw UsageError(fmt::format("--power-source {}: expected auto, rapl, nvml or none", src));
   }
+  if (src == "none") return;
   // auto: the run's own device decides; a CPU run never opens NVML.
   const bool use_nvml = src == "nvml" || (src == "auto" && options_.device == Device::kCuda);
   if (!use_nvml) {
@@ -292,6 +293,7 @@ std::string PowerMonitor::source() const { return active_.empty() ? "none" : act
 
 std::string PowerMonitor::unavailable_reason() const {
   if (available()) return {};
+  if (options_.source == "none") return "--power-source none";
   if (nvml_) return nvml_->unavailable_reason() + " (a CUDA run is measured with NVML only)";
   return rapl_.unavailable_reason() +
          " (a CPU run is measured with RAPL only, never with a GPU board's power)";

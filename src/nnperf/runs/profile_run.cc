@@ -250,7 +250,8 @@ struct TraceSlice {
 struct SizeRecord {
   int64_t size = 0;
   Summary whole;  // ms per whole-model pass, no hooks
-  int64_t passes = 0;
+  int64_t passes = 0;         // timed whole-model passes
+  int64_t energy_passes = 0;  // passes inside the power window
   PowerWindow power;
   AlgorithmUse use;
   std::vector<LayerRow> layers;  // empty without --layers
@@ -428,6 +429,7 @@ void measure_whole(Sweep& sw, const ProfileOptions& o, const Tensor& x, SizeReco
   check_interrupt();
   r.whole = summarize(ms);
   r.passes = static_cast<int64_t>(ms.size());
+  r.energy_passes = r.passes;
 }
 
 // The layers, in separate passes with a hook around every node (training: forward + backward,
@@ -476,8 +478,13 @@ void measure_layers(Sweep& sw, const ProfileOptions& o, const Tensor& x, SizeRec
   }
 }
 
+// NVML's energy counter and power readings move in steps of tens of milliseconds, and a batch-1
+// pass takes a few: energy on the GPU is read over untimed passes filling at least this long.
+constexpr double kGpuEnergyWindowSeconds = 1.0;
+
 // The whole model on the GPU: each measured pass between two CUDA events, all read after one
-// synchronisation at the end; power over exactly those passes.
+// synchronisation at the end; then, with a power source, energy over a window of whole passes
+// (kGpuEnergyWindowSeconds or more), synchronised every 8 passes to watch the clock.
 void measure_whole_gpu(Sweep& sw, const ProfileOptions& o, SizeRecord& r,
                        const std::function<void(const std::string&)>& show) {
   show(fmt::format("warm-up ({})", o.warmup));
@@ -485,7 +492,6 @@ void measure_whole_gpu(Sweep& sw, const ProfileOptions& o, SizeRecord& r,
   cuda::synchronize();
   check_interrupt();
   const std::unique_ptr<IntervalTimer> timer = cuda::make_event_timer(o.measure);
-  sw.power.begin();
   for (int i = 0; i < o.measure; ++i) {
     timer->begin(i);
     sw.gpu->run();
@@ -494,10 +500,20 @@ void measure_whole_gpu(Sweep& sw, const ProfileOptions& o, SizeRecord& r,
   std::vector<double> ms;
   std::vector<int64_t> counts;
   timer->resolve(ms, counts);  // the one synchronisation
-  r.power = sw.power.end();
   check_interrupt();
   r.whole = summarize(ms);
   r.passes = o.measure;
+  if (!sw.power.available()) return;
+  show(fmt::format("energy ({:.0f} s or more)", kGpuEnergyWindowSeconds));
+  sw.power.begin();
+  const int64_t t0 = now_ns();
+  do {
+    for (int i = 0; i < 8; ++i) sw.gpu->run();
+    r.energy_passes += 8;
+    cuda::synchronize();
+  } while (seconds_since(t0) < kGpuEnergyWindowSeconds && !interrupt_requested());
+  r.power = sw.power.end();
+  check_interrupt();
 }
 
 // The layers on the GPU: separate passes with events around every node's kernels, read after
@@ -597,7 +613,7 @@ class SweepOutputs {
     }
     if (o_.layers) write_trace(r, input_channels);
     const PowerWindow& pw = r.power;
-    const double per_inf = pw.energy_j ? *pw.energy_j / static_cast<double>(r.passes) : 0.0;
+    const double per_inf = pw.energy_j ? *pw.energy_j / static_cast<double>(r.energy_passes) : 0.0;
     const Summary& w = r.whole;
     overall_.row({model_,
                   o_.algorithm,
@@ -627,7 +643,11 @@ class SweepOutputs {
         o_.layers ? fmt::format(", layers sum {:.3f} ms ({:+.1f}% vs whole)", r.layers_sum,
                                 100 * (r.layers_sum / w.mean - 1))
                   : "",
-        pw.energy_j ? fmt::format(", {:.3f} J per inference", per_inf) : "",
+        !pw.energy_j ? ""
+        : o_.batch_size == 1
+            ? fmt::format(", {:.3f} J per inference", per_inf)
+            : fmt::format(", {:.3f} J per inference of {} images ({:.4f} J per image)", per_inf,
+                          o_.batch_size, per_inf / static_cast<double>(o_.batch_size)),
         r.use.other > 0 ? fmt::format("; {} of {} conv layers ran another algorithm than {} ({})",
                                       r.use.other, r.use.conv_layers, o_.algorithm, r.use.text())
                         : ""));
