@@ -206,7 +206,8 @@ void add_driver_flags(CLI::App& sub, Flags& f) {
                  "Classes (default: the data's, or the model's for the driver)")
       ->check(integer_in(2, 1000000));
   sub.add_option("--algorithm", f.algorithm,
-                 "CNNs: convolution algorithm, a name, guess or find")
+                 "CNNs: convolution algorithm, a name, guess or find; with --device cuda also per "
+                 "pass, e.g. fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1 (cuDNN's names)")
       ->capture_default_str();
   sub.add_option("--label", f.label, "Driver: the label column of metrics.csv");
   sub.add_option("--grad-accum-steps", f.grad_accum_steps,

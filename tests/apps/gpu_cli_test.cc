@@ -109,13 +109,33 @@ TEST(GpuCli, TheDriverTrainsACnnOnTheGpuOrOneLineWhyNot) {
     EXPECT_NE(r.out.find("BACKEND=cuda"), std::string::npos) << r.out;
     EXPECT_NE(test::read_text(dir.path() / "metrics.csv").find(",resnet18,cuda,"),
               std::string::npos);
+    // Per-pass algorithms, deterministic ones only.
+    const auto d = run_nnperf(fmt::format(
+        "train --model resnet18 --synthetic --iters 2 --warmup-iters 0 --batch-size 4 "
+        "--input-size 32 --num-classes 10 --device cuda --deterministic "
+        "--algorithm fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1 --log-dir '{}'",
+        dir.path().string()));
+    EXPECT_EQ(d.exit_code, 0) << d.err;
   }
-  for (const char* bad : {"--grad-accum-steps 2", "--deterministic", "--algorithm winograd_x"}) {
+  for (const char* bad :
+       {"--grad-accum-steps 2", "--deterministic --algorithm find", "--algorithm winograd_x",
+        "--algorithm fwd=guess,bwd_data=fft,bwd_weights=find --deterministic"}) {
     const auto t = run_nnperf(fmt::format(
         "train --model resnet18 --synthetic --iters 1 --device cuda --log-dir '{}' {}",
         dir.path().string(), bad));
     EXPECT_EQ(t.exit_code, 2) << bad;
   }
+  // The per-pass form is checked before the device is looked for.
+  const auto t = run_nnperf(
+      fmt::format("train --model resnet18 --synthetic --iters 1 --device cuda --log-dir '{}' "
+                  "--algorithm fwd=implicit_gemm,bwd_data=winograd_x",
+                  dir.path().string()));
+  EXPECT_EQ(t.exit_code, 2);
+  EXPECT_EQ(t.err.rfind("nnperf: error: --algorithm fwd=implicit_gemm,bwd_data=winograd_x: "
+                        "bwd_data takes guess, find or one of cuDNN's algo_0, ",
+                        0),
+            0u)
+      << t.err;
 }
 
 // profile --device cuda: the model on the GPU, cuDNN's algorithm and workspace per conv layer,

@@ -35,22 +35,12 @@ namespace {
 // The steps cycle over this many distinct synthetic batches.
 constexpr int64_t kDistinctBatches = 2;
 
-// --device cuda: cuDNN's algorithm names, one micro-batch per step, no --deterministic (cuDNN's
-// algo_0 / algo_3 backward rows accumulate with atomics), a device and cuDNN present.
+// --device cuda: cuDNN's algorithm names (parse_cuda_conv_choice), one micro-batch per step, a
+// device and cuDNN present.
 void validate_cuda(const TrainDriverOptions& o) {
-  const auto names = cudnn::forward_algorithms();
-  if (o.algorithm != "guess" && o.algorithm != "find" &&
-      std::find(names.begin(), names.end(), o.algorithm) == names.end()) {
-    throw UsageError(fmt::format("--algorithm {}: with --device cuda, one of cuDNN's ({}), guess or "
-                                 "find",
-                                 o.algorithm, fmt::join(names, ", ")));
-  }
+  (void)parse_cuda_conv_choice(o.algorithm);
   if (o.grad_accum_steps != 1) {
     throw UsageError("--grad-accum-steps: one micro-batch per step on the GPU so far");
-  }
-  if (o.deterministic) {
-    throw UsageError("--deterministic: cuDNN's choices are not pinned to deterministic ones yet; "
-                     "not with --device cuda");
   }
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
@@ -75,7 +65,7 @@ void validate(const TrainDriverOptions& o, const ModelEntry& m) {
   if (o.grad_accum_steps < 1) {
     throw UsageError(fmt::format("--grad-accum-steps {}: expected at least 1", o.grad_accum_steps));
   }
-  if (o.deterministic && o.algorithm == "find") {
+  if (o.deterministic && o.algorithm.find("find") != std::string::npos) {
     throw UsageError(
         "--deterministic: --algorithm find chooses by timing, which can differ run to "
         "run; give guess or an algorithm name");
@@ -185,13 +175,13 @@ int64_t cpu_steps(const TrainDriverOptions& o, Trainer& trainer, const std::vect
 int64_t gpu_steps(const TrainDriverOptions& o, const ModelEntry& m, Graph& graph,
                   const Shape& sample, const std::vector<Tensor>& xs,
                   const std::vector<std::vector<int32_t>>& ys, TrainDriverResult& r) {
-  if (const std::string why = cuda_training_unsupported(graph); !why.empty()) {
-    throw UsageError(fmt::format("--model {} --device cuda: {}", m.name, why));
-  }
   PlanContext host;  // shapes only: the CPU convolutions plan as guess and never run
   host.training = true;
   plan_model(m, graph, Shape{o.batch_size, sample[0], sample[1], sample[2]}, host);
-  CudaCnnTrainer trainer(graph, o.optimizer, o.algorithm, o.label_smoothing);
+  if (const std::string why = cuda_training_unsupported(graph); !why.empty()) {
+    throw UsageError(fmt::format("--model {} --device cuda: {}", m.name, why));
+  }
+  CudaCnnTrainer trainer(graph, o.optimizer, o.algorithm, o.label_smoothing, o.deterministic);
   int64_t t0 = now_ns();
   for (int i = 0; i < o.warmup_iters + o.iters; ++i) {
     check_interrupt();

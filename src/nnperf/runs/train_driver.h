@@ -27,13 +27,15 @@ struct TrainDriverOptions {
   std::string algorithm =
       "guess";  // conv algorithm, as profile's --algorithm (find = cudnn_benchmark)
   int threads = 0;
-  // kCuda: the steps run on the GPU (train/cuda_cnn.h): cuDNN's algorithms (--algorithm a cuDNN
-  // forward name, guess or find), one micro-batch per step, not --deterministic.
+  // kCuda: the steps run on the GPU (train/cuda_cnn.h): cuDNN's algorithms (--algorithm as
+  // parse_cuda_conv_choice takes it), one micro-batch per step; --deterministic keeps to the
+  // algorithms cuDNN marks deterministic.
   Device device = Device::kCpu;
   uint64_t seed = 1234;
   int grad_accum_steps = 1;  // micro-batches per optimizer step (each one --batch-size images)
   // Refuses choices that depend on timing (--algorithm find); nnperf's CPU kernels give the same
-  // bits on every run at a fixed thread count (tested), so nothing else changes.
+  // bits on every run at a fixed thread count (tested), so nothing else changes on the CPU; on the
+  // GPU, cuDNN's non-deterministic backward algorithms are left out.
   bool deterministic = false;
   std::string label;
   std::filesystem::path log_dir = "logs";

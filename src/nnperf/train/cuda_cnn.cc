@@ -4,10 +4,13 @@
 #include "nnperf/train/cuda_cnn.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <string_view>
 
 #include "nnperf/core/error.h"
 #include "nnperf/gpu/cuda.h"
@@ -39,17 +42,71 @@ std::optional<Kind> kind_of(const Layer& l) {
 std::size_t count(const Shape& s) { return static_cast<std::size_t>(s.numel()); }
 
 // cuDNN's choice for a backward pass: find's fastest, or guess's first it serves.
-std::string choose_backward(cudnn::ConvBackward& c, const std::string& asked, const float* first,
-                            const float* dy, float* out) {
+// A backward pass's algorithm: `asked` (a name, guess or find) where cuDNN serves it, else the
+// first that guess (or find) ranks; with `deterministic`, only those cuDNN marks deterministic.
+std::string choose_backward(cudnn::ConvBackward& c, const std::string& asked, bool deterministic,
+                            const float* first, const float* dy, float* out) {
   const std::vector<cudnn::AlgoResult> ranked =
       asked == "find" ? c.find_on(std::size_t{1} << 30, first, dy, out) : c.guess();
+  const auto usable = [&](const cudnn::AlgoResult& r) {
+    return r.status == "CUDNN_STATUS_SUCCESS" && (!deterministic || r.deterministic) &&
+           c.why_not(r.algorithm).empty();
+  };
   for (const cudnn::AlgoResult& r : ranked) {
-    if (r.status == "CUDNN_STATUS_SUCCESS" && c.why_not(r.algorithm).empty()) return r.algorithm;
+    if (r.algorithm == asked && usable(r)) return asked;
   }
-  throw Error("cuDNN serves no backward algorithm for this convolution");
+  for (const cudnn::AlgoResult& r : ranked) {
+    if (usable(r)) return r.algorithm;
+  }
+  throw Error(fmt::format("cuDNN serves no {}backward algorithm for this convolution",
+                          deterministic ? "deterministic " : ""));
+}
+
+// One pass's part of --algorithm: guess, find or one of `names`.
+std::string checked_name(const std::string& algorithm, const std::string& pass,
+                         const std::string& name, std::span<const char* const> names) {
+  if (name == "guess" || name == "find" ||
+      std::find(names.begin(), names.end(), name) != names.end()) {
+    return name;
+  }
+  throw UsageError(fmt::format("--algorithm {}: {} takes guess, find or one of cuDNN's {}",
+                               algorithm, pass, fmt::join(names, ", ")));
 }
 
 }  // namespace
+
+CudaConvChoice parse_cuda_conv_choice(const std::string& algorithm) {
+  CudaConvChoice c;
+  if (algorithm.find('=') == std::string::npos) {
+    c.forward = checked_name(algorithm, "the forward pass", algorithm, cudnn::forward_algorithms());
+    if (algorithm == "find") c.backward_data = c.backward_weights = "find";
+    return c;
+  }
+  std::string_view rest = algorithm;
+  for (bool more = true; more;) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view part = rest.substr(0, comma);
+    more = comma != std::string_view::npos;
+    if (more) rest = rest.substr(comma + 1);
+    const std::size_t eq = part.find('=');
+    const std::string key(part.substr(0, eq));
+    const std::string value(eq == std::string_view::npos ? "" : part.substr(eq + 1));
+    if (key == "fwd") {
+      c.forward = checked_name(algorithm, "fwd", value, cudnn::forward_algorithms());
+    } else if (key == "bwd_data") {
+      c.backward_data =
+          checked_name(algorithm, "bwd_data", value, cudnn::algorithms(ConvPass::kBackwardData));
+    } else if (key == "bwd_weights") {
+      c.backward_weights = checked_name(algorithm, "bwd_weights", value,
+                                        cudnn::algorithms(ConvPass::kBackwardWeights));
+    } else {
+      throw UsageError(fmt::format(
+          "--algorithm {}: expected fwd=NAME, bwd_data=NAME and bwd_weights=NAME, comma-separated",
+          algorithm));
+    }
+  }
+  return c;
+}
 
 std::string cuda_training_unsupported(const Graph& graph) {
   for (int n = 1; n < graph.size(); ++n) {
@@ -100,11 +157,20 @@ struct CudaCnnTrainer::Node {
 };
 
 CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
-                               const std::string& conv_algorithm, float label_smoothing)
+                               const std::string& conv_algorithm, float label_smoothing,
+                               bool deterministic)
     : graph_(graph),
       opt_(optimizer),
       lr_(static_cast<float>(optimizer.lr)),
-      label_smoothing_(label_smoothing) {
+      label_smoothing_(label_smoothing),
+      deterministic_(deterministic) {
+  const CudaConvChoice choice = parse_cuda_conv_choice(conv_algorithm);
+  if (deterministic && (choice.forward == "find" || choice.backward_data == "find" ||
+                        choice.backward_weights == "find")) {
+    throw UsageError(fmt::format(
+        "--deterministic: --algorithm {} chooses by timing, which can differ run to run",
+        conv_algorithm));
+  }
   if (const std::string why = cuda_training_unsupported(graph); !why.empty()) {
     throw UsageError("--device cuda: " + why);
   }
@@ -127,33 +193,33 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
   nodes_[0] = std::make_unique<Node>();
   nodes_[0]->numel = graph.input_shape().numel();
   nodes_[0]->out = cuda::Buffer(count(graph.input_shape()));
-  for (int n = 1; n < graph.size(); ++n) plan_node(n, conv_algorithm);
+  for (int n = 1; n < graph.size(); ++n) plan_node(n, choice);
   route_gradients();
 }
 
 CudaCnnTrainer::~CudaCnnTrainer() = default;
 
-// A conv node's cuDNN plans: the forward algorithm as asked (a name, guess or find), the backward
-// ones by guess or find, chosen on the node's own buffers (x: its input's output).
+// A conv node's cuDNN plans, each pass's algorithm as `choice` asks, chosen on the node's own
+// buffers (x: its input's output).
 void CudaCnnTrainer::plan_conv(Node& m, Conv2d& c, const std::string& name,
-                               const std::string& conv_algorithm, const float* x, const Shape& in,
+                               const CudaConvChoice& choice, const float* x, const Shape& in,
                                const Shape& out) {
   const ConvProblem p = c.problem();
   m.fwd = std::make_unique<cudnn::ConvForward>(
       p, std::span<const float>(c.weight().data(), count(c.weight().shape())));
-  m.alg_fwd = choose_cudnn_forward(*m.fwd, name, conv_algorithm, false, x, m.out.data()).algorithm;
+  m.alg_fwd = choose_cudnn_forward(*m.fwd, name, choice.forward, false, x, m.out.data()).algorithm;
   m.bwd_data = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardData);
   m.bwd_weights = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardWeights);
   cuda::Buffer dx(count(in));
-  m.alg_data =
-      choose_backward(*m.bwd_data, conv_algorithm, m.w->value.data(), m.grad.data(), dx.data());
-  m.alg_weights =
-      choose_backward(*m.bwd_weights, conv_algorithm, x, m.grad.data(), m.w->grad.data());
+  m.alg_data = choose_backward(*m.bwd_data, choice.backward_data, deterministic_, m.w->value.data(),
+                               m.grad.data(), dx.data());
+  m.alg_weights = choose_backward(*m.bwd_weights, choice.backward_weights, deterministic_, x,
+                                  m.grad.data(), m.w->grad.data());
   m.shape = {out[0], out[1], out[2] * out[3]};
   if (!c.has_bias()) m.b = nullptr;
 }
 
-void CudaCnnTrainer::plan_node(int n, const std::string& conv_algorithm) {
+void CudaCnnTrainer::plan_node(int n, const CudaConvChoice& choice) {
   auto node = std::make_unique<Node>();
   Node& m = *node;
   Layer& layer = graph_.layer(n);
@@ -180,7 +246,7 @@ void CudaCnnTrainer::plan_node(int n, const std::string& conv_algorithm) {
   const Shape& in = graph_.output_shape(m.inputs[0]);
   switch (m.kind) {
     case Kind::kConv:
-      plan_conv(m, dynamic_cast<Conv2d&>(layer), graph_.name(n), conv_algorithm, x, in, shape);
+      plan_conv(m, dynamic_cast<Conv2d&>(layer), graph_.name(n), choice, x, in, shape);
       break;
     case Kind::kBatchNorm: {
       m.bn = &dynamic_cast<BatchNorm2d&>(layer);
@@ -454,6 +520,23 @@ void CudaCnnTrainer::download_params() {
     m->running_mean.download({m->bn->running_mean().data(), count(m->bn->running_mean().shape())});
     m->running_var.download({m->bn->running_var().data(), count(m->bn->running_var().shape())});
   }
+}
+
+std::vector<float> CudaCnnTrainer::node_output(int n) const {
+  NNPERF_CHECK(n >= 0 && n < static_cast<int>(nodes_.size()), "node {} of {}", n, nodes_.size());
+  const cuda::Buffer& out = nodes_[static_cast<std::size_t>(n)]->out;
+  std::vector<float> host(out.size());
+  cuda::synchronize();
+  out.download(host);
+  return host;
+}
+
+std::vector<float> CudaCnnTrainer::param_grad(std::size_t i) const {
+  NNPERF_CHECK(i < params_.size(), "parameter {} of {}", i, params_.size());
+  std::vector<float> host(params_[i]->grad.size());
+  cuda::synchronize();
+  params_[i]->grad.download(host);
+  return host;
 }
 
 std::string CudaCnnTrainer::algorithms(int node) const {

@@ -30,13 +30,26 @@ class Conv2d;
 // that cannot (checked without a device).
 std::string cuda_training_unsupported(const Graph& graph);
 
+// The GPU trainer's convolution algorithms, as `--algorithm` gives them: guess, find (every pass
+// by cuDNN's timing), a forward algorithm's name (the backward passes by guess), or per pass
+// "fwd=NAME,bwd_data=NAME,bwd_weights=NAME" with any of the three left out (guess), each NAME one
+// of that pass's cuDNN algorithms, guess or find: the form CudaCnnTrainer::algorithms() reports.
+struct CudaConvChoice {
+  std::string forward = "guess", backward_data = "guess", backward_weights = "guess";
+};
+// Throws UsageError naming `--algorithm` and the pass's algorithms for an unknown name.
+CudaConvChoice parse_cuda_conv_choice(const std::string& algorithm);
+
 class CudaCnnTrainer {
  public:
   // `graph` planned for training at the batch's shape; it must outlive the trainer. Throws
   // UsageError for an unsupported layer or without a device/cuDNN, Error when the device memory
-  // the plan needs is not free.
+  // the plan needs is not free. conv_algorithm: as parse_cuda_conv_choice; a named algorithm that
+  // cuDNN cannot serve for a layer falls back to its guess (algorithms() says what runs).
+  // deterministic: only algorithms cuDNN reports CUDNN_DETERMINISTIC for the layer (no find; the
+  // backward passes' atomics-based algo_0 and the filter's algo_3 are left out).
   CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer, const std::string& conv_algorithm,
-                 float label_smoothing = 0.0f);
+                 float label_smoothing = 0.0f, bool deterministic = false);
   ~CudaCnnTrainer();
   CudaCnnTrainer(const CudaCnnTrainer&) = delete;
   CudaCnnTrainer& operator=(const CudaCnnTrainer&) = delete;
@@ -49,14 +62,18 @@ class CudaCnnTrainer {
   int64_t steps() const { return steps_; }
   // The device's parameters and BatchNorm running statistics written back into the graph.
   void download_params();
+  // Node n's output of the last step's forward pass, and parameter i's gradient of that step
+  // (Graph::params() order), read back from the device (for checks against the CPU Trainer).
+  std::vector<float> node_output(int n) const;
+  std::vector<float> param_grad(std::size_t i) const;
   // The cuDNN algorithms chosen per conv node: "fwd=..,bwd_data=..,bwd_weights=..".
   std::string algorithms(int node) const;
 
  private:
   struct Node;
   struct Param;
-  void plan_node(int n, const std::string& conv_algorithm);
-  void plan_conv(Node& m, Conv2d& conv, const std::string& name, const std::string& conv_algorithm,
+  void plan_node(int n, const CudaConvChoice& choice);
+  void plan_conv(Node& m, Conv2d& conv, const std::string& name, const CudaConvChoice& choice,
                  const float* x, const Shape& in, const Shape& out);
   void route_gradients();
   void forward();
@@ -67,6 +84,7 @@ class CudaCnnTrainer {
   Graph& graph_;
   OptimizerOptions opt_;
   float lr_, label_smoothing_;
+  bool deterministic_;
   int64_t steps_ = 0, mb_ = 0, classes_ = 0;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Param>> params_;

@@ -44,6 +44,7 @@ struct AlgoResult {
   std::string status;  // "CUDNN_STATUS_SUCCESS" or cuDNN's refusal
   double ms = 0;       // find: cuDNN's own timing; guess: 0
   std::size_t workspace_bytes = 0;
+  bool deterministic = false;  // cuDNN's CUDNN_DETERMINISTIC for this algorithm and problem
 };
 
 // One problem on the device: descriptors and device tensors made once, then any algorithm run on

@@ -212,7 +212,7 @@ std::vector<AlgoResult> results_of(const Perf* perf, int n, std::span<const char
     out.push_back({k < names.size() ? names[k] : fmt::format("algo_{}", k),
                    api().GetErrorString(perf[i].status),
                    perf[i].status == CUDNN_STATUS_SUCCESS ? static_cast<double>(perf[i].time) : 0.0,
-                   perf[i].memory});
+                   perf[i].memory, perf[i].determinism == CUDNN_DETERMINISTIC});
   }
   return out;
 }
