@@ -41,7 +41,6 @@ std::optional<Kind> kind_of(const Layer& l) {
 
 std::size_t count(const Shape& s) { return static_cast<std::size_t>(s.numel()); }
 
-// cuDNN's choice for a backward pass: find's fastest, or guess's first it serves.
 // A backward pass's algorithm: `asked` (a name, guess or find) where cuDNN serves it, else the
 // first that guess (or find) ranks; with `deterministic`, only those cuDNN marks deterministic.
 std::string choose_backward(cudnn::ConvBackward& c, const std::string& asked, bool deterministic,
