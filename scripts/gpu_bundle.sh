@@ -14,7 +14,7 @@ DEST=${2:-.gpu}
 DATA=${NNPERF_DATA:-/usr/share/datasets/fashion-mnist}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-bins=("$BUILD/nnperf" "$BUILD/tests/test_gpu")
+bins=("$BUILD/nnperf" "$BUILD/tests/test_gpu" "$BUILD/tests/test_apps")
 for b in "${bins[@]}"; do
   [ -x "$b" ] || { echo "gpu_bundle: $b is missing: build with the CUDA backend first" >&2; exit 1; }
 done
@@ -100,6 +100,10 @@ stage_tests() {
   for s in $("${tg[@]}" --gtest_list_tests | grep -v '^ ' | grep -v '^Running'); do
     step "test ${s%.}" "$out/test_gpu.log" "${tg[@]}" --gtest_filter="${s}*" --gtest_output=json:"$out/tests/$(echo "${s%.}" | tr / _).json"
   done
+  # The command-line tests with GPU branches, on our binary.
+  step "test_apps GPU" "$out/test_gpu.log" env "LD_LIBRARY_PATH=$ld" "NNPERF_BINARY=$work/bin/nnperf" \
+    "$work/bin/test_apps" --gtest_filter='GpuCli*:BenchGemmCli.*Gpu*:BenchGemmCli.Conv2d*' \
+    --gtest_output=json:"$out/tests/apps_gpu.json"
   grep -E "^\[  (FAILED|SKIPPED) \]|Failure|PASSED" "$out/test_gpu.log" | head -60
 }
 stage_gemm() {
