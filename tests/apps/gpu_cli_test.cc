@@ -6,10 +6,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "nnperf/gpu/cuda.h"
 #include "test_util.h"
@@ -159,6 +162,27 @@ TEST(GpuCli, ProfileOnTheGpuOrOneLineWhyNot) {
     EXPECT_NE(layers.find("implicit_gemm"), std::string::npos);
     const auto j = nlohmann::json::parse(test::read_text(out / "run.json"));
     EXPECT_EQ(j["device"], "cuda");
+    EXPECT_GT(j["event_timer"]["empty_interval_ns"].get<double>(), 0.0);
+    EXPECT_GT(j["event_timer"]["pair_cost_ns"].get<double>(), 0.0);
+    // Energy: where NVML reads the board, every size has its energy per inference.
+    if (j["power"]["available"].get<bool>()) {
+      std::istringstream overall(test::read_text(out / "resnet18_implicit_gemm_overall.csv"));
+      const auto cells = [](const std::string& line) {
+        std::vector<std::string> v;
+        std::istringstream in(line);
+        for (std::string c; std::getline(in, c, ',');) v.push_back(c);
+        return v;
+      };
+      std::string line;
+      std::getline(overall, line);
+      const std::vector<std::string> header = cells(line);
+      const auto col = std::find(header.begin(), header.end(), "energy_per_inference_j");
+      ASSERT_NE(col, header.end());
+      while (std::getline(overall, line)) {
+        const std::string e = cells(line).at(static_cast<std::size_t>(col - header.begin()));
+        EXPECT_GT(std::stod(e.empty() ? "0" : e), 0.0) << line;
+      }
+    }
   }
   for (const char* bad : {"--pass train", "--fold-bn", "--algorithm winograd_x"}) {
     const auto t = run_nnperf(fmt::format("profile --device cuda --model resnet18 --test {} "

@@ -404,6 +404,14 @@ nlohmann::json run_record(const ProfileOptions& o, const nlohmann::json& setup,
         fmt::format("no power counter readable here ({}); the power and energy columns are empty",
                     power.unavailable_reason());
   }
+  if (o.device == Device::kCuda) {
+    // What a node's events cost: the device time between two back-to-back events and the host
+    // time recording a pair (a launch-bound pass pays the second between kernels).
+    const cuda::EventTimerOverhead e = cuda::measure_event_timer_overhead(200);
+    r["event_timer"] = {{"empty_interval_ns", e.device_ms_empty_pair * 1e6},
+                        {"pair_cost_ns", e.host_us_per_pair * 1e3},
+                        {"note", "per-layer times include it; nothing is subtracted"}};
+  }
   return r;
 }
 
