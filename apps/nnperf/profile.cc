@@ -137,95 +137,106 @@ void list_algorithms() {
   }
 }
 
+// What is profiled: the listings, the model, the algorithm, the device, the pass.
+void add_what_flags(CLI::App& sub, Flags& f) {
+  ProfileOptions& o = f.o;
+  sub.add_flag_callback(
+      "--list-models",
+      [] {
+        list_models();
+        throw CLI::Success();
+      },
+      "List the models and exit");
+  sub.add_flag_callback(
+      "--list-algorithms",
+      [] {
+        list_algorithms();
+        throw CLI::Success();
+      },
+      "List the convolution algorithms and what they support, and exit");
+  sub.add_option("--model", o.model, "Model (see --list-models)")->capture_default_str();
+  sub.add_option("--algorithm", o.algorithm,
+                 "Convolution algorithm, guess or find (see --list-algorithms; with --device "
+                 "cuda one of cuDNN's)")
+      ->capture_default_str();
+  sub.add_option("--device", f.device,
+                 "cpu, or cuda: the model on the GPU, convolutions by cuDNN, CUDA-event "
+                 "timing, NVML energy (inference)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  sub.add_option("--pass", o.pass,
+                 "inference (forward passes) or train (training steps: forward, loss, backward, "
+                 "SGD update; per layer forward + backward, loss and update as rows)")
+      ->capture_default_str();
+  sub.add_flag("--strict", o.strict,
+               "Fail on a layer the algorithm cannot serve instead of falling back");
+  sub.add_flag("--fold-bn", o.fold_bn, "Fold BatchNorm into the preceding convolution");
+  sub.add_flag("--find-exhaustive", o.find_exhaustive,
+               "With find: time every supported algorithm in full (default: skip ones modelled "
+               "at over 8x the best)");
+  sub.add_option("--seed", o.seed, "Random seed of the weights and inputs")
+      ->check(integer_in(0, std::numeric_limits<int64_t>::max()))
+      ->capture_default_str();
+}
+
+// The sweep: stage, sizes, batch, passes, threads, power.
+void add_sweep_flags(CLI::App& sub, Flags& f) {
+  ProfileOptions& o = f.o;
+  sub.add_option("--stage", o.stage,
+                 "sanity (1 size, warm-up 1, measure 2) | quick (10, 5, 10) | full (100, 10, 20)")
+      ->capture_default_str();
+  sub.add_flag("--test", f.test, "Same as --stage sanity (the published profiler's flag)");
+  sub.add_flag("--quick", f.quick, "Same as --stage quick (the published profiler's flag)");
+  sub.add_option("--num-sizes", o.num_sizes, "Number of sizes between --min-size and --max-size")
+      ->check(integer_in(1, 100000));
+  sub.add_option("--sizes", f.sizes, "Explicit sizes: 32,64,224 or start:stop:step");
+  sub.add_option("--min-size", o.min_size, "Smallest input size")
+      ->check(integer_in(1, kMaxImageSide))
+      ->capture_default_str();
+  sub.add_option("--max-size", o.max_size, "Largest input size")
+      ->check(integer_in(1, kMaxImageSide))
+      ->capture_default_str();
+  sub.add_option("--batch-size", o.batch_size, "Batch size")
+      ->check(integer_in(1, kMaxBatch))
+      ->capture_default_str();
+  sub.add_option("--warmup", o.warmup, "Warm-up passes per size (default: the stage's)")
+      ->check(integer_in(0, 1000000));
+  sub.add_option("--measure", o.measure, "Measured passes per size (default: the stage's)")
+      ->check(integer_in(1, 1000000));
+  sub.add_option("--threads", o.threads, "Threads (0 = all logical CPUs)")
+      ->check(threads_count())
+      ->capture_default_str();
+  sub.add_flag("--no-layers", f.no_layers, "Skip the per-layer passes");
+  sub.add_option("--power-source", o.power_source,
+                 "auto (the run's device: RAPL for a CPU run, NVML for a CUDA run; none when "
+                 "unreadable) | rapl | nvml (an error when unreadable) | none (no power or "
+                 "energy: a CUDA run then has no energy window of extra passes)")
+      ->capture_default_str();
+}
+
+// Where it goes and how it shows.
+void add_output_flags(CLI::App& sub, Flags& f) {
+  ProfileOptions& o = f.o;
+  sub.add_option("--output-dir", f.output_dir,
+                 "Default results/<stage>/<model>_<algorithm>[_train]_<machine>/");
+  sub.add_flag("--resume", o.resume,
+               "Continue an interrupted sweep in --output-dir (same setup only)");
+  sub.add_flag("--overwrite", o.overwrite,
+               "Replace an earlier sweep's --output-dir whole (only a folder nnperf wrote)");
+  sub.add_option("--machine", o.machine,
+                 "Machine name in the default output folder (default: hostname)");
+  sub.add_option("--progress", f.progress, "auto | bar | lines | quiet")->capture_default_str();
+}
+
 const Registrar reg{Command{
     "profile", 40, [](CLI::App& sub) -> std::function<int()> {
       sub.description(
           "The convolution-algorithm profiler: CNN inference per layer with one convolution "
-          "algorithm "
-          "over input sizes");
+          "algorithm over input sizes");
       auto f = std::make_shared<Flags>();
-      ProfileOptions& o = f->o;
-      sub.add_flag_callback(
-          "--list-models",
-          [] {
-            list_models();
-            throw CLI::Success();
-          },
-          "List the models and exit");
-      sub.add_flag_callback(
-          "--list-algorithms",
-          [] {
-            list_algorithms();
-            throw CLI::Success();
-          },
-          "List the convolution algorithms and what they support, and exit");
-      sub.add_option("--model", o.model, "Model (see --list-models)")->capture_default_str();
-      sub.add_option("--algorithm", o.algorithm,
-                     "Convolution algorithm, guess or find (see --list-algorithms; with --device "
-                     "cuda one of cuDNN's)")
-          ->capture_default_str();
-      sub.add_option("--device", f->device,
-                     "cpu, or cuda: the model on the GPU, convolutions by cuDNN, CUDA-event "
-                     "timing, NVML energy (inference)")
-          ->check(CLI::IsMember({"cpu", "cuda"}))
-          ->capture_default_str();
-      sub.add_option(
-             "--stage", o.stage,
-             "sanity (1 size, warm-up 1, measure 2) | quick (10, 5, 10) | full (100, 10, 20)")
-          ->capture_default_str();
-      sub.add_flag("--test", f->test, "Same as --stage sanity (the published profiler's flag)");
-      sub.add_flag("--quick", f->quick, "Same as --stage quick (the published profiler's flag)");
-      sub.add_option("--num-sizes", o.num_sizes,
-                     "Number of sizes between --min-size and --max-size")
-          ->check(integer_in(1, 100000));
-      sub.add_option("--sizes", f->sizes, "Explicit sizes: 32,64,224 or start:stop:step");
-      sub.add_option("--min-size", o.min_size, "Smallest input size")
-          ->check(integer_in(1, kMaxImageSide))
-          ->capture_default_str();
-      sub.add_option("--max-size", o.max_size, "Largest input size")
-          ->check(integer_in(1, kMaxImageSide))
-          ->capture_default_str();
-      sub.add_option("--batch-size", o.batch_size, "Batch size")
-          ->check(integer_in(1, kMaxBatch))
-          ->capture_default_str();
-      sub.add_option("--warmup", o.warmup, "Warm-up passes per size (default: the stage's)")
-          ->check(integer_in(0, 1000000));
-      sub.add_option("--measure", o.measure, "Measured passes per size (default: the stage's)")
-          ->check(integer_in(1, 1000000));
-      sub.add_option("--threads", o.threads, "Threads (0 = all logical CPUs)")
-          ->check(threads_count())
-          ->capture_default_str();
-      sub.add_option("--output-dir", f->output_dir,
-                     "Default results/<stage>/<model>_<algorithm>[_train]_<machine>/");
-      sub.add_flag("--resume", o.resume,
-                   "Continue an interrupted sweep in --output-dir (same setup only)");
-      sub.add_flag("--overwrite", o.overwrite,
-                   "Replace an earlier sweep's --output-dir whole (only a folder nnperf wrote)");
-      sub.add_flag("--strict", o.strict,
-                   "Fail on a layer the algorithm cannot serve instead of falling back");
-      sub.add_flag("--fold-bn", o.fold_bn, "Fold BatchNorm into the preceding convolution");
-      sub.add_flag("--find-exhaustive", o.find_exhaustive,
-                   "With find: time every supported algorithm in full (default: skip ones modelled "
-                   "at over 8x the best)");
-      sub.add_flag("--no-layers", f->no_layers, "Skip the per-layer passes");
-      sub.add_option(
-             "--pass", o.pass,
-             "inference (forward passes) or train (training steps: forward, loss, backward, "
-             "SGD update; per layer forward + backward, loss and update as rows)")
-          ->capture_default_str();
-      sub.add_option(
-             "--power-source", o.power_source,
-             "auto (the run's device: RAPL for a CPU run, NVML for a CUDA run; none when "
-             "unreadable) | rapl | nvml (an error when unreadable) | none (no power or energy: "
-             "a CUDA run then has no energy window of extra passes)")
-          ->capture_default_str();
-      sub.add_option("--machine", o.machine,
-                     "Machine name in the default output folder (default: hostname)");
-      sub.add_option("--seed", o.seed, "Random seed of the weights and inputs")
-          ->check(integer_in(0, std::numeric_limits<int64_t>::max()))
-          ->capture_default_str();
-      sub.add_option("--progress", f->progress, "auto | bar | lines | quiet")
-          ->capture_default_str();
+      add_what_flags(sub, *f);
+      add_sweep_flags(sub, *f);
+      add_output_flags(sub, *f);
       CLI::App* self = &sub;
       return [f, self] { return run(*f, *self); };
     }}};
