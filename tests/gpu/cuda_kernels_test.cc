@@ -22,18 +22,8 @@ namespace {
 #define SKIP_WITHOUT_DEVICE() \
   if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason()
 
-cuda::Buffer to_device(const std::vector<float>& h) {
-  cuda::Buffer b(h.size());
-  b.upload(h);
-  return b;
-}
-
-std::vector<float> to_host(const cuda::Buffer& b) {
-  cuda::synchronize();
-  std::vector<float> h(b.size());
-  b.download(h);
-  return h;
-}
+using cuda::to_device;
+using cuda::to_host;
 
 TEST(CudaKernels, WithoutADeviceEachEntryRefusesWithTheReason) {
   if (cuda::available()) GTEST_SKIP() << "a CUDA device is usable here";

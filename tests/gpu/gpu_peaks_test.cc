@@ -82,12 +82,7 @@ TEST(GpuPeaks, WithoutADeviceEveryEntryRefusesWithTheReason) {
   EXPECT_THROW(measure_gpu_peaks(quick_gpu_peak_options()), UsageError);
 }
 
-std::vector<float> to_host(const cuda::Buffer& b) {
-  cuda::synchronize();
-  std::vector<float> h(b.size());
-  b.download(h);
-  return h;
-}
+using cuda::to_host;
 
 TEST(GpuPeaks, TheFmaChainsLeaveTheHostLoopsValuesBitForBit) {
   SKIP_WITHOUT_DEVICE();

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "nnperf/core/clock.h"
 
@@ -86,6 +87,14 @@ inline Buffer to_device(std::span<const float> host) {
 
 // Waits for all queued work; throws Error naming the failed call if a kernel failed.
 void synchronize();
+
+// A host copy of `b` once the queued work has finished.
+inline std::vector<float> to_host(const Buffer& b) {
+  synchronize();
+  std::vector<float> host(b.size());
+  if (!host.empty()) b.download(host);
+  return host;
+}
 
 // An IntervalTimer whose begin/end record CUDA events into the stream. resolve() synchronises once
 // on the last event recorded and reads every interval with cudaEventElapsedTime, so timing a pass

@@ -523,19 +523,12 @@ void CudaCnnTrainer::download_params() {
 
 std::vector<float> CudaCnnTrainer::node_output(int n) const {
   NNPERF_CHECK(n >= 0 && n < static_cast<int>(nodes_.size()), "node {} of {}", n, nodes_.size());
-  const cuda::Buffer& out = nodes_[static_cast<std::size_t>(n)]->out;
-  std::vector<float> host(out.size());
-  cuda::synchronize();
-  out.download(host);
-  return host;
+  return cuda::to_host(nodes_[static_cast<std::size_t>(n)]->out);
 }
 
 std::vector<float> CudaCnnTrainer::param_grad(std::size_t i) const {
   NNPERF_CHECK(i < params_.size(), "parameter {} of {}", i, params_.size());
-  std::vector<float> host(params_[i]->grad.size());
-  cuda::synchronize();
-  params_[i]->grad.download(host);
-  return host;
+  return cuda::to_host(params_[i]->grad);
 }
 
 std::string CudaCnnTrainer::algorithms(int node) const {
