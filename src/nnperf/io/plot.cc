@@ -291,27 +291,23 @@ fs::path find_gnuplot() {
 
 bool gnuplot_available() { return !find_gnuplot().empty(); }
 
-PlotResult render_plot(const PlotSpec& spec, const fs::path& stem) {
-  validate(spec, stem);
-  const fs::path dir = stem.parent_path().empty() ? fs::path(".") : stem.parent_path();
-  ensure_writable_dir(dir);
-  const std::string name = stem.filename().string();
-  const std::string dat = name + ".dat";
+namespace {
 
-  Rendered r;
+Rendered render_kind(const PlotSpec& spec, const std::string& dat) {
   switch (spec.kind) {
     case PlotSpec::Kind::kLines:
     case PlotSpec::Kind::kPoints:
-      r = render_xy(spec, dat);
-      break;
+      return render_xy(spec, dat);
     case PlotSpec::Kind::kBars:
-      r = render_bars(spec, dat);
-      break;
+      return render_bars(spec, dat);
     case PlotSpec::Kind::kHeatmap:
-      r = render_heatmap(spec, dat);
-      break;
+      return render_heatmap(spec, dat);
   }
+  return {};
+}
 
+// The gnuplot script: the plot once to SVG, then replotted to PNG (cairo where gnuplot has it).
+std::string gnuplot_script(const Rendered& r, const std::string& name) {
   std::string script =
       fmt::format("# {0} -- written by nnperf. Re-render in this folder with: gnuplot {0}.gp\n",
                   comment_text(name));
@@ -332,17 +328,54 @@ PlotResult render_plot(const PlotSpec& spec, const fs::path& stem) {
       r.width, r.height);
   script += fmt::format("set output {}\n", gp_string(name + ".png"));
   script += "replot\nset output\n";
+  return script;
+}
 
+// Runs gnuplot on DIR/NAME.gp in DIR; "" when both images came out, else why not.
+std::string run_gnuplot(const fs::path& gnuplot, const fs::path& dir, const std::string& name,
+                        const fs::path& stem) {
+  const std::string cmd = fmt::format("cd {} && {} {} </dev/null 2>&1", shell_quote(dir.string()),
+                                      shell_quote(gnuplot.string()), shell_quote(name + ".gp"));
+  std::FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return fmt::format("could not start {}", gnuplot.string());
+  std::string output;
+  char buf[4096];
+  std::size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, got);
+  const int status = ::pclose(pipe);
+  const bool ok = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (output.size() > 2000) output = "..." + output.substr(output.size() - 2000);
+  if (!ok) {
+    return fmt::format("{} failed on {}.gp (status {}): {}", gnuplot.string(), stem.string(),
+                       status, output);
+  }
+  const fs::path svg = dir / (name + ".svg"), png = dir / (name + ".png");
+  std::error_code ec;
+  const bool have_svg = fs::exists(svg, ec) && fs::file_size(svg, ec) > 0;
+  const bool have_png = fs::exists(png, ec) && fs::file_size(png, ec) > 0;
+  if (!have_svg || !have_png) {
+    return fmt::format("{} ran but {} is missing or empty: {}", gnuplot.string(),
+                       (have_svg ? png : svg).string(), output);
+  }
+  return "";
+}
+
+}  // namespace
+
+PlotResult render_plot(const PlotSpec& spec, const fs::path& stem) {
+  validate(spec, stem);
+  const fs::path dir = stem.parent_path().empty() ? fs::path(".") : stem.parent_path();
+  ensure_writable_dir(dir);
+  const std::string name = stem.filename().string();
+  const std::string dat = name + ".dat";
+  const Rendered r = render_kind(spec, dat);
   write_file_atomic(
       dir / dat,
       fmt::format("# data for {}.gp: {}\n", comment_text(name), comment_text(spec.title)) + r.data);
-  write_file_atomic(dir / (name + ".gp"), script);
-
-  const fs::path svg = dir / (name + ".svg");
-  const fs::path png = dir / (name + ".png");
+  write_file_atomic(dir / (name + ".gp"), gnuplot_script(r, name));
   std::error_code ec;
-  fs::remove(svg, ec);  // never leave a stale image that looks freshly rendered
-  fs::remove(png, ec);
+  fs::remove(dir / (name + ".svg"), ec);  // never leave a stale image that looks freshly rendered
+  fs::remove(dir / (name + ".png"), ec);
 
   PlotResult result;
   const fs::path gnuplot = find_gnuplot();
@@ -353,33 +386,8 @@ PlotResult render_plot(const PlotSpec& spec, const fs::path& stem) {
         stem.string(), stem.string(), dir.string(), name);
     return result;
   }
-  const std::string cmd = fmt::format("cd {} && {} {} </dev/null 2>&1", shell_quote(dir.string()),
-                                      shell_quote(gnuplot.string()), shell_quote(name + ".gp"));
-  std::FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) {
-    result.message = fmt::format("could not start {}", gnuplot.string());
-    return result;
-  }
-  std::string output;
-  char buf[4096];
-  std::size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, got);
-  const int status = ::pclose(pipe);
-  const bool ok = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  if (output.size() > 2000) output = "..." + output.substr(output.size() - 2000);
-  if (!ok) {
-    result.message = fmt::format("{} failed on {}.gp (status {}): {}", gnuplot.string(),
-                                 stem.string(), status, output);
-    return result;
-  }
-  const bool have_svg = fs::exists(svg, ec) && fs::file_size(svg, ec) > 0;
-  const bool have_png = fs::exists(png, ec) && fs::file_size(png, ec) > 0;
-  if (!have_svg || !have_png) {
-    result.message = fmt::format("{} ran but {} is missing or empty: {}", gnuplot.string(),
-                                 (have_svg ? png : svg).string(), output);
-    return result;
-  }
-  result.rendered = true;
+  result.message = run_gnuplot(gnuplot, dir, name, stem);
+  result.rendered = result.message.empty();
   return result;
 }
 
