@@ -22,6 +22,38 @@
 namespace nnperf {
 namespace {
 
+// The find cache (plain C++, so tested on every machine with a stand-in find): one find per
+// problem, pass and workspace limit; a find that throws leaves nothing behind.
+TEST(CudnnConv, FindRunsOncePerProblemPassAndWorkspace) {
+  const ConvProblem a = parse_conv_problem("mb3ic5ih11oc7kh3ph1");
+  const ConvProblem b = parse_conv_problem("mb3ic5ih11oc7kh3sh2ph1");
+  int finds = 0;
+  const auto find = [&] {
+    ++finds;
+    return std::vector<cudnn::AlgoResult>{{"fft", "CUDNN_STATUS_SUCCESS", 0.5, 64, true},
+                                          {"implicit_gemm", "CUDNN_STATUS_SUCCESS", 0.7, 0, true}};
+  };
+  const cudnn::FindCacheStats before = cudnn::find_cache_stats();
+  const auto first = cudnn::cached_find(a, ConvPass::kForward, 1 << 20, find);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].algorithm, "fft");
+  EXPECT_EQ(cudnn::cached_find(a, ConvPass::kForward, 1 << 20, find)[1].algorithm,
+            "implicit_gemm");
+  EXPECT_EQ(finds, 1);
+  (void)cudnn::cached_find(a, ConvPass::kBackwardData, 1 << 20, find);  // another pass
+  (void)cudnn::cached_find(a, ConvPass::kForward, 1 << 21, find);       // another limit
+  (void)cudnn::cached_find(b, ConvPass::kForward, 1 << 20, find);       // another problem
+  EXPECT_EQ(finds, 4);
+  const auto failing = []() -> std::vector<cudnn::AlgoResult> { throw Error("no device"); };
+  const ConvProblem c = parse_conv_problem("mb1ic2ih9oc2kh1");
+  EXPECT_THROW((void)cudnn::cached_find(c, ConvPass::kForward, 1, failing), Error);
+  EXPECT_EQ(cudnn::cached_find(c, ConvPass::kForward, 1, find).size(), 2u);  // found now
+  EXPECT_EQ(finds, 5);
+  const cudnn::FindCacheStats after = cudnn::find_cache_stats();
+  EXPECT_EQ(after.entries - before.entries, 5u);
+  EXPECT_EQ(after.hits - before.hits, 1u);
+}
+
 TEST(CudnnConv, NamesTheEightAlgorithmsAndRefusesWithoutADevice) {
   ASSERT_EQ(cudnn::forward_algorithms().size(), 8u);
   EXPECT_EQ(std::string(cudnn::forward_algorithms()[0]), "implicit_gemm");

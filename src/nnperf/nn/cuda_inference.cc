@@ -36,11 +36,14 @@ std::span<const float> span_of(const Tensor& t) {
 
 }  // namespace
 
-CudaNodeInfo choose_cudnn_forward(cudnn::ConvForward& conv, const std::string& name,
-                                  const std::string& asked, bool strict, const float* x, float* y) {
+CudaNodeInfo choose_cudnn_forward(cudnn::ConvForward& conv, const ConvProblem& p,
+                                  const std::string& name, const std::string& asked, bool strict,
+                                  const float* x, float* y) {
   CudaNodeInfo info;
   if (asked == "find") {
-    for (const cudnn::AlgoResult& r : conv.find_on(std::size_t{1} << 30, x, y)) {
+    constexpr std::size_t kWorkspace = std::size_t{1} << 30;
+    for (const cudnn::AlgoResult& r : cudnn::cached_find(
+             p, ConvPass::kForward, kWorkspace, [&] { return conv.find_on(kWorkspace, x, y); })) {
       if (r.status == "CUDNN_STATUS_SUCCESS") {
         info.algorithm = r.algorithm;
         break;
@@ -158,8 +161,8 @@ void CudaInference::plan_node(int n, const std::string& conv_algorithm, bool str
       auto& c = dynamic_cast<Conv2d&>(layer);
       m.conv = std::make_unique<cudnn::ConvForward>(c.problem(), span_of(c.weight()));
       m.out = cuda::Buffer(static_cast<std::size_t>(m.numel));
-      info_[static_cast<std::size_t>(n)] =
-          choose_cudnn_forward(*m.conv, name, conv_algorithm, strict, m.src[0], m.out.data());
+      info_[static_cast<std::size_t>(n)] = choose_cudnn_forward(
+          *m.conv, c.problem(), name, conv_algorithm, strict, m.src[0], m.out.data());
       device_bytes_ += static_cast<std::size_t>(c.problem().wei_numel()) * sizeof(float);
       if (c.has_bias()) {
         m.bias = cuda::to_device(span_of(c.bias()));

@@ -67,11 +67,14 @@ class CudaInference {
   std::size_t device_bytes_ = 0;
 };
 
-// The forward algorithm for one conv layer `name`: `asked` when cuDNN serves it, else cuDNN's
-// guess with the reason (an Error when strict); "find" runs cudnnFindConvolutionForwardAlgorithmEx
-// on x and y (device buffers of the layer's input and output). Shared with GPU training.
-CudaNodeInfo choose_cudnn_forward(cudnn::ConvForward& conv, const std::string& name,
-                                  const std::string& asked, bool strict, const float* x, float* y);
+// The forward algorithm for one conv layer `name` (problem p): `asked` when cuDNN serves it, else
+// cuDNN's guess with the reason (an Error when strict); "find" runs
+// cudnnFindConvolutionForwardAlgorithmEx on x and y (device buffers of the layer's input and
+// output) the first time p is asked for in the process (cudnn::cached_find). Shared with GPU
+// training.
+CudaNodeInfo choose_cudnn_forward(cudnn::ConvForward& conv, const ConvProblem& p,
+                                  const std::string& name, const std::string& asked, bool strict,
+                                  const float* x, float* y);
 
 // "" when every node of `graph` has a GPU kernel, else the refusal naming the first that has not
 // (checked before anything touches a device, so also on machines without one).

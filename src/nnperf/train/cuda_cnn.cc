@@ -42,11 +42,16 @@ std::optional<Kind> kind_of(const Layer& l) {
 std::size_t count(const Shape& s) { return static_cast<std::size_t>(s.numel()); }
 
 // A backward pass's algorithm: `asked` (a name, guess or find) where cuDNN serves it, else the
-// first that guess (or find) ranks; with `deterministic`, only those cuDNN marks deterministic.
-std::string choose_backward(cudnn::ConvBackward& c, const std::string& asked, bool deterministic,
-                            const float* first, const float* dy, float* out) {
+// first that guess (or find, once per problem: cudnn::cached_find) ranks; with `deterministic`,
+// only those cuDNN marks deterministic.
+std::string choose_backward(cudnn::ConvBackward& c, const ConvProblem& p, ConvPass pass,
+                            const std::string& asked, bool deterministic, const float* first,
+                            const float* dy, float* out) {
+  constexpr std::size_t kWorkspace = std::size_t{1} << 30;
   const std::vector<cudnn::AlgoResult> ranked =
-      asked == "find" ? c.find_on(std::size_t{1} << 30, first, dy, out) : c.guess();
+      asked == "find" ? cudnn::cached_find(p, pass, kWorkspace,
+                                           [&] { return c.find_on(kWorkspace, first, dy, out); })
+                      : c.guess();
   const auto usable = [&](const cudnn::AlgoResult& r) {
     return r.status == "CUDNN_STATUS_SUCCESS" && (!deterministic || r.deterministic) &&
            c.why_not(r.algorithm).empty();
@@ -206,14 +211,16 @@ void CudaCnnTrainer::plan_conv(Node& m, Conv2d& c, const std::string& name,
   const ConvProblem p = c.problem();
   m.fwd = std::make_unique<cudnn::ConvForward>(
       p, std::span<const float>(c.weight().data(), count(c.weight().shape())));
-  m.alg_fwd = choose_cudnn_forward(*m.fwd, name, choice.forward, false, x, m.out.data()).algorithm;
+  m.alg_fwd =
+      choose_cudnn_forward(*m.fwd, p, name, choice.forward, false, x, m.out.data()).algorithm;
   m.bwd_data = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardData);
   m.bwd_weights = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardWeights);
   cuda::Buffer dx(count(in));
-  m.alg_data = choose_backward(*m.bwd_data, choice.backward_data, deterministic_, m.w->value.data(),
-                               m.grad.data(), dx.data());
-  m.alg_weights = choose_backward(*m.bwd_weights, choice.backward_weights, deterministic_, x,
-                                  m.grad.data(), m.w->grad.data());
+  m.alg_data = choose_backward(*m.bwd_data, p, ConvPass::kBackwardData, choice.backward_data,
+                               deterministic_, m.w->value.data(), m.grad.data(), dx.data());
+  m.alg_weights =
+      choose_backward(*m.bwd_weights, p, ConvPass::kBackwardWeights, choice.backward_weights,
+                      deterministic_, x, m.grad.data(), m.w->grad.data());
   m.shape = {out[0], out[1], out[2] * out[3]};
   if (!c.has_bias()) m.b = nullptr;
 }

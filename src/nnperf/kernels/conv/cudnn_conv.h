@@ -9,6 +9,7 @@
 // "nnperf was built without the CUDA backend". Tests: tests/gpu/cudnn_conv_test.cc.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -46,6 +47,19 @@ struct AlgoResult {
   std::size_t workspace_bytes = 0;
   bool deterministic = false;  // cuDNN's CUDNN_DETERMINISTIC for this algorithm and problem
 };
+
+// cuDNN's find ranking per problem, pass and workspace limit, kept for the process: `find` runs
+// only the first time a key is asked for (a model's repeated layer shapes are timed once, as the
+// CPU's find cache does); later askers get the same ranking. Thread-safe; `find` may throw, and
+// then nothing is kept. Implemented in cudnn_find_cache.cc (no CUDA needed).
+std::vector<AlgoResult> cached_find(const ConvProblem& p, ConvPass pass,
+                                    std::size_t max_workspace_bytes,
+                                    const std::function<std::vector<AlgoResult>()>& find);
+// How many rankings the cache holds, and how many askers it answered without running find.
+struct FindCacheStats {
+  std::size_t entries = 0, hits = 0;
+};
+FindCacheStats find_cache_stats();
 
 // One problem on the device: descriptors and device tensors made once, then any algorithm run on
 // them. Throws Error naming cuDNN's status on a failed call; UsageError("--device cuda: ...")
