@@ -10,29 +10,30 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "nnperf/core/clock.h"
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
 #include "nnperf/core/memory.h"
 #include "nnperf/core/threads.h"
+#include "nnperf/gpu/cuda.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
 #include "nnperf/io/out_dir.h"
 #include "nnperf/io/records.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/io/trace.h"
-#include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/models/registry.h"
 #include "nnperf/nn/conv2d.h"
 #include "nnperf/nn/cuda_inference.h"
-#include "nnperf/core/clock.h"
 #include "nnperf/profile/conv_timer.h"
 #include "nnperf/profile/exec_log.h"
 #include "nnperf/profile/power.h"
 #include "nnperf/profile/profiler.h"
 #include "nnperf/profile/stats.h"
+#include "nnperf/runs/profile_measure.h"
 #include "nnperf/train/trainer.h"
 
 namespace nnperf {
@@ -169,37 +170,6 @@ std::set<int64_t> open_sweep_folder(const ProfileOptions& o, const nlohmann::jso
   return done;
 }
 
-// Which algorithm each conv layer of the planned graph runs: "gemm:12 winograd:4", and how many
-// ran another than the one requested (a named algorithm; guess and find choose per layer).
-struct AlgorithmUse {
-  int conv_layers = 0, other = 0;
-  std::map<std::string, int> used;
-  std::string first_reason;
-  std::string text() const {
-    std::vector<std::string> parts;
-    for (const auto& [name, n] : used) parts.push_back(fmt::format("{}:{}", name, n));
-    return fmt::format("{}", fmt::join(parts, " "));
-  }
-};
-
-AlgorithmUse algorithm_use(const Graph& g, const std::string& requested,
-                           const std::function<LayerColumns(int)>& columns) {
-  AlgorithmUse u;
-  const bool named = requested != "guess" && requested != "find";
-  for (int n = 1; n < g.size(); ++n) {
-    const LayerColumns c = columns(n);
-    if (!c.is_conv) continue;
-    ++u.conv_layers;
-    ++u.used[c.algorithm_used];
-    if (named && c.algorithm_used != requested) {
-      ++u.other;
-      if (u.first_reason.empty())
-        u.first_reason = fmt::format("{}: {}", g.name(n), c.fallback_reason);
-    }
-  }
-  return u;
-}
-
 }  // namespace
 
 void apply_stage(ProfileOptions& o) {
@@ -236,81 +206,10 @@ void apply_stage(ProfileOptions& o) {
 
 namespace {
 
-// What one input size measured: the record every output of that size is rendered from.
-struct LayerRow {
-  std::string name;
-  LayerColumns columns;
-  Summary time;  // ms over the layer passes
-};
-struct TraceSlice {
-  std::string name, kind;
-  double begin_us = 0, dur_us = 0;
-  nlohmann::json args;
-};
-struct SizeRecord {
-  int64_t size = 0;
-  Summary whole;  // ms per whole-model pass, no hooks
-  int64_t passes = 0;         // timed whole-model passes
-  int64_t energy_passes = 0;  // passes inside the power window
-  PowerWindow power;
-  AlgorithmUse use;
-  std::vector<LayerRow> layers;  // empty without --layers
-  double layers_sum = 0;
-  std::vector<TraceSlice> trace;  // the last layer pass
-};
-
-// Everything a sweep measures with, planned once.
-struct Sweep {
-  const ModelEntry& model;
-  int threads = 1;
-  Graph graph;
-  PlanContext ctx;
-  Rng rng;
-  std::unique_ptr<ExecLog> exec;
-  PowerMonitor power;
-  std::unique_ptr<Trainer> trainer;  // --pass train
-  std::vector<int32_t> labels;
-  std::unique_ptr<CudaInference> gpu;  // --device cuda: the planned model on the device
-  // One pass: a forward, or a training step (on the CPU; the GPU's passes are queued by
-  // measure_whole_gpu and measure_layers_gpu).
-  void run(const Tensor& x) {
-    if (trainer) {
-      trainer->step(x, labels);
-    } else {
-      graph.forward(x);
-    }
-  }
-};
-
-// The loss and optimizer phases of every training step, per pass (the layers have their own).
-class PhaseRecorder final : public StepHook {
- public:
-  void phase(StepPhase p, bool begin) override {
-    if (p != StepPhase::kLoss && p != StepPhase::kOptimizer) return;
-    auto& ms = p == StepPhase::kLoss ? loss : optimizer;
-    if (begin) {
-      begin_ = now_ns();
-    } else {
-      ms.push_back(static_cast<double>(now_ns() - begin_) * 1e-6);
-    }
-  }
-  std::vector<double> loss, optimizer;
-
- private:
-  int64_t begin_ = 0;
-};
-
-// A node's layers-CSV columns; on the GPU the conv algorithm and workspace are cuDNN's.
-LayerColumns node_columns(const Sweep& sw, int n) {
-  LayerColumns c = layer_columns(sw.graph, n);
-  if (sw.gpu && c.is_conv) {
-    const CudaNodeInfo& info = sw.gpu->node(n);
-    c.algorithm_used = info.algorithm;
-    c.fallback_reason = info.fallback_reason;
-    c.workspace_bytes = std::to_string(info.workspace_bytes);
-  }
-  return c;
-}
+using profile_sweep::LayerRow;
+using profile_sweep::SizeRecord;
+using profile_sweep::Sweep;
+using profile_sweep::TraceSlice;
 
 // --device cuda: inference only, cuDNN's algorithm names, a device and cuDNN present.
 void validate_cuda(const ProfileOptions& o) {
@@ -412,188 +311,6 @@ nlohmann::json run_record(const ProfileOptions& o, const nlohmann::json& setup,
                         {"pair_cost_ns", e.host_us_per_pair * 1e3},
                         {"note", "per-layer times include it; nothing is subtracted"}};
   }
-  return r;
-}
-
-// The whole model, no hooks (but the exec log's, when asked for), power sampled over exactly the
-// measured passes.
-void measure_whole(Sweep& sw, const ProfileOptions& o, const Tensor& x, SizeRecord& r,
-                   const std::function<void(const std::string&)>& show) {
-  sw.graph.set_hook(with_exec_log(sw.exec.get(), nullptr));
-  for (int i = 0; i < o.warmup; ++i) {
-    show(fmt::format("warm-up {}/{}", i + 1, o.warmup));
-    sw.run(x);
-    check_interrupt();
-  }
-  std::vector<double> ms;
-  ms.reserve(static_cast<std::size_t>(o.measure));
-  sw.power.begin();
-  for (int i = 0; i < o.measure && !interrupt_requested(); ++i) {
-    const int64_t t0 = now_ns();
-    sw.run(x);
-    ms.push_back(static_cast<double>(now_ns() - t0) * 1e-6);
-  }
-  r.power = sw.power.end();
-  check_interrupt();
-  r.whole = summarize(ms);
-  r.passes = static_cast<int64_t>(ms.size());
-  r.energy_passes = r.passes;
-}
-
-// The layers, in separate passes with a hook around every node (training: forward + backward,
-// and the loss and the update as rows of their own).
-void measure_layers(Sweep& sw, const ProfileOptions& o, const Tensor& x, SizeRecord& r,
-                    const std::function<void(const std::string&)>& show) {
-  Graph& g = sw.graph;
-  LayerRecorder rec(g.size(), sw.trainer != nullptr);
-  PhaseRecorder phases;
-  rec.reserve(o.measure);
-  g.set_hook(with_exec_log(sw.exec.get(), &rec));
-  if (sw.trainer) sw.trainer->set_step_hook(&phases);
-  for (int i = 0; i < o.measure; ++i) {
-    show(fmt::format("layers pass {}/{}", i + 1, o.measure));
-    rec.start_pass();
-    sw.run(x);
-    check_interrupt();
-  }
-  g.set_hook(with_exec_log(sw.exec.get(), nullptr));
-  if (sw.trainer) sw.trainer->set_step_hook(nullptr);
-  for (int n = 1; n < g.size(); ++n) {
-    r.layers.push_back(
-        {g.name(n), node_columns(sw, n), summarize(rec.ms()[static_cast<std::size_t>(n)])});
-    r.layers_sum += r.layers.back().time.mean;
-  }
-  if (sw.trainer) {
-    for (const auto& [name, ms] :
-         {std::pair{"loss", &phases.loss}, {"optimizer", &phases.optimizer}}) {
-      LayerColumns c;
-      c.layer_type = name == std::string("loss") ? "CrossEntropyLoss" : "SGD";
-      r.layers.push_back({name, c, summarize(*ms)});
-      r.layers_sum += r.layers.back().time.mean;
-    }
-  }
-  for (const auto& sp : rec.last_pass()) {
-    const Layer& L = g.layer(sp.node);
-    const bool fwd = sp.phase == Phase::kForward;
-    r.trace.push_back({g.name(sp.node) + (fwd ? "" : ".backward"),
-                       L.kind(),
-                       static_cast<double>(sp.begin_ns - rec.pass_begin_ns()) * 1e-3,
-                       static_cast<double>(sp.end_ns - sp.begin_ns) * 1e-3,
-                       {{"layer", L.describe()},
-                        {"dispatch", L.dispatch()},
-                        {"phase", fwd ? "forward" : "backward"},
-                        {"output", g.output_shape(sp.node).str()}}});
-  }
-}
-
-// Energy on the GPU is read over untimed passes filling at least this long: over the 20 timed
-// passes alone (0.04-0.27 s on an H200), NVML's power samples stayed below the energy counter's
-// mean and the energy per pass was a third lower than over a second.
-constexpr double kGpuEnergyWindowSeconds = 1.0;
-
-// The whole model on the GPU: each measured pass between two CUDA events, all read after one
-// synchronisation at the end; then, with a power source, energy over a window of whole passes
-// (kGpuEnergyWindowSeconds or more), synchronised every 8 passes to watch the clock.
-void measure_whole_gpu(Sweep& sw, const ProfileOptions& o, SizeRecord& r,
-                       const std::function<void(const std::string&)>& show) {
-  show(fmt::format("warm-up ({})", o.warmup));
-  for (int i = 0; i < o.warmup; ++i) sw.gpu->run();
-  cuda::synchronize();
-  check_interrupt();
-  const std::unique_ptr<IntervalTimer> timer = cuda::make_event_timer(o.measure);
-  for (int i = 0; i < o.measure; ++i) {
-    timer->begin(i);
-    sw.gpu->run();
-    timer->end(i);
-  }
-  std::vector<double> ms;
-  std::vector<int64_t> counts;
-  timer->resolve(ms, counts);  // the one synchronisation
-  check_interrupt();
-  r.whole = summarize(ms);
-  r.passes = o.measure;
-  if (!sw.power.available()) return;
-  show(fmt::format("energy ({:.0f} s or more)", kGpuEnergyWindowSeconds));
-  sw.power.begin();
-  const int64_t t0 = now_ns();
-  do {
-    for (int i = 0; i < 8; ++i) sw.gpu->run();
-    r.energy_passes += 8;
-    cuda::synchronize();
-  } while (seconds_since(t0) < kGpuEnergyWindowSeconds && !interrupt_requested());
-  r.power = sw.power.end();
-  check_interrupt();
-}
-
-// The layers on the GPU: separate passes with events around every node's kernels, read after
-// one synchronisation per pass. The trace lays the last pass's layers end to end (one stream
-// runs them in order).
-void measure_layers_gpu(Sweep& sw, const ProfileOptions& o, SizeRecord& r,
-                        const std::function<void(const std::string&)>& show) {
-  const Graph& g = sw.graph;
-  const std::unique_ptr<IntervalTimer> timer = cuda::make_event_timer(g.size());
-  std::vector<std::vector<double>> per_node(static_cast<std::size_t>(g.size()));
-  std::vector<double> ms;
-  std::vector<int64_t> counts;
-  sw.gpu->set_timer(timer.get());
-  for (int i = 0; i < o.measure; ++i) {
-    show(fmt::format("layers pass {}/{}", i + 1, o.measure));
-    ms.assign(per_node.size(), 0.0);
-    counts.assign(per_node.size(), 0);
-    sw.gpu->run();
-    timer->resolve(ms, counts);
-    for (int n = 1; n < g.size(); ++n) per_node[static_cast<std::size_t>(n)].push_back(ms[static_cast<std::size_t>(n)]);
-    check_interrupt();
-  }
-  sw.gpu->set_timer(nullptr);
-  double at_us = 0;
-  for (int n = 1; n < g.size(); ++n) {
-    const std::vector<double>& t = per_node[static_cast<std::size_t>(n)];
-    const LayerColumns c = node_columns(sw, n);
-    r.layers.push_back({g.name(n), c, summarize(t)});
-    r.layers_sum += r.layers.back().time.mean;
-    const double us = t.back() * 1e3;
-    r.trace.push_back({g.name(n), c.layer_type, at_us, us,
-                       {{"layer", g.layer(n).describe()},
-                        {"algorithm", c.algorithm_used},
-                        {"phase", "forward"},
-                        {"output", g.output_shape(n).str()},
-                        {"clock", "CUDA events; begin = the sum of the earlier layers' times"}}});
-    at_us += us;
-  }
-}
-
-SizeRecord measure_size(Sweep& sw, const ProfileOptions& o, int64_t size,
-                        const std::function<void(const std::string&)>& show) {
-  SizeRecord r;
-  r.size = size;
-  show("planning");
-  const int64_t channels = sw.model.default_input[0];
-  const MemoryContext memory_context(fmt::format("{} at input {}x{}x{}x{} (--batch-size, --sizes)",
-                                                 sw.model.name, o.batch_size, channels, size,
-                                                 size));
-  plan_model(sw.model, sw.graph, Shape{o.batch_size, channels, size, size}, sw.ctx);
-  if (o.device == Device::kCuda) {
-    sw.gpu.reset();  // the last size's device memory first
-    sw.gpu = std::make_unique<CudaInference>(sw.graph, o.algorithm, o.strict);
-  }
-  r.use = algorithm_use(sw.graph, o.algorithm, [&](int n) { return node_columns(sw, n); });
-  Tensor x(Shape{o.batch_size, channels, size, size});
-  sw.rng.fill_uniform({x.data(), static_cast<std::size_t>(x.numel())}, -1.0f, 1.0f);
-  if (sw.gpu) {
-    sw.gpu->set_input({x.data(), static_cast<std::size_t>(x.numel())});
-    measure_whole_gpu(sw, o, r, show);
-    if (o.layers) measure_layers_gpu(sw, o, r, show);
-    return r;
-  }
-  if (sw.trainer) {  // random labels over the model's classes
-    const int64_t classes = sw.graph.output_shape(sw.graph.size() - 1)[1];
-    sw.labels.resize(static_cast<std::size_t>(o.batch_size));
-    for (auto& l : sw.labels)
-      l = static_cast<int32_t>(sw.rng.below(static_cast<uint64_t>(classes)));
-  }
-  measure_whole(sw, o, x, r, show);
-  if (o.layers) measure_layers(sw, o, x, r, show);
   return r;
 }
 
