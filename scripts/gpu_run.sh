@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The GPU machine's side of scripts/gpu_bundle.sh (copied into the bundle as run.sh): runs from
+# the repository root there; logs go to $OUT (or .gpu/out); the payload is unpacked into
+# $NNPERF_GPU_WORK (default /tmp/nnperf-gpu) when it is newer than the last unpacking.
+#   bash .gpu/run.sh [STAGE...]   stages: tests gemm mlp profile train peaks real conv ncu
+#   sanitize (default: all, in that order). Every command is cut after $STEP_TIMEOUT seconds
+#   (default 120) and none starts after $DEADLINE seconds from the start (default 540), so one
+#   hang cannot eat the device time of the others; summary.txt gets each command's rc and seconds.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$here/out}
+mkdir -p "$out"
+work=${NNPERF_GPU_WORK:-/tmp/nnperf-gpu}
+case $work in /*/*) ;; *) echo "run.sh: NNPERF_GPU_WORK '$work': expected a folder two levels below /" >&2; exit 2 ;; esac
+if [ "$here/payload.tar.xz" -nt "$work/.unpacked" ]; then
+  rm -rf "$work" && mkdir -p "$work" && tar -C "$work" -xJf "$here/payload.tar.xz" ||
+    { echo "run.sh: cannot unpack payload" >&2; exit 1; }
+  touch "$work/.unpacked"
+  # The machine's own C++ runtime where it is as new as ours (the tools run beside our binaries,
+  # compute-sanitizer and ncu, need theirs).
+  for sys in /lib/x86_64-linux-gnu/libstdc++.so.6 /usr/lib/x86_64-linux-gnu/libstdc++.so.6; do
+    if [ -f "$sys" ] && grep -aq GLIBCXX_3.4.30 "$sys"; then rm -f "$work/lib/libstdc++.so.6" "$work/lib/libgcc_s.so.1"; break; fi
+  done
+fi
+# The device's own CUDA libraries (toolkit, then the PyTorch wheels' cuDNN and the rest), ours
+# after; only for our binaries (python3's torch keeps the machine's own libstdc++).
+cuda_libs=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null | paste -sd:)
+wheel_libs=$(python3 -c 'import os, nvidia; print(":".join(os.path.join(r, d) for p in nvidia.__path__ for r, ds, _ in os.walk(p) for d in ds if d == "lib"))' 2>/dev/null || true)
+ld="$cuda_libs:$wheel_libs:$work/lib"
+nn=(env "LD_LIBRARY_PATH=$ld" "$work/bin/nnperf")
+tg=(env "LD_LIBRARY_PATH=$ld" "NNPERF_FAKE_CUDA_LIB=$work/bin/libnnperf_fake_cuda.so" "$work/bin/test_gpu")
+data="$here/data"
+t_start=$SECONDS
+# step NAME LOG CMD...: runs CMD under the step timeout (or what is left before the deadline),
+# appending to LOG; rc and seconds to summary.txt.
+step() {
+  local name=$1 log=$2 t0=$SECONDS rc left
+  shift 2
+  left=$(( ${DEADLINE:-540} - (SECONDS - t_start) ))
+  if [ "$left" -lt 5 ]; then echo "$name skipped (deadline)" >> "$out/summary.txt"; return; fi
+  [ "$left" -gt "${STEP_TIMEOUT:-120}" ] && left=${STEP_TIMEOUT:-120}
+  echo "=== $name" >> "$log"
+  timeout "$left" "$@" >> "$log" 2>&1
+  rc=$?
+  echo "$name rc=$rc $((SECONDS - t0))s" >> "$out/summary.txt"
+}
+
+# The device, the libraries found, then every GPU test suite in its own process (a kernel fault
+# ends its own suite only).
+stage_tests() {
+  { nvidia-smi; nvcc --version; echo "LD_LIBRARY_PATH for nnperf: $ld"; ls $(echo "$wheel_libs" | tr : ' ') 2>/dev/null | grep -E "cudnn|cublas" | head -20
+    "${nn[@]}" devices --check-cuda; } > "$out/device.txt" 2>&1
+  local s
+  mkdir -p "$out/tests"
+  for s in $("${tg[@]}" --gtest_list_tests | grep -v '^ ' | grep -v '^Running'); do
+    step "test ${s%.}" "$out/test_gpu.log" "${tg[@]}" --gtest_filter="${s}*" --gtest_output=json:"$out/tests/$(echo "${s%.}" | tr / _).json"
+  done
+  # The command-line tests with GPU branches, on our binary.
+  step "test_apps GPU" "$out/test_gpu.log" env "LD_LIBRARY_PATH=$ld" "NNPERF_BINARY=$work/bin/nnperf" \
+    "$work/bin/test_apps" --gtest_filter='GpuCli*:BenchGemmCli.*Gpu*:BenchGemmCli.Conv2d*' \
+    --gtest_output=json:"$out/tests/apps_gpu.json"
+  grep -E "^\[  (FAILED|SKIPPED) \]|Failure|PASSED" "$out/test_gpu.log" | head -60
+}
+stage_gemm() {
+  for n in 1024 4096; do
+    step "bench gemm $n" "$out/gemm.log" "${nn[@]}" bench gemm --device cuda --problem "m${n}n${n}k${n}" --measure 20 --json "$out/bench_gemm_$n.json"
+  done
+  step "torch.mm" "$out/gemm.log" python3 "$here/gemm_torch_cuda.py" --sizes 1024,4096 --measure 20 --json "$out/gemm_torch.json"
+  for n in 1024 4096; do
+    step "bench gemm $n (again)" "$out/gemm.log" "${nn[@]}" bench gemm --device cuda --problem "m${n}n${n}k${n}" --measure 20
+  done
+  step "torch.mm (again)" "$out/gemm.log" python3 "$here/gemm_torch_cuda.py" --sizes 1024,4096 --measure 20
+}
+# The MLP on the GPU (784-128-128-128-10, batches 64 and 1024): nnperf's cuda/cublas rows beside
+# blas (16 threads), accuracy consistency on Fashion-MNIST, then the PyTorch CUDA peer.
+stage_mlp() {
+  step mlp-bench "$out/mlp.log" "${nn[@]}" mlp-bench --device cuda --impls blas,cuda,cublas --batch-sizes 64,1024 --data "$data" --overhead-reps 0 --out-dir "$out/mlp_bench"
+  step mlp_torch "$out/mlp.log" python3 "$here/mlp_torch.py" --device cuda --iters-bench --bench-batches 64,1024 --data-dir "$data" --json "$out/mlp_torch_cuda.json"
+  step "mlp-bench (again)" "$out/mlp.log" "${nn[@]}" mlp-bench --device cuda --impls cuda,cublas --batch-sizes 64,1024 --data "$data" --consistency-steps 0 --overhead-reps 0 --out-dir "$out/mlp_bench2"
+}
+# Whole models on the GPU: VGG-16 and ResNet-50 at batch 1 and 32, cuDNN's find, per-layer and
+# whole-model times by CUDA events, NVML energy per inference.
+stage_profile() {
+  for model in vgg16 resnet50; do
+    for mb in 1 32; do
+      step "profile $model mb$mb" "$out/profile.log" "${nn[@]}" profile --device cuda --model "$model" --algorithm find --sizes 224 --batch-size "$mb" --warmup 5 --measure 20 --progress lines --output-dir "$out/profile_${model}_mb$mb"
+    done
+  done
+}
+# Every distinct conv layer of VGG-16 and ResNet-50 (bench/conv_layers.txt) at batch 1 and 32
+# (or $CONV_BATCHES), each nnperf process cut after $CONV_STEP_TIMEOUT seconds (default 30):
+# PyTorch (cudnn.benchmark, TF32 off) over the list, then nnperf bench conv2d per layer (all of
+# cuDNN's forward algorithms, guess and find).
+stage_conv() {
+  local mb model name count desc
+  for mb in ${CONV_BATCHES:-1 32}; do
+    step "conv_torch mb$mb" "$out/conv.log" python3 "$here/conv_torch.py" --device cuda --layers "$here/conv_layers.txt" --batch "$mb" --variants nchw --warmup 3 --measure 10 --json "$out/conv_torch_mb$mb.json"
+    mkdir -p "$out/conv_mb$mb"
+    grep -v '^#' "$here/conv_layers.txt" | while read -r model name count desc; do
+      [ -n "$desc" ] || continue
+      desc="mb${mb}$(echo "${desc}" | sed -E 's/^mb[0-9]+//')"
+      STEP_TIMEOUT=${CONV_STEP_TIMEOUT:-30} step "conv2d mb$mb $model $name" "$out/conv.log" "${nn[@]}" bench conv2d --device cuda --problem "$desc" --warmup 3 --measure 10 --json "$out/conv_mb$mb/${model}_${name}.json"
+    done
+  done
+}
+# CNN training on the GPU (the fixed-iteration driver), alternating with PyTorch's on the same
+# shapes (TF32 off, cudnn.benchmark as --algorithm find): ResNet-18 at batch 32 on 32x32 and
+# ResNet-50 at batch 32 on 224x224.
+stage_train() {
+  local cfg
+  for cfg in "resnet18 32 32" "resnet50 32 224"; do
+    set -- $cfg
+    step "train --device cuda $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu --log-dir "$out/train_logs"
+    step "torch train $1 b$2 s$3" "$out/train.log" python3 "$here/train_torch.py" --device cuda --cudnn-benchmark --model "$1" --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --num-classes 1000 --in-channels 3
+  done
+}
+# The device's ceilings (FMA, L2 and device-memory bandwidth, SGEMM) into a peaks.json env.
+stage_peaks() { step peaks "$out/peaks.log" "${nn[@]}" peaks --device cuda --out "$out/peaks.json" --env gpu; }
+# Real data on the GPU: the MLP on Fashion-MNIST (train), and the activation study, quick.
+stage_real() {
+  step "train mlp cuda" "$out/real.log" "${nn[@]}" train --device cuda --data "$data" --epochs 5 --warmup-epochs 1 --progress lines --no-tensorboard --out-dir "$out/train_mlp_cuda"
+  step "activations cuda" "$out/real.log" "${nn[@]}" activations --device cuda --data "$data" --quick --out-dir "$out/activations_cuda"
+}
+# Nsight Compute over one ResNet-18 forward pass (batch 1), its counter roofline under the
+# ceilings measured by the peaks stage (env gpu of peaks.json; measured here if absent).
+stage_ncu() {
+  command -v ncu > /dev/null || { echo "ncu: not on PATH" >> "$out/summary.txt"; return; }
+  mkdir -p "$here/scripts" && cp "$here/ncu_profile.sh" "$here/scripts/"
+  local peaks=()
+  [ -s "$out/peaks.json" ] && peaks=("$out/peaks.json" gpu)
+  step ncu "$out/ncu.log" env "LD_LIBRARY_PATH=$ld" bash "$here/scripts/ncu_profile.sh" "$work/bin/nnperf" "$out/ncu" resnet18 1 224 "${peaks[@]}"
+}
+# compute-sanitizer's memcheck over the kernel suites.
+stage_sanitize() {
+  command -v compute-sanitizer > /dev/null || { echo "compute-sanitizer: not on PATH" >> "$out/summary.txt"; return; }
+  step memcheck "$out/sanitize.log" env "LD_LIBRARY_PATH=$ld" compute-sanitizer --tool memcheck --error-exitcode 3 "$work/bin/test_gpu" --gtest_filter='CudaKernels*:CudaCnnKernels*:Rows/CudaGemm*:Rows/CudaActivation*'
+}
+
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(tests gemm mlp profile train peaks real conv ncu sanitize)
+for s in "${stages[@]}"; do
+  case "$s" in
+    tests|gemm|mlp|profile|conv|train|peaks|real|ncu|sanitize) echo "--- stage $s at $((SECONDS - t_start))s" >> "$out/summary.txt"; "stage_$s" ;;
+    *) echo "run.sh: unknown stage '$s' (tests gemm mlp profile conv train peaks real ncu sanitize)" >&2; exit 2 ;;
+  esac
+done
+cat "$out/summary.txt"
