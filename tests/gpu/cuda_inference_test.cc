@@ -18,6 +18,7 @@
 #include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/models/registry.h"
 #include "nnperf/nn/conv2d.h"
+#include "nnperf/nn/cuda_layers.h"
 #include "test_util.h"
 
 namespace nnperf {
@@ -50,6 +51,29 @@ TEST(CudaInference, EveryRegisteredCnnHasGpuKernels) {
     const Graph g = m.build(mo);
     EXPECT_EQ(cuda_unsupported(g), "");
   }
+}
+
+// The pools as the GPU kernels take them (runs everywhere): GoogLeNet has max and average pools
+// and the adaptive head; each window matches the output shape the graph planned.
+TEST(CudaInference, PoolsArePlannedAsTheGraphShapesThem) {
+  const Graph g = planned("googlenet", Shape{2, 3, 40, 40});
+  int pools = 0;
+  for (int n = 1; n < g.size(); ++n) {
+    const auto kind = cuda_layer_kind(g.layer(n));
+    if (kind != CudaLayerKind::kMaxPool && kind != CudaLayerKind::kAvgPool &&
+        kind != CudaLayerKind::kAdaptivePool) {
+      EXPECT_THROW(cuda_pool(g.layer(n), g.output_shape(n)), Error) << g.name(n);
+      continue;
+    }
+    ++pools;
+    const Shape& in = g.output_shape(g.inputs(n)[0]);
+    const Shape& out = g.output_shape(n);
+    const PoolShape s = cuda_pool(g.layer(n), in).shape;
+    EXPECT_EQ(s.planes, in[0] * in[1]) << g.name(n);
+    EXPECT_EQ(s.ih * s.iw, in[2] * in[3]) << g.name(n);
+    EXPECT_EQ(s.oh * s.ow, out[2] * out[3]) << g.name(n);
+  }
+  EXPECT_GT(pools, 5);
 }
 
 TEST(CudaInference, AFoldedBatchNormIsRefusedByName) {

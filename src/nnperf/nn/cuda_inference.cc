@@ -17,9 +17,7 @@
 #include "nnperf/nn/batchnorm.h"
 #include "nnperf/nn/conv2d.h"
 #include "nnperf/nn/cuda_layers.h"
-#include "nnperf/nn/global_pool.h"
 #include "nnperf/nn/linear.h"
-#include "nnperf/nn/pool.h"
 
 namespace nnperf {
 
@@ -183,18 +181,11 @@ void CudaInference::plan_node(int n, const std::string& conv_algorithm, bool str
       m.activation = &dynamic_cast<Activation&>(layer).kernel();
       break;
     case Kind::kMaxPool:
-      m.pool = dynamic_cast<MaxPool2d&>(layer).shape();
-      break;
-    case Kind::kAvgPool: {
-      auto& p = dynamic_cast<AvgPool2d&>(layer);
-      m.pool = p.shape();
-      m.count_include_pad = p.count_include_pad();
-      break;
-    }
+    case Kind::kAvgPool:
     case Kind::kAdaptivePool: {
-      auto& g = dynamic_cast<AdaptiveAvgPool2d&>(layer);
-      const Shape& in = graph_.output_shape(graph_.inputs(n)[0]);
-      m.pool = {in[0] * in[1], in[2], in[3], g.out_h(), g.out_w(), 1, 1, 0};
+      const CudaPool p = cuda_pool(layer, graph_.output_shape(graph_.inputs(n)[0]));
+      m.pool = p.shape;
+      m.count_include_pad = p.count_include_pad;
       break;
     }
     case Kind::kLinear: {

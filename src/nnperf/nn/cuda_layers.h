@@ -4,6 +4,8 @@
 #pragma once
 #include <optional>
 
+#include "nnperf/core/tensor.h"
+#include "nnperf/kernels/pool.h"
 #include "nnperf/nn/layer.h"
 
 namespace nnperf {
@@ -25,5 +27,13 @@ enum class CudaLayerKind {
 
 // nullopt: a layer no GPU path knows.
 std::optional<CudaLayerKind> cuda_layer_kind(const Layer& layer);
+
+// A planned pooling layer (kMaxPool, kAvgPool, kAdaptivePool) as the GPU pool kernels take it, on
+// its input `in` [mb, C, H, W]; an adaptive pool is one window per output over mb * C planes.
+struct CudaPool {
+  PoolShape shape{};
+  bool count_include_pad = true;  // average pools: the divisor counts padding
+};
+CudaPool cuda_pool(const Layer& layer, const Shape& in);
 
 }  // namespace nnperf

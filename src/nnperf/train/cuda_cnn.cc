@@ -22,9 +22,7 @@
 #include "nnperf/nn/conv2d.h"
 #include "nnperf/nn/cuda_inference.h"
 #include "nnperf/nn/cuda_layers.h"
-#include "nnperf/nn/global_pool.h"
 #include "nnperf/nn/linear.h"
-#include "nnperf/nn/pool.h"
 
 namespace nnperf {
 
@@ -269,18 +267,12 @@ void CudaCnnTrainer::plan_node(int n, const CudaConvChoice& choice) {
       m.act = &dynamic_cast<Activation&>(layer).kernel();
       break;
     case Kind::kMaxPool:
-      m.pool = dynamic_cast<MaxPool2d&>(layer).shape();
-      m.argmax = cuda::Buffer(count(shape));
-      break;
-    case Kind::kAvgPool: {
-      auto& p = dynamic_cast<AvgPool2d&>(layer);
-      m.pool = p.shape();
-      m.count_include_pad = p.count_include_pad();
-      break;
-    }
+    case Kind::kAvgPool:
     case Kind::kAdaptivePool: {
-      auto& g = dynamic_cast<AdaptiveAvgPool2d&>(layer);
-      m.pool = {in[0] * in[1], in[2], in[3], g.out_h(), g.out_w(), 1, 1, 0};
+      const CudaPool p = cuda_pool(layer, in);
+      m.pool = p.shape;
+      m.count_include_pad = p.count_include_pad;
+      if (m.kind == Kind::kMaxPool) m.argmax = cuda::Buffer(count(shape));  // backward's gather
       break;
     }
     case Kind::kLinear: {
