@@ -33,6 +33,23 @@ constexpr int kBM = 128, kBN = 128, kBK = 8, kThreads = 256;
 // A's slice (kBM x kBK) and B's (kBK x kBN) are each 1024 floats: 4 per thread.
 constexpr int kLoads = kBM * kBK / kThreads;
 
+// One k-row of a staged slice into a thread's 8 x 8 tile: rows ty*4 + {0..3} and 64 + ty*4 +
+// {0..3} of A's row, columns tx*4 + {0..3} and 64 + tx*4 + {0..3} of B's, each read as float4.
+__device__ __forceinline__ void fma_row(const float* a_row, const float* b_row, int tx, int ty,
+                                        float (&acc)[8][8]) {
+  const float4 a0 = *reinterpret_cast<const float4*>(a_row + ty * 4);
+  const float4 a1 = *reinterpret_cast<const float4*>(a_row + 64 + ty * 4);
+  const float4 b0 = *reinterpret_cast<const float4*>(b_row + tx * 4);
+  const float4 b1 = *reinterpret_cast<const float4*>(b_row + 64 + tx * 4);
+  const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+  const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+  }
+}
+
 template <bool TA, bool TB>
 __global__ void __launch_bounds__(kThreads)
     sgemm_tiled(int64_t M, int64_t N, int64_t K, float alpha, const float* __restrict__ A,
@@ -91,17 +108,7 @@ __global__ void __launch_bounds__(kThreads)
     if (more) load(k0 + kBK);
 #pragma unroll
     for (int k = 0; k < kBK; ++k) {
-      const float4 a0 = *reinterpret_cast<const float4*>(&As[buf][k][ty * 4]);
-      const float4 a1 = *reinterpret_cast<const float4*>(&As[buf][k][64 + ty * 4]);
-      const float4 b0 = *reinterpret_cast<const float4*>(&Bs[buf][k][tx * 4]);
-      const float4 b1 = *reinterpret_cast<const float4*>(&Bs[buf][k][64 + tx * 4]);
-      const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-      const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-      }
+      fma_row(As[buf][k], Bs[buf][k], tx, ty, acc);
     }
     if (more) {
       store(buf ^ 1);
@@ -175,17 +182,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (more) load();
 #pragma unroll
     for (int k = 0; k < kFastBK; ++k) {
-      const float4 a0 = *reinterpret_cast<const float4*>(&As[buf][k][ty * 4]);
-      const float4 a1 = *reinterpret_cast<const float4*>(&As[buf][k][64 + ty * 4]);
-      const float4 b0 = *reinterpret_cast<const float4*>(&Bs[buf][k][tx * 4]);
-      const float4 b1 = *reinterpret_cast<const float4*>(&Bs[buf][k][64 + tx * 4]);
-      const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-      const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-      }
+      fma_row(As[buf][k], Bs[buf][k], tx, ty, acc);
     }
     if (more) {
       store(buf ^ 1);
