@@ -2,7 +2,7 @@
 # The GPU machine's side of scripts/gpu_bundle.sh (copied into the bundle as run.sh): runs from
 # the repository root there; logs go to $OUT (or .gpu/out); the payload is unpacked into
 # $NNPERF_GPU_WORK (default /tmp/nnperf-gpu) when it is newer than the last unpacking.
-#   bash .gpu/run.sh [STAGE...]   stages: tests gemm mlp profile train peaks real conv ncu
+#   bash .gpu/run.sh [STAGE...]   stages: tests gemm mlp profile train cnn peaks real conv ncu
 #   sanitize (default: all, in that order). Every command is cut after $STEP_TIMEOUT seconds
 #   (default 120) and none starts after $DEADLINE seconds from the start (default 540), so one
 #   hang cannot eat the device time of the others; summary.txt gets each command's rc and seconds.
@@ -114,6 +114,13 @@ stage_train() {
     step "torch train $1 b$2 s$3" "$out/train.log" python3 "$here/train_torch.py" --device cuda --cudnn-benchmark --model "$1" --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --num-classes 1000 --in-channels 3
   done
 }
+# CNN epoch training on the GPU on Fashion-MNIST (ResNet-18, batch 128, cuDNN's find, two
+# epochs, the first untimed), then PyTorch's on the same recipe (cudnn.benchmark, TF32 off, the
+# last partial batch left out as nnperf's GPU trainer does).
+stage_cnn() {
+  step "train resnet18 cuda epochs" "$out/cnn.log" "${nn[@]}" train --model resnet18 --device cuda --data "$data" --epochs 2 --warmup-epochs 1 --batch-size 128 --workers 4 --algorithm find --progress lines --no-tensorboard --out-dir "$out/cnn_cuda"
+  step "torch resnet18 cuda epochs" "$out/cnn.log" python3 "$here/train_torch.py" --device cuda --cudnn-benchmark --drop-last --model resnet18 --data "$data" --epochs 2 --batch-size 128 --json "$out/cnn_torch.json"
+}
 # The device's ceilings (FMA, L2 and device-memory bandwidth, SGEMM) into a peaks.json env.
 stage_peaks() { step peaks "$out/peaks.log" "${nn[@]}" peaks --device cuda --out "$out/peaks.json" --env gpu; }
 # Real data on the GPU: the MLP on Fashion-MNIST (train), and the activation study, quick.
@@ -137,11 +144,11 @@ stage_sanitize() {
 }
 
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(tests gemm mlp profile train peaks real conv ncu sanitize)
+[ ${#stages[@]} -eq 0 ] && stages=(tests gemm mlp profile train cnn peaks real conv ncu sanitize)
 for s in "${stages[@]}"; do
   case "$s" in
-    tests|gemm|mlp|profile|conv|train|peaks|real|ncu|sanitize) echo "--- stage $s at $((SECONDS - t_start))s" >> "$out/summary.txt"; "stage_$s" ;;
-    *) echo "run.sh: unknown stage '$s' (tests gemm mlp profile conv train peaks real ncu sanitize)" >&2; exit 2 ;;
+    tests|gemm|mlp|profile|conv|train|cnn|peaks|real|ncu|sanitize) echo "--- stage $s at $((SECONDS - t_start))s" >> "$out/summary.txt"; "stage_$s" ;;
+    *) echo "run.sh: unknown stage '$s' (tests gemm mlp profile conv train cnn peaks real ncu sanitize)" >&2; exit 2 ;;
   esac
 done
 cat "$out/summary.txt"

@@ -34,17 +34,6 @@ struct Flags {
   std::string resume, init_weights, on_bad_image = "fail", step_log;
 };
 
-// CNN epoch training on the GPU is not built: a CNN given --device cuda there is refused, not run
-// on the CPU (the fixed-iteration driver, --iters, trains CNNs on the GPU).
-void refuse_gpu(const Flags& f) {
-  if (f.train.device != "cpu") {
-    throw UsageError(fmt::format("--device {}: GPU epoch training covers --model mlp so far; {} "
-                                 "trains on the GPU in the fixed-iteration driver (--iters N "
-                                 "--synthetic) or on the CPU (--device cpu)",
-                                 f.train.device, f.model));
-  }
-}
-
 // --iters: exactly --warmup-iters + --iters training steps on synthetic data, any registered
 // model; one row appended to <log-dir>/metrics.csv.
 int run_driver(Flags& f, const CLI::App& sub) {
@@ -114,7 +103,6 @@ OnBadImage parse_on_bad_image(const std::string& s) {
 // A registered CNN for epochs (nn-perf train.py): its recipe's defaults where a flag was not given.
 int run_cnn(Flags& f, const CLI::App& sub) {
   refuse_mlp_flags(sub, f.model);
-  refuse_gpu(f);
   finish_train_flags(f.train);
   const TrainRunOptions& t = f.train.run;
   const auto given = [&](const char* flag) { return sub.count(flag) > 0; };
@@ -147,6 +135,8 @@ int run_cnn(Flags& f, const CLI::App& sub) {
   o.prefetch_factor = f.prefetch_factor;
   o.augment = !f.no_augment;
   o.algorithm = f.algorithm;
+  o.device = f.train.device == "cuda" ? Device::kCuda : Device::kCpu;
+  o.deterministic = f.deterministic;
   o.save_every = f.save_every;
   o.resume = f.resume;
   o.init_weights = f.init_weights;
@@ -164,8 +154,8 @@ int run_cnn(Flags& f, const CLI::App& sub) {
   if (o.profile_one_step) return 0;
   fmt::print("best test accuracy {:.4f} (epoch {}); the step waited for data {:.1f}% of the time\n",
              r.best_acc, r.best_epoch, 100.0 * r.data_wait_fraction);
-  fmt::print("MEASURED_SEC={:.6f} IMGS_PER_SEC={:.2f} BATCH={} ARCH={} BACKEND=cpu\n",
-             r.measured_sec, r.imgs_per_sec, o.batch_size, f.model);
+  fmt::print("MEASURED_SEC={:.6f} IMGS_PER_SEC={:.2f} BATCH={} ARCH={} BACKEND={}\n",
+             r.measured_sec, r.imgs_per_sec, o.batch_size, f.model, device_name(o.device));
   return 0;
 }
 
@@ -215,8 +205,8 @@ void add_driver_flags(CLI::App& sub, Flags& f) {
       ->check(integer_in(1, 1000000))
       ->capture_default_str();
   sub.add_flag("--deterministic", f.deterministic,
-               "Driver: refuse timing-dependent choices (--algorithm find); recorded in "
-               "metrics.csv");
+               "CNNs: refuse timing-dependent choices (--algorithm find); with --device cuda only "
+               "algorithms cuDNN marks deterministic; recorded in metrics.csv or run.json");
   sub.add_option("--log-dir", f.log_dir, "Driver: metrics.csv goes here (appended)")
       ->capture_default_str();
 }

@@ -75,8 +75,12 @@ def parse_args(argv=None):
                     help="JSON lines: per step, every layer's output, BatchNorm batch statistics "
                          "and every parameter's weight, gradient and update norms")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                    help="driver mode (--iters): where the steps run (cuda: TF32 off, "
-                         "cudnn.benchmark as --cudnn-benchmark)")
+                    help="where the steps run (cuda: TF32 off, cudnn.benchmark as "
+                         "--cudnn-benchmark; epoch mode: batches made on the CPU and copied, as "
+                         "nnperf's loader)")
+    ap.add_argument("--drop-last", action="store_true",
+                    help="epoch mode: leave out each epoch's last partial batch (as nnperf's GPU "
+                         "trainer)")
     ap.add_argument("--cudnn-benchmark", action="store_true", help="torch.backends.cudnn.benchmark")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", default=None, metavar="FILE")
@@ -93,8 +97,8 @@ def parse_args(argv=None):
         ap.error("--save-state needs --stop-after-steps N >= 1")
     if a.iters > 0 and (a.dtype != "float32" or a.load_state or a.probe or a.stop_after_steps):
         ap.error("--dtype, --load-state, --probe and --stop-after-steps are for epoch mode")
-    if a.iters == 0 and a.device != "cpu":
-        ap.error("--device cuda: the fixed-iteration driver (--iters) only")
+    if a.device != "cpu" and (a.dtype != "float32" or a.probe or a.batchnorm_float64):
+        ap.error("--device cuda: not with --dtype float64, --probe or --batchnorm-float64")
     return a
 
 
@@ -289,14 +293,14 @@ def batch_at(torch, a, data, epoch, b, order):
     return (x - mean_t) / std_t, y_tr[idx]
 
 
-def evaluate(torch, model, x_te, y_te, mean_t, std_t, batch_size):
+def evaluate(torch, model, x_te, y_te, mean_t, std_t, batch_size, dev):
     model.eval()
     t_loss, t_correct = 0.0, 0
     with torch.no_grad():
         for b in range(0, x_te.shape[0], batch_size):
-            x = (x_te[b:b + batch_size] - mean_t) / std_t
+            x = ((x_te[b:b + batch_size] - mean_t) / std_t).to(dev)
             out = model(x)
-            y = y_te[b:b + batch_size]
+            y = y_te[b:b + batch_size].to(dev)
             t_loss += float(torch.nn.functional.cross_entropy(out, y, reduction="sum"))
             t_correct += int((out.argmax(1) == y).sum())
     return t_loss / x_te.shape[0], t_correct / x_te.shape[0]
@@ -317,11 +321,17 @@ def run_epochs(a, torch):
         nnperf_format.write_weights(a.write_init, a.model, model)
         print(f"initial weights of {a.model} (seed {a.seed}) written to {a.write_init}")
         return None
-    model.to(dtype)
+    dev = torch.device(a.device)
+    if a.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cudnn.benchmark = a.cudnn_benchmark
+    model.to(dtype).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum, nesterov=True,
                           weight_decay=a.weight_decay)
     loss_fn = torch.nn.CrossEntropyLoss(label_smoothing=a.label_smoothing)
-    per_epoch = (x_tr.shape[0] + a.batch_size - 1) // a.batch_size
+    per_epoch = (x_tr.shape[0] // a.batch_size if a.drop_last
+                 else (x_tr.shape[0] + a.batch_size - 1) // a.batch_size)
     total = a.epochs * per_epoch
     step, first_epoch, first_batch = 0, 1, 0
     if a.load_state:
@@ -338,6 +348,7 @@ def run_epochs(a, torch):
         loss_sum, correct, seen, t0 = 0.0, 0, 0, time.perf_counter()
         for b in range(first_batch if epoch == first_epoch else 0, per_epoch):
             x, y = batch_at(torch, a, (x_tr, y_tr, mean_t, std_t, gen), epoch, b, order)
+            x, y = x.to(dev), y.to(dev)
             for g in opt.param_groups:
                 g["lr"] = lr_at(step, a.lr, a.warmup, total)
             opt.zero_grad(set_to_none=True)
@@ -360,9 +371,9 @@ def run_epochs(a, torch):
                     save_state(torch, a.save_state, model, opt,
                                {"step": step, "epoch": epoch, "batch": b + 1})
                 return None
-        seconds = time.perf_counter() - t0
-        test_loss, test_acc = evaluate(torch, model, x_te, y_te, mean_t, std_t, a.batch_size)
-        r = {"epoch": epoch, "train_loss": loss_sum / seen, "train_acc": correct / seen,
+        seconds = time.perf_counter() - t0  # loss.item() each step: the device has finished
+        test_loss, test_acc = evaluate(torch, model, x_te, y_te, mean_t, std_t, a.batch_size, dev)
+        r = {"epoch": epoch, "images": seen, "train_loss": loss_sum / seen, "train_acc": correct / seen,
              "test_loss": test_loss, "test_acc": test_acc,
              "lr": opt.param_groups[0]["lr"], "seconds": seconds}
         best = max(best, r["test_acc"])
@@ -371,9 +382,9 @@ def run_epochs(a, torch):
               f"{r['train_acc']:.4f} test_loss {r['test_loss']:.4f} test_acc {r['test_acc']:.4f} "
               f"lr {r['lr']:.5f} | {seconds:.2f} s", flush=True)
     sec = sum(r["seconds"] for r in records)
-    ips = x_tr.shape[0] * len(records) / sec
+    ips = sum(r["images"] for r in records) / sec
     print(f"MEASURED_SEC={sec:.6f} IMGS_PER_SEC={ips:.2f} BATCH={a.batch_size} ARCH={a.model} "
-          "BACKEND=cpu", flush=True)
+          f"BACKEND={a.device}", flush=True)
     return {"dataset": name, "epochs": records, "final_test_acc": records[-1]["test_acc"],
             "best_test_acc": best, "measured_sec": sec, "imgs_per_sec": ips,
             "norm": {"mean": mean, "std": std}}

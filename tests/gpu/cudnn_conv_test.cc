@@ -11,8 +11,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nnperf/core/error.h"
@@ -82,6 +84,15 @@ TEST(CudnnConv, NamesTheEightAlgorithmsAndRefusesWithoutADevice) {
   EXPECT_EQ(std::string(cudnn::algorithms(ConvPass::kBackwardWeights)[3]), "algo_3");
 }
 
+// The error bound's multiple of eps * sum|terms| for an algorithm over a reduction of k terms:
+// 4k for the direct and GEMM-based ones; 64 max(k, 64) for FFT and Winograd, whose transforms
+// add rounding that does not shrink with a short reduction (measured on an H200: Winograd
+// backward-weights over k = 16 terms, 512 channels 2x2, erred 1450 eps sum|terms|).
+double reduction_factor(std::string_view algorithm, double k) {
+  const bool fast = algorithm.starts_with("fft") || algorithm.starts_with("winograd");
+  return fast ? 64.0 * std::max(k, 64.0) : 4.0 * k;
+}
+
 class CudnnConvMatches : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudnnConvMatches, EveryServedAlgorithmWithinItsBound) {
@@ -99,11 +110,10 @@ TEST_P(CudnnConvMatches, EveryServedAlgorithmWithinItsBound) {
     ++served;
     conv.run(name);
     const std::vector<float> y = conv.output();
-    const std::string n = name;
-    const double c = n.rfind("fft", 0) == 0 || n.rfind("winograd", 0) == 0 ? 64.0 : 4.0;
+    const double c = reduction_factor(name, k);
     ASSERT_EQ(y.size(), ref.size());
     for (std::size_t i = 0; i < ref.size(); ++i) {
-      const double bound = c * k * test::kEps * abs_sum[i] + test::kEps * std::abs(ref[i]);
+      const double bound = c * test::kEps * abs_sum[i] + test::kEps * std::abs(ref[i]);
       ASSERT_LE(std::abs(static_cast<double>(y[i]) - ref[i]), bound) << name << " output " << i;
     }
   }
@@ -142,11 +152,10 @@ TEST_P(CudnnConvMatches, EveryServedBackwardAlgorithmWithinItsBound) {
       ++served;
       conv.run(name);
       const std::vector<float> got = conv.output();
-      const std::string n = name;
-      const double c = n.rfind("fft", 0) == 0 || n.rfind("winograd", 0) == 0 ? 64.0 : 4.0;
+      const double c = reduction_factor(name, k);
       ASSERT_EQ(got.size(), ref.size());
       for (std::size_t i = 0; i < ref.size(); ++i) {
-        const double bound = c * k * test::kEps * abs_sum[i] + test::kEps * std::abs(ref[i]);
+        const double bound = c * test::kEps * abs_sum[i] + test::kEps * std::abs(ref[i]);
         ASSERT_LE(std::abs(static_cast<double>(got[i]) - ref[i]), bound)
             << to_string(pass) << " " << name << " element " << i;
       }
@@ -165,7 +174,11 @@ INSTANTIATE_TEST_SUITE_P(Problems, CudnnConvMatches,
                          ::testing::Values("mb2ic6ih9oc10kh3ph1",
                                            "mb1ic3ih17iw13oc5kh5kw3sh2sw1ph2pw1",
                                            "mb3ic16ih14oc32kh1", "g4mb2ic8ih11oc12kh3ph1",
-                                           "mb1ic5ih12oc7kh3dh2ph2", "mb4ic64ih28oc64kh3ph1"),
+                                           "mb1ic5ih12oc7kh3dh2ph2", "mb4ic64ih28oc64kh3ph1",
+                                           // ResNet-18's third and fourth stages at 64x64
+                                           // inputs, batch 4 (the GPU trainer's test shape)
+                                           "mb4ic128ih8oc256kh3sh2ph1", "mb4ic128ih8oc256kh1sh2",
+                                           "mb4ic256ih4oc256kh3ph1", "mb4ic512ih2oc512kh3ph1"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

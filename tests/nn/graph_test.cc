@@ -121,6 +121,34 @@ TEST(Graph, GradientsAreOverwrittenNotAccumulatedAcrossSteps) {
   for (int64_t i = 0; i < first.numel(); ++i) ASSERT_EQ(first[i], second[i]);
 }
 
+// grad(n) is dL/d(node n's output): an Add hands its gradient unchanged to both inputs, and
+// h's is the sum of its two consumers' (checked against Linear's and Tanh's backward by hand).
+TEST(Graph, NodeGradientsAreTheBackwardPassOnes) {
+  Graph g = two_branch_graph();  // nodes: 1 h, 2 a, 3 b, 4 sum, 5 out
+  g.plan(Shape{2, 4}, PlanContext{});
+  Rng rng(4);
+  g.init(rng);
+  Tensor x = test::random_tensor({2, 4}, 5);
+  Tensor r = test::random_tensor({2, 3}, 6);
+  g.forward(x);
+  g.backward(r);
+  for (int64_t i = 0; i < g.grad(4).numel(); ++i) {
+    ASSERT_EQ(g.grad(2)[i], g.grad(4)[i]);
+    ASSERT_EQ(g.grad(3)[i], g.grad(4)[i]);
+  }
+  const Tensor& wa = *g.layer(2).params()[0].value;  // [6 in, 6 out]
+  for (int64_t row = 0; row < 2; ++row) {
+    for (int64_t j = 0; j < 6; ++j) {
+      const double h = g.value(1)[row * 6 + j], t = std::tanh(h);
+      double want = (1 - t * t) * g.grad(4)[row * 6 + j];
+      for (int64_t o = 0; o < 6; ++o) want += double{wa[j * 6 + o]} * g.grad(2)[row * 6 + o];
+      ASSERT_NEAR(g.grad(1)[row * 6 + j], want, 1e-5 * (1 + std::fabs(want))) << row << "," << j;
+    }
+  }
+  EXPECT_THROW(g.grad(5), Error);  // the output's gradient is backward()'s argument
+  EXPECT_THROW(g.grad(0), Error);
+}
+
 struct Event {
   int node;
   Phase phase;

@@ -294,6 +294,12 @@ const Tensor& Graph::output() const {
   return impl_->nodes.back().value;
 }
 
+const Tensor& Graph::grad(int node) const {
+  impl_->check_node(node, false);
+  if (node == size() - 1) throw Error("graph: grad() of the output node (backward's argument)");
+  return impl_->nodes[node].grad;
+}
+
 const Tensor& Graph::value(int node) const {
   impl_->check_node(node, true);
   if (node == kInput) {

@@ -59,6 +59,9 @@ class Graph {
   const Shape& output_shape(int node) const;
   const Tensor& output() const;
   const Tensor& value(int node) const;  // the node's output from the last forward
+  // dL/d (node's output) from the last backward, for 1 <= node < size() - 1 (the output node's
+  // gradient is backward()'s argument).
+  const Tensor& grad(int node) const;
 
   void set_hook(GraphHook* hook);  // null to remove
 

@@ -22,7 +22,10 @@
 #include "nnperf/profile/conv_timer.h"
 #include "nnperf/profile/nvtx.h"
 #include "nnperf/runs/cnn_train_outputs.h"
+#include "nnperf/gpu/cuda.h"
+#include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/train/checkpoint.h"
+#include "nnperf/train/cuda_cnn.h"
 #include "nnperf/train/schedule.h"
 #include "nnperf/train/trainer.h"
 
@@ -32,7 +35,25 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// --device cuda: cuDNN's algorithm names, no CPU-only modes, a device (before any data is read).
+void validate_cuda(const CnnTrainOptions& o) {
+  (void)parse_cuda_conv_choice(o.algorithm);
+  if (o.profile_one_step) {
+    throw UsageError(
+        "--profile-one-step: times the CPU's layers; on the GPU, `nnperf profile --device cuda` "
+        "times each layer and scripts/ncu_profile.sh runs Nsight Compute");
+  }
+  cuda::require("--device cuda");
+  if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
+}
+
 void validate(const CnnTrainOptions& o) {
+  if (o.deterministic && o.algorithm.find("find") != std::string::npos) {
+    throw UsageError(fmt::format(
+        "--deterministic: --algorithm {} chooses by timing, which can differ run to run; give "
+        "guess or algorithm names",
+        o.algorithm));
+  }
   if (o.epochs < 1) throw UsageError(fmt::format("--epochs {}: expected at least 1", o.epochs));
   if (o.warmup_epochs < 0 || o.warmup_epochs >= o.epochs) {
     throw UsageError(fmt::format("--warmup-epochs {}: expected 0 <= n < --epochs ({})",
@@ -48,7 +69,11 @@ void validate(const CnnTrainOptions& o) {
     throw UsageError(fmt::format("--warmup-iters {} --profile-iter {}: expected >= 0 and >= 1",
                                  o.warmup_iters, o.profile_iter));
   }
-  if (o.algorithm != "guess" && o.algorithm != "find") (void)find_conv(o.algorithm);
+  if (o.device == Device::kCuda) {
+    validate_cuda(o);
+  } else if (o.algorithm != "guess" && o.algorithm != "find") {
+    (void)find_conv(o.algorithm);
+  }
   (void)make_optimizer(o.optimizer);
   if (!o.resume.empty()) {
     std::error_code ec;
@@ -103,12 +128,13 @@ struct Session {
         graph(build(o, m, d)),
         trainer(graph, make_optimizer(o.optimizer), plan_context(o, threads), o.label_smoothing),
         train_loader(d.train, loader_options(o, d, true)),
-        test_loader(d.test, loader_options(o, d, false)) {
+        test_loader(d.test, loader_options(o, d, false)),
+        batch_size(o.batch_size) {
     plan_model(m, graph, Shape{o.batch_size, d.channels(), d.side(), d.side()},
                plan_context(o, threads));
     schedule.base_lr = o.optimizer.lr;
     schedule.warmup_steps = o.warmup_steps;
-    schedule.total_steps = int64_t{o.epochs} * train_loader.batches_per_epoch();
+    schedule.total_steps = int64_t{o.epochs} * steps_per_epoch(o);
     if (!o.step_log.empty()) {
       step_log = std::make_unique<std::ofstream>(o.step_log, std::ios::app);
       if (!*step_log) fail("--step-log {}: cannot open for writing", o.step_log.string());
@@ -124,31 +150,68 @@ struct Session {
     g.init(rng);
     return g;
   }
+  // On the GPU the graph is planned for its shapes and parameters only (no CPU convolution runs).
   static PlanContext plan_context(const CnnTrainOptions& o, int threads) {
     PlanContext ctx;
     ctx.threads = threads;
     ctx.training = true;
+    if (o.device == Device::kCuda) return ctx;
     ctx.conv_algorithm = o.algorithm;
     ctx.time_conv = time_conv_ms;
     ctx.time_conv_backward = time_conv_backward_ms;
     return ctx;
   }
+  int64_t steps_per_epoch(const CnnTrainOptions& o) const {
+    return o.device == Device::kCuda ? data.train.size() / o.batch_size
+                                     : train_loader.batches_per_epoch();
+  }
+  // --device cuda, once the graph holds the run's starting weights (and the CPU optimizer a
+  // resumed run's state): the GPU trainer takes both over.
+  void start_gpu(const CnnTrainOptions& o) {
+    if (const std::string why = cuda_training_unsupported(graph); !why.empty())
+      throw UsageError(fmt::format("--model {} --device cuda: {}", model.name, why));
+    gpu = std::make_unique<CudaCnnTrainer>(graph, o.optimizer, o.algorithm, o.label_smoothing,
+                                           o.deterministic);
+    gpu->load_optimizer_state(trainer.optimizer().state(), trainer.optimizer().steps());
+  }
+  int64_t steps() { return gpu ? gpu->steps() : trainer.optimizer().steps(); }
   // One training step at the schedule's rate for the optimizer's step count.
   BatchResult step(const Tensor& x, const std::vector<int32_t>& labels) {
-    const int64_t n = trainer.optimizer().steps();
-    trainer.optimizer().set_lr(static_cast<float>(schedule.lr_at(n)));
-    const BatchResult r = trainer.step(x, labels);
+    const int64_t n = steps();
+    lr = static_cast<float>(schedule.lr_at(n));
+    BatchResult r;
+    if (gpu) {
+      gpu->set_lr(lr);
+      r = gpu->step({x.data(), static_cast<std::size_t>(x.numel())}, labels);
+    } else {
+      trainer.optimizer().set_lr(lr);
+      r = trainer.step(x, labels);
+    }
     if (step_log) {
-      *step_log << fmt::format("{},{:.9g},{:.9g}\n", n + 1, r.mean_loss(), trainer.optimizer().lr())
+      *step_log << fmt::format("{},{:.9g},{:.9g}\n", n + 1, r.mean_loss(), lr)
                 << std::flush;  // readable while the run goes on
     }
     return r;
+  }
+  BatchResult evaluate(const Tensor& x, const std::vector<int32_t>& labels) {
+    return gpu ? gpu->evaluate({x.data(), static_cast<std::size_t>(x.numel())}, labels)
+               : trainer.evaluate(x, labels);
+  }
+  // The GPU's weights, BatchNorm statistics and optimizer state into the graph and the CPU
+  // optimizer, which checkpoints read.
+  void to_host() {
+    if (!gpu) return;
+    gpu->download_params();
+    trainer.optimizer().load_state(gpu->optimizer_state(), gpu->steps());
   }
   const ModelEntry& model;
   const ImageData& data;
   Graph graph;
   Trainer trainer;
   BatchLoader train_loader, test_loader;
+  int64_t batch_size;
+  std::unique_ptr<CudaCnnTrainer> gpu;
+  float lr = 0;  // of the last step
   WarmupCosine schedule;
   Tensor x;
   std::vector<int32_t> labels;
@@ -224,6 +287,7 @@ RunState resume(const CnnTrainOptions& o, Session& s) {
 }
 
 void save(const fs::path& path, const CnnTrainOptions& o, Session& s, RunState& st) {
+  s.to_host();
   write_checkpoint(path,
                    capture_checkpoint(s.graph, s.trainer.optimizer(), checkpoint_meta(o, s, st)));
   st.last_checkpoint = path;
@@ -232,7 +296,7 @@ void save(const fs::path& path, const CnnTrainOptions& o, Session& s, RunState& 
 BatchResult evaluate(Session& s) {
   BatchResult total;
   s.test_loader.start_epoch(0);
-  while (s.test_loader.next(s.x, s.labels)) total += s.trainer.evaluate(s.x, s.labels);
+  while (s.test_loader.next(s.x, s.labels)) total += s.evaluate(s.x, s.labels);
   return total;
 }
 
@@ -245,6 +309,7 @@ CnnEpochRecord train_epoch(Session& s, int epoch, int epochs, Progress& progress
   const int64_t t0 = now_ns();
   while (s.train_loader.next(s.x, s.labels)) {
     check_interrupt();
+    if (s.gpu && static_cast<int64_t>(s.labels.size()) < s.batch_size) continue;  // see run.json
     acc += s.step(s.x, s.labels);
     if (progress.is_bar()) {
       progress.update(fmt::format("epoch {}/{}", epoch, epochs), ++done,
@@ -258,7 +323,7 @@ CnnEpochRecord train_epoch(Session& s, int epoch, int epochs, Progress& progress
   rec.train_acc = acc.accuracy();
   rec.images = acc.count;
   rec.imgs_per_sec = static_cast<double>(acc.count) / std::max(rec.train_sec, 1e-12);
-  rec.lr = s.trainer.optimizer().lr();
+  rec.lr = s.lr;
   const int64_t e0 = now_ns();
   const BatchResult test = evaluate(s);
   rec.eval_sec = seconds_since(e0);
@@ -285,6 +350,18 @@ void checkpoint_epoch(const CnnTrainOptions& o, Session& s, RunState& st, CnnEpo
   if (o.save_every > 0 && rec.epoch % o.save_every == 0) {
     save(dir / fmt::format("epoch_{:03d}.ckpt", rec.epoch), o, s, st);
   }
+}
+
+// What ran on the GPU: the device, each convolution's cuDNN algorithms, the images per epoch left
+// out (the last partial batch).
+nlohmann::json gpu_context(const CnnTrainOptions& o, const Session& s) {
+  nlohmann::json algorithms = nlohmann::json::object();
+  for (int n = 1; n < s.graph.size(); ++n) {
+    if (const std::string a = s.gpu->algorithms(n); !a.empty()) algorithms[s.graph.name(n)] = a;
+  }
+  return {{"device", cuda::device_summary()},
+          {"conv_algorithms", algorithms},
+          {"images_left_out_per_epoch", s.data.train.size() % o.batch_size}};
 }
 
 nlohmann::json run_context(const CnnTrainOptions& o, const Session& s, int threads) {
@@ -325,8 +402,11 @@ nlohmann::json run_context(const CnnTrainOptions& o, const Session& s, int threa
       {"workers", o.workers},
       {"prefetch_factor", o.prefetch_factor},
       {"conv_algorithm", o.algorithm},
+      {"deterministic", o.deterministic},
       {"resume", o.resume.string()},
-      {"init_weights", o.init_weights.string()}};
+      {"init_weights", o.init_weights.string()},
+      {"device", s.gpu ? "cuda" : "cpu"},
+      {"cuda", s.gpu ? gpu_context(o, s) : nlohmann::json(nullptr)}};
 }
 
 // --profile-one-step: unrecorded steps, then one step recorded per layer and phase.
@@ -416,6 +496,7 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
                     o.init_weights.string());
   }
   RunState st = o.resume.empty() ? RunState{} : resume(o, s);
+  if (o.device == Device::kCuda) s.start_gpu(o);
   CnnTrainResult r;
   r.resumed_after_epoch = st.epoch;
   r.epochs = st.records;
@@ -427,6 +508,11 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
   progress.line(fmt::format("data: {} ({}, {} train, {} test, {}x{}x{}); {}", data.source,
                             data.format, data.train.size(), data.test.size(), data.channels(),
                             data.side(), data.side(), s.schedule.describe()));
+  if (s.gpu) {
+    progress.line(fmt::format(
+        "GPU: {}; full batches only: {} of each epoch's {} images (its shuffled last) left out",
+        cuda::device_summary(), data.train.size() % o.batch_size, data.train.size()));
+  }
   if (o.profile_one_step) {
     const nlohmann::json phases = profile_one_step(o, s, r.out_dir, context);
     write_json_atomic(r.out_dir / "one_step.json",
@@ -453,6 +539,7 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
   }
   progress.finish();
   const fs::path weights = r.out_dir / (file_stem(s) + "_final_weights.ckpt");
+  s.to_host();
   write_checkpoint(weights, capture_weights(s.graph, {{"model", m.name}, {"dataset", data.name}}));
   summarize(r, st);
   outputs.finish(final_results(r, s, st, context));

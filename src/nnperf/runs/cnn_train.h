@@ -3,7 +3,8 @@
 // warm-up then cosine per step, label smoothing), augmentation and normalisation, a loader with
 // worker threads, the per-epoch records and their outputs (runs/cnn_train_outputs.h),
 // checkpoints (best, every --save-every epochs, final weights), --resume, and the one-step
-// profile (--profile-one-step).
+// profile (--profile-one-step, CPU only). With --device cuda the steps and the evaluation run on
+// the GPU; the rest is the same.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "nnperf/data/image_data.h"
+#include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/runs/progress.h"
 #include "nnperf/train/optimizer.h"
 
@@ -31,6 +33,11 @@ struct CnnTrainOptions {
   int workers = 0, prefetch_factor = 2;
   bool augment = true;
   std::string algorithm = "guess";  // conv algorithm: a name, guess or find
+  // kCuda: every step on the GPU (train/cuda_cnn.h), `algorithm` in cuDNN's names
+  // (parse_cuda_conv_choice); full batches only (the trainer is planned for one batch size: an
+  // epoch's last, partial batch is left out and said so); evaluation and checkpoints as on the CPU.
+  Device device = Device::kCpu;
+  bool deterministic = false;  // --device cuda: only algorithms cuDNN marks deterministic
   int save_every = 0;               // epoch_NNN checkpoints every N epochs (0: none)
   std::filesystem::path resume;
   std::filesystem::path init_weights;  // start from these weights instead of the initialiser

@@ -16,7 +16,9 @@
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/kernels/cuda_kernels.h"
+#include "nnperf/kernels/elementwise.h"
 #include "nnperf/kernels/gemm/gemm.h"
+#include "nnperf/kernels/softmax.h"
 #include "nnperf/nn/activation.h"
 #include "nnperf/nn/batchnorm.h"
 #include "nnperf/nn/conv2d.h"
@@ -150,6 +152,7 @@ struct CudaCnnTrainer::Node {
   Param* b = nullptr;  // bias; BatchNorm beta
   BatchNorm2d* bn = nullptr;
   cuda::Buffer running_mean, running_var, save_mean, save_inv;  // save_*: doubles, 2 floats each
+  cuda::Buffer eval_scale, eval_shift;  // BatchNorm on running statistics, as one affine map
   BatchNormShape shape{};
   PoolShape pool{};
   bool count_include_pad = true;
@@ -261,6 +264,8 @@ void CudaCnnTrainer::plan_node(int n, const CudaConvChoice& choice) {
           cuda::to_device({m.bn->running_var().data(), count(m.bn->running_var().shape())});
       m.save_mean = cuda::Buffer(2 * static_cast<std::size_t>(shape[1]));
       m.save_inv = cuda::Buffer(2 * static_cast<std::size_t>(shape[1]));
+      m.eval_scale = cuda::Buffer(static_cast<std::size_t>(shape[1]));
+      m.eval_shift = cuda::Buffer(static_cast<std::size_t>(shape[1]));
       break;
     }
     case Kind::kActivation:
@@ -316,7 +321,7 @@ void CudaCnnTrainer::route_gradients() {
   }
 }
 
-void CudaCnnTrainer::forward() {
+void CudaCnnTrainer::forward(bool training) {
   for (std::size_t n = 1; n < nodes_.size(); ++n) {
     Node& m = *nodes_[n];
     const float* x = nodes_[static_cast<std::size_t>(m.inputs[0])]->out.data();
@@ -327,6 +332,10 @@ void CudaCnnTrainer::forward() {
         if (m.b != nullptr) cuda_kernels::channel_affine(m.shape, y, nullptr, m.b->value.data(), y);
         break;
       case Kind::kBatchNorm:
+        if (!training) {
+          cuda_kernels::channel_affine(m.shape, x, m.eval_scale.data(), m.eval_shift.data(), y);
+          break;
+        }
         cuda_kernels::batchnorm_train_forward({m.shape, x, y, m.w->value.data(), m.b->value.data(),
                                                m.bn->eps(), m.bn->momentum(), m.running_mean.data(),
                                                m.running_var.data(),
@@ -495,7 +504,7 @@ BatchResult CudaCnnTrainer::step(std::span<const float> x, std::span<const int32
   label_bits_.assign(static_cast<std::size_t>(mb_), 0.0f);  // int32 bit patterns in floats
   std::memcpy(label_bits_.data(), labels.data(), labels.size() * sizeof(int32_t));
   labels_.upload(label_bits_);
-  forward();
+  forward(true);
   Node& last = *nodes_.back();
   const LossResult r = cuda_kernels::softmax_cross_entropy(
       last.out.data(), reinterpret_cast<const int32_t*>(labels_.data()), mb_, classes_,
@@ -508,6 +517,94 @@ BatchResult CudaCnnTrainer::step(std::span<const float> x, std::span<const int32
   update();
   cuda::synchronize();
   return BatchResult{r.loss_sum, r.correct, mb_};
+}
+
+// BatchNorm in evaluation: y = gamma (x - running mean) / sqrt(running var + eps) + beta as
+// scale * x + shift per channel, computed in double on the host from the device's current values
+// (once per set of weights: evaluate() calls this when a step has run since).
+void CudaCnnTrainer::prepare_evaluation() {
+  for (const auto& m : nodes_) {
+    if (m->bn == nullptr) continue;
+    const std::vector<float> gamma = cuda::to_host(m->w->value), beta = cuda::to_host(m->b->value),
+                             mean = cuda::to_host(m->running_mean),
+                             var = cuda::to_host(m->running_var);
+    std::vector<float> scale(gamma.size()), shift(gamma.size());
+    for (std::size_t c = 0; c < gamma.size(); ++c) {
+      const double k = gamma[c] / std::sqrt(double{var[c]} + m->bn->eps());
+      scale[c] = static_cast<float>(k);
+      shift[c] = static_cast<float>(beta[c] - k * mean[c]);
+    }
+    m->eval_scale.upload(scale);
+    m->eval_shift.upload(shift);
+  }
+  eval_ready_at_ = steps_;
+}
+
+BatchResult CudaCnnTrainer::evaluate(std::span<const float> x, std::span<const int32_t> labels) {
+  const auto n = static_cast<int64_t>(labels.size());
+  const int64_t per_image = nodes_[0]->numel / mb_;
+  NNPERF_CHECK(n >= 1 && n <= mb_ && static_cast<int64_t>(x.size()) == n * per_image,
+               "{} input values and {} labels for a planned batch of {} x {}", x.size(), n, mb_,
+               per_image);
+  for (const int32_t l : labels) {
+    if (l < 0 || l >= classes_) fail("label {} outside [0, {})", l, classes_);
+  }
+  if (eval_ready_at_ != steps_) prepare_evaluation();
+  // A short batch fills the first n images; the rest keep their last contents, which no image's
+  // result depends on in evaluation (every layer works per image).
+  eval_input_.resize(static_cast<std::size_t>(nodes_[0]->numel));
+  std::copy(x.begin(), x.end(), eval_input_.begin());
+  nodes_[0]->out.upload(eval_input_);
+  forward(false);
+  const std::vector<float> logits = cuda::to_host(nodes_.back()->out);
+  if (!all_finite(logits.data(), n * classes_)) {
+    throw DivergenceError("evaluation failed: non-finite logits on the GPU");
+  }
+  const LossResult r = softmax_cross_entropy(logits.data(), labels.data(), n, classes_, nullptr,
+                                             1.0f / static_cast<float>(n), label_smoothing_);
+  return BatchResult{r.loss_sum, r.correct, n};
+}
+
+std::vector<std::pair<std::string, Tensor>> CudaCnnTrainer::optimizer_state() const {
+  std::vector<std::pair<std::string, Tensor>> state;
+  const bool adam = opt_.name == "adam";
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const Param& p = *params_[i];
+    if (p.s1.size() == 0) continue;
+    const Shape& shape = p.host->shape();
+    const auto add = [&](const char* name, const cuda::Buffer& b) {
+      Tensor t(shape);
+      b.download({t.data(), count(shape)});
+      state.emplace_back(fmt::format("{}.{}", name, i), std::move(t));
+    };
+    add(adam ? "exp_avg" : "momentum_buffer", p.s1);
+    if (adam) add("exp_avg_sq", p.s2);
+  }
+  return state;
+}
+
+void CudaCnnTrainer::load_optimizer_state(
+    const std::vector<std::pair<std::string, const Tensor*>>& state, int64_t steps) {
+  NNPERF_CHECK(steps >= 0, "step count {}", steps);
+  for (const auto& [name, t] : state) {
+    const std::size_t dot = name.rfind('.');
+    const std::string kind = name.substr(0, dot);
+    const std::size_t i = dot == std::string::npos ? params_.size()
+                                                   : std::stoul(name.substr(dot + 1));
+    if (i >= params_.size() || t->shape() != params_[i]->host->shape()) {
+      fail("optimizer state {}: no parameter of shape {} at that index", name, t->shape().str());
+    }
+    Param& p = *params_[i];
+    const std::span<const float> values{t->data(), count(t->shape())};
+    if (kind == "momentum_buffer" || kind == "exp_avg") {
+      p.s1 = cuda::to_device(values);
+    } else if (kind == "exp_avg_sq") {
+      p.s2 = cuda::to_device(values);
+    } else {
+      fail("optimizer state {}: not a state of the {} optimizer", name, opt_.name);
+    }
+  }
+  steps_ = steps;
 }
 
 void CudaCnnTrainer::download_params() {
@@ -523,6 +620,11 @@ void CudaCnnTrainer::download_params() {
 std::vector<float> CudaCnnTrainer::node_output(int n) const {
   NNPERF_CHECK(n >= 0 && n < static_cast<int>(nodes_.size()), "node {} of {}", n, nodes_.size());
   return cuda::to_host(nodes_[static_cast<std::size_t>(n)]->out);
+}
+
+std::vector<float> CudaCnnTrainer::node_grad(int n) const {
+  NNPERF_CHECK(n >= 1 && n < static_cast<int>(nodes_.size()), "node {} of {}", n, nodes_.size());
+  return cuda::to_host(nodes_[static_cast<std::size_t>(n)]->grad);
 }
 
 std::vector<float> CudaCnnTrainer::param_grad(std::size_t i) const {

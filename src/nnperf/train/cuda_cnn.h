@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nnperf/gpu/cuda.h"
@@ -58,13 +59,25 @@ class CudaCnnTrainer {
   // [0, classes); returns once the device has finished. Throws DivergenceError when the loss is
   // not finite.
   BatchResult step(std::span<const float> x, std::span<const int32_t> labels);
+  // Evaluation on n <= the planned batch of images ([n, C, H, W], host memory): BatchNorm on its
+  // running statistics; the loss (with the trainer's label smoothing) and accuracy computed on the
+  // host from the logits, as Trainer::evaluate. Throws DivergenceError on non-finite logits.
+  BatchResult evaluate(std::span<const float> x, std::span<const int32_t> labels);
   void set_lr(float lr) { lr_ = lr; }
   int64_t steps() const { return steps_; }
   // The device's parameters and BatchNorm running statistics written back into the graph.
   void download_params();
-  // Node n's output of the last step's forward pass, and parameter i's gradient of that step
+  // The optimizer's state read back under the CPU optimizer's names (Optimizer::state():
+  // momentum_buffer.<i>, or exp_avg.<i> and exp_avg_sq.<i>, i in Graph::params() order; none
+  // before the first step or for SGD without momentum), and its loading (a checkpoint's, through
+  // the CPU optimizer) with the step count it was saved at.
+  std::vector<std::pair<std::string, Tensor>> optimizer_state() const;
+  void load_optimizer_state(const std::vector<std::pair<std::string, const Tensor*>>& state,
+                            int64_t steps);
+  // Node n's output of the last step's forward pass and its gradient, and parameter i's gradient of that step
   // (Graph::params() order), read back from the device (for checks against the CPU Trainer).
   std::vector<float> node_output(int n) const;
+  std::vector<float> node_grad(int n) const;  // dL/d node n's output, of the last backward
   std::vector<float> param_grad(std::size_t i) const;
   // The cuDNN algorithms chosen per conv node: "fwd=..,bwd_data=..,bwd_weights=..".
   std::string algorithms(int node) const;
@@ -76,7 +89,8 @@ class CudaCnnTrainer {
   void plan_conv(Node& m, Conv2d& conv, const std::string& name, const CudaConvChoice& choice,
                  const float* x, const Shape& in, const Shape& out);
   void route_gradients();
-  void forward();
+  void forward(bool training);
+  void prepare_evaluation();
   void backward();
   void backward_node(int n);
   void update();
@@ -86,6 +100,8 @@ class CudaCnnTrainer {
   float lr_, label_smoothing_;
   bool deterministic_;
   int64_t steps_ = 0, mb_ = 0, classes_ = 0;
+  int64_t eval_ready_at_ = -1;  // steps_ when BatchNorm's evaluation maps were last computed
+  std::vector<float> eval_input_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Param>> params_;
   std::vector<float> label_bits_;
