@@ -120,6 +120,8 @@ stage_train() {
 stage_cnn() {
   step "train resnet18 cuda epochs" "$out/cnn.log" "${nn[@]}" train --model resnet18 --device cuda --data "$data" --epochs 2 --warmup-epochs 1 --batch-size 128 --workers 4 --algorithm find --progress lines --no-tensorboard --out-dir "$out/cnn_cuda"
   step "torch resnet18 cuda epochs" "$out/cnn.log" python3 "$here/train_torch.py" --device cuda --cudnn-benchmark --drop-last --model resnet18 --data "$data" --epochs 2 --batch-size 128 --json "$out/cnn_torch.json"
+  ls -l "$out/cnn_cuda" >> "$out/cnn.log" 2>&1
+  rm -f "$out/cnn_cuda"/*.ckpt  # 45 MB each: not carried back
 }
 # The device's ceilings (FMA, L2 and device-memory bandwidth, SGEMM) into a peaks.json env.
 stage_peaks() { step peaks "$out/peaks.log" "${nn[@]}" peaks --device cuda --out "$out/peaks.json" --env gpu; }
@@ -128,14 +130,16 @@ stage_real() {
   step "train mlp cuda" "$out/real.log" "${nn[@]}" train --device cuda --data "$data" --epochs 5 --warmup-epochs 1 --progress lines --no-tensorboard --out-dir "$out/train_mlp_cuda"
   step "activations cuda" "$out/real.log" "${nn[@]}" activations --device cuda --data "$data" --quick --out-dir "$out/activations_cuda"
 }
-# Nsight Compute over one ResNet-18 forward pass (batch 1), its counter roofline under the
-# ceilings measured by the peaks stage (env gpu of peaks.json; measured here if absent).
+# Nsight Compute over one ResNet-18 forward pass (batch 1) and one training step (batch 32,
+# 32x32), their counter rooflines under the ceilings measured by the peaks stage (env gpu of
+# peaks.json; measured here if absent).
 stage_ncu() {
   command -v ncu > /dev/null || { echo "ncu: not on PATH" >> "$out/summary.txt"; return; }
   mkdir -p "$here/scripts" && cp "$here/ncu_profile.sh" "$here/scripts/"
   local peaks=()
   [ -s "$out/peaks.json" ] && peaks=("$out/peaks.json" gpu)
   step ncu "$out/ncu.log" env "LD_LIBRARY_PATH=$ld" bash "$here/scripts/ncu_profile.sh" "$work/bin/nnperf" "$out/ncu" resnet18 1 224 "${peaks[@]}"
+  step "ncu train step" "$out/ncu.log" env "LD_LIBRARY_PATH=$ld" bash "$here/scripts/ncu_profile.sh" --train-step "$work/bin/nnperf" "$out/ncu_train" resnet18 32 32 "${peaks[@]}"
 }
 # compute-sanitizer's memcheck over the kernel suites.
 stage_sanitize() {

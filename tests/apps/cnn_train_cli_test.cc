@@ -331,6 +331,7 @@ TEST(CnnTrainCli, ProfileOneStepWritesTraceAndLayers) {
   EXPECT_GT(forward, 20);
   EXPECT_GT(backward, 20);
   EXPECT_FALSE(fs::exists(out / "training_metrics.csv"));  // the run ends after the step
+  EXPECT_EQ(read_json(out / "one_step.json")["clock"], "cpu-steady-clock");
 }
 
 // The recorded step is also marked with NVTX ranges (for Nsight): a stand-in tool loaded through

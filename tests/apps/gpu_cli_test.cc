@@ -139,6 +139,31 @@ TEST(GpuCli, CnnEpochTrainingOnTheGpuOrOneLineWhyNot) {
     const double want = ta.number(1, ta.require(col));
     EXPECT_NEAR(tb.number(1, tb.require(col)), want, 1e-5 * want) << col;
   }
+  // One step profiled on the GPU: every node's forward and backward and the four phases by CUDA
+  // events; the layers of a phase fit inside it.
+  const std::filesystem::path p = dir.path() / "p";
+  const auto prof = run_nnperf(fmt::format(
+      "train --device cuda {} --limit-train 44 --profile-one-step --warmup-iters 6 --out-dir '{}'",
+      tiny, p.string()));
+  ASSERT_EQ(prof.exit_code, 0) << prof.err;
+  const auto one = nlohmann::json::parse(test::read_text(p / "one_step.json"));
+  EXPECT_EQ(one["clock"], "cuda-events");
+  for (const char* phase : {"forward", "loss", "backward", "optimizer"}) {
+    EXPECT_GT(one["phases_ms"][phase].get<double>(), 0.0) << phase;
+  }
+  const CsvTable layers = read_csv(p / "one_step_layers.csv");
+  double forward_layers = 0;
+  int forward_rows = 0, backward_rows = 0;
+  for (std::size_t i = 0; i < layers.rows.size(); ++i) {
+    if (layers.cell(i, layers.require("node")) == "-1") continue;
+    const bool fwd = layers.cell(i, layers.require("phase")) == "forward";
+    (fwd ? forward_rows : backward_rows) += 1;
+    if (fwd) forward_layers += layers.number(i, layers.require("ms"));
+  }
+  EXPECT_EQ(forward_rows, backward_rows);
+  EXPECT_GT(forward_rows, 60);
+  EXPECT_LE(forward_layers, one["phases_ms"]["forward"].get<double>() * 1.001);
+
   // The CPU on the same 40 images (5 full batches), at a rate small enough that the runs stay
   // comparable (measured on an H200 at --lr 0.1: both diverged to losses of 10^4, a factor of 3
   // apart; here two CPU algorithms, gemm and direct, part by 0.45% at step 5 at --lr 0.001): the
@@ -167,7 +192,6 @@ TEST(GpuCli, CnnEpochTrainingRefusesWhatItCannotDoInOneLine) {
   test::TempDir dir;
   for (const auto& [flags, want] :
        std::vector<std::pair<std::string, std::string>>{
-           {"--device cuda --profile-one-step", "--profile-one-step: times the CPU's layers"},
            {"--device cuda --algorithm winograd_x", "--algorithm winograd_x: the forward pass"},
            {"--deterministic --algorithm find", "--deterministic: --algorithm find chooses by"},
            {"--device cuda --deterministic --algorithm fwd=guess,bwd_data=find",

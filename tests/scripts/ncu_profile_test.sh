@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/ncu_profile.sh with a stand-in ncu (tests/fakes/ncu) and given ceilings: the profiled
-# command is one measured pass of the model on the GPU with the shipped metric list, the CSV ncu
-# prints lands in kernels.csv and becomes a counter roofline; bad arguments exit 2.
+# command is one measured pass of the model on the GPU (or, --train-step, one recorded training
+# step) with the shipped metric list, the CSV ncu prints lands in kernels.csv and becomes a
+# counter roofline; bad arguments exit 2.
 #   ncu_profile_test.sh NNPERF SOURCE_DIR
 set -uo pipefail
 nnperf=$1 src=$2
@@ -21,6 +22,13 @@ args=$(tr '\n' ' ' < "$tmp/args")
   fail "profiled command: $args"
 grep -q '"ID"' "$tmp/out/kernels.csv" || fail "kernels.csv has no ncu CSV"
 [[ -s $tmp/out/roofline/ncu.json ]] || { cat "$tmp/log"; fail "no roofline/ncu.json"; }
+# One training step: the profiler window is the recorded step's (--profile-from-start off).
+bash "$src/scripts/ncu_profile.sh" --train-step "$nnperf" "$tmp/t" resnet18 8 32 "$tmp/peaks.json" \
+  gpu > "$tmp/log" 2>&1 || { cat "$tmp/log"; fail "--train-step rc $?"; }
+args=$(tr '\n' ' ' < "$tmp/args")
+[[ $args == "--profile-from-start off --metrics "*" train --device cuda --model resnet18 --synthetic --input-size 32 --batch-size 8 --limit-train 32 --limit-test 8 --profile-one-step"* ]] ||
+  fail "--train-step command: $args"
+[[ -s $tmp/t/roofline/ncu.json ]] || fail "--train-step: no roofline/ncu.json"
 bash "$src/scripts/ncu_profile.sh" "$nnperf" "$tmp/o2" resnet18 0 32 "$tmp/peaks.json" gpu \
   > /dev/null 2>&1
 [[ $? -eq 2 ]] || fail "BATCH 0 not refused with 2"

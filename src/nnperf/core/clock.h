@@ -5,6 +5,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace nnperf {
@@ -58,6 +59,31 @@ class CpuIntervalTimer final : public IntervalTimer {
 
  private:
   std::vector<int64_t> start_, acc_ns_, n_;
+};
+
+// Points on a clock's timeline, read together: mark() notes "now" and returns the mark's index
+// (0, 1, ...); read() returns every mark's time in ns from an origin of that clock and starts
+// over. The CPU one reads the steady clock at mark(); the CUDA one (gpu/cuda.h's
+// make_event_timeline) records an event into the stream, and read() synchronises once.
+class Timeline {
+ public:
+  virtual ~Timeline() = default;
+  virtual const char* name() const = 0;
+  virtual int mark() = 0;
+  virtual std::vector<int64_t> read() = 0;
+};
+
+class CpuTimeline final : public Timeline {
+ public:
+  const char* name() const override { return "cpu-steady-clock"; }
+  int mark() override {
+    marks_.push_back(now_ns());
+    return static_cast<int>(marks_.size()) - 1;
+  }
+  std::vector<int64_t> read() override { return std::exchange(marks_, {}); }
+
+ private:
+  std::vector<int64_t> marks_;
 };
 
 }  // namespace nnperf

@@ -102,6 +102,17 @@ inline std::vector<float> to_host(const Buffer& b) {
 // begin/end pairs per slot between resolves.
 std::unique_ptr<IntervalTimer> make_event_timer(int slots);
 
+// A Timeline of CUDA events: mark() records one into the stream (events are created on first
+// use and reused); read() synchronises once on the last and returns each mark's time after the
+// first (cudaEventElapsedTime between consecutive marks, summed; about 0.5 us resolution), then
+// starts over. make_event_timer's intervals are pairs of marks on one.
+std::unique_ptr<Timeline> make_event_timeline();
+
+// cudaProfilerStart / cudaProfilerStop: the window a profiler started with
+// `--profile-from-start off` (ncu, nsys) collects; without one attached they do nothing.
+void profiler_start();
+void profiler_stop();
+
 // What one begin/end pair of the event timer costs: host microseconds to record two events, and the
 // device milliseconds an empty pair measures (the timer's resolution floor). Medians of `pairs`.
 struct EventTimerOverhead {

@@ -3,9 +3,11 @@
 // (libcuda.so.1) is opened by the runtime on first use, and gpu/probe.h's dlopen probe words the
 // reason when it is missing.
 #include <cuda_runtime.h>
+#include <cuda_profiler_api.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <vector>
 
@@ -124,47 +126,72 @@ void synchronize() {
 
 namespace {
 
-// Events are created once and reused: begin/end only record them (no allocation on the timed path).
-class EventTimer final : public IntervalTimer {
+class EventTimeline final : public Timeline {
  public:
-  explicit EventTimer(int slots)
-      : pending_(static_cast<std::size_t>(slots), -1) {}
-  ~EventTimer() override {
+  EventTimeline() = default;
+  ~EventTimeline() override {
     for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
   }
-  EventTimer(const EventTimer&) = delete;
-  EventTimer& operator=(const EventTimer&) = delete;
+  EventTimeline(const EventTimeline&) = delete;
+  EventTimeline& operator=(const EventTimeline&) = delete;
+  const char* name() const override { return "cuda-events"; }
+  int mark() override {
+    if (next_ == events_.size()) {
+      cudaEvent_t e = nullptr;
+      check(cudaEventCreate(&e), "cudaEventCreate");
+      events_.push_back(e);
+    }
+    check(cudaEventRecord(events_[next_], nullptr), "cudaEventRecord");
+    return static_cast<int>(next_++);
+  }
+  // Summed from consecutive marks' intervals (each short, so its float milliseconds keep their
+  // precision however long the timeline runs).
+  std::vector<int64_t> read() override {
+    std::vector<int64_t> t(next_, 0);
+    if (next_ > 0) check(cudaEventSynchronize(events_[next_ - 1]), "cudaEventSynchronize");
+    double ns = 0;
+    for (std::size_t i = 1; i < next_; ++i) {
+      float ms = 0.0f;
+      check(cudaEventElapsedTime(&ms, events_[i - 1], events_[i]), "cudaEventElapsedTime");
+      ns += static_cast<double>(ms) * 1e6;
+      t[i] = std::llround(ns);
+    }
+    next_ = 0;
+    return t;
+  }
 
+ private:
+  std::vector<cudaEvent_t> events_;
+  std::size_t next_ = 0;
+};
+
+// Begin/end are marks on an EventTimeline (events created once and reused: no allocation on the
+// timed path); resolve() reads the timeline once and sums each pair's interval into its slot.
+class EventTimer final : public IntervalTimer {
+ public:
+  explicit EventTimer(int slots) : pending_(static_cast<std::size_t>(slots), -1) {}
   const char* name() const override { return "cuda-events"; }
 
-  void begin(int slot) override {
-    const std::size_t s = static_cast<std::size_t>(slot);
-    pending_[s] = static_cast<int>(next_);
-    record();
-  }
+  void begin(int slot) override { pending_[static_cast<std::size_t>(slot)] = timeline_.mark(); }
 
   void end(int slot) override {
     const std::size_t s = static_cast<std::size_t>(slot);
     if (pending_[s] < 0) throw Error(fmt::format("event timer: end({}) without begin", slot));
-    pairs_.push_back({pending_[s], static_cast<int>(next_), slot});
+    pairs_.push_back({pending_[s], timeline_.mark(), slot});
     pending_[s] = -1;
-    record();
   }
 
   void resolve(std::vector<double>& ms, std::vector<int64_t>& counts) override {
     ms.resize(pending_.size(), 0.0);
     counts.resize(pending_.size(), 0);
-    if (next_ > 0) check(cudaEventSynchronize(events_[next_ - 1]), "cudaEventSynchronize");
+    const std::vector<int64_t> t = timeline_.read();
     for (const Pair& p : pairs_) {
-      float elapsed = 0.0f;
-      check(cudaEventElapsedTime(&elapsed, events_[static_cast<std::size_t>(p.begin)],
-                                 events_[static_cast<std::size_t>(p.end)]),
-            "cudaEventElapsedTime");
-      ms[static_cast<std::size_t>(p.slot)] += elapsed;
+      ms[static_cast<std::size_t>(p.slot)] +=
+          static_cast<double>(t[static_cast<std::size_t>(p.end)] -
+                              t[static_cast<std::size_t>(p.begin)]) * 1e-6;
       ++counts[static_cast<std::size_t>(p.slot)];
     }
     pairs_.clear();
-    next_ = 0;
     std::fill(pending_.begin(), pending_.end(), -1);
   }
 
@@ -172,19 +199,8 @@ class EventTimer final : public IntervalTimer {
   struct Pair {
     int begin, end, slot;
   };
-  void record() {
-    if (next_ == events_.size()) {
-      cudaEvent_t e = nullptr;
-      check(cudaEventCreate(&e), "cudaEventCreate");
-      events_.push_back(e);
-    }
-    check(cudaEventRecord(events_[next_], nullptr), "cudaEventRecord");
-    ++next_;
-  }
-
-  std::vector<int> pending_;  // per slot: index of its open begin event, or -1
-  std::vector<cudaEvent_t> events_;
-  std::size_t next_ = 0;
+  EventTimeline timeline_;
+  std::vector<int> pending_;  // per slot: index of its open begin mark, or -1
   std::vector<Pair> pairs_;
 };
 
@@ -199,6 +215,14 @@ std::unique_ptr<IntervalTimer> make_event_timer(int slots) {
   require("CUDA event timer");
   if (slots < 1) throw Error("event timer: at least one slot");
   return std::make_unique<EventTimer>(slots);
+}
+
+void profiler_start() { check(cudaProfilerStart(), "cudaProfilerStart"); }
+void profiler_stop() { check(cudaProfilerStop(), "cudaProfilerStop"); }
+
+std::unique_ptr<Timeline> make_event_timeline() {
+  require("CUDA event timeline");
+  return std::make_unique<EventTimeline>();
 }
 
 EventTimerOverhead measure_event_timer_overhead(int pairs) {

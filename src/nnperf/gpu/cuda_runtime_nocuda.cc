@@ -33,6 +33,9 @@ void Buffer::download(std::span<float>) const { fail(); }
 
 void synchronize() { fail(); }
 std::unique_ptr<IntervalTimer> make_event_timer(int) { fail(); }
+std::unique_ptr<Timeline> make_event_timeline() { fail(); }
+void profiler_start() { fail(); }
+void profiler_stop() { fail(); }
 EventTimerOverhead measure_event_timer_overhead(int) { fail(); }
 
 }  // namespace nnperf::cuda

@@ -38,11 +38,6 @@ namespace {
 // --device cuda: cuDNN's algorithm names, no CPU-only modes, a device (before any data is read).
 void validate_cuda(const CnnTrainOptions& o) {
   (void)parse_cuda_conv_choice(o.algorithm);
-  if (o.profile_one_step) {
-    throw UsageError(
-        "--profile-one-step: times the CPU's layers; on the GPU, `nnperf profile --device cuda` "
-        "times each layer and scripts/ncu_profile.sh runs Nsight Compute");
-  }
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
 }
@@ -409,17 +404,20 @@ nlohmann::json run_context(const CnnTrainOptions& o, const Session& s, int threa
       {"cuda", s.gpu ? gpu_context(o, s) : nlohmann::json(nullptr)}};
 }
 
-// --profile-one-step: unrecorded steps, then one step recorded per layer and phase.
+// --profile-one-step: unrecorded steps, then one step recorded per layer and phase (on the GPU by
+// CUDA events), written as one_step.json, one_step_trace.json and one_step_layers.csv.
 nlohmann::json profile_one_step(const CnnTrainOptions& o, Session& s, const fs::path& dir,
                                 const nlohmann::json& context) {
   const int64_t before = int64_t{o.warmup_iters} + o.profile_iter - 1;
   int64_t epoch = 0;
   s.train_loader.start_epoch(epoch);
   const auto next_batch = [&] {
-    if (!s.train_loader.next(s.x, s.labels)) {
-      s.train_loader.start_epoch(++epoch);
-      s.train_loader.next(s.x, s.labels);
-    }
+    do {
+      if (!s.train_loader.next(s.x, s.labels)) {
+        s.train_loader.start_epoch(++epoch);
+        s.train_loader.next(s.x, s.labels);
+      }
+    } while (s.gpu && static_cast<int64_t>(s.labels.size()) < s.batch_size);  // full batches
   };
   for (int64_t i = 0; i < before; ++i) {
     check_interrupt();
@@ -427,16 +425,33 @@ nlohmann::json profile_one_step(const CnnTrainOptions& o, Session& s, const fs::
     s.step(s.x, s.labels);
   }
   next_batch();
-  StepRecorder rec(s.graph.size());
+  // On the GPU the spans are CUDA events on the step's stream, read after it.
+  StepRecorder rec(s.graph.size(), s.gpu ? cuda::make_event_timeline() : nullptr);
   // NVTX ranges around the recorded step's layers and phases (nvtx.h), the recorder inside them.
   NvtxRanges nvtx(s.graph, &rec, &rec);
   const bool ranges = nvtx_available();
-  s.graph.set_hook(ranges ? static_cast<GraphHook*>(&nvtx) : &rec);
-  s.trainer.set_step_hook(ranges ? static_cast<StepHook*>(&nvtx) : &rec);
+  GraphHook* layer_hook = ranges ? static_cast<GraphHook*>(&nvtx) : &rec;
+  StepHook* step_hook = ranges ? static_cast<StepHook*>(&nvtx) : &rec;
+  if (s.gpu) {
+    s.gpu->set_hooks(layer_hook, step_hook);
+  } else {
+    s.graph.set_hook(layer_hook);
+    s.trainer.set_step_hook(step_hook);
+  }
+  if (s.gpu) cuda::profiler_start();  // the window of `ncu --profile-from-start off`
   s.step(s.x, s.labels);
+  if (s.gpu) {
+    cuda::profiler_stop();
+    s.gpu->set_hooks(nullptr, nullptr);
+  }
   s.graph.set_hook(nullptr);
   s.trainer.set_step_hook(nullptr);
-  return write_one_step_profile(dir, s.graph, rec, context);
+  const nlohmann::json phases = write_one_step_profile(dir, s.graph, rec, context);
+  write_json_atomic(dir / "one_step.json", {{"phases_ms", phases},
+                                            {"clock", rec.clock()},
+                                            {"nvtx_ranges", nvtx_available()},
+                                            {"context", context}});
+  return phases;
 }
 
 nlohmann::json final_results(const CnnTrainResult& r, const Session& s, const RunState& st,
@@ -515,8 +530,6 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
   }
   if (o.profile_one_step) {
     const nlohmann::json phases = profile_one_step(o, s, r.out_dir, context);
-    write_json_atomic(r.out_dir / "one_step.json",
-                      {{"phases_ms", phases}, {"nvtx_ranges", nvtx_available()}, {"context", context}});
     progress.line(fmt::format("one step: {}", phases.dump()));
     return r;
   }

@@ -3,8 +3,8 @@
 // warm-up then cosine per step, label smoothing), augmentation and normalisation, a loader with
 // worker threads, the per-epoch records and their outputs (runs/cnn_train_outputs.h),
 // checkpoints (best, every --save-every epochs, final weights), --resume, and the one-step
-// profile (--profile-one-step, CPU only). With --device cuda the steps and the evaluation run on
-// the GPU; the rest is the same.
+// profile (--profile-one-step). With --device cuda the steps, the evaluation and the profiled
+// step (timed by CUDA events) run on the GPU; the rest is the same.
 #pragma once
 #include <cstdint>
 #include <filesystem>

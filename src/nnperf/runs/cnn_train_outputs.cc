@@ -114,7 +114,7 @@ void CnnTrainOutputs::finish(const nlohmann::json& final_results) {
 }
 
 nlohmann::json write_one_step_profile(const fs::path& dir, const Graph& graph,
-                                      const StepRecorder& rec, const nlohmann::json& context) {
+                                      StepRecorder& rec, const nlohmann::json& context) {
   const auto& spans = rec.spans();
   int64_t origin = spans.empty() ? 0 : spans.front().begin_ns;
   for (const auto& s : spans) origin = std::min(origin, s.begin_ns);

@@ -43,6 +43,6 @@ class CnnTrainOutputs {
 // one_step_layers.csv (node, name, kind, phase, start_ms, ms) from one recorded step; returns
 // the per-phase milliseconds {forward, loss, backward, optimizer}.
 nlohmann::json write_one_step_profile(const std::filesystem::path& dir, const Graph& graph,
-                                      const StepRecorder& rec, const nlohmann::json& context);
+                                      StepRecorder& rec, const nlohmann::json& context);
 
 }  // namespace nnperf

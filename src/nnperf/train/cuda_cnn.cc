@@ -322,70 +322,76 @@ void CudaCnnTrainer::route_gradients() {
 }
 
 void CudaCnnTrainer::forward(bool training) {
-  for (std::size_t n = 1; n < nodes_.size(); ++n) {
-    Node& m = *nodes_[n];
-    const float* x = nodes_[static_cast<std::size_t>(m.inputs[0])]->out.data();
-    float* y = m.out.data();
-    switch (m.kind) {
-      case Kind::kConv:
-        m.fwd->run_with(m.alg_fwd, x, m.w->value.data(), y);
-        if (m.b != nullptr) cuda_kernels::channel_affine(m.shape, y, nullptr, m.b->value.data(), y);
-        break;
-      case Kind::kBatchNorm:
-        if (!training) {
-          cuda_kernels::channel_affine(m.shape, x, m.eval_scale.data(), m.eval_shift.data(), y);
-          break;
-        }
-        cuda_kernels::batchnorm_train_forward({m.shape, x, y, m.w->value.data(), m.b->value.data(),
-                                               m.bn->eps(), m.bn->momentum(), m.running_mean.data(),
-                                               m.running_var.data(),
-                                               reinterpret_cast<double*>(m.save_mean.data()),
-                                               reinterpret_cast<double*>(m.save_inv.data()), 1});
-        break;
-      case Kind::kActivation:
-        cuda_kernels::activation_forward(*m.act, x, y, m.numel);
-        break;
-      case Kind::kMaxPool:
-        cuda_kernels::maxpool2d_forward_argmax(m.pool, x, y,
-                                               reinterpret_cast<int32_t*>(m.argmax.data()));
-        break;
-      case Kind::kAvgPool:
-        cuda_kernels::avgpool2d_forward(m.pool, m.count_include_pad, x, y);
-        break;
-      case Kind::kAdaptivePool:
-        cuda_kernels::adaptive_avgpool2d_forward(m.pool, x, y);
-        break;
-      case Kind::kAdd:
-        cuda_kernels::add(x, nodes_[static_cast<std::size_t>(m.inputs[1])]->out.data(), y, m.numel);
-        for (std::size_t i = 2; i < m.inputs.size(); ++i) {
-          cuda_kernels::add(y, nodes_[static_cast<std::size_t>(m.inputs[i])]->out.data(), y,
-                            m.numel);
-        }
-        break;
-      case Kind::kConcat: {
-        int64_t offset = 0;
-        for (const int k : m.inputs) {
-          const int64_t part = graph_.output_shape(k).numel() / m.mb;
-          cuda_kernels::concat_part(nodes_[static_cast<std::size_t>(k)]->out.data(), m.mb, part, y,
-                                    m.numel / m.mb, offset);
-          offset += part;
-        }
+  for (int n = 1; n < static_cast<int>(nodes_.size()); ++n) {
+    if (layer_hook_ != nullptr) layer_hook_->before(n, Phase::kForward);
+    forward_node(n, training);
+    if (layer_hook_ != nullptr) layer_hook_->after(n, Phase::kForward);
+  }
+}
+
+void CudaCnnTrainer::forward_node(int n, bool training) {
+  Node& m = *nodes_[static_cast<std::size_t>(n)];
+  const float* x = nodes_[static_cast<std::size_t>(m.inputs[0])]->out.data();
+  float* y = m.out.data();
+  switch (m.kind) {
+    case Kind::kConv:
+      m.fwd->run_with(m.alg_fwd, x, m.w->value.data(), y);
+      if (m.b != nullptr) cuda_kernels::channel_affine(m.shape, y, nullptr, m.b->value.data(), y);
+      break;
+    case Kind::kBatchNorm:
+      if (!training) {
+        cuda_kernels::channel_affine(m.shape, x, m.eval_scale.data(), m.eval_shift.data(), y);
         break;
       }
-      case Kind::kLinear: {
-        const GemmShape& s = m.gemm;
-        gemm_run(find_gemm("cublas", Device::kCuda),
-                 gemm_args(s, x, s.k, m.w->value.data(), s.n, y, s.n, nullptr, 1));
-        if (m.b != nullptr) cuda_kernels::add_bias_rows(y, m.b->value.data(), s.m, s.n, s.n);
-        break;
+      cuda_kernels::batchnorm_train_forward({m.shape, x, y, m.w->value.data(), m.b->value.data(),
+                                             m.bn->eps(), m.bn->momentum(), m.running_mean.data(),
+                                             m.running_var.data(),
+                                             reinterpret_cast<double*>(m.save_mean.data()),
+                                             reinterpret_cast<double*>(m.save_inv.data()), 1});
+      break;
+    case Kind::kActivation:
+      cuda_kernels::activation_forward(*m.act, x, y, m.numel);
+      break;
+    case Kind::kMaxPool:
+      cuda_kernels::maxpool2d_forward_argmax(m.pool, x, y,
+                                             reinterpret_cast<int32_t*>(m.argmax.data()));
+      break;
+    case Kind::kAvgPool:
+      cuda_kernels::avgpool2d_forward(m.pool, m.count_include_pad, x, y);
+      break;
+    case Kind::kAdaptivePool:
+      cuda_kernels::adaptive_avgpool2d_forward(m.pool, x, y);
+      break;
+    case Kind::kAdd:
+      cuda_kernels::add(x, nodes_[static_cast<std::size_t>(m.inputs[1])]->out.data(), y, m.numel);
+      for (std::size_t i = 2; i < m.inputs.size(); ++i) {
+        cuda_kernels::add(y, nodes_[static_cast<std::size_t>(m.inputs[i])]->out.data(), y,
+                          m.numel);
       }
-      case Kind::kFlatten:
-        cuda_kernels::copy(x, y, m.numel);
-        break;
-      case Kind::kRelu6:
-      case Kind::kDropout:
-        break;
+      break;
+    case Kind::kConcat: {
+      int64_t offset = 0;
+      for (const int k : m.inputs) {
+        const int64_t part = graph_.output_shape(k).numel() / m.mb;
+        cuda_kernels::concat_part(nodes_[static_cast<std::size_t>(k)]->out.data(), m.mb, part, y,
+                                  m.numel / m.mb, offset);
+        offset += part;
+      }
+      break;
     }
+    case Kind::kLinear: {
+      const GemmShape& s = m.gemm;
+      gemm_run(find_gemm("cublas", Device::kCuda),
+               gemm_args(s, x, s.k, m.w->value.data(), s.n, y, s.n, nullptr, 1));
+      if (m.b != nullptr) cuda_kernels::add_bias_rows(y, m.b->value.data(), s.m, s.n, s.n);
+      break;
+    }
+    case Kind::kFlatten:
+      cuda_kernels::copy(x, y, m.numel);
+      break;
+    case Kind::kRelu6:
+    case Kind::kDropout:
+      break;
   }
 }
 
@@ -461,7 +467,15 @@ void CudaCnnTrainer::backward_node(int n) {
 }
 
 void CudaCnnTrainer::backward() {
-  for (int n = static_cast<int>(nodes_.size()) - 1; n >= 1; --n) backward_node(n);
+  for (int n = static_cast<int>(nodes_.size()) - 1; n >= 1; --n) {
+    if (layer_hook_ != nullptr) layer_hook_->before(n, Phase::kBackward);
+    backward_node(n);
+    if (layer_hook_ != nullptr) layer_hook_->after(n, Phase::kBackward);
+  }
+}
+
+void CudaCnnTrainer::mark(StepPhase phase, bool begin) {
+  if (step_hook_ != nullptr) step_hook_->phase(phase, begin);
 }
 
 void CudaCnnTrainer::update() {
@@ -504,17 +518,25 @@ BatchResult CudaCnnTrainer::step(std::span<const float> x, std::span<const int32
   label_bits_.assign(static_cast<std::size_t>(mb_), 0.0f);  // int32 bit patterns in floats
   std::memcpy(label_bits_.data(), labels.data(), labels.size() * sizeof(int32_t));
   labels_.upload(label_bits_);
+  mark(StepPhase::kForward, true);
   forward(true);
+  mark(StepPhase::kForward, false);
+  mark(StepPhase::kLoss, true);
   Node& last = *nodes_.back();
   const LossResult r = cuda_kernels::softmax_cross_entropy(
       last.out.data(), reinterpret_cast<const int32_t*>(labels_.data()), mb_, classes_,
       last.grad.data(), 1.0f / static_cast<float>(mb_), label_smoothing_);
+  mark(StepPhase::kLoss, false);
   if (!std::isfinite(r.loss_sum)) {
     throw DivergenceError(fmt::format("training diverged at step {}: loss is {} on the GPU",
                                       steps_ + 1, r.loss_sum / static_cast<double>(mb_)));
   }
+  mark(StepPhase::kBackward, true);
   backward();
+  mark(StepPhase::kBackward, false);
+  mark(StepPhase::kOptimizer, true);
   update();
+  mark(StepPhase::kOptimizer, false);
   cuda::synchronize();
   return BatchResult{r.loss_sum, r.correct, mb_};
 }

@@ -79,6 +79,13 @@ class CudaCnnTrainer {
   std::vector<float> node_output(int n) const;
   std::vector<float> node_grad(int n) const;  // dL/d node n's output, of the last backward
   std::vector<float> param_grad(std::size_t i) const;
+  // Hooks around every node's forward and backward and around the step's four phases, called as
+  // the work is queued (a recorder on the GPU's timeline, e.g. StepRecorder with CUDA events, and
+  // NVTX ranges; null: none). For a profiled step: each call costs an event record or more.
+  void set_hooks(GraphHook* layers, StepHook* phases) {
+    layer_hook_ = layers;
+    step_hook_ = phases;
+  }
   // The cuDNN algorithms chosen per conv node: "fwd=..,bwd_data=..,bwd_weights=..".
   std::string algorithms(int node) const;
 
@@ -90,6 +97,8 @@ class CudaCnnTrainer {
                  const float* x, const Shape& in, const Shape& out);
   void route_gradients();
   void forward(bool training);
+  void forward_node(int n, bool training);
+  void mark(StepPhase phase, bool begin);
   void prepare_evaluation();
   void backward();
   void backward_node(int n);
@@ -102,6 +111,8 @@ class CudaCnnTrainer {
   int64_t steps_ = 0, mb_ = 0, classes_ = 0;
   int64_t eval_ready_at_ = -1;  // steps_ when BatchNorm's evaluation maps were last computed
   std::vector<float> eval_input_;
+  GraphHook* layer_hook_ = nullptr;
+  StepHook* step_hook_ = nullptr;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Param>> params_;
   std::vector<float> label_bits_;
