@@ -4,8 +4,9 @@
 // pooling within the CPU rows' 1e-6 relative, the per-channel affine (BatchNorm inference, conv
 // bias), clamp (ReLU6), Add and Concat exact; for training, BatchNorm's forward (with running
 // statistics) and backward against the CPU kernels within float32 rounding of float64 sums, and
-// the pool backward passes (and max pooling's argmax) equal to the CPU loops' results. Without a
-// device every entry refuses with the reason.
+// the pool backward passes (and max pooling's argmax) equal to the CPU loops' results; Dropout's
+// masks equal to their host recomputation, its and ReLU6's backward exact. Without a device every
+// entry refuses with the reason.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "nnperf/core/error.h"
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/batchnorm.h"
+#include "nnperf/kernels/counter_rng.h"
 #include "nnperf/kernels/cuda_kernels.h"
 #include "nnperf/kernels/pool.h"
 #include "test_util.h"
@@ -49,6 +51,8 @@ TEST(CudaCnnKernels, WithoutADeviceEachEntryRefusesWithTheReason) {
   EXPECT_THROW(cuda_kernels::clamp(&x, &x, 1, 0.0f, 6.0f), Error);
   EXPECT_THROW(cuda_kernels::batchnorm_train_forward(BatchNormTrainArgs{}), Error);
   EXPECT_THROW(cuda_kernels::avgpool2d_backward(kShapes[2], true, &x, &x), Error);
+  EXPECT_THROW(cuda_kernels::dropout_forward(&x, &x, &x, 1, 0.5f, 1, 0), Error);
+  EXPECT_THROW(cuda_kernels::clamp_backward(&x, &x, &x, 1, 0.0f, 6.0f), Error);
 }
 
 TEST(CudaCnnKernels, PoolsMatchTheReferences) {
@@ -230,6 +234,50 @@ TEST(CudaCnnKernels, BatchNormTrainingMatchesTheCpuKernels) {
     near(to_host(dgg), dg, "d_gamma");
     near(to_host(dbg), db, "d_beta");
   }
+}
+
+// Dropout's forward: each mask entry the host's dropout_mask_entry of its draw (exactly), the
+// output x * mask, about `keep` of the entries kept; another offset draws another mask. Its
+// backward (multiply) and ReLU6's backward (clamp_backward, the boundaries 0 and 6 included)
+// exact against nn/'s loops.
+TEST(CudaCnnKernels, DropoutMaskMultiplyAndClampBackwardAreExact) {
+  SKIP_WITHOUT_DEVICE();
+  const int64_t n = 100003;
+  const float keep = 0.7f;
+  const uint64_t seed = 0x5EED0D0E00000003ull, offset = 12345;
+  std::vector<float> x = test::random_vector(n, 31, -3.0f, 9.0f);
+  x[0] = 0.0f;
+  x[1] = 6.0f;
+  x[2] = -0.0f;
+  const std::vector<float> dy = test::random_vector(n, 32, -1.0f, 1.0f);
+  cuda::Buffer dx(x.size()), y(x.size()), mask(x.size()), mask2(x.size()), dx2(x.size());
+  const cuda::Buffer xd = to_device(x), dyd = to_device(dy);
+  cuda_kernels::dropout_forward(xd.data(), y.data(), mask.data(), n, keep, seed, offset);
+  cuda_kernels::dropout_forward(xd.data(), dx2.data(), mask2.data(), n, keep, seed, offset + n);
+  cuda_kernels::multiply(dyd.data(), mask.data(), dx.data(), n);
+  const std::vector<float> m = to_host(mask), m2 = to_host(mask2), yh = to_host(y),
+                           dxh = to_host(dx);
+  int64_t kept = 0, same = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    ASSERT_EQ(m[k], dropout_mask_entry(seed, offset + static_cast<uint64_t>(i), keep)) << i;
+    ASSERT_EQ(yh[k], x[k] * m[k]) << i;
+    ASSERT_EQ(dxh[k], dy[k] * m[k]) << i;
+    kept += m[k] != 0.0f;
+    same += (m[k] != 0.0f) == (m2[k] != 0.0f);
+  }
+  const double sigma = std::sqrt(n * keep * (1.0 - keep));
+  EXPECT_NEAR(static_cast<double>(kept), n * keep, 5 * sigma);
+  // Independent masks agree on keep^2 + (1 - keep)^2 = 0.58 of the entries.
+  EXPECT_NEAR(static_cast<double>(same) / n, 0.58, 0.01);
+  cuda_kernels::clamp_backward(xd.data(), dyd.data(), dx.data(), n, 0.0f, 6.0f);
+  const std::vector<float> g = to_host(dx);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    ASSERT_EQ(g[k], (x[k] > 0.0f && x[k] < 6.0f) ? dy[k] : 0.0f) << i;
+  }
+  EXPECT_EQ(g[0], 0.0f);
+  EXPECT_EQ(g[1], 0.0f);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "nnperf/kernels/counter_rng.h"
 #include "nnperf/kernels/cuda_kernels.h"
 #include "nnperf/kernels/cuda_launch.cuh"
 
@@ -194,6 +195,25 @@ __global__ void copy_kernel(const float* x, float* y, int64_t n) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = x[i];
 }
 
+__global__ void dropout_kernel(const float* x, float* y, float* mask, int64_t n, float keep,
+                               uint64_t seed, uint64_t offset) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    const float m = dropout_mask_entry(seed, offset + static_cast<uint64_t>(i), keep);
+    mask[i] = m;
+    y[i] = x[i] * m;
+  }
+}
+
+__global__ void multiply_kernel(const float* a, const float* b, float* y, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = a[i] * b[i];
+}
+
+__global__ void clamp_backward_kernel(const float* x, const float* dy, float* dx, int64_t n,
+                                      float lo, float hi) {
+  for (int64_t i = first_index(); i < n; i += grid_stride())
+    dx[i] = (x[i] > lo && x[i] < hi) ? dy[i] : 0.0f;
+}
+
 __global__ void slice_kernel(const float* full, int64_t mb, int64_t part_per_image,
                              int64_t full_per_image, int64_t offset, float* part) {
   const int64_t n = mb * part_per_image;
@@ -214,6 +234,19 @@ __global__ void channel_sum_kernel(BatchNormShape s, const float* dy, float* db)
 }  // namespace
 
 void copy(const float* x, float* y, int64_t n) { launch_over(n, "copy", copy_kernel, x, y, n); }
+
+void dropout_forward(const float* x, float* y, float* mask, int64_t n, float keep, uint64_t seed,
+                     uint64_t offset) {
+  launch_over(n, "dropout", dropout_kernel, x, y, mask, n, keep, seed, offset);
+}
+
+void multiply(const float* a, const float* b, float* y, int64_t n) {
+  launch_over(n, "multiply", multiply_kernel, a, b, y, n);
+}
+
+void clamp_backward(const float* x, const float* dy, float* dx, int64_t n, float lo, float hi) {
+  launch_over(n, "clamp backward", clamp_backward_kernel, x, dy, dx, n, lo, hi);
+}
 
 void concat_slice(const float* full, int64_t mb, int64_t part_per_image, int64_t full_per_image,
                   int64_t offset, float* part) {

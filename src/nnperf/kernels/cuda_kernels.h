@@ -76,5 +76,13 @@ void maxpool2d_forward_argmax(const PoolShape& s, const float* x, float* y, int3
 void maxpool2d_backward(const PoolShape& s, const float* dy, const int32_t* argmax, float* dx);
 void avgpool2d_backward(const PoolShape& s, bool count_include_pad, const float* dy, float* dx);
 void adaptive_avgpool2d_backward(const PoolShape& s, const float* dy, float* dx);
+// Inverted dropout in training: mask[i] = dropout_mask_entry(seed, offset + i, keep)
+// (kernels/counter_rng.h) and y[i] = x[i] * mask[i]; the backward is multiply(dy, mask, dx).
+void dropout_forward(const float* x, float* y, float* mask, int64_t n, float keep, uint64_t seed,
+                     uint64_t offset);
+// y = a * b over n elements.
+void multiply(const float* a, const float* b, float* y, int64_t n);
+// clamp's backward (ReLU6: lo 0, hi 6): dx = dy where lo < x < hi, else 0, as nn/relu6.cc.
+void clamp_backward(const float* x, const float* dy, float* dx, int64_t n, float lo, float hi);
 
 }  // namespace nnperf::cuda_kernels

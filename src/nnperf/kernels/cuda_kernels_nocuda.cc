@@ -42,5 +42,8 @@ void maxpool2d_forward_argmax(const PoolShape&, const float*, float*, int32_t*) 
 void maxpool2d_backward(const PoolShape&, const float*, const int32_t*, float*) { fail(); }
 void avgpool2d_backward(const PoolShape&, bool, const float*, float*) { fail(); }
 void adaptive_avgpool2d_backward(const PoolShape&, const float*, float*) { fail(); }
+void dropout_forward(const float*, float*, float*, int64_t, float, uint64_t, uint64_t) { fail(); }
+void multiply(const float*, const float*, float*, int64_t) { fail(); }
+void clamp_backward(const float*, const float*, float*, int64_t, float, float) { fail(); }
 
 }  // namespace nnperf::cuda_kernels

@@ -22,6 +22,7 @@
 #include "nnperf/nn/activation.h"
 #include "nnperf/nn/batchnorm.h"
 #include "nnperf/nn/conv2d.h"
+#include "nnperf/nn/dropout.h"
 #include "nnperf/nn/cuda_inference.h"
 #include "nnperf/nn/cuda_layers.h"
 #include "nnperf/nn/linear.h"
@@ -32,12 +33,12 @@ namespace {
 
 using Kind = CudaLayerKind;
 
-// The kinds the GPU trainer runs (Dropout in training and ReLU6 have no GPU training kernels).
-std::optional<Kind> kind_of(const Layer& l) {
-  const std::optional<Kind> k = cuda_layer_kind(l);
-  if (k == Kind::kRelu6 || k == Kind::kDropout) return std::nullopt;
-  return k;
-}
+// The kinds the GPU trainer runs: every kind the GPU has kernels for.
+std::optional<Kind> kind_of(const Layer& l) { return cuda_layer_kind(l); }
+
+// Dropout node n's masks: draws (steps * elements) onwards of this seed (kernels/counter_rng.h),
+// so each step, each node and each element draws its own.
+uint64_t dropout_seed(int n) { return 0x5EED0D0E00000000ull ^ static_cast<uint64_t>(n); }
 
 std::size_t count(const Shape& s) { return static_cast<std::size_t>(s.numel()); }
 
@@ -159,6 +160,8 @@ struct CudaCnnTrainer::Node {
   cuda::Buffer argmax;  // int32 bit patterns, one per output
   const ActivationKernel* act = nullptr;
   GemmShape gemm{};
+  float keep = 1.0f;    // Dropout: 1 - p
+  cuda::Buffer mask;    // Dropout: the last training forward's mask, 0 or 1 / keep
 };
 
 CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
@@ -286,11 +289,14 @@ void CudaCnnTrainer::plan_node(int n, const CudaConvChoice& choice) {
       if (!l.has_bias()) m.b = nullptr;
       break;
     }
+    case Kind::kDropout:
+      m.keep = static_cast<float>(1.0 - dynamic_cast<Dropout&>(layer).p());
+      m.mask = cuda::Buffer(count(shape));
+      break;
     case Kind::kAdd:
     case Kind::kConcat:
     case Kind::kFlatten:
     case Kind::kRelu6:
-    case Kind::kDropout:  // refused by cuda_training_unsupported
       break;
   }
   nodes_[static_cast<std::size_t>(n)] = std::move(node);
@@ -390,7 +396,15 @@ void CudaCnnTrainer::forward_node(int n, bool training) {
       cuda_kernels::copy(x, y, m.numel);
       break;
     case Kind::kRelu6:
+      cuda_kernels::clamp(x, y, m.numel, 0.0f, 6.0f);
+      break;
     case Kind::kDropout:
+      if (!training) {
+        cuda_kernels::copy(x, y, m.numel);
+        break;
+      }
+      cuda_kernels::dropout_forward(x, y, m.mask.data(), m.numel, m.keep, dropout_seed(n),
+                                    static_cast<uint64_t>(steps_ * m.numel));
       break;
   }
 }
@@ -460,7 +474,10 @@ void CudaCnnTrainer::backward_node(int n) {
       if (dx != nullptr) cuda_kernels::copy(dy, dx, m.numel);
       break;
     case Kind::kRelu6:
+      if (dx != nullptr) cuda_kernels::clamp_backward(x, dy, dx, m.numel, 0.0f, 6.0f);
+      break;
     case Kind::kDropout:
+      if (dx != nullptr) cuda_kernels::multiply(dy, m.mask.data(), dx, m.numel);
       break;
   }
   for (const Node::Sum& a : m.accumulate) cuda_kernels::add(a.dst, a.src, a.dst, a.n);
@@ -647,6 +664,13 @@ std::vector<float> CudaCnnTrainer::node_output(int n) const {
 std::vector<float> CudaCnnTrainer::node_grad(int n) const {
   NNPERF_CHECK(n >= 1 && n < static_cast<int>(nodes_.size()), "node {} of {}", n, nodes_.size());
   return cuda::to_host(nodes_[static_cast<std::size_t>(n)]->grad);
+}
+
+std::vector<float> CudaCnnTrainer::dropout_mask(int n) const {
+  NNPERF_CHECK(n >= 1 && n < static_cast<int>(nodes_.size()) &&
+                   nodes_[static_cast<std::size_t>(n)]->kind == Kind::kDropout,
+               "node {} is not a Dropout", n);
+  return cuda::to_host(nodes_[static_cast<std::size_t>(n)]->mask);
 }
 
 std::vector<float> CudaCnnTrainer::param_grad(std::size_t i) const {

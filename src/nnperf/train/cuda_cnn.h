@@ -1,15 +1,17 @@
-// CNN training on the CUDA device (`train --iters N --device cuda`, the fixed-iteration driver):
-// a graph planned for training on the host (shapes and initial parameters are read from it; none
-// of its CPU work runs) walked on the device. Forward: cuDNN convolutions (the forward algorithm
-// asked for, guess or find; a named one cuDNN cannot serve falls back to its guess), BatchNorm in
-// training mode (batch statistics, running statistics updated), activations, pools (max with its
-// argmax), Add, Concat, Linear (cuBLAS), Flatten. Loss: softmax cross-entropy with label
-// smoothing. Backward: cuDNN's backward-data and backward-weights algorithms (guess, or find when
-// asked) and the backward kernels of kernels/cuda_kernels.h, with a node feeding several
-// consumers getting their gradients summed, as Graph does. Update: torch.optim's SGD (momentum,
-// Nesterov, weight decay) or Adam, as the CPU optimizer. One synchronisation per step (the loss
-// comes back). Layers without GPU training kernels (Dropout in training, ReLU6) are refused by
-// name before anything is allocated.
+// CNN training on the CUDA device (`train --device cuda`: epochs, and the fixed-iteration driver
+// with --iters): a graph planned for training on the host (shapes and initial parameters are read
+// from it; none of its CPU work runs) walked on the device. Forward: cuDNN convolutions (the
+// forward algorithm asked for, guess or find; a named one cuDNN cannot serve falls back to its
+// guess), BatchNorm in training mode (batch statistics, running statistics updated), activations,
+// ReLU6, pools (max with its argmax), Add, Concat, Linear (cuBLAS), Flatten, Dropout (inverted;
+// its masks drawn on the device by a counter-based generator, not the CPU layer's stream). Loss:
+// softmax cross-entropy with label smoothing. Backward: cuDNN's backward-data and
+// backward-weights algorithms (guess, or find when asked) and the backward kernels of
+// kernels/cuda_kernels.h, with a node feeding several consumers getting their gradients summed,
+// as Graph does. Update: torch.optim's SGD (momentum, Nesterov, weight decay) or Adam, as the CPU
+// optimizer. One synchronisation per step (the loss comes back). Evaluation: BatchNorm on its
+// running statistics, Dropout off. Layers without GPU kernels are refused by name before anything
+// is allocated.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -78,6 +80,9 @@ class CudaCnnTrainer {
   // (Graph::params() order), read back from the device (for checks against the CPU Trainer).
   std::vector<float> node_output(int n) const;
   std::vector<float> node_grad(int n) const;  // dL/d node n's output, of the last backward
+  // Dropout node n's mask of the last training forward (0 or 1 / (1 - p) per element): draws
+  // (step - 1) * elements onwards of the node's seed, kernels/counter_rng.h.
+  std::vector<float> dropout_mask(int n) const;
   std::vector<float> param_grad(std::size_t i) const;
   // Hooks around every node's forward and backward and around the step's four phases, called as
   // the work is queued (a recorder on the GPU's timeline, e.g. StepRecorder with CUDA events, and
