@@ -116,12 +116,14 @@ stage_train() {
 }
 # CNN epoch training on the GPU on Fashion-MNIST (ResNet-18, batch 128, cuDNN's find, two
 # epochs, the first untimed), then PyTorch's on the same recipe (cudnn.benchmark, TF32 off, the
-# last partial batch left out as nnperf's GPU trainer does).
+# last partial batch left out as nnperf's GPU trainer does); then one ResNet-50 step at batch 32
+# profiled per layer by CUDA events (--profile-one-step).
 stage_cnn() {
   step "train resnet18 cuda epochs" "$out/cnn.log" "${nn[@]}" train --model resnet18 --device cuda --data "$data" --epochs 2 --warmup-epochs 1 --batch-size 128 --workers 4 --algorithm find --progress lines --no-tensorboard --out-dir "$out/cnn_cuda"
   step "torch resnet18 cuda epochs" "$out/cnn.log" python3 "$here/train_torch.py" --device cuda --cudnn-benchmark --drop-last --model resnet18 --data "$data" --epochs 2 --batch-size 128 --json "$out/cnn_torch.json"
   ls -l "$out/cnn_cuda" >> "$out/cnn.log" 2>&1
   rm -f "$out/cnn_cuda"/*.ckpt  # 45 MB each: not carried back
+  step "one step resnet50 cuda" "$out/cnn.log" "${nn[@]}" train --model resnet50 --device cuda --synthetic --input-size 224 --batch-size 32 --limit-train 128 --limit-test 32 --profile-one-step --warmup-iters 5 --algorithm find --progress lines --no-tensorboard --out-dir "$out/one_step_resnet50"
 }
 # The device's ceilings (FMA, L2 and device-memory bandwidth, SGEMM) into a peaks.json env.
 stage_peaks() { step peaks "$out/peaks.log" "${nn[@]}" peaks --device cuda --out "$out/peaks.json" --env gpu; }
@@ -141,10 +143,10 @@ stage_ncu() {
   step ncu "$out/ncu.log" env "LD_LIBRARY_PATH=$ld" bash "$here/scripts/ncu_profile.sh" "$work/bin/nnperf" "$out/ncu" resnet18 1 224 "${peaks[@]}"
   step "ncu train step" "$out/ncu.log" env "LD_LIBRARY_PATH=$ld" bash "$here/scripts/ncu_profile.sh" --train-step "$work/bin/nnperf" "$out/ncu_train" resnet18 32 32 "${peaks[@]}"
 }
-# compute-sanitizer's memcheck over the kernel suites.
+# compute-sanitizer's memcheck over the kernel suites and a few GPU training steps.
 stage_sanitize() {
   command -v compute-sanitizer > /dev/null || { echo "compute-sanitizer: not on PATH" >> "$out/summary.txt"; return; }
-  step memcheck "$out/sanitize.log" env "LD_LIBRARY_PATH=$ld" compute-sanitizer --tool memcheck --error-exitcode 3 "$work/bin/test_gpu" --gtest_filter='CudaKernels*:CudaCnnKernels*:Rows/CudaGemm*:Rows/CudaActivation*'
+  step memcheck "$out/sanitize.log" env "LD_LIBRARY_PATH=$ld" compute-sanitizer --tool memcheck --error-exitcode 3 "$work/bin/test_gpu" --gtest_filter='CudaKernels*:CudaCnnKernels*:Rows/CudaGemm*:Rows/CudaActivation*:CudaCnnTrainer.EvaluationAndOptimizerState*'
 }
 
 stages=("$@")
