@@ -48,6 +48,13 @@ PlanContext training_ctx() {
   return ctx;
 }
 
+// The host side of a GPU trainer: shapes and parameters, no node storage (as the commands plan it).
+PlanContext gpu_host_ctx() {
+  PlanContext ctx = training_ctx();
+  ctx.node_storage = false;
+  return ctx;
+}
+
 // A layer the GPU has no kernels for (none of the registered models has one).
 class NoGpuLayer final : public Layer {
  public:
@@ -343,7 +350,7 @@ void expect_same_training(const std::string& model, const Shape& input, double g
   Graph cpu_graph = built(model, 5), gpu_graph = built(model, 5), local = built(model, 5);
   std::vector<Tensor> w0;
   for (const Param& p : cpu_graph.params()) w0.push_back(*p.value);
-  plan_model(find_model(model), gpu_graph, input, training_ctx());
+  plan_model(find_model(model), gpu_graph, input, gpu_host_ctx());
   plan_model(find_model(model), local, input, training_ctx());
   CudaCnnTrainer gpu(gpu_graph, sgd, "fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1", 0.0f,
                      /*deterministic=*/true);
@@ -391,7 +398,7 @@ TEST(CudaCnnTrainer, EvaluationAndOptimizerStateMatchTheCpu) {
   sgd.momentum = 0.9;
   const std::string gemm = "fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1";
   Graph g = built("resnet18", 5);
-  plan_model(find_model("resnet18"), g, input, training_ctx());
+  plan_model(find_model("resnet18"), g, input, gpu_host_ctx());
   CudaCnnTrainer gpu(g, sgd, gemm, 0.1f, /*deterministic=*/true);
   const Tensor x = test::random_tensor(input, 21);
   const std::vector<int32_t> labels = {3, 1, 4, 1};

@@ -149,6 +149,30 @@ TEST(Graph, NodeGradientsAreTheBackwardPassOnes) {
   EXPECT_THROW(g.grad(0), Error);
 }
 
+// Planned without node storage (the host side of a GPU trainer): the shapes and parameters are
+// there, no node holds a tensor, and running it is refused.
+TEST(Graph, AShapesOnlyPlanHoldsNoNodeStorageAndRefusesToRun) {
+  Graph g = two_branch_graph();
+  PlanContext ctx;
+  ctx.node_storage = false;
+  g.plan(Shape{5, 4}, ctx);
+  EXPECT_EQ(g.output_shape(4), (Shape{5, 6}));
+  EXPECT_EQ(g.params().size(), 6u);
+  for (int n = 1; n < g.size(); ++n) EXPECT_EQ(g.value(n).numel(), 0) << n;
+  EXPECT_EQ(g.grad(1).numel(), 0);
+  Tensor x = test::random_tensor({5, 4}, 1);
+  try {
+    g.forward(x);
+    FAIL() << "ran without storage";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "graph: forward() on a graph planned for shapes only (node_storage off)");
+  }
+  EXPECT_THROW(g.backward(Tensor({5, 3})), Error);
+  g.plan(Shape{5, 4}, PlanContext{});  // planned again with storage, it runs
+  EXPECT_EQ(g.forward(x).shape(), (Shape{5, 3}));
+}
+
 struct Event {
   int node;
   Phase phase;

@@ -42,6 +42,7 @@ struct Graph::Impl {
   std::vector<std::unique_ptr<Tensor>> scratch;
   bool planned = false;
   bool training = true;
+  bool storage = true;  // PlanContext::node_storage of the last plan
   const Tensor* input = nullptr;
   GraphHook* hook = nullptr;
 
@@ -53,6 +54,13 @@ struct Graph::Impl {
   }
   void require_planned(const char* what) const {
     if (!planned) throw Error(fmt::format("graph: {} before plan()", what));
+  }
+  void require_storage(const char* what) const {
+    require_planned(what);
+    if (!storage) {
+      throw Error(fmt::format("graph: {} on a graph planned for shapes only (node_storage off)",
+                              what));
+    }
   }
 };
 
@@ -109,6 +117,7 @@ void Graph::plan(const Shape& input_shape, const PlanContext& ctx) {
 
   g.nodes[0].shape = input_shape;
   g.training = ctx.training;
+  g.storage = ctx.node_storage;
   // NNPERF_VERBOSE=dispatch prints each layer's plan-time choice.
   const bool verbose_dispatch = verbose_enabled("dispatch");
   for (int i = 1; i < count; ++i) {
@@ -127,8 +136,12 @@ void Graph::plan(const Shape& input_shape, const PlanContext& ctx) {
       fmt::print(stderr, "nnperf dispatch: node {} '{}' {} -> {}{}{}\n", i, node.name,
                  node.layer->describe(), node.shape.str(), d.empty() ? "" : ": ", d);
     }
-    node.value.resize(node.shape);
-    if (ctx.training && i + 1 < count) {
+    if (ctx.node_storage) {
+      node.value.resize(node.shape);
+    } else {
+      node.value = Tensor();
+    }
+    if (ctx.training && ctx.node_storage && i + 1 < count) {
       node.grad.resize(node.shape);
     } else {
       node.grad = Tensor();  // an inference plan holds no gradient storage (also after training)
@@ -144,7 +157,7 @@ void Graph::plan(const Shape& input_shape, const PlanContext& ctx) {
   // Gradient routing, in backward order. The graph input gets none (no one reads it), so
   // layers fed by it skip that work (Linear skips its dX GEMM).
   g.scratch.clear();
-  if (ctx.training) {
+  if (ctx.training && ctx.node_storage) {
     std::vector<bool> written(static_cast<std::size_t>(count), false);
     for (int j = count - 1; j >= 1; --j) {
       Impl::Node& node = g.nodes[j];
@@ -188,7 +201,7 @@ const Shape& Graph::input_shape() const {
 
 const Tensor& Graph::forward(const Tensor& x) {
   Impl& g = *impl_;
-  g.require_planned("forward()");
+  g.require_storage("forward()");
   if (x.shape() != g.nodes[0].shape) {
     throw Error(fmt::format("graph input: expected shape {} (as planned), got {}",
                             g.nodes[0].shape.str(), x.shape().str()));
@@ -210,7 +223,7 @@ const Tensor& Graph::forward(const Tensor& x) {
 
 void Graph::backward(const Tensor& d_output) {
   Impl& g = *impl_;
-  g.require_planned("backward()");
+  g.require_storage("backward()");
   if (!g.training) throw Error("graph: backward() on a graph planned for inference (training off)");
   if (g.input == nullptr) throw Error("graph: backward() before forward()");
   const Impl::Node& out = g.nodes.back();

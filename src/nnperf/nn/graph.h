@@ -36,7 +36,9 @@ class Graph {
     return add(std::move(name), std::move(layer), {size() - 1});
   }
 
-  // Plans every node for this input shape (including the batch dimension).
+  // Plans every node for this input shape (including the batch dimension). With
+  // ctx.node_storage false, only shapes and the layers' own state: value() and grad() are empty
+  // and forward()/backward() refuse.
   void plan(const Shape& input_shape, const PlanContext& ctx);
   bool planned() const;
   const Shape& input_shape() const;

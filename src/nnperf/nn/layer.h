@@ -28,6 +28,10 @@ struct PlanContext {
   const GemmAlgorithm* gemm = nullptr;  // algorithm for Linear (and later im2col conv) layers
   int threads = 1;
   bool training = true;  // when false, layers may skip saving what backward needs
+  // false: the graph keeps no node outputs, gradients or scratch (forward/backward refuse), only
+  // shapes and the layers' parameters: the host side of a device trainer (train/cuda_cnn.h),
+  // which would otherwise hold every activation and gradient of the batch in host memory too.
+  bool node_storage = true;
   // Conv2d layers: a conv registry name, "guess" (the supported algorithm with the lowest cost())
   // or "find" (time every supported algorithm once per problem and threads, keep the fastest).
   std::string conv_algorithm = "guess";

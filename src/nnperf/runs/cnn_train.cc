@@ -145,11 +145,13 @@ struct Session {
     g.init(rng);
     return g;
   }
-  // On the GPU the graph is planned for its shapes and parameters only (no CPU convolution runs).
+  // On the GPU the host graph holds shapes and parameters only: no node storage, and no CPU
+  // convolution is timed or run.
   static PlanContext plan_context(const CnnTrainOptions& o, int threads) {
     PlanContext ctx;
     ctx.threads = threads;
     ctx.training = true;
+    ctx.node_storage = o.device != Device::kCuda;
     if (o.device == Device::kCuda) return ctx;
     ctx.conv_algorithm = o.algorithm;
     ctx.time_conv = time_conv_ms;

@@ -177,6 +177,7 @@ int64_t gpu_steps(const TrainDriverOptions& o, const ModelEntry& m, Graph& graph
                   const std::vector<std::vector<int32_t>>& ys, TrainDriverResult& r) {
   PlanContext host;  // shapes only: the CPU convolutions plan as guess and never run
   host.training = true;
+  host.node_storage = false;
   plan_model(m, graph, Shape{o.batch_size, sample[0], sample[1], sample[2]}, host);
   if (const std::string why = cuda_training_unsupported(graph); !why.empty()) {
     throw UsageError(fmt::format("--model {} --device cuda: {}", m.name, why));

@@ -45,7 +45,8 @@ CudaConvChoice parse_cuda_conv_choice(const std::string& algorithm);
 
 class CudaCnnTrainer {
  public:
-  // `graph` planned for training at the batch's shape; it must outlive the trainer. Throws
+  // `graph` planned for training at the batch's shape (PlanContext::node_storage may be off: only
+  // shapes, layers and parameters are read); it must outlive the trainer. Throws
   // UsageError for an unsupported layer or without a device/cuDNN, Error when the device memory
   // the plan needs is not free. conv_algorithm: as parse_cuda_conv_choice; a named algorithm that
   // cuDNN cannot serve for a layer falls back to its guess (algorithms() says what runs).
