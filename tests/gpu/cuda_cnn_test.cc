@@ -71,7 +71,7 @@ TEST(CudaCnnTrainer, CoversEveryRegisteredCnnAndRefusesAnUnknownLayerByName) {
     if (std::string(m.name) == "mlp") continue;
     SCOPED_TRACE(m.name);
     Graph g = built(m.name, 1);
-    plan_model(m, g, Shape{1, 3, 64, 64}, training_ctx());
+    plan_model(m, g, Shape{2, 3, 64, 64}, gpu_host_ctx());  // as the commands plan it
     EXPECT_EQ(cuda_training_unsupported(g), "");
   }
   Graph g;
