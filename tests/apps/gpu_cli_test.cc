@@ -24,6 +24,12 @@ namespace {
 
 using test::run_nnperf;
 
+// Without a usable device: exit 2, the one-line refusal with the reason.
+void expect_refused_without_device(const test::CommandResult& r) {
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "nnperf: error: --device cuda: " + cuda::unavailable_reason() + "\n");
+}
+
 TEST(GpuCli, MlpBenchGpuRowsWithADeviceOrOneLineWhyNot) {
   test::TempDir dir;
   const std::filesystem::path out = dir.path() / "mb";
@@ -32,8 +38,7 @@ TEST(GpuCli, MlpBenchGpuRowsWithADeviceOrOneLineWhyNot) {
       "--warmup 1 --consistency-steps 30 --overhead-reps 0 --synthetic --threads 1 --out-dir '{}'",
       out.string()));
   if (!cuda::available()) {
-    EXPECT_EQ(r.exit_code, 2);
-    EXPECT_EQ(r.err, "nnperf: error: --device cuda: " + cuda::unavailable_reason() + "\n");
+    expect_refused_without_device(r);
     EXPECT_FALSE(std::filesystem::exists(out));
     return;
   }
@@ -66,8 +71,7 @@ TEST(GpuCli, TrainAndActivationsOnTheGpuOrOneLineWhyNot) {
                                             (dir.path() / "study").string()));
   if (!cuda::available()) {
     for (const auto* r : {&gpu, &study}) {
-      EXPECT_EQ(r->exit_code, 2);
-      EXPECT_EQ(r->err, "nnperf: error: --device cuda: " + cuda::unavailable_reason() + "\n");
+      expect_refused_without_device(*r);
     }
     EXPECT_FALSE(std::filesystem::exists(dir.path() / "gpu"));
     EXPECT_FALSE(std::filesystem::exists(dir.path() / "study"));
@@ -108,8 +112,7 @@ TEST(GpuCli, CnnEpochTrainingOnTheGpuOrOneLineWhyNot) {
                                       kTinyCnn, kGpuAlgorithms);
   const auto r = run_nnperf(fmt::format("{} --save-every 1 --out-dir '{}'", run, a.string()));
   if (!cuda::available()) {
-    EXPECT_EQ(r.exit_code, 2);
-    EXPECT_EQ(r.err, "nnperf: error: --device cuda: " + cuda::unavailable_reason() + "\n");
+    expect_refused_without_device(r);
     EXPECT_FALSE(std::filesystem::exists(a));
     return;
   }
@@ -222,8 +225,7 @@ TEST(GpuCli, TheDriverTrainsACnnOnTheGpuOrOneLineWhyNot) {
       "--input-size 32 --num-classes 10 --device cuda --log-dir '{}'",
       dir.path().string()));
   if (!cuda::available()) {
-    EXPECT_EQ(r.exit_code, 2);
-    EXPECT_EQ(r.err, "nnperf: error: --device cuda: " + cuda::unavailable_reason() + "\n");
+    expect_refused_without_device(r);
     EXPECT_FALSE(std::filesystem::exists(dir.path() / "metrics.csv"));
   } else {
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -270,8 +272,7 @@ TEST(GpuCli, ProfileOnTheGpuOrOneLineWhyNot) {
       "--algorithm implicit_gemm --progress quiet --output-dir '{}'",
       out.string()));
   if (!cuda::available()) {
-    EXPECT_EQ(r.exit_code, 2);
-    EXPECT_EQ(r.err, "nnperf: error: --device cuda: " + cuda::unavailable_reason() + "\n");
+    expect_refused_without_device(r);
     EXPECT_FALSE(std::filesystem::exists(out));
   } else {
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -321,8 +322,7 @@ TEST(GpuCli, PeaksOnTheGpuAddAnEnvOrOneLineWhyNot) {
   const auto r = run_nnperf(fmt::format(
       "peaks --device cuda --quick --rounds 2 --sgemm-n 512 --env gpu --out '{}'", file.string()));
   if (!cuda::available()) {
-    EXPECT_EQ(r.exit_code, 2);
-    EXPECT_EQ(r.err, "nnperf: error: --device cuda: " + cuda::unavailable_reason() + "\n");
+    expect_refused_without_device(r);
     EXPECT_EQ(test::read_text(file), before);
   } else {
     ASSERT_EQ(r.exit_code, 0) << r.err;

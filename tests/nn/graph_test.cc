@@ -105,15 +105,27 @@ TEST(Graph, NodeFeedingOneConsumerTwice) {
   check_gradients(g, Shape{4, 3}, 200);
 }
 
-TEST(Graph, GradientsAreOverwrittenNotAccumulatedAcrossSteps) {
+// The two-branch graph planned for a batch of `mb`, initialised from `seed`, one forward and
+// backward on random x and dL/d output (kept in x and r for more passes).
+struct TwoBranchRun {
   Graph g = two_branch_graph();
-  g.plan(Shape{5, 4}, PlanContext{});
-  Rng rng(1);
-  g.init(rng);
-  Tensor x = test::random_tensor({5, 4}, 2);
-  Tensor r = test::random_tensor({5, 3}, 3);
-  g.forward(x);
-  g.backward(r);
+  Tensor x, r;
+  TwoBranchRun(int64_t mb, uint64_t seed) {
+    g.plan(Shape{mb, 4}, PlanContext{});
+    Rng rng(seed);
+    g.init(rng);
+    x = test::random_tensor({mb, 4}, seed + 1);
+    r = test::random_tensor({mb, 3}, seed + 2);
+    g.forward(x);
+    g.backward(r);
+  }
+};
+
+TEST(Graph, GradientsAreOverwrittenNotAccumulatedAcrossSteps) {
+  TwoBranchRun run(5, 1);
+  Graph& g = run.g;
+  const Tensor& x = run.x;
+  const Tensor& r = run.r;
   const Tensor first = *g.params()[0].grad;
   g.forward(x);
   g.backward(r);
@@ -124,14 +136,8 @@ TEST(Graph, GradientsAreOverwrittenNotAccumulatedAcrossSteps) {
 // grad(n) is dL/d(node n's output): an Add hands its gradient unchanged to both inputs, and
 // h's is the sum of its two consumers' (checked against Linear's and Tanh's backward by hand).
 TEST(Graph, NodeGradientsAreTheBackwardPassOnes) {
-  Graph g = two_branch_graph();  // nodes: 1 h, 2 a, 3 b, 4 sum, 5 out
-  g.plan(Shape{2, 4}, PlanContext{});
-  Rng rng(4);
-  g.init(rng);
-  Tensor x = test::random_tensor({2, 4}, 5);
-  Tensor r = test::random_tensor({2, 3}, 6);
-  g.forward(x);
-  g.backward(r);
+  TwoBranchRun run(2, 4);  // nodes: 1 h, 2 a, 3 b, 4 sum, 5 out
+  Graph& g = run.g;
   for (int64_t i = 0; i < g.grad(4).numel(); ++i) {
     ASSERT_EQ(g.grad(2)[i], g.grad(4)[i]);
     ASSERT_EQ(g.grad(3)[i], g.grad(4)[i]);

@@ -55,6 +55,95 @@ struct Graph::Impl {
   void require_planned(const char* what) const {
     if (!planned) throw Error(fmt::format("graph: {} before plan()", what));
   }
+  // Every node but the output feeds a later one.
+  void check_every_node_is_used() const {
+    std::vector<int> consumers(nodes.size(), 0);
+    for (std::size_t i = 1; i < nodes.size(); ++i) {
+      for (int in : nodes[i].inputs) ++consumers[static_cast<std::size_t>(in)];
+    }
+    for (std::size_t i = 0; i + 1 < nodes.size(); ++i) {
+      if (consumers[i] == 0) {
+        throw Error(
+            fmt::format("graph: node {} '{}' feeds no later node; only the last node (the "
+                        "output) may be unused",
+                        i, nodes[i].name));
+      }
+    }
+  }
+
+  // Node i's layer planned on its inputs' shapes; its output (and, training, gradient) storage
+  // and input pointers set.
+  void plan_node(int i, const PlanContext& ctx, bool verbose_dispatch) {
+    Node& node = nodes[static_cast<std::size_t>(i)];
+    std::vector<Shape> src_shapes;
+    for (int in : node.inputs) src_shapes.push_back(nodes[static_cast<std::size_t>(in)].shape);
+    try {
+      node.shape = node.layer->plan(src_shapes, ctx);
+    } catch (const InterruptedError&) {
+      throw;  // Ctrl-C during find's timing: not a planning error
+    } catch (const Error& e) {
+      throw Error(fmt::format("graph node {} '{}': {}", i, node.name, e.what()), e.kind());
+    }
+    if (verbose_dispatch) {
+      const std::string d = node.layer->dispatch();
+      fmt::print(stderr, "nnperf dispatch: node {} '{}' {} -> {}{}{}\n", i, node.name,
+                 node.layer->describe(), node.shape.str(), d.empty() ? "" : ": ", d);
+    }
+    if (ctx.node_storage) {
+      node.value.resize(node.shape);
+    } else {
+      node.value = Tensor();
+    }
+    if (ctx.training && ctx.node_storage && i + 1 < static_cast<int>(nodes.size())) {
+      node.grad.resize(node.shape);
+    } else {
+      node.grad = Tensor();  // an inference plan holds no gradient storage (also after training)
+    }
+    node.src.assign(node.inputs.size(), nullptr);
+    for (std::size_t s = 0; s < node.inputs.size(); ++s) {
+      if (node.inputs[s] != kInput)
+        node.src[s] = &nodes[static_cast<std::size_t>(node.inputs[s])].value;
+    }
+    node.d_src.assign(node.inputs.size(), nullptr);
+    node.accumulate.clear();
+  }
+
+  // Gradient routing, in backward order: a node's first consumer writes its gradient, later
+  // ones a scratch tensor added in after their backward. The graph input gets none (no one
+  // reads it), so layers fed by it skip that work (Linear skips its dX GEMM).
+  void route_gradients() {
+    std::vector<bool> written(nodes.size(), false);
+    for (std::size_t j = nodes.size(); j-- > 1;) {
+      Node& node = nodes[j];
+      std::vector<const Tensor*> used;  // scratch tensors taken by this node's backward call
+      for (std::size_t s = 0; s < node.inputs.size(); ++s) {
+        const int k = node.inputs[s];
+        if (k == kInput) continue;
+        Node& producer = nodes[static_cast<std::size_t>(k)];
+        if (!written[static_cast<std::size_t>(k)]) {
+          node.d_src[s] = &producer.grad;
+          written[static_cast<std::size_t>(k)] = true;
+          continue;
+        }
+        Tensor* t = nullptr;
+        for (const auto& candidate : scratch) {
+          if (candidate->shape() == producer.shape &&
+              std::find(used.begin(), used.end(), candidate.get()) == used.end()) {
+            t = candidate.get();
+            break;
+          }
+        }
+        if (t == nullptr) {
+          scratch.push_back(std::make_unique<Tensor>(producer.shape));
+          t = scratch.back().get();
+        }
+        used.push_back(t);
+        node.d_src[s] = t;
+        node.accumulate.push_back({&producer.grad, t});
+      }
+    }
+  }
+
   void require_storage(const char* what) const {
     require_planned(what);
     if (!storage) {
@@ -99,95 +188,17 @@ int Graph::add(std::string name, std::unique_ptr<Layer> layer, std::vector<int> 
 
 void Graph::plan(const Shape& input_shape, const PlanContext& ctx) {
   Impl& g = *impl_;
-  const int count = size();
   g.planned = false;
-  if (count < 2) throw Error("graph: nothing to plan, the graph has no layers");
-  std::vector<int> consumers(static_cast<std::size_t>(count), 0);
-  for (int i = 1; i < count; ++i) {
-    for (int in : g.nodes[i].inputs) ++consumers[in];
-  }
-  for (int i = 0; i + 1 < count; ++i) {
-    if (consumers[i] == 0) {
-      throw Error(
-          fmt::format("graph: node {} '{}' feeds no later node; only the last node (the "
-                      "output) may be unused",
-                      i, g.nodes[i].name));
-    }
-  }
-
+  if (size() < 2) throw Error("graph: nothing to plan, the graph has no layers");
+  g.check_every_node_is_used();
   g.nodes[0].shape = input_shape;
   g.training = ctx.training;
   g.storage = ctx.node_storage;
   // NNPERF_VERBOSE=dispatch prints each layer's plan-time choice.
   const bool verbose_dispatch = verbose_enabled("dispatch");
-  for (int i = 1; i < count; ++i) {
-    Impl::Node& node = g.nodes[i];
-    std::vector<Shape> src_shapes;
-    for (int in : node.inputs) src_shapes.push_back(g.nodes[in].shape);
-    try {
-      node.shape = node.layer->plan(src_shapes, ctx);
-    } catch (const InterruptedError&) {
-      throw;  // Ctrl-C during find's timing: not a planning error
-    } catch (const Error& e) {
-      throw Error(fmt::format("graph node {} '{}': {}", i, node.name, e.what()), e.kind());
-    }
-    if (verbose_dispatch) {
-      const std::string d = node.layer->dispatch();
-      fmt::print(stderr, "nnperf dispatch: node {} '{}' {} -> {}{}{}\n", i, node.name,
-                 node.layer->describe(), node.shape.str(), d.empty() ? "" : ": ", d);
-    }
-    if (ctx.node_storage) {
-      node.value.resize(node.shape);
-    } else {
-      node.value = Tensor();
-    }
-    if (ctx.training && ctx.node_storage && i + 1 < count) {
-      node.grad.resize(node.shape);
-    } else {
-      node.grad = Tensor();  // an inference plan holds no gradient storage (also after training)
-    }
-    node.src.assign(node.inputs.size(), nullptr);
-    for (std::size_t s = 0; s < node.inputs.size(); ++s) {
-      if (node.inputs[s] != kInput) node.src[s] = &g.nodes[node.inputs[s]].value;
-    }
-    node.d_src.assign(node.inputs.size(), nullptr);
-    node.accumulate.clear();
-  }
-
-  // Gradient routing, in backward order. The graph input gets none (no one reads it), so
-  // layers fed by it skip that work (Linear skips its dX GEMM).
+  for (int i = 1; i < size(); ++i) g.plan_node(i, ctx, verbose_dispatch);
   g.scratch.clear();
-  if (ctx.training && ctx.node_storage) {
-    std::vector<bool> written(static_cast<std::size_t>(count), false);
-    for (int j = count - 1; j >= 1; --j) {
-      Impl::Node& node = g.nodes[j];
-      std::vector<const Tensor*> used;  // scratch tensors taken by this node's backward call
-      for (std::size_t s = 0; s < node.inputs.size(); ++s) {
-        const int k = node.inputs[s];
-        if (k == kInput) continue;
-        if (!written[k]) {
-          node.d_src[s] = &g.nodes[k].grad;
-          written[k] = true;
-          continue;
-        }
-        Tensor* t = nullptr;
-        for (const auto& candidate : g.scratch) {
-          if (candidate->shape() == g.nodes[k].shape &&
-              std::find(used.begin(), used.end(), candidate.get()) == used.end()) {
-            t = candidate.get();
-            break;
-          }
-        }
-        if (t == nullptr) {
-          g.scratch.push_back(std::make_unique<Tensor>(g.nodes[k].shape));
-          t = g.scratch.back().get();
-        }
-        used.push_back(t);
-        node.d_src[s] = t;
-        node.accumulate.push_back({&g.nodes[k].grad, t});
-      }
-    }
-  }
+  if (ctx.training && ctx.node_storage) g.route_gradients();
   g.input = nullptr;
   g.planned = true;
 }
