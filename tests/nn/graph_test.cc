@@ -1,5 +1,6 @@
 // Graph: a two-branch DAG whose fan-out node needs gradient accumulation, checked by finite
 // differences of a float64 interpretation of the same graph; a node feeding one consumer twice;
+// the gradient routing (first consumer writes, later ones share scratch buffers);
 // hook order; input shape errors; no heap allocation in forward/backward; plan-time errors.
 #include "nnperf/nn/graph.h"
 
@@ -103,6 +104,34 @@ TEST(Graph, NodeFeedingOneConsumerTwice) {
   const int s = g.add("s", std::make_unique<Add>(), {h, h, t});
   g.add("out", std::make_unique<Linear>(5, 2), {s});
   check_gradients(g, Shape{4, 3}, 200);
+}
+
+TEST(Graph, GradientRoutingFirstConsumerWritesLaterOnesShareScratch) {
+  // h feeds a, s (twice) and u; a feeds s; s and u have h's shape. Backward order: out, u, s, a.
+  Graph g;
+  const int h = g.add("h", std::make_unique<Linear>(3, 5), {Graph::kInput});
+  const int a = g.add("a", std::make_unique<Activation>(find_activation("Tanh")), {h});
+  const int s = g.add("s", std::make_unique<Add>(), {h, a, h});
+  const int u = g.add("u", std::make_unique<Add>(), {s, h});
+  g.add("out", std::make_unique<Linear>(5, 2), {u});
+  PlanContext shapes_only;
+  shapes_only.node_storage = false;  // the routing needs shapes only
+  g.plan(Shape{4, 3}, shapes_only);
+  const GradientRouting r = g.gradient_routing();
+  using R = GradientRouting;
+  ASSERT_EQ(r.edge.size(), 6u);
+  EXPECT_TRUE(r.edge[0].empty());
+  EXPECT_EQ(r.edge[h], (std::vector<int>{R::kNone}));  // the graph input gets no gradient
+  EXPECT_EQ(r.edge[5], (std::vector<int>{R::kProducer}));
+  EXPECT_EQ(r.edge[u], (std::vector<int>{R::kProducer, R::kProducer}));  // u runs first: writes h's
+  // s runs after u: both its uses of h add in, through two different scratch buffers; a's
+  // gradient is written directly. a runs last and reuses scratch 0 (free again by then).
+  EXPECT_EQ(r.edge[s], (std::vector<int>{0, R::kProducer, 1}));
+  EXPECT_EQ(r.edge[a], (std::vector<int>{0}));
+  EXPECT_EQ(r.scratch, (std::vector<Shape>{Shape{4, 5}, Shape{4, 5}}));
+  // The same graph planned with storage backward()s along these routes: checked against finite
+  // differences.
+  check_gradients(g, Shape{4, 3}, 300);
 }
 
 // The two-branch graph planned for a batch of `mb`, initialised from `seed`, one forward and

@@ -108,36 +108,58 @@ struct Graph::Impl {
     node.accumulate.clear();
   }
 
-  // Gradient routing, in backward order: a node's first consumer writes its gradient, later
-  // ones a scratch tensor added in after their backward. The graph input gets none (no one
-  // reads it), so layers fed by it skip that work (Linear skips its dX GEMM).
-  void route_gradients() {
+  GradientRouting routing() const {
+    GradientRouting r;
+    r.edge.resize(nodes.size());
     std::vector<bool> written(nodes.size(), false);
     for (std::size_t j = nodes.size(); j-- > 1;) {
+      const Node& node = nodes[j];
+      std::vector<int> used;  // scratch buffers taken by this node's backward call
+      for (const int k : node.inputs) {
+        int route = GradientRouting::kNone;
+        const auto producer = static_cast<std::size_t>(k);
+        if (k == kInput) {
+          // no gradient for the graph input
+        } else if (!written[producer]) {
+          written[producer] = true;
+          route = GradientRouting::kProducer;
+        } else {
+          route = free_scratch(r.scratch, nodes[producer].shape, used);
+        }
+        r.edge[j].push_back(route);
+      }
+    }
+    return r;
+  }
+  // The first scratch buffer of `shape` not in `used` (a new one if none), marked used.
+  static int free_scratch(std::vector<Shape>& shapes, const Shape& shape, std::vector<int>& used) {
+    int t = 0;
+    for (; t < static_cast<int>(shapes.size()); ++t) {
+      if (shapes[static_cast<std::size_t>(t)] == shape &&
+          std::find(used.begin(), used.end(), t) == used.end()) {
+        break;
+      }
+    }
+    if (t == static_cast<int>(shapes.size())) shapes.push_back(shape);
+    used.push_back(t);
+    return t;
+  }
+
+  // Node storage wired as routing() says.
+  void route_gradients() {
+    const GradientRouting r = routing();
+    for (const Shape& shape : r.scratch) scratch.push_back(std::make_unique<Tensor>(shape));
+    for (std::size_t j = 1; j < nodes.size(); ++j) {
       Node& node = nodes[j];
-      std::vector<const Tensor*> used;  // scratch tensors taken by this node's backward call
       for (std::size_t s = 0; s < node.inputs.size(); ++s) {
-        const int k = node.inputs[s];
-        if (k == kInput) continue;
-        Node& producer = nodes[static_cast<std::size_t>(k)];
-        if (!written[static_cast<std::size_t>(k)]) {
+        const int route = r.edge[j][s];
+        if (route == GradientRouting::kNone) continue;
+        Node& producer = nodes[static_cast<std::size_t>(node.inputs[s])];
+        if (route == GradientRouting::kProducer) {
           node.d_src[s] = &producer.grad;
-          written[static_cast<std::size_t>(k)] = true;
           continue;
         }
-        Tensor* t = nullptr;
-        for (const auto& candidate : scratch) {
-          if (candidate->shape() == producer.shape &&
-              std::find(used.begin(), used.end(), candidate.get()) == used.end()) {
-            t = candidate.get();
-            break;
-          }
-        }
-        if (t == nullptr) {
-          scratch.push_back(std::make_unique<Tensor>(producer.shape));
-          t = scratch.back().get();
-        }
-        used.push_back(t);
+        Tensor* t = scratch[static_cast<std::size_t>(route)].get();
         node.d_src[s] = t;
         node.accumulate.push_back({&producer.grad, t});
       }
@@ -252,6 +274,11 @@ void Graph::backward(const Tensor& d_output) {
     }
     if (g.hook != nullptr) g.hook->after(i, Phase::kBackward);
   }
+}
+
+GradientRouting Graph::gradient_routing() const {
+  impl_->require_planned("gradient_routing()");
+  return impl_->routing();
 }
 
 void Graph::init(Rng& rng) {

@@ -21,6 +21,19 @@ class GraphHook {
   virtual void after(int node, Phase phase) = 0;
 };
 
+// Where backward writes each edge's gradient, fixed at plan time from the graph's structure and
+// shapes: in backward order, a node's first consumer overwrites the node's gradient, every later
+// consumer writes a scratch buffer that is added in right after that consumer's backward. A
+// scratch buffer is reused by later consumers of the same shape (never twice by one node). Edges
+// from the graph input get no gradient (no one reads it), so layers fed by it skip that work.
+struct GradientRouting {
+  static constexpr int kNone = -2;      // edge from the graph input: no gradient
+  static constexpr int kProducer = -1;  // writes the producer's gradient
+  // edge[node][slot]: kNone, kProducer or an index into scratch (edge[0] is empty).
+  std::vector<std::vector<int>> edge;
+  std::vector<Shape> scratch;  // each scratch buffer's shape
+};
+
 class Graph {
  public:
   Graph();
@@ -64,6 +77,9 @@ class Graph {
   // dL/d (node's output) from the last backward, for 1 <= node < size() - 1 (the output node's
   // gradient is backward()'s argument).
   const Tensor& grad(int node) const;
+  // The gradient routing of the planned graph (also of a shapes-only plan): Graph::backward
+  // follows it, and device trainers walking the graph on their own buffers follow the same.
+  GradientRouting gradient_routing() const;
 
   void set_hook(GraphHook* hook);  // null to remove
 

@@ -140,11 +140,10 @@ struct CudaCnnTrainer::Node {
   std::vector<float*> d_src;  // where backward writes each input's gradient (null: none needed)
   struct Sum {
     float* dst;        // the producer's gradient
-    const float* src;  // this node's scratch for that edge
+    const float* src;  // the edge's scratch buffer
     int64_t n;
   };
   std::vector<Sum> accumulate;
-  std::vector<cuda::Buffer> scratch;
   int64_t numel = 0, mb = 0;
   std::unique_ptr<cudnn::ConvForward> fwd;
   std::unique_ptr<cudnn::ConvBackward> bwd_data, bwd_weights;
@@ -302,27 +301,28 @@ void CudaCnnTrainer::plan_node(int n, const CudaConvChoice& choice) {
   nodes_[static_cast<std::size_t>(n)] = std::move(node);
 }
 
-// Graph's rule: in backward order, the first consumer of a node writes its gradient, later ones
-// write a scratch buffer that is added in after their backward. The graph input gets none.
+// Graph's routing (Graph::gradient_routing) on device buffers: a node's first consumer in
+// backward order writes its gradient, later ones a shared scratch buffer added in after their
+// backward; the graph input gets none.
 void CudaCnnTrainer::route_gradients() {
-  std::vector<bool> written(nodes_.size(), false);
-  for (std::size_t j = nodes_.size(); j-- > 1;) {
+  const GradientRouting r = graph_.gradient_routing();
+  for (const Shape& shape : r.scratch) scratch_.emplace_back(count(shape));
+  for (std::size_t j = 1; j < nodes_.size(); ++j) {
     Node& m = *nodes_[j];
-    for (const int k : m.inputs) {
-      if (k == Graph::kInput) {
+    for (std::size_t s = 0; s < m.inputs.size(); ++s) {
+      const int route = r.edge[j][s];
+      if (route == GradientRouting::kNone) {
         m.d_src.push_back(nullptr);
         continue;
       }
-      Node& producer = *nodes_[static_cast<std::size_t>(k)];
-      if (!written[static_cast<std::size_t>(k)]) {
-        written[static_cast<std::size_t>(k)] = true;
+      Node& producer = *nodes_[static_cast<std::size_t>(m.inputs[s])];
+      if (route == GradientRouting::kProducer) {
         m.d_src.push_back(producer.grad.data());
         continue;
       }
-      m.scratch.emplace_back(producer.grad.size());
-      m.d_src.push_back(m.scratch.back().data());
-      m.accumulate.push_back({producer.grad.data(), m.scratch.back().data(),
-                              static_cast<int64_t>(producer.grad.size())});
+      float* t = scratch_[static_cast<std::size_t>(route)].data();
+      m.d_src.push_back(t);
+      m.accumulate.push_back({producer.grad.data(), t, static_cast<int64_t>(producer.grad.size())});
     }
   }
 }

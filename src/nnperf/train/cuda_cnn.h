@@ -121,6 +121,7 @@ class CudaCnnTrainer {
   StepHook* step_hook_ = nullptr;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Param>> params_;
+  std::vector<cuda::Buffer> scratch_;  // fan-out edges' gradients (GradientRouting::scratch)
   std::vector<float> label_bits_;
   cuda::Buffer labels_;  // int32 labels as float bit patterns
 };
