@@ -71,6 +71,9 @@ class Buffer {
   std::size_t size() const { return count_; }
   // Synchronous copies of exactly size() floats.
   void upload(std::span<const float> host);
+  // Synchronous copy of host.size() <= size() floats into the buffer's start (the rest is left
+  // as it is): a short batch in a buffer sized for a larger one.
+  void upload_prefix(std::span<const float> host);
   void download(std::span<float> host) const;
 
  private:

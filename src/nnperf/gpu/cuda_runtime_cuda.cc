@@ -109,6 +109,16 @@ void Buffer::upload(std::span<const float> host) {
   }
 }
 
+void Buffer::upload_prefix(std::span<const float> host) {
+  if (host.size() > count_) {
+    throw Error(fmt::format("CUDA upload of {} floats into a buffer of {}", host.size(), count_));
+  }
+  if (!host.empty()) {
+    check(cudaMemcpy(data_, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
+          "cudaMemcpy (host to device)");
+  }
+}
+
 void Buffer::download(std::span<float> host) const {
   if (host.size() != count_) {
     throw Error(fmt::format("CUDA download of {} floats from a buffer of {}", count_, host.size()));

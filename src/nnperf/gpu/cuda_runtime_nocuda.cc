@@ -29,6 +29,7 @@ DeviceProperties device_properties() { fail(); }
 Buffer::Buffer(std::size_t) { fail(); }
 Buffer::~Buffer() = default;
 void Buffer::upload(std::span<const float>) { fail(); }
+void Buffer::upload_prefix(std::span<const float>) { fail(); }
 void Buffer::download(std::span<float>) const { fail(); }
 
 void synchronize() { fail(); }

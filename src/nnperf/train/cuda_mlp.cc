@@ -157,19 +157,13 @@ void CudaMlpTrainer::upload_batch(const Tensor& x, std::span<const int32_t> labe
       fail("label {} out of range: the model has {} classes (0..{})", l, classes_, classes_ - 1);
   }
   ensure_batch(mb);
-  // Buffer copies whole buffers: a batch smaller than the capacity goes through a full-size
-  // staging copy (the last, partial batch of an epoch).
-  const auto n = static_cast<std::size_t>(x.numel());
-  if (mb == capacity_) {
-    x_.upload(std::span<const float>(x.data(), n));
-  } else {
-    std::vector<float> staged(x_.size(), 0.0f);
-    std::memcpy(staged.data(), x.data(), n * sizeof(float));
-    x_.upload(staged);
-  }
-  label_bits_.assign(labels_.size(), 0.0f);  // int32 bit patterns in a float buffer
+  // Only the batch's rows are copied: every kernel works on the first mb_ rows, so a batch
+  // smaller than the capacity (an epoch's partial batch, or any training batch after an
+  // evaluation at a larger batch size grew the buffers) costs no more than its own bytes.
+  x_.upload_prefix(std::span<const float>(x.data(), static_cast<std::size_t>(x.numel())));
+  label_bits_.resize(labels.size());  // int32 bit patterns in a float buffer
   std::memcpy(label_bits_.data(), labels.data(), labels.size() * sizeof(int32_t));
-  labels_.upload(label_bits_);
+  labels_.upload_prefix(label_bits_);
 }
 
 void CudaMlpTrainer::run_forward() {
