@@ -32,7 +32,8 @@ set(NNPERF_FUZZ_LIB_SOURCES
   src/nnperf/data/image_decode.cc
   src/nnperf/kernels/conv/conv_problem.cc
   src/nnperf/train/checkpoint_format.cc)
-foreach(optional src/nnperf/io/json_read.cc src/nnperf/io/records.cc src/nnperf/analysis/ncu.cc)
+foreach(optional src/nnperf/io/json_read.cc src/nnperf/io/records.cc src/nnperf/analysis/ncu.cc
+                 src/nnperf/analysis/ncu_json.cc)
   if(EXISTS ${CMAKE_SOURCE_DIR}/${optional})
     list(APPEND NNPERF_FUZZ_LIB_SOURCES ${optional})
   endif()

@@ -8,7 +8,7 @@
 //   NcuImport parse_ncu_csv(text, path_for_messages)  the parser (throws nnperf::Error, one line
 //                                                      "PATH:LINE: ... metric ...")
 //   NcuImport read_ncu_csv(path)                       the file (refused above kNcuMaxFileBytes)
-//   nlohmann::json ncu_json(import, roof)              {"context", "records", "by_name"}
+//   nlohmann::json ncu_json(import, roof)              {"context", "records", "by_name"} (ncu_json.cc)
 //   nlohmann::json ncu_utilisation_summary(import)     time-weighted sm / dram throughput %
 // Counts that are missing (a metric reported "n/a", a precision not collected) are NaN here and
 // null in JSON, never zero; everything that depends on them is missing too.
