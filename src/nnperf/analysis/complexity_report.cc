@@ -313,10 +313,10 @@ ComplexityCsv complexity_csv(const nlohmann::json& doc) {
   return csv;
 }
 
-std::string complexity_table(const nlohmann::json& doc) {
-  const nlohmann::json& ctx = doc.at("context");
-  const nlohmann::json& t = ctx.at("totals");
-  const bool training = ctx.value("training", false);
+namespace {
+
+// The convention's summary and the line naming the model, input and mode.
+std::string table_heading(const nlohmann::json& ctx, bool training) {
   std::string out = "Counting convention (docs/complexity.md):\n";
   for (const auto& line : ctx.at("convention").at("summary")) {
     out += wrap(line.get<std::string>(), 100, "  - ", "    ");
@@ -328,17 +328,26 @@ std::string complexity_table(const nlohmann::json& doc) {
       ctx.at("batch_size").get<int64_t>(),
       training ? "training with " + ctx.at("optimizer").get<std::string>() : "inference",
       ctx.value("fold_bn", false) ? ", BatchNorm folded" : "");
+  return out;
+}
 
+// One table row per record, and its note (why a layer is not counted; empty otherwise).
+struct LayerRows {
   std::vector<std::string> header = {"layer", "type",  "input", "output", "params",
                                      "MACs",  "FLOPs", "bytes", "FLOP/B"};
-  if (training) {
-    for (const char* h : {"bwd data FLOPs", "bwd weight FLOPs", "bwd bytes", "optim bytes"}) {
-      header.emplace_back(h);
-    }
-  }
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> notes;
-  for (const nlohmann::json& r : doc.at("records")) {
+};
+
+LayerRows layer_rows(const nlohmann::json& records, bool training) {
+  LayerRows t;
+  if (training) {
+    for (const char* h : {"bwd data FLOPs", "bwd weight FLOPs", "bwd bytes", "optim bytes"}) {
+      t.header.emplace_back(h);
+    }
+  }
+  for (const nlohmann::json& r : records) {
+    const double intensity = get_number(r, "intensity_flops_per_byte");
     std::vector<std::string> row = {
         r.at("layer").get<std::string>(),
         r.at("layer_type").get<std::string>(),
@@ -348,29 +357,32 @@ std::string complexity_table(const nlohmann::json& doc) {
         si(get_number(r, "macs")),
         si(get_number(r, "flops")),
         si(get_number(r, "bytes")),
-        std::isnan(get_number(r, "intensity_flops_per_byte"))
-            ? "?"
-            : fmt::format("{:.2f}", get_number(r, "intensity_flops_per_byte")),
+        std::isnan(intensity) ? "?" : fmt::format("{:.2f}", intensity),
     };
     if (training) {
-      row.push_back(si(get_number(r, "flops_backward_data")));
-      row.push_back(si(get_number(r, "flops_backward_weights")));
-      row.push_back(si(get_number(r, "bytes_backward")));
-      row.push_back(si(get_number(r, "optimizer_bytes")));
+      for (const char* key :
+           {"flops_backward_data", "flops_backward_weights", "bytes_backward", "optimizer_bytes"}) {
+        row.push_back(si(get_number(r, key)));
+      }
     }
     const bool counted = r.value("counted", true);
-    notes.push_back(counted ? "" : "  <- NOT COUNTED: " + r.value("note", std::string()));
-    rows.push_back(std::move(row));
+    t.notes.push_back(counted ? "" : "  <- NOT COUNTED: " + r.value("note", std::string()));
+    t.rows.push_back(std::move(row));
   }
-  std::vector<std::size_t> width(header.size());
-  for (std::size_t c = 0; c < header.size(); ++c) {
-    width[c] = header[c].size();
-    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  return t;
+}
+
+// The rows under a header between rules of '=' (text columns left-aligned, numbers right);
+// `rule` is set to the rule line used.
+std::string aligned_table(const LayerRows& t, std::string& rule) {
+  std::vector<std::size_t> width(t.header.size());
+  for (std::size_t c = 0; c < t.header.size(); ++c) {
+    width[c] = t.header[c].size();
+    for (const auto& row : t.rows) width[c] = std::max(width[c], row[c].size());
   }
-  auto line = [&](const std::vector<std::string>& cells, const std::string& tail) {
+  const auto line = [&](const std::vector<std::string>& cells, const std::string& tail) {
     std::string s;
     for (std::size_t c = 0; c < cells.size(); ++c) {
-      // Text columns left-aligned, numbers right-aligned.
       s += c < 4 ? fmt::format("{:<{}}", cells[c], width[c])
                  : fmt::format("{:>{}}", cells[c], width[c]);
       if (c + 1 < cells.size()) s += "  ";
@@ -379,17 +391,18 @@ std::string complexity_table(const nlohmann::json& doc) {
   };
   std::size_t total_width = 0;
   for (std::size_t w : width) total_width += w + 2;
-  const std::string rule(total_width - 2, '=');
-  out += rule + "\n" + line(header, "") + rule + "\n";
-  for (std::size_t i = 0; i < rows.size(); ++i) out += line(rows[i], notes[i]);
-  out += rule + "\n";
+  rule = std::string(total_width - 2, '=');
+  std::string out = rule + "\n" + line(t.header, "") + rule + "\n";
+  for (std::size_t i = 0; i < t.rows.size(); ++i) out += line(t.rows[i], t.notes[i]);
+  return out + rule + "\n";
+}
 
-  // The totals, as torchinfo prints them (its definitions: mult-adds with biases and BatchNorm,
-  // MB = 1e6 bytes, "Forward/backward pass size" = 2 x the outputs of layers with parameters).
-  const double batch = static_cast<double>(ctx.at("batch_size").get<int64_t>());
-  auto mb = [&](const char* key) { return fmt::format("{:.2f}", get_number(t, key) / 1e6); };
+// The totals as torchinfo prints them (its definitions: mult-adds with biases and BatchNorm,
+// MB = 1e6 bytes, "Forward/backward pass size" = 2 x the outputs of layers with parameters).
+std::string torchinfo_totals(const nlohmann::json& t, const std::string& rule) {
+  const auto mb = [&](const char* key) { return fmt::format("{:.2f}", get_number(t, key) / 1e6); };
   const double torchinfo_macs = get_number(t, "torchinfo_mult_adds_per_batch");
-  out += fmt::format("Total params: {}\n", with_commas(t.at("params").get<int64_t>()));
+  std::string out = fmt::format("Total params: {}\n", with_commas(t.at("params").get<int64_t>()));
   out +=
       fmt::format("Trainable params: {}\n", with_commas(t.at("trainable_params").get<int64_t>()));
   out += fmt::format("Non-trainable params: {}\n",
@@ -402,11 +415,17 @@ std::string complexity_table(const nlohmann::json& doc) {
       fmt::format("Forward/backward pass size (MB): {}\n", mb("torchinfo_forward_backward_bytes"));
   out += fmt::format("Params size (MB): {}\n", mb("param_bytes"));
   out += fmt::format("Estimated Total Size (MB): {}\n", mb("torchinfo_estimated_total_bytes"));
-  out += rule + "\n";
-  // Then this convention's figures.
-  out += fmt::format("MACs (conv + linear): {} per sample, {} per batch of {}\n",
-                     si(get_number(t, "macs_per_sample_forward")),
-                     si(get_number(t, "macs_per_batch_forward")), batch);
+  return out + rule + "\n";
+}
+
+// This convention's totals: MACs, activation memory, FLOPs and bytes per pass, and the layers
+// left out of every total.
+std::string convention_totals(const nlohmann::json& ctx, const nlohmann::json& t, bool training) {
+  const double batch = static_cast<double>(ctx.at("batch_size").get<int64_t>());
+  const auto mb = [&](const char* key) { return fmt::format("{:.2f}", get_number(t, key) / 1e6); };
+  std::string out = fmt::format("MACs (conv + linear): {} per sample, {} per batch of {}\n",
+                                si(get_number(t, "macs_per_sample_forward")),
+                                si(get_number(t, "macs_per_batch_forward")), batch);
   out += fmt::format(
       "Activation memory (MB): forward {} (every layer's output), backward {} "
       "(gradients of the outputs that depend on a parameter)\n",
@@ -438,6 +457,19 @@ std::string complexity_table(const nlohmann::json& doc) {
     out += fmt::format("NOT COUNTED (no formula; left out of every total): {}\n", names);
   }
   return out;
+}
+
+}  // namespace
+
+std::string complexity_table(const nlohmann::json& doc) {
+  const nlohmann::json& ctx = doc.at("context");
+  const nlohmann::json& t = ctx.at("totals");
+  const bool training = ctx.value("training", false);
+  std::string rule;
+  std::string out = table_heading(ctx, training);
+  out += aligned_table(layer_rows(doc.at("records"), training), rule);
+  out += torchinfo_totals(t, rule);
+  return out + convention_totals(ctx, t, training);
 }
 
 std::string complexity_summary_table(const nlohmann::json& summary) {
