@@ -418,7 +418,9 @@ double measure_fma_peak(int threads, int rounds, double seconds_per_round) {
   return fma_ceiling(*k, std::max(1, threads), rounds, seconds_per_round).gflops;
 }
 
-Peaks measure_peaks(const PeakOptions& o) {
+namespace {
+
+void check_peak_options(const PeakOptions& o) {
   if (o.rounds < 1) throw UsageError(fmt::format("--rounds {}: expected at least 1", o.rounds));
   if (o.sgemm_n < 0) {
     throw UsageError(fmt::format("--sgemm-n {}: expected 0 (skip) or a size", o.sgemm_n));
@@ -426,6 +428,165 @@ Peaks measure_peaks(const PeakOptions& o) {
   if (o.steps_per_octave < 1) {
     throw UsageError(fmt::format("--steps-per-octave {}: expected at least 1", o.steps_per_octave));
   }
+}
+
+// FMA: the best chain count per width on one thread, then those loops on 1 and all threads,
+// round-robin (round r samples every width and thread count once), so a few seconds of other
+// work on the machine lands in a few rounds of every figure rather than in all of one.
+void measure_fma_ceilings(Peaks& p, const PeakOptions& o) {
+  std::vector<const FmaKernel*> best;
+  std::vector<int64_t> iters;
+  for (const std::string& width : fma_widths()) {
+    best.push_back(
+        choose_chains(fma_candidates(width), o.rounds, o.fma_trial_seconds, &p.fma_trials));
+    iters.push_back(calibrate_fma(*best.back(), o.fma_seconds));
+  }
+  const std::vector<int> ts = thread_counts(p.threads);
+  std::vector<std::vector<double>> g(best.size() * ts.size());
+  for (int r = 0; r < o.rounds; ++r) {
+    check_interrupt();
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      g[i].push_back(fma_sample(*best[i / ts.size()], ts[i % ts.size()], iters[i / ts.size()]));
+    }
+  }
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const FmaKernel& k = *best[i / ts.size()];
+    const Stats3 s = stats3(g[i]);
+    p.compute.push_back(
+        {k.name, k.simd, ts[i % ts.size()], k.lanes, k.chains, o.rounds, s.median, s.min, s.max});
+  }
+}
+
+// What the bandwidth sweep and the STREAM check share: the widest vectors' kernels (one level
+// below would halve L1 bandwidth), the sweep's buffer, one sink per thread.
+struct BandwidthBench {
+  const BandwidthKernels& kernels;
+  float* base;
+  std::vector<float>& sinks;
+  int64_t max_ws;
+};
+
+// Every point is calibrated first, then sampled round-robin like the FMA figures; a point's
+// sample is preceded by one untimed pass that brings its arrays back into the caches the
+// previous point evicted them from (not for DRAM-sized sets, which no cache keeps).
+void measure_bandwidth_sweep(Peaks& p, const PeakOptions& o, const BandwidthBench& bench,
+                             int64_t min_ws) {
+  struct Point {
+    SweepRun run;
+    int64_t reps;
+    std::vector<double> gbps;
+  };
+  std::vector<Point> points;
+  const std::vector<int64_t> sizes = sweep_sizes(min_ws, bench.max_ws, o.steps_per_octave);
+  for (int t : thread_counts(p.threads)) {
+    for (int64_t ws : sizes) {
+      for (const SweepKernel& sk : kSweepKernels) {
+        const SweepRun run{bench.kernels, sk, bench.base, t,
+                           floats_per_array(ws, sk.arrays, bench.kernels.block, t)};
+        check_interrupt();
+        points.push_back({run, run.calibrate(o.min_sample_seconds, bench.sinks), {}});
+      }
+    }
+  }
+  for (int r = 0; r < o.rounds; ++r) {
+    check_interrupt();
+    for (Point& pt : points) {
+      check_interrupt();
+      if (pt.run.bytes() < bench.max_ws / 2) pt.run.time(1, bench.sinks);
+      const double sec = pt.run.time(pt.reps, bench.sinks);
+      pt.gbps.push_back(static_cast<double>(pt.run.bytes() * pt.reps) / sec * 1e-9);
+    }
+  }
+  for (const Point& pt : points) {
+    const Stats3 s = stats3(pt.gbps);
+    p.sweep.push_back({pt.run.kernel.name, pt.run.threads, pt.run.bytes(), s.median, s.min, s.max});
+  }
+  p.plateaus = detect_plateaus(p.sweep, p.caches);
+}
+
+// STREAM's plain double triad against ours at plateau pl's middle working set (DRAM: its
+// smallest, 4 x LLC) on t threads, sample by sample in turn (the machine's noise hits both
+// alike); d: room for three arrays of up to max_ws / 24 doubles.
+StreamCheck stream_check(const Peaks& p, const PeakOptions& o, const BandwidthBench& bench,
+                         const BandwidthPlateau& pl, int t, double* d) {
+  std::vector<int64_t> in;
+  for (const SweepPoint& s : p.sweep) {
+    if (s.kernel == "triad" && s.threads == t && s.bytes >= pl.lo && s.bytes <= pl.hi) {
+      in.push_back(s.bytes);
+    }
+  }
+  const int64_t ws = pl.level == "DRAM" ? in.front() : in[in.size() / 2];
+  const int64_t n = std::max<int64_t>(ws / 24 / 8, 1) * 8;
+  double* a = d;
+  double* b = a + n + 8;
+  double* c = b + n + 8;
+  for (int64_t i = 0; i < n; ++i) {
+    b[i] = 2.0;
+    c[i] = 0.5;
+  }
+  const SimdLevel level = active_simd();
+  auto stream = [&](int64_t r) {
+    const int64_t t0 = now_ns();
+    stream_triad_f64(a, b, c, 3.0, n, r, t, level);
+    return seconds_since(t0);
+  };
+  const SweepKernel& triad = kSweepKernels[2];
+  const SweepRun ours{bench.kernels, triad, bench.base, t,
+                      floats_per_array(ws, 3, bench.kernels.block, t)};
+  auto time_ours = [&](int64_t r) { return ours.time(r, bench.sinks); };
+  // The same bytes in both: STREAM runs as many passes as ours needs.
+  const int64_t reps_ours = ours.calibrate(o.min_sample_seconds, bench.sinks);
+  const int64_t reps_stream = reps_ours;
+  // Each sample after one untimed pass of its own (the other's arrays evicted its own).
+  const bool warm = ws < bench.max_ws / 2;
+  std::vector<double> gs, go;
+  for (int r = 0; r < o.rounds; ++r) {
+    check_interrupt();
+    if (warm) stream(1);
+    gs.push_back(24.0 * static_cast<double>(n * reps_stream) / stream(reps_stream) * 1e-9);
+    if (warm) time_ours(1);
+    go.push_back(static_cast<double>(ours.bytes() * reps_ours) / time_ours(reps_ours) * 1e-9);
+  }
+  return StreamCheck{pl.level, t, 24 * n, median(gs), median(go)};
+}
+
+// The STREAM check at every triad plateau, the all-threads DRAM one last.
+void measure_stream_checks(Peaks& p, const PeakOptions& o, const BandwidthBench& bench,
+                           int64_t buffer_bytes) {
+  Workspace stream_buf;
+  stream_buf.reserve(static_cast<std::size_t>(buffer_bytes));
+  auto* d = static_cast<double*>(stream_buf.data());
+  const int64_t max_n = bench.max_ws / 24;
+  first_touch(static_cast<float*>(stream_buf.data()), 2 * (3 * max_n + 64), 0.0f);
+  std::vector<StreamCheck> dram;
+  for (int t : thread_counts(p.threads)) {
+    for (const BandwidthPlateau& pl : p.plateaus) {
+      if (pl.kernel != "triad" || pl.threads != t) continue;
+      const StreamCheck sc = stream_check(p, o, bench, pl, t, d);
+      (pl.level == "DRAM" && t == p.threads ? dram : p.stream).push_back(sc);
+    }
+  }
+  p.stream.insert(p.stream.end(), dram.begin(), dram.end());
+}
+
+// SGEMM: ours (blocked) first, then OpenBLAS, whose pool threads spin for a while after a call.
+void measure_sgemm(Peaks& p, const PeakOptions& o) {
+  if (o.sgemm_n <= 0) return;
+  const int64_t n = o.sgemm_n;
+  Tensor a(Shape{n, n}), b(Shape{n, n}), c(Shape{n, n});
+  Rng rng(7);
+  rng.fill_uniform({a.data(), static_cast<std::size_t>(a.numel())}, -1, 1);
+  rng.fill_uniform({b.data(), static_cast<std::size_t>(b.numel())}, -1, 1);
+  for (const char* impl : {"blocked", "blas"}) {
+    for (int t : thread_counts(p.threads))
+      p.sgemm.push_back(sgemm_figure(impl, n, t, o.rounds, a, b, c));
+  }
+}
+
+}  // namespace
+
+Peaks measure_peaks(const PeakOptions& o) {
+  check_peak_options(o);
   const int64_t started = now_ns();
   const CpuSeconds cpu_start = cpu_seconds();
   Peaks p;
@@ -451,143 +612,16 @@ Peaks measure_peaks(const PeakOptions& o) {
                            "last-level cache){}",
                            format_bytes(sweep_bytes), o.sgemm_n > 0 ? " and " + sgemm_what : ""));
 
-  // FMA: the best chain count per width on one thread, then those loops on 1 and all threads,
-  // round-robin (round r samples every width and thread count once), so a few seconds of other
-  // work on the machine lands in a few rounds of every figure rather than in all of one.
-  {
-    std::vector<const FmaKernel*> best;
-    std::vector<int64_t> iters;
-    for (const std::string& width : fma_widths()) {
-      best.push_back(
-          choose_chains(fma_candidates(width), o.rounds, o.fma_trial_seconds, &p.fma_trials));
-      iters.push_back(calibrate_fma(*best.back(), o.fma_seconds));
-    }
-    const std::vector<int> ts = thread_counts(all);
-    std::vector<std::vector<double>> g(best.size() * ts.size());
-    for (int r = 0; r < o.rounds; ++r) {
-      check_interrupt();
-      for (std::size_t i = 0; i < g.size(); ++i) {
-        g[i].push_back(fma_sample(*best[i / ts.size()], ts[i % ts.size()], iters[i / ts.size()]));
-      }
-    }
-    for (std::size_t i = 0; i < g.size(); ++i) {
-      const FmaKernel& k = *best[i / ts.size()];
-      const Stats3 s = stats3(g[i]);
-      p.compute.push_back(
-          {k.name, k.simd, ts[i % ts.size()], k.lanes, k.chains, o.rounds, s.median, s.min, s.max});
-    }
-  }
-
-  // Bandwidth sweep with the widest vectors (one level below would halve L1 bandwidth).
-  const BandwidthKernels& bk = bandwidth_kernels(active_simd());
+  measure_fma_ceilings(p, o);
   Workspace sweep_buf;
   sweep_buf.reserve(static_cast<std::size_t>(sweep_bytes));
   float* base = static_cast<float*>(sweep_buf.data());
   first_touch(base, sweep_bytes / static_cast<int64_t>(sizeof(float)), 1.0f);
   std::vector<float> sinks(static_cast<std::size_t>(all), 0.0f);
-  const std::vector<int64_t> sizes = sweep_sizes(min_ws, max_ws, o.steps_per_octave);
-  // Every point is calibrated first, then sampled round-robin like the FMA figures; a point's
-  // sample is preceded by one untimed pass that brings its arrays back into the caches the
-  // previous point evicted them from (not for DRAM-sized sets, which no cache keeps).
-  struct Point {
-    SweepRun run;
-    int64_t reps;
-    std::vector<double> gbps;
-  };
-  std::vector<Point> points;
-  for (int t : thread_counts(all)) {
-    for (int64_t ws : sizes) {
-      for (const SweepKernel& sk : kSweepKernels) {
-        const SweepRun run{bk, sk, base, t, floats_per_array(ws, sk.arrays, bk.block, t)};
-        check_interrupt();
-        points.push_back({run, run.calibrate(o.min_sample_seconds, sinks), {}});
-      }
-    }
-  }
-  for (int r = 0; r < o.rounds; ++r) {
-    check_interrupt();
-    for (Point& pt : points) {
-      check_interrupt();
-      if (pt.run.bytes() < max_ws / 2) pt.run.time(1, sinks);
-      const double sec = pt.run.time(pt.reps, sinks);
-      pt.gbps.push_back(static_cast<double>(pt.run.bytes() * pt.reps) / sec * 1e-9);
-    }
-  }
-  for (const Point& pt : points) {
-    const Stats3 s = stats3(pt.gbps);
-    p.sweep.push_back({pt.run.kernel.name, pt.run.threads, pt.run.bytes(), s.median, s.min, s.max});
-  }
-  p.plateaus = detect_plateaus(p.sweep, p.caches);
-
-  // STREAM check: at a working set in the middle of each triad plateau, the plain double loop and
-  // our triad, sample by sample in turn (the machine's noise hits both alike).
-  {
-    Workspace stream_buf;
-    stream_buf.reserve(static_cast<std::size_t>(sweep_bytes));
-    auto* d = static_cast<double*>(stream_buf.data());
-    const int64_t max_n = max_ws / 24;
-    first_touch(static_cast<float*>(stream_buf.data()), 2 * (3 * max_n + 64), 0.0f);
-    const SweepKernel& triad = kSweepKernels[2];
-    std::vector<StreamCheck> dram;
-    for (int t : thread_counts(all)) {
-      for (const BandwidthPlateau& pl : p.plateaus) {
-        if (pl.kernel != "triad" || pl.threads != t) continue;
-        // The plateau's middle size (DRAM: its smallest, 4 x LLC).
-        std::vector<int64_t> in;
-        for (const SweepPoint& s : p.sweep) {
-          if (s.kernel == "triad" && s.threads == t && s.bytes >= pl.lo && s.bytes <= pl.hi) {
-            in.push_back(s.bytes);
-          }
-        }
-        const int64_t ws = pl.level == "DRAM" ? in.front() : in[in.size() / 2];
-        const int64_t n = std::max<int64_t>(ws / 24 / 8, 1) * 8;
-        double* a = d;
-        double* b = a + n + 8;
-        double* c = b + n + 8;
-        for (int64_t i = 0; i < n; ++i) {
-          b[i] = 2.0;
-          c[i] = 0.5;
-        }
-        const SimdLevel level = active_simd();
-        auto stream = [&](int64_t r) {
-          const int64_t t0 = now_ns();
-          stream_triad_f64(a, b, c, 3.0, n, r, t, level);
-          return seconds_since(t0);
-        };
-        const SweepRun ours{bk, triad, base, t, floats_per_array(ws, 3, bk.block, t)};
-        auto time_ours = [&](int64_t r) { return ours.time(r, sinks); };
-        // The same bytes in both: STREAM runs as many passes as ours needs.
-        const int64_t reps_ours = ours.calibrate(o.min_sample_seconds, sinks);
-        const int64_t reps_stream = reps_ours;
-        // Each sample after one untimed pass of its own (the other's arrays evicted its own).
-        const bool warm = ws < max_ws / 2;
-        std::vector<double> gs, go;
-        for (int r = 0; r < o.rounds; ++r) {
-          check_interrupt();
-          if (warm) stream(1);
-          gs.push_back(24.0 * static_cast<double>(n * reps_stream) / stream(reps_stream) * 1e-9);
-          if (warm) time_ours(1);
-          go.push_back(static_cast<double>(ours.bytes() * reps_ours) / time_ours(reps_ours) * 1e-9);
-        }
-        StreamCheck sc{pl.level, t, 24 * n, median(gs), median(go)};
-        (pl.level == "DRAM" && t == all ? dram : p.stream).push_back(sc);
-      }
-    }
-    p.stream.insert(p.stream.end(), dram.begin(), dram.end());
-  }
-
-  // SGEMM: ours (blocked) first, then OpenBLAS, whose pool threads spin for a while after a call.
-  if (o.sgemm_n > 0) {
-    const int64_t n = o.sgemm_n;
-    Tensor a(Shape{n, n}), b(Shape{n, n}), c(Shape{n, n});
-    Rng rng(7);
-    rng.fill_uniform({a.data(), static_cast<std::size_t>(a.numel())}, -1, 1);
-    rng.fill_uniform({b.data(), static_cast<std::size_t>(b.numel())}, -1, 1);
-    for (const char* impl : {"blocked", "blas"}) {
-      for (int t : thread_counts(all))
-        p.sgemm.push_back(sgemm_figure(impl, n, t, o.rounds, a, b, c));
-    }
-  }
+  const BandwidthBench bench{bandwidth_kernels(active_simd()), base, sinks, max_ws};
+  measure_bandwidth_sweep(p, o, bench, min_ws);
+  measure_stream_checks(p, o, bench, sweep_bytes);
+  measure_sgemm(p, o);
   set_threads(all);
   volatile float keep = sinks[0];
   (void)keep;

@@ -3,8 +3,8 @@
 // per cache level and DRAM, a STREAM-triad check of our byte counting in the same run, and SGEMM
 // (OpenBLAS and our `blocked`), each on one thread and on all threads. Every figure is the median
 // of several timed rounds; the roofline and every "% of peak" in nnperf use these measured
-// numbers, not a datasheet. peaks.json keeps seed 003's layout ({env: {description, peak_gbps,
-// peak_gflops: {fp32}}}) and adds the ceilings beside it; read_peaks_json reads both.
+// numbers, not a datasheet. peaks.json keeps the roofline project's layout ({env: {description,
+// peak_gbps, peak_gflops: {fp32}}}) and adds the ceilings beside it; read_peaks_json reads both.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -113,7 +113,8 @@ double measure_fma_peak(int threads, int rounds, double seconds_per_round);
 std::vector<BandwidthPlateau> detect_plateaus(std::span<const SweepPoint> sweep,
                                               const CacheSizes& caches);
 
-// One env's entry in seed 003's layout plus the ceilings (see README "Machine peaks").
+// One env's entry in the roofline project's peaks.json layout plus the ceilings (see README
+// "Machine peaks").
 nlohmann::json peaks_env_json(const Peaks& p);
 // {env: peaks_env_json(p)}
 nlohmann::json peaks_to_json(const Peaks& p, const std::string& env);
