@@ -636,13 +636,11 @@ Peaks measure_peaks(const PeakOptions& o) {
 
 // ---- peaks.json ----
 
-nlohmann::json peaks_env_json(const Peaks& p) {
-  using nlohmann::json;
-  const CpuInfo& cpu = cpu_info();
-  json simd = json::array();
-  for (const FmaCeiling& c : p.compute) {
-    if (std::find(simd.begin(), simd.end(), c.simd) == simd.end()) simd.push_back(c.simd);
-  }
+namespace {
+
+using nlohmann::json;
+
+json compute_json(const Peaks& p) {
   json compute = json::array();
   for (const FmaCeiling& c : p.compute) {
     compute.push_back({{"name", c.name},
@@ -655,21 +653,21 @@ nlohmann::json peaks_env_json(const Peaks& p) {
                        {"chains", c.chains},
                        {"lanes", c.lanes}});
   }
-  auto plateau_json = [](const BandwidthPlateau& pl) {
-    return json{{"level", pl.level},
-                {"kernel", pl.kernel},
-                {"threads", pl.threads},
-                {"gbps", pl.gbps},
-                {"min", pl.min},
-                {"max", pl.max},
-                {"working_set_bytes", {pl.lo, pl.hi}},
-                {"sizes", pl.sizes}};
-  };
-  json memory = json::array(), plateaus = json::array();
-  for (const BandwidthPlateau& pl : p.plateaus) {
-    if (pl.kernel == "triad") memory.push_back(plateau_json(pl));
-    plateaus.push_back(plateau_json(pl));
-  }
+  return compute;
+}
+
+json plateau_json(const BandwidthPlateau& pl) {
+  return json{{"level", pl.level},
+              {"kernel", pl.kernel},
+              {"threads", pl.threads},
+              {"gbps", pl.gbps},
+              {"min", pl.min},
+              {"max", pl.max},
+              {"working_set_bytes", {pl.lo, pl.hi}},
+              {"sizes", pl.sizes}};
+}
+
+json sweep_json(const Peaks& p) {
   json sweep = json::array();
   for (const SweepPoint& s : p.sweep) {
     sweep.push_back({{"kernel", s.kernel},
@@ -679,6 +677,11 @@ nlohmann::json peaks_env_json(const Peaks& p) {
                      {"min", s.min},
                      {"max", s.max}});
   }
+  return sweep;
+}
+
+// Every STREAM check, and the DRAM one on all threads (null when none ran).
+std::pair<json, json> stream_json(const Peaks& p) {
   json checks = json::array();
   json stream_dram = nullptr;
   for (const StreamCheck& s : p.stream) {
@@ -691,6 +694,10 @@ nlohmann::json peaks_env_json(const Peaks& p) {
     checks.push_back(j);
     if (s.level == "DRAM" && s.threads == p.threads) stream_dram = j;
   }
+  return {checks, stream_dram};
+}
+
+json sgemm_json(const Peaks& p) {
   json sgemm = json::array();
   for (const SgemmFigure& s : p.sgemm) {
     const double peak = p.best_fma(s.threads);
@@ -702,11 +709,41 @@ nlohmann::json peaks_env_json(const Peaks& p) {
                      {"max", s.max},
                      {"percent_of_fma_peak", peak > 0 ? 100 * s.gflops / peak : 0.0}});
   }
+  return sgemm;
+}
+
+json method_json(const Peaks& p) {
   json trials = json::array();
   for (const FmaTrial& t : p.fma_trials) {
     trials.push_back(
         {{"name", t.name}, {"simd", t.simd}, {"chains", t.chains}, {"gflops_1thread", t.gflops}});
   }
+  const PeakOptions& o = p.options;
+  return {
+      {"rounds", o.rounds},
+      {"statistic", "median"},
+      {"bytes_counting", "STREAM (no write-allocate)"},
+      {"quick", o.quick},
+      {"threads", p.threads},
+      {"fma_seconds_per_sample", o.fma_seconds},
+      {"fma_trials", trials},
+      {"bandwidth_simd", p.simd},
+      {"min_sample_seconds", o.min_sample_seconds},
+      {"steps_per_octave", o.steps_per_octave},
+      {"working_set_range", {std::min(o.min_working_set, o.max_working_set), o.max_working_set}},
+      {"working_set", "bytes of every array the kernel touches (read 1, copy 2, triad 3)"},
+      {"plateau_rule",
+       "L1: ws <= L1/2; Ln: 2 x L(n-1) <= ws <= Ln/2; DRAM: ws >= 4 x the last level; L1d and "
+       "L2 count once per thread, L3 once; gbps = median of the per-size medians, min/max over "
+       "every sample"},
+      {"timing", "steady clock around one OpenMP region per sample; passes repeated inside it"},
+      {"wall_seconds", p.seconds},
+      {"other_processes_cpu_seconds",
+       p.other_cpu_seconds >= 0 ? json(p.other_cpu_seconds) : json(nullptr)}};
+}
+
+// The headline figures: FMA, triad bandwidth and OpenBLAS SGEMM on 1 and all threads.
+json measured_json(const Peaks& p, const CpuInfo& cpu) {
   auto sgemm_at = [&](const char* impl, int t) {
     for (const SgemmFigure& s : p.sgemm) {
       if (s.impl == impl && s.threads == t) return s.gflops;
@@ -714,7 +751,31 @@ nlohmann::json peaks_env_json(const Peaks& p) {
     return 0.0;
   };
   const double fma1 = p.best_fma(1);
-  const PeakOptions& o = p.options;
+  return {{"threads", p.threads},
+          {"simd", p.simd},
+          {"fma_gflops_per_s_1thread", fma1},
+          {"fma_gflops_per_s", p.best_fma(p.threads)},
+          {"triad_gbytes_per_s", p.peak_gbps()},
+          {"sgemm_gflops_per_s_1thread", sgemm_at("blas", 1)},
+          {"sgemm_gflops_per_s", sgemm_at("blas", p.threads)},
+          {"flops_per_cycle_at_nominal_clock",
+           cpu.nominal_mhz > 0 ? fma1 / (cpu.nominal_mhz * 1e-3) : 0.0}};
+}
+
+}  // namespace
+
+nlohmann::json peaks_env_json(const Peaks& p) {
+  const CpuInfo& cpu = cpu_info();
+  json simd = json::array();
+  for (const FmaCeiling& c : p.compute) {
+    if (std::find(simd.begin(), simd.end(), c.simd) == simd.end()) simd.push_back(c.simd);
+  }
+  json memory = json::array(), plateaus = json::array();
+  for (const BandwidthPlateau& pl : p.plateaus) {
+    if (pl.kernel == "triad") memory.push_back(plateau_json(pl));
+    plateaus.push_back(plateau_json(pl));
+  }
+  auto [checks, stream_dram] = stream_json(p);
   return {
       {"description", fmt::format("{}, {} thread(s), {} kernels (measured by nnperf peaks)",
                                   cpu.model_name, p.threads, p.simd)},
@@ -726,44 +787,15 @@ nlohmann::json peaks_env_json(const Peaks& p) {
         {"simd", simd},
         {"caches", {{"L1d", p.caches.l1d}, {"L2", p.caches.l2}, {"L3", p.caches.l3}}},
         {"nominal_mhz", cpu.nominal_mhz}}},
-      {"method",
-       {{"rounds", o.rounds},
-        {"statistic", "median"},
-        {"bytes_counting", "STREAM (no write-allocate)"},
-        {"quick", o.quick},
-        {"threads", p.threads},
-        {"fma_seconds_per_sample", o.fma_seconds},
-        {"fma_trials", trials},
-        {"bandwidth_simd", p.simd},
-        {"min_sample_seconds", o.min_sample_seconds},
-        {"steps_per_octave", o.steps_per_octave},
-        {"working_set_range", {std::min(o.min_working_set, o.max_working_set), o.max_working_set}},
-        {"working_set", "bytes of every array the kernel touches (read 1, copy 2, triad 3)"},
-        {"plateau_rule",
-         "L1: ws <= L1/2; Ln: 2 x L(n-1) <= ws <= Ln/2; DRAM: ws >= 4 x the last level; L1d and "
-         "L2 count once per thread, L3 once; gbps = median of the per-size medians, min/max over "
-         "every sample"},
-        {"timing", "steady clock around one OpenMP region per sample; passes repeated inside it"},
-        {"wall_seconds", p.seconds},
-        {"other_processes_cpu_seconds",
-         p.other_cpu_seconds >= 0 ? json(p.other_cpu_seconds) : json(nullptr)}}},
-      {"compute_ceilings", compute},
+      {"method", method_json(p)},
+      {"compute_ceilings", compute_json(p)},
       {"memory_ceilings", memory},
       {"bandwidth_plateaus", plateaus},
-      {"bandwidth_sweep", sweep},
+      {"bandwidth_sweep", sweep_json(p)},
       {"stream_triad", stream_dram},
       {"stream_checks", checks},
-      {"sgemm", sgemm},
-      {"measured",
-       {{"threads", p.threads},
-        {"simd", p.simd},
-        {"fma_gflops_per_s_1thread", fma1},
-        {"fma_gflops_per_s", p.best_fma(p.threads)},
-        {"triad_gbytes_per_s", p.peak_gbps()},
-        {"sgemm_gflops_per_s_1thread", sgemm_at("blas", 1)},
-        {"sgemm_gflops_per_s", sgemm_at("blas", p.threads)},
-        {"flops_per_cycle_at_nominal_clock",
-         cpu.nominal_mhz > 0 ? fma1 / (cpu.nominal_mhz * 1e-3) : 0.0}}}};
+      {"sgemm", sgemm_json(p)},
+      {"measured", measured_json(p, cpu)}};
 }
 
 nlohmann::json peaks_to_json(const Peaks& p, const std::string& env) {
