@@ -146,7 +146,10 @@ std::string serialize_checkpoint(const Checkpoint& ckpt) {
   return out;
 }
 
-Checkpoint parse_checkpoint(std::string_view bytes, const std::string& source) {
+namespace {
+
+// The file's bytes without the CRC, once the magic, version, length and checksum are right.
+std::string_view checked_body(std::string_view bytes, const std::string& source) {
   if (bytes.size() < sizeof(kCheckpointMagic) ||
       std::memcmp(bytes.data(), kCheckpointMagic, sizeof(kCheckpointMagic)) != 0) {
     fail("{}: not an nnperf checkpoint (the file does not start with NNPFCKPT)", source);
@@ -174,89 +177,113 @@ Checkpoint parse_checkpoint(std::string_view bytes, const std::string& source) {
         "corrupt",
         source, stored, computed);
   }
+  return body;
+}
 
-  Reader r(body, source, kHeaderBytes);
-  Checkpoint ckpt;
+nlohmann::json read_metadata(Reader& r, const std::string& source) {
   const uint64_t meta_bytes = r.u64("metadata length");
   r.need(meta_bytes, "metadata");
   const std::string_view meta_text = r.take(static_cast<std::size_t>(meta_bytes), "metadata");
-  ckpt.meta = nlohmann::json::parse(meta_text, nullptr, /*allow_exceptions=*/false);
-  if (ckpt.meta.is_discarded()) fail("{}: checkpoint metadata is not valid JSON", source);
-  if (!ckpt.meta.is_object()) {
-    fail("{}: checkpoint metadata is a JSON {}, expected an object", source, ckpt.meta.type_name());
+  nlohmann::json meta = nlohmann::json::parse(meta_text, nullptr, /*allow_exceptions=*/false);
+  if (meta.is_discarded()) fail("{}: checkpoint metadata is not valid JSON", source);
+  if (!meta.is_object()) {
+    fail("{}: checkpoint metadata is a JSON {}, expected an object", source, meta.type_name());
   }
+  return meta;
+}
 
+// A table entry's shape, each dimension at most 2^40 and the element count at most the file's bytes
+// (so the products cannot overflow).
+Shape read_shape(Reader& r, const std::string& name, std::size_t file_bytes,
+                 const std::string& source, uint64_t& numel) {
+  const uint32_t rank = r.u32("tensor table");
+  if (rank > kMaxRank) {
+    fail("{}: checkpoint tensor '{}' has rank {}, at most {}", source, quote_input(name), rank,
+         kMaxRank);
+  }
+  std::vector<int64_t> dims(rank);
+  numel = 1;
+  for (uint32_t k = 0; k < rank; ++k) {
+    const uint64_t d = r.u64("tensor table");
+    if (d > static_cast<uint64_t>(kMaxDim)) {
+      fail("{}: checkpoint tensor '{}' has dimension {} = {}, beyond 2^40", source,
+           quote_input(name), k, d);
+    }
+    dims[k] = static_cast<int64_t>(d);
+    // numel * d with both <= 2^40 could overflow; stop once the product exceeds the file.
+    if (d != 0 && numel > file_bytes / d) {
+      fail("{}: checkpoint tensor '{}' has more elements than the file has bytes", source,
+           quote_input(name));
+    }
+    numel *= d;
+  }
+  return Shape(std::move(dims));
+}
+
+// One table entry (tensor i): its name, dtype, shape and data range, which must start where the
+// previous tensor's data ended (data_bytes, advanced past this one). Returns its byte length.
+uint64_t read_entry(Reader& r, uint32_t i, std::size_t file_bytes, std::size_t body_bytes,
+                    const std::string& source, std::set<std::string>& names,
+                    uint64_t& data_bytes, Checkpoint& ckpt) {
+  const uint32_t name_bytes = r.u32("tensor table");
+  if (name_bytes == 0 || name_bytes > kMaxNameBytes) {
+    fail("{}: checkpoint tensor {} has a name of {} bytes, expected 1 to {}", source, i,
+         name_bytes, kMaxNameBytes);
+  }
+  std::string name(r.take(name_bytes, "tensor table"));
+  if (!names.insert(name).second) {
+    fail("{}: checkpoint has tensor '{}' twice", source, quote_input(name));
+  }
+  const uint32_t dtype = r.u32("tensor table");
+  if (dtype != kCheckpointDtypeFloat32) {
+    fail("{}: checkpoint tensor '{}' has unknown dtype code {} (only {} = float32)", source,
+         quote_input(name), dtype, kCheckpointDtypeFloat32);
+  }
+  uint64_t numel = 0;
+  Shape shape = read_shape(r, name, file_bytes, source, numel);
+  const uint64_t offset = r.u64("tensor table");
+  const uint64_t tensor_bytes = r.u64("tensor table");
+  if (tensor_bytes != numel * sizeof(float)) {
+    fail("{}: checkpoint tensor '{}' holds {} bytes, its shape needs {}", source,
+         quote_input(name), tensor_bytes, numel * sizeof(float));
+  }
+  if (offset != data_bytes) {
+    fail(
+        "{}: checkpoint tensor '{}' starts at data offset {}, expected {} (tensors are stored "
+        "in table order without gaps)",
+        source, quote_input(name), offset, data_bytes);
+  }
+  if (tensor_bytes > body_bytes) {
+    fail("{}: checkpoint tensor '{}' of {} bytes is larger than the file", source,
+         quote_input(name), tensor_bytes);
+  }
+  data_bytes += tensor_bytes;  // both below the file size: no overflow
+  if (data_bytes > body_bytes) {
+    fail("{}: checkpoint tensors need {} bytes, more than the file has", source, data_bytes);
+  }
+  ckpt.tensors.push_back({std::move(name), std::move(shape), {}});
+  return tensor_bytes;
+}
+
+}  // namespace
+
+Checkpoint parse_checkpoint(std::string_view bytes, const std::string& source) {
+  const std::string_view body = checked_body(bytes, source);
+  Reader r(body, source, kHeaderBytes);
+  Checkpoint ckpt;
+  ckpt.meta = read_metadata(r, source);
   const uint32_t count = r.u32("tensor count");
   if (count > r.left() / kMinEntryBytes) {
     fail("{}: checkpoint claims {} tensors, but {} bytes cannot hold that many table entries",
          source, count, r.left());
   }
-  struct Entry {
-    uint64_t offset, length;
-  };
-  std::vector<Entry> entries;
-  entries.reserve(count);
+  std::vector<uint64_t> lengths;
+  lengths.reserve(count);
   ckpt.tensors.reserve(count);
   std::set<std::string> names;
   uint64_t data_bytes = 0;
   for (uint32_t i = 0; i < count; ++i) {
-    const uint32_t name_bytes = r.u32("tensor table");
-    if (name_bytes == 0 || name_bytes > kMaxNameBytes) {
-      fail("{}: checkpoint tensor {} has a name of {} bytes, expected 1 to {}", source, i,
-           name_bytes, kMaxNameBytes);
-    }
-    std::string name(r.take(name_bytes, "tensor table"));
-    if (!names.insert(name).second) {
-      fail("{}: checkpoint has tensor '{}' twice", source, quote_input(name));
-    }
-    const uint32_t dtype = r.u32("tensor table");
-    if (dtype != kCheckpointDtypeFloat32) {
-      fail("{}: checkpoint tensor '{}' has unknown dtype code {} (only {} = float32)", source,
-           quote_input(name), dtype, kCheckpointDtypeFloat32);
-    }
-    const uint32_t rank = r.u32("tensor table");
-    if (rank > kMaxRank) {
-      fail("{}: checkpoint tensor '{}' has rank {}, at most {}", source, quote_input(name), rank,
-           kMaxRank);
-    }
-    std::vector<int64_t> dims(rank);
-    uint64_t numel = 1;
-    for (uint32_t k = 0; k < rank; ++k) {
-      const uint64_t d = r.u64("tensor table");
-      if (d > static_cast<uint64_t>(kMaxDim)) {
-        fail("{}: checkpoint tensor '{}' has dimension {} = {}, beyond 2^40", source,
-             quote_input(name), k, d);
-      }
-      dims[k] = static_cast<int64_t>(d);
-      // numel * d with both <= 2^40 could overflow; stop once the product exceeds the file.
-      if (d != 0 && numel > bytes.size() / d) {
-        fail("{}: checkpoint tensor '{}' has more elements than the file has bytes", source,
-             quote_input(name));
-      }
-      numel *= d;
-    }
-    const uint64_t offset = r.u64("tensor table");
-    const uint64_t tensor_bytes = r.u64("tensor table");
-    if (tensor_bytes != numel * sizeof(float)) {
-      fail("{}: checkpoint tensor '{}' holds {} bytes, its shape needs {}", source,
-           quote_input(name), tensor_bytes, numel * sizeof(float));
-    }
-    if (offset != data_bytes) {
-      fail(
-          "{}: checkpoint tensor '{}' starts at data offset {}, expected {} (tensors are stored "
-          "in table order without gaps)",
-          source, quote_input(name), offset, data_bytes);
-    }
-    if (tensor_bytes > body.size()) {
-      fail("{}: checkpoint tensor '{}' of {} bytes is larger than the file", source,
-           quote_input(name), tensor_bytes);
-    }
-    data_bytes += tensor_bytes;  // both below the file size: no overflow
-    if (data_bytes > body.size()) {
-      fail("{}: checkpoint tensors need {} bytes, more than the file has", source, data_bytes);
-    }
-    entries.push_back({offset, tensor_bytes});
-    ckpt.tensors.push_back({std::move(name), Shape(std::move(dims)), {}});
+    lengths.push_back(read_entry(r, i, bytes.size(), body.size(), source, names, data_bytes, ckpt));
   }
   if (data_bytes != r.left()) {
     fail("{}: checkpoint {}: the tensor table needs {} data bytes, {} are present", source,
@@ -264,8 +291,8 @@ Checkpoint parse_checkpoint(std::string_view bytes, const std::string& source) {
          r.left());
   }
   check_memory(static_cast<int64_t>(data_bytes), source + ": checkpoint tensors");
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const std::string_view raw = r.take(entries[i].length, "data");
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    const std::string_view raw = r.take(lengths[i], "data");
     std::vector<float>& data = ckpt.tensors[i].data;
     data.resize(raw.size() / sizeof(float));
     if (!raw.empty()) std::memcpy(data.data(), raw.data(), raw.size());
