@@ -361,12 +361,14 @@ const char* idx_type_name(uint8_t type_code) {
 
 namespace {
 
-// Every IDX check, shared by read_idx and parse_idx. Sizes from the header are checked against
-// what the input can hold and against the memory budget before anything is allocated; the
-// payload buffer then grows only as decoded data arrives (unless the gzip trailer confirms the
-// size), so a lying header costs no more memory than the data really holds.
-IdxArray decode_idx(ByteInput& in, const std::string& file, const char* raw_noun) {
-  IdxStream src(in, file, raw_noun);
+// What an IDX header says: out's type and dimensions, the header's and the payload's bytes,
+// and the claim as the messages quote it ("60000x28x28 ubyte").
+struct IdxHeader {
+  int64_t header_bytes = 0, payload_bytes = 0;
+  std::string claim;
+};
+
+IdxHeader read_idx_header(IdxStream& src, const std::string& file, IdxArray& out) {
   const char* kind = src.noun();
   unsigned char magic[4];
   const std::size_t got_magic = src.read(magic, 4);
@@ -381,7 +383,6 @@ IdxArray decode_idx(ByteInput& in, const std::string& file, const char* raw_noun
         file, magic[0], magic[1], magic[2], magic[3],
         src.gzip() ? " (after gzip decompression)" : "");
   }
-  IdxArray out;
   out.type_code = magic[2];
   const int elem = idx_element_size(out.type_code);
   if (elem == 0) {
@@ -394,12 +395,13 @@ IdxArray decode_idx(ByteInput& in, const std::string& file, const char* raw_noun
   if (ndims < 1 || ndims > kIdxMaxDims) {
     fail("{}: IDX header gives {} dimensions (expected 1 to {})", file, ndims, kIdxMaxDims);
   }
-  const int64_t header_bytes = 4 + 4 * static_cast<int64_t>(ndims);
+  IdxHeader h;
+  h.header_bytes = 4 + 4 * static_cast<int64_t>(ndims);
   unsigned char dim_bytes[4 * kIdxMaxDims];
   const std::size_t got_dims = src.read(dim_bytes, 4 * static_cast<std::size_t>(ndims));
   if (got_dims < 4 * static_cast<std::size_t>(ndims)) {
     fail("{}: truncated: the {} ends inside the IDX header ({} of {} header bytes)", file, kind,
-         4 + got_dims, header_bytes);
+         4 + got_dims, h.header_bytes);
   }
   // Each dimension is an unsigned 32-bit number; the byte count is overflow-checked.
   std::optional<int64_t> payload = elem;
@@ -411,39 +413,49 @@ IdxArray decode_idx(ByteInput& in, const std::string& file, const char* raw_noun
     }
     if (payload) payload = checked_mul(*payload, v);
   }
-  const std::string claim = fmt::format("{} {}", dims_str(out.dims), idx_type_name(out.type_code));
+  h.claim = fmt::format("{} {}", dims_str(out.dims), idx_type_name(out.type_code));
   if (!payload) {
-    fail("{}: IDX header says {}, more than 2^63 bytes (corrupt header?)", file, claim);
+    fail("{}: IDX header says {}, more than 2^63 bytes (corrupt header?)", file, h.claim);
   }
-  const int64_t expected = *payload;
+  h.payload_bytes = *payload;
+  return h;
+}
 
-  // The input's own size bounds the payload: exactly for raw data, by deflate's maximum ratio
-  // for gzip. Both checks come before any allocation.
+// The input's own size bounds the payload: exactly for raw data, by deflate's maximum ratio
+// for gzip; then the memory budget. All before any allocation.
+void check_payload_fits(const IdxStream& src, const ByteInput& in, const std::string& file,
+                        const IdxHeader& h) {
+  const int64_t expected = h.payload_bytes;
   if (!src.gzip()) {
-    const int64_t holds = std::max<int64_t>(0, in.size() - header_bytes);
+    const int64_t holds = std::max<int64_t>(0, in.size() - h.header_bytes);
     if (expected > holds) {
       fail(
           "{}: truncated: header says {} ({} bytes) but the {} holds only {} bytes after the "
           "{}-byte header",
-          file, claim, expected, kind, holds, header_bytes);
+          file, h.claim, expected, src.noun(), holds, h.header_bytes);
     }
     if (expected < holds) {
       fail(
           "{}: too long: header says {} ({} bytes) but the {} holds {} more bytes after them "
           "(more data than the header says)",
-          file, claim, expected, kind, holds - expected);
+          file, h.claim, expected, src.noun(), holds - expected);
     }
-  } else if (expected > src.max_decoded() - header_bytes) {
+  } else if (expected > src.max_decoded() - h.header_bytes) {
     fail(
         "{}: truncated: header says {} ({} bytes) but the data holds at most {} bytes: {} bytes "
         "of gzip inflate to no more than {}x that (deflate's limit)",
-        file, claim, expected, src.max_decoded() - header_bytes, in.size(), kMaxDeflateRatio);
+        file, h.claim, expected, src.max_decoded() - h.header_bytes, in.size(), kMaxDeflateRatio);
   }
-  check_memory(expected, fmt::format("{} (header says {})", file, claim));
+  check_memory(expected, fmt::format("{} (header says {})", file, h.claim));
+}
 
-  // A gzip trailer whose ISIZE matches the claim (a well-formed single-member file) lets us
-  // allocate once; otherwise the buffer doubles as data arrives, never past the claim.
-  const auto total_mod32 = static_cast<uint32_t>(static_cast<uint64_t>(expected + header_bytes));
+// The payload into out.bytes. A gzip trailer whose ISIZE matches the claim (a well-formed
+// single-member file) lets us allocate once; otherwise the buffer doubles as data arrives, never
+// past the claim.
+void read_idx_payload(IdxStream& src, const std::string& file, const IdxHeader& h,
+                      IdxArray& out) {
+  const int64_t expected = h.payload_bytes;
+  const auto total_mod32 = static_cast<uint32_t>(static_cast<uint64_t>(expected + h.header_bytes));
   const bool size_known = !src.gzip() || src.isize_hint() == total_mod32;
   constexpr int64_t kFirstChunk = int64_t{1} << 20;
   int64_t have = 0;
@@ -463,25 +475,39 @@ IdxArray decode_idx(ByteInput& in, const std::string& file, const char* raw_noun
     fail(
         "{}: truncated: header says {} ({} bytes) but the {} holds only {} bytes after the "
         "{}-byte header",
-        file, claim, expected, kind, have, header_bytes);
+        file, h.claim, expected, src.noun(), have, h.header_bytes);
   }
-  if (src.gzip()) {
-    // Inflate to the end: reports extra data and makes zlib verify the CRC-32 and length
-    // trailer. A bomb's surplus is not inflated past 1 MiB.
-    constexpr int64_t kExtraLimit = int64_t{1} << 20;
-    int64_t extra = 0;
-    unsigned char sink[1 << 14];
-    for (std::size_t n; extra <= kExtraLimit && (n = src.read(sink, sizeof sink)) > 0;) {
-      extra += static_cast<int64_t>(n);
-    }
-    if (extra > 0) {
-      fail(
-          "{}: too long: header says {} ({} bytes) but the {} holds {}{} more bytes after them "
-          "(more data than the header says)",
-          file, claim, expected, kind, extra > kExtraLimit ? "over " : "",
-          std::min(extra, kExtraLimit));
-    }
+}
+
+// Inflates a gzip input to the end: reports extra data and makes zlib verify the CRC-32 and
+// length trailer. A bomb's surplus is not inflated past 1 MiB.
+void check_gzip_end(IdxStream& src, const std::string& file, const IdxHeader& h) {
+  constexpr int64_t kExtraLimit = int64_t{1} << 20;
+  int64_t extra = 0;
+  unsigned char sink[1 << 14];
+  for (std::size_t n; extra <= kExtraLimit && (n = src.read(sink, sizeof sink)) > 0;) {
+    extra += static_cast<int64_t>(n);
   }
+  if (extra > 0) {
+    fail(
+        "{}: too long: header says {} ({} bytes) but the {} holds {}{} more bytes after them "
+        "(more data than the header says)",
+        file, h.claim, h.payload_bytes, src.noun(), extra > kExtraLimit ? "over " : "",
+        std::min(extra, kExtraLimit));
+  }
+}
+
+// Every IDX check, shared by read_idx and parse_idx. Sizes from the header are checked against
+// what the input can hold and against the memory budget before anything is allocated; the
+// payload buffer then grows only as decoded data arrives (unless the gzip trailer confirms the
+// size), so a lying header costs no more memory than the data really holds.
+IdxArray decode_idx(ByteInput& in, const std::string& file, const char* raw_noun) {
+  IdxStream src(in, file, raw_noun);
+  IdxArray out;
+  const IdxHeader h = read_idx_header(src, file, out);
+  check_payload_fits(src, in, file, h);
+  read_idx_payload(src, file, h, out);
+  if (src.gzip()) check_gzip_end(src, file, h);
   return out;
 }
 
