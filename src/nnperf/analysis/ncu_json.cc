@@ -149,8 +149,9 @@ nlohmann::json ncu_utilisation_summary(const NcuImport& imp) {
   return out;
 }
 
-nlohmann::json ncu_json(const NcuImport& imp, const NcuRoof& roof) {
-  check_roof(roof);
+namespace {
+
+nlohmann::json import_context(const NcuImport& imp, const NcuRoof& roof) {
   nlohmann::json context;
   context["tool"] = "ncu";
   context["path"] = valid_utf8(imp.path);
@@ -173,7 +174,108 @@ nlohmann::json ncu_json(const NcuImport& imp, const NcuRoof& roof) {
   nlohmann::json warnings = nlohmann::json::array();
   for (const std::string& w : imp.warnings) warnings.push_back(valid_utf8(w));
   context["warnings"] = std::move(warnings);
+  return context;
+}
 
+nlohmann::json bound_json(const Roofed& rf) {
+  return rf.bound ? nlohmann::json(rf.bound) : nlohmann::json();
+}
+
+nlohmann::json launch_json(const NcuLaunch& l, const NcuRoof& roof) {
+  const Roofed rf = roof_of(l.flops, l.dram_bytes, l.gflops, roof);
+  return {{"id", l.id},
+          {"name", l.name},
+          {"block", l.block},
+          {"grid", l.grid},
+          {"flops_fp32", num(l.flops_fp32)},
+          {"flops_fp64", num(l.flops_fp64)},
+          {"flops_fp16", num(l.flops_fp16)},
+          {"flops", num(l.flops)},
+          {"tensor_inst", num(l.tensor_inst)},
+          {"dram_bytes", num(l.dram_bytes)},
+          {"l2_bytes", num(l.l2_bytes)},
+          {"l1_bytes", num(l.l1_bytes)},
+          {"time_s", num(l.time_s)},
+          {"ai_dram", num(l.ai_dram)},
+          {"ai_l2", num(l.ai_l2)},
+          {"ai_l1", num(l.ai_l1)},
+          {"gflops", num(l.gflops)},
+          {"dram_gbs", num(l.dram_gbs)},
+          {"attainable_gflops", num(rf.attainable)},
+          {"pct_of_attainable", num(rf.pct)},
+          {"bound", bound_json(rf)},
+          {"flags", l.flags}};
+}
+
+// The launches of one kernel name, summed.
+struct Group {
+  std::string name;
+  std::vector<std::string> ids;
+  double time_s = 0, fp32 = 0, fp64 = 0, fp16 = 0, flops = 0, tensor = 0;
+  double dram = 0, l2 = 0, l1 = 0;
+  std::set<std::string> flags;
+
+  void add(const NcuLaunch& l) {
+    ids.push_back(l.id);
+    time_s += l.time_s;
+    fp32 += l.flops_fp32;
+    fp64 += l.flops_fp64;
+    fp16 += l.flops_fp16;
+    flops += l.flops;
+    tensor += l.tensor_inst;
+    dram += l.dram_bytes;
+    l2 += l.l2_bytes;
+    l1 += l.l1_bytes;
+    flags.insert(l.flags.begin(), l.flags.end());
+  }
+};
+
+// Groups in the order their names first appear.
+std::vector<Group> group_by_name(const std::vector<NcuLaunch>& launches) {
+  std::vector<Group> groups;
+  std::unordered_map<std::string, std::size_t> group_of;
+  for (const NcuLaunch& l : launches) {
+    auto [it, fresh] = group_of.try_emplace(l.name, groups.size());
+    if (fresh) {
+      groups.emplace_back();
+      groups.back().name = l.name;
+    }
+    groups[it->second].add(l);
+  }
+  return groups;
+}
+
+nlohmann::json group_json(const Group& g, const NcuRoof& roof) {
+  const double gflops = ratio(g.flops, g.time_s) / 1e9;
+  const Roofed rf = roof_of(g.flops, g.dram, gflops, roof);
+  return {{"name", g.name},
+          {"launches", g.ids.size()},
+          {"ids", g.ids},
+          {"time_s", num(g.time_s)},
+          {"flops_fp32", num(g.fp32)},
+          {"flops_fp64", num(g.fp64)},
+          {"flops_fp16", num(g.fp16)},
+          {"flops", num(g.flops)},
+          {"tensor_inst", num(g.tensor)},
+          {"dram_bytes", num(g.dram)},
+          {"l2_bytes", num(g.l2)},
+          {"l1_bytes", num(g.l1)},
+          {"ai_dram", num(ratio(g.flops, g.dram))},
+          {"ai_l2", num(ratio(g.flops, g.l2))},
+          {"ai_l1", num(ratio(g.flops, g.l1))},
+          {"gflops", num(gflops)},
+          {"dram_gbs", num(ratio(g.dram, g.time_s) / 1e9)},
+          {"attainable_gflops", num(rf.attainable)},
+          {"pct_of_attainable", num(rf.pct)},
+          {"bound", bound_json(rf)},
+          {"flags", std::vector<std::string>(g.flags.begin(), g.flags.end())}};
+}
+
+}  // namespace
+
+nlohmann::json ncu_json(const NcuImport& imp, const NcuRoof& roof) {
+  check_roof(roof);
+  nlohmann::json context = import_context(imp, roof);
   nlohmann::json records = nlohmann::json::array();
   nlohmann::json by_name = nlohmann::json::array();
   if (imp.utilisation_only) {
@@ -182,83 +284,9 @@ nlohmann::json ncu_json(const NcuImport& imp, const NcuRoof& roof) {
     doc["utilisation"] = ncu_utilisation_summary(imp);
     return doc;
   }
-
-  struct Group {
-    std::string name;
-    std::vector<std::string> ids;
-    double time_s = 0, fp32 = 0, fp64 = 0, fp16 = 0, flops = 0, tensor = 0;
-    double dram = 0, l2 = 0, l1 = 0;
-    std::set<std::string> flags;
-  };
-  std::vector<Group> groups;
-  std::unordered_map<std::string, std::size_t> group_of;
-  for (const NcuLaunch& l : imp.launches) {
-    const Roofed rf = roof_of(l.flops, l.dram_bytes, l.gflops, roof);
-    records.push_back({{"id", l.id},
-                       {"name", l.name},
-                       {"block", l.block},
-                       {"grid", l.grid},
-                       {"flops_fp32", num(l.flops_fp32)},
-                       {"flops_fp64", num(l.flops_fp64)},
-                       {"flops_fp16", num(l.flops_fp16)},
-                       {"flops", num(l.flops)},
-                       {"tensor_inst", num(l.tensor_inst)},
-                       {"dram_bytes", num(l.dram_bytes)},
-                       {"l2_bytes", num(l.l2_bytes)},
-                       {"l1_bytes", num(l.l1_bytes)},
-                       {"time_s", num(l.time_s)},
-                       {"ai_dram", num(l.ai_dram)},
-                       {"ai_l2", num(l.ai_l2)},
-                       {"ai_l1", num(l.ai_l1)},
-                       {"gflops", num(l.gflops)},
-                       {"dram_gbs", num(l.dram_gbs)},
-                       {"attainable_gflops", num(rf.attainable)},
-                       {"pct_of_attainable", num(rf.pct)},
-                       {"bound", rf.bound ? nlohmann::json(rf.bound) : nlohmann::json()},
-                       {"flags", l.flags}});
-    auto [it, fresh] = group_of.try_emplace(l.name, groups.size());
-    if (fresh) {
-      groups.emplace_back();
-      groups.back().name = l.name;
-    }
-    Group& g = groups[it->second];
-    g.ids.push_back(l.id);
-    g.time_s += l.time_s;
-    g.fp32 += l.flops_fp32;
-    g.fp64 += l.flops_fp64;
-    g.fp16 += l.flops_fp16;
-    g.flops += l.flops;
-    g.tensor += l.tensor_inst;
-    g.dram += l.dram_bytes;
-    g.l2 += l.l2_bytes;
-    g.l1 += l.l1_bytes;
-    g.flags.insert(l.flags.begin(), l.flags.end());
-  }
-  for (const Group& g : groups) {
-    const double gflops = ratio(g.flops, g.time_s) / 1e9;
-    const Roofed rf = roof_of(g.flops, g.dram, gflops, roof);
-    by_name.push_back({{"name", g.name},
-                       {"launches", g.ids.size()},
-                       {"ids", g.ids},
-                       {"time_s", num(g.time_s)},
-                       {"flops_fp32", num(g.fp32)},
-                       {"flops_fp64", num(g.fp64)},
-                       {"flops_fp16", num(g.fp16)},
-                       {"flops", num(g.flops)},
-                       {"tensor_inst", num(g.tensor)},
-                       {"dram_bytes", num(g.dram)},
-                       {"l2_bytes", num(g.l2)},
-                       {"l1_bytes", num(g.l1)},
-                       {"ai_dram", num(ratio(g.flops, g.dram))},
-                       {"ai_l2", num(ratio(g.flops, g.l2))},
-                       {"ai_l1", num(ratio(g.flops, g.l1))},
-                       {"gflops", num(gflops)},
-                       {"dram_gbs", num(ratio(g.dram, g.time_s) / 1e9)},
-                       {"attainable_gflops", num(rf.attainable)},
-                       {"pct_of_attainable", num(rf.pct)},
-                       {"bound", rf.bound ? nlohmann::json(rf.bound) : nlohmann::json()},
-                       {"flags", std::vector<std::string>(g.flags.begin(), g.flags.end())}});
-  }
+  for (const NcuLaunch& l : imp.launches) records.push_back(launch_json(l, roof));
+  const std::vector<Group> groups = group_by_name(imp.launches);
+  for (const Group& g : groups) by_name.push_back(group_json(g, roof));
   context["kernels"] = groups.size();
   return {{"context", context}, {"records", records}, {"by_name", by_name}};
 }
