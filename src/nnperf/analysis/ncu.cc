@@ -836,6 +836,117 @@ double ratio(double num, double den) { return den > 0 ? num / den : kNaN; }
 
 }  // namespace ncu_detail
 
+namespace {
+
+// The first cell (by line) of each kind of evidence for the number convention.
+struct ConventionEvidence {
+  int64_t point_line = 0, comma_line = 0, ambiguous_line = 0;
+  std::string point_text, comma_text, ambiguous_text;
+};
+
+ConventionEvidence convention_evidence(const Reading& r) {
+  ConventionEvidence ev;
+  for (const RawLaunch& l : r.launches) {
+    for (const auto& [metric, cell] : l.cells) {
+      const Evidence e = classify(cell.value);
+      if (e == Evidence::kPointDecimal && (ev.point_line == 0 || cell.line < ev.point_line)) {
+        ev.point_line = cell.line;
+        ev.point_text = cell.value;
+      } else if (e == Evidence::kCommaDecimal &&
+                 (ev.comma_line == 0 || cell.line < ev.comma_line)) {
+        ev.comma_line = cell.line;
+        ev.comma_text = cell.value;
+      } else if (e == Evidence::kNone && cell.value.find_first_of(",.") != std::string::npos &&
+                 (ev.ambiguous_line == 0 || cell.line < ev.ambiguous_line)) {
+        ev.ambiguous_line = cell.line;
+        ev.ambiguous_text = cell.value;
+      }
+    }
+  }
+  return ev;
+}
+
+// The file's number convention from the cells that will be read (both conventions in one file
+// are refused); returns whether the decimal separator is a point.
+bool decide_convention(const Reading& r, const std::string& path, NcuImport& imp) {
+  const ConventionEvidence ev = convention_evidence(r);
+  if (ev.point_line > 0 && ev.comma_line > 0) {
+    const bool point_first = ev.point_line < ev.comma_line;
+    fail("{}:{}: '{}' reads as {} but '{}' on line {} reads as {}: one number convention per file",
+         path, std::max(ev.point_line, ev.comma_line),
+         quote_input(point_first ? ev.comma_text : ev.point_text, 40),
+         convention_name(!point_first),
+         quote_input(point_first ? ev.point_text : ev.comma_text, 40),
+         std::min(ev.point_line, ev.comma_line), convention_name(point_first));
+  }
+  const bool point_decimal = ev.comma_line == 0;
+  imp.number_convention = convention_name(point_decimal);
+  if (ev.point_line > 0 || ev.comma_line > 0) {
+    imp.number_convention_source =
+        fmt::format("line {}: '{}'", point_decimal ? ev.point_line : ev.comma_line,
+                    quote_input(point_decimal ? ev.point_text : ev.comma_text, 40));
+  } else {
+    imp.number_convention_source =
+        "assumed (ncu's default): no value in the file tells the conventions apart";
+    if (ev.ambiguous_line > 0) {
+      add_warning(imp,
+                  fmt::format("{}:{}: '{}' and values like it read as {} (no value in the file "
+                              "tells the two number conventions apart)",
+                              path, ev.ambiguous_line, quote_input(ev.ambiguous_text, 40),
+                              imp.number_convention));
+    }
+  }
+  return point_decimal;
+}
+
+// Utilisation-only: percentages but no FLOP or byte counter in any launch.
+void classify_metrics(const Reading& r, NcuImport& imp) {
+  bool has_counter = false;
+  for (const RawLaunch& l : r.launches) {
+    for (const auto& [metric, cell] : l.cells) {
+      has_counter = has_counter || counter_metrics().count(metric) > 0;
+    }
+  }
+  imp.pct_metrics.assign(r.pct_metrics.begin(), r.pct_metrics.end());
+  imp.utilisation_only = !has_counter && !r.pct_metrics.empty();
+}
+
+void reading_warnings(const RecordReader& rd, const Reading& r, const std::string& path,
+                      NcuImport& imp) {
+  if (rd.skipped() > 0) {
+    add_warning(imp, fmt::format("{}:{}: {} line(s) of ncu's own output (==PROF==, ==WARNING==) "
+                                 "after the header were skipped",
+                                 path, rd.first_skipped_line(), rd.skipped()));
+  }
+  if (r.conflicting_duplicates > 0) {
+    add_warning(imp,
+                fmt::format("{}:{}: metric {} appears twice for one launch with different "
+                            "values; the first is used ({} such rows)",
+                            path, r.first_conflict_line, quote_input(r.first_conflict_metric, 60),
+                            r.conflicting_duplicates));
+  }
+}
+
+void compute_launches(const Reading& r, const std::string& path, bool point_decimal,
+                      NcuImport& imp) {
+  imp.launches.reserve(r.launches.size());
+  int na_launches = 0;
+  for (const RawLaunch& raw : r.launches) {
+    imp.launches.push_back(compute_launch(raw, path, point_decimal, imp.utilisation_only));
+    const auto& flags = imp.launches.back().flags;
+    if (std::any_of(flags.begin(), flags.end(),
+                    [](const std::string& f) { return f.starts_with("n/a:"); })) {
+      ++na_launches;
+    }
+  }
+  if (na_launches > 0) {
+    add_warning(imp, fmt::format("{}: {} launch(es) have n/a values; what depends on them is null",
+                                 path, na_launches));
+  }
+}
+
+}  // namespace
+
 NcuImport parse_ncu_csv(std::string_view text, const std::string& path) {
   if (text.size() > kNcuMaxFileBytes) {
     fail(
@@ -865,87 +976,10 @@ NcuImport parse_ncu_csv(std::string_view text, const std::string& path) {
     read_raw(rd, header.fields, header.line, path, r);
   }
   if (r.launches.empty()) fail("{}:{}: a header but no kernel launch after it", path, header.line);
-
-  // The number convention, from the cells that will be read.
-  int64_t point_line = 0, comma_line = 0, ambiguous_line = 0;
-  std::string point_text, comma_text, ambiguous_text;
-  for (const RawLaunch& l : r.launches) {
-    for (const auto& [metric, cell] : l.cells) {
-      const Evidence e = classify(cell.value);
-      if (e == Evidence::kPointDecimal && (point_line == 0 || cell.line < point_line)) {
-        point_line = cell.line;
-        point_text = cell.value;
-      } else if (e == Evidence::kCommaDecimal && (comma_line == 0 || cell.line < comma_line)) {
-        comma_line = cell.line;
-        comma_text = cell.value;
-      } else if (e == Evidence::kNone && cell.value.find_first_of(",.") != std::string::npos &&
-                 (ambiguous_line == 0 || cell.line < ambiguous_line)) {
-        ambiguous_line = cell.line;
-        ambiguous_text = cell.value;
-      }
-    }
-  }
-  if (point_line > 0 && comma_line > 0) {
-    const bool point_first = point_line < comma_line;
-    fail("{}:{}: '{}' reads as {} but '{}' on line {} reads as {}: one number convention per file",
-         path, std::max(point_line, comma_line),
-         quote_input(point_first ? comma_text : point_text, 40), convention_name(!point_first),
-         quote_input(point_first ? point_text : comma_text, 40), std::min(point_line, comma_line),
-         convention_name(point_first));
-  }
-  const bool point_decimal = comma_line == 0;
-  imp.number_convention = convention_name(point_decimal);
-  if (point_line > 0 || comma_line > 0) {
-    imp.number_convention_source =
-        fmt::format("line {}: '{}'", point_decimal ? point_line : comma_line,
-                    quote_input(point_decimal ? point_text : comma_text, 40));
-  } else {
-    imp.number_convention_source =
-        "assumed (ncu's default): no value in the file tells the conventions apart";
-    if (ambiguous_line > 0) {
-      add_warning(imp,
-                  fmt::format("{}:{}: '{}' and values like it read as {} (no value in the file "
-                              "tells the two number conventions apart)",
-                              path, ambiguous_line, quote_input(ambiguous_text, 40),
-                              imp.number_convention));
-    }
-  }
-
-  bool has_counter = false;
-  for (const RawLaunch& l : r.launches) {
-    for (const auto& [metric, cell] : l.cells) {
-      has_counter = has_counter || counter_metrics().count(metric) > 0;
-    }
-  }
-  imp.pct_metrics.assign(r.pct_metrics.begin(), r.pct_metrics.end());
-  imp.utilisation_only = !has_counter && !r.pct_metrics.empty();
-
-  if (rd.skipped() > 0) {
-    add_warning(imp, fmt::format("{}:{}: {} line(s) of ncu's own output (==PROF==, ==WARNING==) "
-                                 "after the header were skipped",
-                                 path, rd.first_skipped_line(), rd.skipped()));
-  }
-  if (r.conflicting_duplicates > 0) {
-    add_warning(imp,
-                fmt::format("{}:{}: metric {} appears twice for one launch with different "
-                            "values; the first is used ({} such rows)",
-                            path, r.first_conflict_line, quote_input(r.first_conflict_metric, 60),
-                            r.conflicting_duplicates));
-  }
-  imp.launches.reserve(r.launches.size());
-  int na_launches = 0;
-  for (const RawLaunch& raw : r.launches) {
-    imp.launches.push_back(compute_launch(raw, path, point_decimal, imp.utilisation_only));
-    const auto& flags = imp.launches.back().flags;
-    if (std::any_of(flags.begin(), flags.end(),
-                    [](const std::string& f) { return f.starts_with("n/a:"); })) {
-      ++na_launches;
-    }
-  }
-  if (na_launches > 0) {
-    add_warning(imp, fmt::format("{}: {} launch(es) have n/a values; what depends on them is null",
-                                 path, na_launches));
-  }
+  const bool point_decimal = decide_convention(r, path, imp);
+  classify_metrics(r, imp);
+  reading_warnings(rd, r, path, imp);
+  compute_launches(r, path, point_decimal, imp);
   return imp;
 }
 
