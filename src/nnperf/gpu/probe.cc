@@ -143,102 +143,137 @@ std::string cudnn_version_string(long long version) {
   return fmt::format("{}.{}.{}", version / 1000, version % 1000 / 100, version % 100);
 }
 
-CudaProbe probe_cuda(const CudaProbeOptions& options) {
-  CudaProbe p;
+namespace {
 
-  // NVML first: the devices below look their boards up in it (by PCI bus id, since CUDA orders
-  // devices fastest first and NVML by bus).
+// NVML loaded and initialised (p.nvml_loaded, the driver version), or the reason in
+// p.nvml_reason; returns the library handle (null when it could not be opened).
+void* open_nvml(const CudaProbeOptions& options, CudaProbe& p) {
   std::string nvml_file;
   void* nvml = open_first(options.nvml, &nvml_file, &p.nvml_reason);
-  if (nvml != nullptr) {
-    auto init = sym<NvmlInit>(nvml, "nvmlInit_v2");
-    if (init == nullptr) {
-      p.nvml_reason = fmt::format("{} has no nvmlInit_v2", nvml_file);
-    } else if (const int rc = init(); rc != 0) {
-      p.nvml_reason = fmt::format("nvmlInit failed: {}", nvml_error(nvml, rc));
-    } else {
-      p.nvml_loaded = true;
-      char version[96] = {};
-      if (auto f = sym<NvmlSystemGetDriverVersion>(nvml, "nvmlSystemGetDriverVersion");
-          f && f(version, sizeof(version)) == 0)
-        p.nvml_driver = version;
-    }
+  if (nvml == nullptr) return nullptr;
+  auto init = sym<NvmlInit>(nvml, "nvmlInit_v2");
+  if (init == nullptr) {
+    p.nvml_reason = fmt::format("{} has no nvmlInit_v2", nvml_file);
+  } else if (const int rc = init(); rc != 0) {
+    p.nvml_reason = fmt::format("nvmlInit failed: {}", nvml_error(nvml, rc));
+  } else {
+    p.nvml_loaded = true;
+    char version[96] = {};
+    if (auto f = sym<NvmlSystemGetDriverVersion>(nvml, "nvmlSystemGetDriverVersion");
+        f && f(version, sizeof(version)) == 0)
+      p.nvml_driver = version;
   }
+  return nvml;
+}
 
+// The driver's and NVML's entry points one device's description needs (any may be null).
+struct DeviceQueries {
+  CuDeviceGet get = nullptr;
+  CuDeviceGetName get_name = nullptr;
+  CuDeviceTotalMem total_mem = nullptr;
+  CuDeviceGetAttribute attr = nullptr;
+  CuDeviceGetPciBusId bus_id = nullptr;
+  NvmlDeviceGetHandleByPciBusId nvml_by_bus = nullptr;
+  NvmlDeviceGetPowerUsage nvml_power = nullptr;
+  NvmlDeviceGetMaxClockInfo nvml_clock = nullptr;
+
+  DeviceQueries(void* cuda, void* nvml, bool nvml_loaded)
+      : get(sym<CuDeviceGet>(cuda, "cuDeviceGet")),
+        get_name(sym<CuDeviceGetName>(cuda, "cuDeviceGetName")),
+        total_mem(sym<CuDeviceTotalMem>(cuda, "cuDeviceTotalMem_v2")),
+        attr(sym<CuDeviceGetAttribute>(cuda, "cuDeviceGetAttribute")),
+        bus_id(sym<CuDeviceGetPciBusId>(cuda, "cuDeviceGetPCIBusId")) {
+    if (!nvml_loaded) return;
+    nvml_by_bus =
+        sym<NvmlDeviceGetHandleByPciBusId>(nvml, "nvmlDeviceGetHandleByPciBusId_v2");
+    nvml_power = sym<NvmlDeviceGetPowerUsage>(nvml, "nvmlDeviceGetPowerUsage");
+    nvml_clock = sym<NvmlDeviceGetMaxClockInfo>(nvml, "nvmlDeviceGetMaxClockInfo");
+  }
+};
+
+// Device `dev` (CUDA ordinal i) as the driver describes it; its board looked up in NVML by PCI
+// bus id (CUDA orders devices fastest first, NVML by bus) for power and, where the driver gives
+// none, clocks.
+CudaDeviceInfo describe_device(const DeviceQueries& q, int i, int dev) {
+  CudaDeviceInfo d;
+  d.index = i;
+  char name[256] = {};
+  q.get_name(name, sizeof(name), dev);
+  d.name = name;
+  std::size_t bytes = 0;
+  if (q.total_mem && q.total_mem(&bytes, dev) == 0)
+    d.total_memory_bytes = static_cast<long long>(bytes);
+  auto attribute = [&](int which) {
+    int v = 0;
+    return q.attr && q.attr(&v, which, dev) == 0 ? v : 0;
+  };
+  d.compute_major = attribute(kAttrComputeMajor);
+  d.compute_minor = attribute(kAttrComputeMinor);
+  d.multiprocessors = attribute(kAttrMultiprocessors);
+  d.clock_mhz = attribute(kAttrClockRate) / 1000;
+  d.memory_clock_mhz = attribute(kAttrMemoryClockRate) / 1000;
+  d.memory_bus_bits = attribute(kAttrMemoryBusWidth);
+  char bus[64] = {};
+  void* board = nullptr;
+  if (q.bus_id && q.nvml_by_bus && q.bus_id(bus, sizeof(bus), dev) == 0 &&
+      q.nvml_by_bus(bus, &board) == 0) {
+    unsigned int mw = 0;
+    d.power_readable = q.nvml_power && q.nvml_power(board, &mw) == 0;
+    unsigned int mhz = 0;
+    if (d.clock_mhz == 0 && q.nvml_clock && q.nvml_clock(board, kNvmlClockSm, &mhz) == 0)
+      d.clock_mhz = static_cast<int>(mhz);
+    if (d.memory_clock_mhz == 0 && q.nvml_clock && q.nvml_clock(board, kNvmlClockMem, &mhz) == 0)
+      d.memory_clock_mhz = static_cast<int>(mhz);
+  }
+  return d;
+}
+
+// The CUDA driver: its version, cuInit, and every device it reports (p.message says why none).
+void probe_driver(const CudaProbeOptions& options, void* nvml, CudaProbe& p) {
   void* cuda = open_first(options.driver, &p.driver_file, &p.message);
   if (cuda == nullptr) {
     p.driver_file.clear();
     p.message = fmt::format("no CUDA driver ({})", p.message);
-  } else {
-    // cuDriverGetVersion answers before cuInit, so the version shows even when init fails.
-    if (auto ver = sym<CuDriverGetVersion>(cuda, "cuDriverGetVersion")) ver(&p.driver_version);
-    auto init = sym<CuInit>(cuda, "cuInit");
-    const int rc = init ? init(0) : -1;
-    if (init == nullptr) {
-      p.message = fmt::format("{} has no cuInit", p.driver_file);
-    } else if (rc == kCudaErrorNoDevice) {
-      p.message = fmt::format("the CUDA driver reports no device (cuInit: {})", cu_error(cuda, rc));
-    } else if (rc != 0) {
-      p.message = fmt::format("CUDA driver present but cuInit failed: {}", cu_error(cuda, rc));
-    } else {
-      p.driver_loaded = true;
-      int n = 0;
-      if (auto count_fn = sym<CuDeviceGetCount>(cuda, "cuDeviceGetCount")) count_fn(&n);
-      auto get = sym<CuDeviceGet>(cuda, "cuDeviceGet");
-      auto get_name = sym<CuDeviceGetName>(cuda, "cuDeviceGetName");
-      auto total_mem = sym<CuDeviceTotalMem>(cuda, "cuDeviceTotalMem_v2");
-      auto attr = sym<CuDeviceGetAttribute>(cuda, "cuDeviceGetAttribute");
-      auto bus_id = sym<CuDeviceGetPciBusId>(cuda, "cuDeviceGetPCIBusId");
-      auto nvml_by_bus = p.nvml_loaded ? sym<NvmlDeviceGetHandleByPciBusId>(
-                                             nvml, "nvmlDeviceGetHandleByPciBusId_v2")
-                                       : nullptr;
-      auto nvml_power =
-          p.nvml_loaded ? sym<NvmlDeviceGetPowerUsage>(nvml, "nvmlDeviceGetPowerUsage") : nullptr;
-      auto nvml_clock = p.nvml_loaded
-                            ? sym<NvmlDeviceGetMaxClockInfo>(nvml, "nvmlDeviceGetMaxClockInfo")
-                            : nullptr;
-      for (int i = 0; i < n && get && get_name; ++i) {
-        int dev = 0;
-        if (get(&dev, i) != 0) continue;
-        CudaDeviceInfo d;
-        d.index = i;
-        char name[256] = {};
-        get_name(name, sizeof(name), dev);
-        d.name = name;
-        std::size_t bytes = 0;
-        if (total_mem && total_mem(&bytes, dev) == 0)
-          d.total_memory_bytes = static_cast<long long>(bytes);
-        auto attribute = [&](int which) {
-          int v = 0;
-          return attr && attr(&v, which, dev) == 0 ? v : 0;
-        };
-        d.compute_major = attribute(kAttrComputeMajor);
-        d.compute_minor = attribute(kAttrComputeMinor);
-        d.multiprocessors = attribute(kAttrMultiprocessors);
-        d.clock_mhz = attribute(kAttrClockRate) / 1000;
-        d.memory_clock_mhz = attribute(kAttrMemoryClockRate) / 1000;
-        d.memory_bus_bits = attribute(kAttrMemoryBusWidth);
-        char bus[64] = {};
-        void* board = nullptr;
-        if (bus_id && nvml_by_bus && bus_id(bus, sizeof(bus), dev) == 0 &&
-            nvml_by_bus(bus, &board) == 0) {
-          unsigned int mw = 0;
-          d.power_readable = nvml_power && nvml_power(board, &mw) == 0;
-          unsigned int mhz = 0;
-          if (d.clock_mhz == 0 && nvml_clock && nvml_clock(board, kNvmlClockSm, &mhz) == 0)
-            d.clock_mhz = static_cast<int>(mhz);
-          if (d.memory_clock_mhz == 0 && nvml_clock && nvml_clock(board, kNvmlClockMem, &mhz) == 0)
-            d.memory_clock_mhz = static_cast<int>(mhz);
-        }
-        p.devices.push_back(d);
-      }
-      if (p.devices.empty()) p.message = "the CUDA driver loaded but reports no device";
-    }
+    return;
   }
+  // cuDriverGetVersion answers before cuInit, so the version shows even when init fails.
+  if (auto ver = sym<CuDriverGetVersion>(cuda, "cuDriverGetVersion")) ver(&p.driver_version);
+  auto init = sym<CuInit>(cuda, "cuInit");
+  const int rc = init ? init(0) : -1;
+  if (init == nullptr) {
+    p.message = fmt::format("{} has no cuInit", p.driver_file);
+    return;
+  }
+  if (rc == kCudaErrorNoDevice) {
+    p.message = fmt::format("the CUDA driver reports no device (cuInit: {})", cu_error(cuda, rc));
+    return;
+  }
+  if (rc != 0) {
+    p.message = fmt::format("CUDA driver present but cuInit failed: {}", cu_error(cuda, rc));
+    return;
+  }
+  p.driver_loaded = true;
+  int n = 0;
+  if (auto count_fn = sym<CuDeviceGetCount>(cuda, "cuDeviceGetCount")) count_fn(&n);
+  const DeviceQueries q(cuda, nvml, p.nvml_loaded);
+  for (int i = 0; i < n && q.get && q.get_name; ++i) {
+    int dev = 0;
+    if (q.get(&dev, i) != 0) continue;
+    p.devices.push_back(describe_device(q, i, dev));
+  }
+  if (p.devices.empty()) p.message = "the CUDA driver loaded but reports no device";
+}
+
+}  // namespace
+
+CudaProbe probe_cuda(const CudaProbeOptions& options) {
+  CudaProbe p;
+  // NVML first: the devices look their boards up in it.
+  void* nvml = open_nvml(options, p);
+  probe_driver(options, nvml, p);
   if (p.nvml_loaded) {
     if (auto shut = sym<NvmlShutdown>(nvml, "nvmlShutdown")) shut();
   }
-
   if (options.libraries) {
     p.libraries.push_back(probe_runtime(options.runtime));
     p.libraries.push_back(probe_cudnn(options.cudnn));
