@@ -207,20 +207,12 @@ nlohmann::json complexity_convention() {
   return j;
 }
 
-nlohmann::json complexity_json(const ModelComplexity& c) {
+namespace {
+
+nlohmann::json totals_json(const ModelComplexity& c) {
   const bool training = c.options.training;
   const ComplexityTotals& t = c.totals;
   const double batch = static_cast<double>(c.batch());
-  nlohmann::json context;
-  context["tool"] = "nnperf complexity";
-  context["model"] = c.model;
-  context["input_shape"] = c.input.dims();
-  context["batch_size"] = c.batch();
-  context["input_size"] = c.input.rank() == 4 ? c.input[2] : c.input[c.input.rank() - 1];
-  context["training"] = training;
-  context["optimizer"] = training ? nlohmann::json(c.options.optimizer) : nlohmann::json();
-  context["fold_bn"] = c.fold_bn;
-  context["convention"] = complexity_convention();
   nlohmann::json totals = {
       {"params", t.params},
       {"trainable_params", t.trainable_params},
@@ -259,39 +251,57 @@ nlohmann::json complexity_json(const ModelComplexity& c) {
     totals["intensity_iteration_flops_per_byte"] =
         t.bytes_iteration() > 0 ? t.flops_iteration() / t.bytes_iteration() : 0.0;
   }
-  context["totals"] = totals;
+  return totals;
+}
 
-  nlohmann::json records = nlohmann::json::array();
-  for (const LayerComplexity& l : c.layers) {
-    nlohmann::json r = {
-        {"node", l.node},
-        {"layer", l.name},
-        {"layer_type", l.type},
-        {"describe", l.describe},
-        {"input_shape", shapes_text(l.input_shapes)},
-        {"output_shape", dims_text(l.output_shape)},
-        {"params", l.params},
-        {"macs", count_json(l.macs)},
-        {"flops", count_json(l.flops)},
-        {"bytes", count_json(l.bytes)},
-        {"intensity_flops_per_byte", count_json(l.intensity_flops_per_byte)},
-        {"output_bytes", l.output_bytes},
-        {"torchinfo_mult_adds", count_json(l.torchinfo_mult_adds)},
-        {"counted", l.counted && (!training || l.backward_counted)},
-        {"note", l.note},
-    };
-    if (training) {
-      r["data_gradient"] = l.data_gradient;
-      r["flops_backward_data"] = count_json(l.flops_backward_data);
-      r["flops_backward_weights"] = count_json(l.flops_backward_weights);
-      r["bytes_backward"] = count_json(l.bytes_backward);
-      r["optimizer_flops"] = l.optimizer_flops;
-      r["optimizer_bytes"] = l.optimizer_bytes;
-      r["flops_iteration"] = count_json(l.flops_iteration());
-      r["bytes_iteration"] = count_json(l.bytes_iteration());
-    }
-    records.push_back(std::move(r));
+nlohmann::json layer_json(const LayerComplexity& l, bool training) {
+  nlohmann::json r = {
+      {"node", l.node},
+      {"layer", l.name},
+      {"layer_type", l.type},
+      {"describe", l.describe},
+      {"input_shape", shapes_text(l.input_shapes)},
+      {"output_shape", dims_text(l.output_shape)},
+      {"params", l.params},
+      {"macs", count_json(l.macs)},
+      {"flops", count_json(l.flops)},
+      {"bytes", count_json(l.bytes)},
+      {"intensity_flops_per_byte", count_json(l.intensity_flops_per_byte)},
+      {"output_bytes", l.output_bytes},
+      {"torchinfo_mult_adds", count_json(l.torchinfo_mult_adds)},
+      {"counted", l.counted && (!training || l.backward_counted)},
+      {"note", l.note},
+  };
+  if (training) {
+    r["data_gradient"] = l.data_gradient;
+    r["flops_backward_data"] = count_json(l.flops_backward_data);
+    r["flops_backward_weights"] = count_json(l.flops_backward_weights);
+    r["bytes_backward"] = count_json(l.bytes_backward);
+    r["optimizer_flops"] = l.optimizer_flops;
+    r["optimizer_bytes"] = l.optimizer_bytes;
+    r["flops_iteration"] = count_json(l.flops_iteration());
+    r["bytes_iteration"] = count_json(l.bytes_iteration());
   }
+  return r;
+}
+
+}  // namespace
+
+nlohmann::json complexity_json(const ModelComplexity& c) {
+  const bool training = c.options.training;
+  nlohmann::json context;
+  context["tool"] = "nnperf complexity";
+  context["model"] = c.model;
+  context["input_shape"] = c.input.dims();
+  context["batch_size"] = c.batch();
+  context["input_size"] = c.input.rank() == 4 ? c.input[2] : c.input[c.input.rank() - 1];
+  context["training"] = training;
+  context["optimizer"] = training ? nlohmann::json(c.options.optimizer) : nlohmann::json();
+  context["fold_bn"] = c.fold_bn;
+  context["convention"] = complexity_convention();
+  context["totals"] = totals_json(c);
+  nlohmann::json records = nlohmann::json::array();
+  for (const LayerComplexity& l : c.layers) records.push_back(layer_json(l, training));
   return {{"context", std::move(context)}, {"records", std::move(records)}};
 }
 
