@@ -374,68 +374,65 @@ void whole_model_findings(const std::map<std::string, std::map<std::string, doub
   }
 }
 
-ReportSection profile_section(const std::vector<Sweep>& sweeps, const fs::path& root) {
-  ReportSection s;
-  s.title = "Convolution-algorithm profiles";
-  ReportTable whole;
-  bool first = true;
-  // (model, batch, size) -> algorithm -> median ms; layer -> algorithm -> ms
+// What the profile sweeps say across each other: (model, batch, size) -> algorithm -> median ms,
+// and per (model, size) layer -> algorithm that ran -> the fastest of its ms.
+struct ProfileFigures {
   std::map<std::string, std::map<std::string, double>> model_ms;
   std::map<std::string, std::map<std::string, std::map<std::string, double>>> layer_ms;
   std::map<std::string, std::string> layer_shape;
-  std::set<std::string> hosts;  // the machines the compared rows come from
-  for (const Sweep& sw : sweeps) {
-    check_interrupt();
-    for (const auto& h : sweep_hosts(sw.overall.parent_path() / "run.json")) hosts.insert(h);
-    const CsvTable o = read_csv(sw.overall);
-    if (first) {
-      whole = csv_table(o, "Whole-model inference time (ms) per sweep and input size");
-      whole.header.insert(whole.header.begin(), "sweep");
-      whole.numeric.insert(whole.numeric.begin(), false);
-      whole.rows.clear();
-      first = false;
-    }
-    const std::size_t c_model = o.require("model"), c_algo = o.require("algorithm"),
-                      c_batch = o.require("batch_size"), c_size = o.require("input_size"),
-                      c_med = o.require("median");
-    for (std::size_t r = 0; r < o.rows.size(); ++r) {
-      auto row = o.rows[r];
-      if (row.size() + 1 == whole.header.size()) {
-        row.insert(row.begin(), rel(sw.overall.parent_path(), root));
-        whole.rows.push_back(row);
-      }
-      const std::string key = fmt::format("{} batch {} at {}x{}", o.cell(r, c_model),
-                                          o.cell(r, c_batch), o.cell(r, c_size), o.cell(r, c_size));
-      model_ms[key][o.cell(r, c_algo)] = o.number(r, c_med);
-    }
-    if (sw.layers.empty()) continue;
-    const CsvTable l = read_csv(sw.layers);
-    const std::size_t l_model = l.require("model"), l_algo = l.require("algorithm"),
-                      l_size = l.require("input_size"), l_layer = l.require("layer"),
-                      l_ms = l.require("mean_ms"), l_conv = l.require("is_conv"),
-                      l_k = l.require("kernel_size"), l_s = l.require("stride"),
-                      l_used = l.require("algorithm_used");
-    for (std::size_t r = 0; r < l.rows.size(); ++r) {
-      if (l.cell(r, l_conv) != "yes") continue;
-      const std::string key = fmt::format("{} at {}", l.cell(r, l_model), l.cell(r, l_size));
-      // Keyed by the algorithm that ran (a layer of the `find` sweep that ran winograd counts as
-      // winograd), the fastest of the sweeps that ran it.
-      const std::string algo = l.cell(r, l_used).empty() ? l.cell(r, l_algo) : l.cell(r, l_used);
-      auto& slot = layer_ms[key][l.cell(r, l_layer)];
-      const double ms = l.number(r, l_ms);
-      if (!slot.count(algo) || ms < slot[algo]) slot[algo] = ms;
-      layer_shape[l.cell(r, l_layer)] =
-          fmt::format("{}x{} stride {}", l.cell(r, l_k), l.cell(r, l_k), l.cell(r, l_s));
-    }
+};
+
+// One sweep's overall CSV: its rows into `whole` (set up from the first sweep's columns), its
+// medians into the figures.
+void add_overall(const Sweep& sw, const fs::path& root, ReportTable& whole, bool& first,
+                 ProfileFigures& f) {
+  const CsvTable o = read_csv(sw.overall);
+  if (first) {
+    whole = csv_table(o, "Whole-model inference time (ms) per sweep and input size");
+    whole.header.insert(whole.header.begin(), "sweep");
+    whole.numeric.insert(whole.numeric.begin(), false);
+    whole.rows.clear();
+    first = false;
   }
-  if (hosts.size() > 1) {
-    s.paragraphs.push_back(fmt::format(
-        "Note: these rows come from {} machines ({}); the comparisons below set figures of "
-        "different machines side by side.",
-        hosts.size(), fmt::join(hosts, ", ")));
+  const std::size_t c_model = o.require("model"), c_algo = o.require("algorithm"),
+                    c_batch = o.require("batch_size"), c_size = o.require("input_size"),
+                    c_med = o.require("median");
+  for (std::size_t r = 0; r < o.rows.size(); ++r) {
+    auto row = o.rows[r];
+    if (row.size() + 1 == whole.header.size()) {
+      row.insert(row.begin(), rel(sw.overall.parent_path(), root));
+      whole.rows.push_back(row);
+    }
+    const std::string key = fmt::format("{} batch {} at {}x{}", o.cell(r, c_model),
+                                        o.cell(r, c_batch), o.cell(r, c_size), o.cell(r, c_size));
+    f.model_ms[key][o.cell(r, c_algo)] = o.number(r, c_med);
   }
-  whole_model_findings(model_ms, s.recommendations);
-  for (const auto& [key, layers] : layer_ms) {
+}
+
+// One sweep's layers CSV: each conv layer's time under the algorithm that ran (a layer of the
+// `find` sweep that ran winograd counts as winograd), the fastest of the sweeps that ran it.
+void add_layers(const fs::path& layers, ProfileFigures& f) {
+  const CsvTable l = read_csv(layers);
+  const std::size_t l_model = l.require("model"), l_algo = l.require("algorithm"),
+                    l_size = l.require("input_size"), l_layer = l.require("layer"),
+                    l_ms = l.require("mean_ms"), l_conv = l.require("is_conv"),
+                    l_k = l.require("kernel_size"), l_s = l.require("stride"),
+                    l_used = l.require("algorithm_used");
+  for (std::size_t r = 0; r < l.rows.size(); ++r) {
+    if (l.cell(r, l_conv) != "yes") continue;
+    const std::string key = fmt::format("{} at {}", l.cell(r, l_model), l.cell(r, l_size));
+    const std::string algo = l.cell(r, l_used).empty() ? l.cell(r, l_algo) : l.cell(r, l_used);
+    auto& slot = f.layer_ms[key][l.cell(r, l_layer)];
+    const double ms = l.number(r, l_ms);
+    if (!slot.count(algo) || ms < slot[algo]) slot[algo] = ms;
+    f.layer_shape[l.cell(r, l_layer)] =
+        fmt::format("{}x{} stride {}", l.cell(r, l_k), l.cell(r, l_k), l.cell(r, l_s));
+  }
+}
+
+// Per (model, size) and conv shape: which algorithm was fastest on how many layers.
+void layer_findings(const ProfileFigures& f, std::vector<std::string>& recommendations) {
+  for (const auto& [key, layers] : f.layer_ms) {
     // shape -> winner -> count
     std::map<std::string, std::map<std::string, int>> wins;
     for (const auto& [layer, algos] : layers) {
@@ -443,7 +440,7 @@ ReportSection profile_section(const std::vector<Sweep>& sweeps, const fs::path& 
       const auto best =
           std::min_element(algos.begin(), algos.end(),
                            [](const auto& a, const auto& b) { return a.second < b.second; });
-      ++wins[layer_shape[layer]][best->first];
+      ++wins[f.layer_shape.at(layer)][best->first];
     }
     for (const auto& [shape, w] : wins) {
       int n = 0;
@@ -452,10 +449,33 @@ ReportSection profile_section(const std::vector<Sweep>& sweeps, const fs::path& 
         n += c;
         parts.push_back(fmt::format("{} on {}", a, c));
       }
-      s.recommendations.push_back(fmt::format("{}, {} convolutions ({} layers): fastest {}.", key,
-                                              shape, n, fmt::join(parts, ", ")));
+      recommendations.push_back(fmt::format("{}, {} convolutions ({} layers): fastest {}.", key,
+                                            shape, n, fmt::join(parts, ", ")));
     }
   }
+}
+
+ReportSection profile_section(const std::vector<Sweep>& sweeps, const fs::path& root) {
+  ReportSection s;
+  s.title = "Convolution-algorithm profiles";
+  ReportTable whole;
+  bool first = true;
+  ProfileFigures f;
+  std::set<std::string> hosts;  // the machines the compared rows come from
+  for (const Sweep& sw : sweeps) {
+    check_interrupt();
+    for (const auto& h : sweep_hosts(sw.overall.parent_path() / "run.json")) hosts.insert(h);
+    add_overall(sw, root, whole, first, f);
+    if (!sw.layers.empty()) add_layers(sw.layers, f);
+  }
+  if (hosts.size() > 1) {
+    s.paragraphs.push_back(fmt::format(
+        "Note: these rows come from {} machines ({}); the comparisons below set figures of "
+        "different machines side by side.",
+        hosts.size(), fmt::join(hosts, ", ")));
+  }
+  whole_model_findings(f.model_ms, s.recommendations);
+  layer_findings(f, s.recommendations);
   whole.note =
       "median/mean/std/min/max in ms per inference of the whole model, timed without per-layer "
       "hooks; "
