@@ -111,11 +111,16 @@ std::string ConvProblem::invalid_reason() const {
   return "";
 }
 
-ConvProblem parse_conv_problem(std::string_view text) {
-  auto fail_with = [&](const std::string& problem) -> UsageError {
-    return UsageError(fmt::format("convolution descriptor '{}': {}; valid terms: {}", quoted(text),
-                                  problem, kValidTerms));
-  };
+namespace {
+
+UsageError descriptor_error(std::string_view text, const std::string& problem) {
+  return UsageError(fmt::format("convolution descriptor '{}': {}; valid terms: {}", quoted(text),
+                                problem, kValidTerms));
+}
+
+// The terms of a descriptor: spaces trimmed, and an optional layer name before them (everything
+// up to the last ':' or '_') dropped.
+std::string_view descriptor_terms(std::string_view text) {
   std::string_view body = text;
   while (!body.empty() && std::isspace(static_cast<unsigned char>(body.front()))) {
     body.remove_prefix(1);
@@ -123,52 +128,69 @@ ConvProblem parse_conv_problem(std::string_view text) {
   while (!body.empty() && std::isspace(static_cast<unsigned char>(body.back()))) {
     body.remove_suffix(1);
   }
-  // An optional layer name before the terms: everything up to the last ':' or '_'.
   const std::size_t cut = body.find_last_of(":_");
   if (cut != std::string_view::npos) body.remove_prefix(cut + 1);
-  if (body.empty()) throw fail_with("no terms");
+  return body;
+}
 
+// The index in kTerms of the term name at body[i..] (i moved past it).
+std::size_t read_term_name(std::string_view text, std::string_view body, std::size_t& i) {
+  const std::size_t name_start = i;
+  while (i < body.size() && std::isalpha(static_cast<unsigned char>(body[i]))) ++i;
+  const std::string_view name = body.substr(name_start, i - name_start);
+  if (name.empty()) {
+    throw descriptor_error(
+        text, fmt::format("expected a term name at '{}'", quoted(body.substr(name_start))));
+  }
+  std::size_t t = 0;
+  while (t < kTerms.size() && kTerms[t].name != name) ++t;
+  if (t < kTerms.size()) return t;
+  // "icih56": a term followed by another term's letters lacks its number.
+  for (std::size_t len : {2, 1}) {
+    for (const Term& term : kTerms) {
+      if (name.size() > len && name.substr(0, len) == term.name) {
+        throw descriptor_error(text, fmt::format("term '{}' has no number", term.name));
+      }
+    }
+  }
+  throw descriptor_error(text, fmt::format("unknown term '{}'", quoted(name)));
+}
+
+// The number of term `name` at body[i..] (i moved past every digit), at most kMaxTerm.
+int64_t read_term_value(std::string_view text, std::string_view body, std::size_t& i,
+                        std::string_view name) {
+  const std::size_t digits_start = i;
+  int64_t value = 0;
+  bool too_large = false;
+  while (i < body.size() && std::isdigit(static_cast<unsigned char>(body[i]))) {
+    // Stops accumulating past the cap (so never overflows) but reads every digit.
+    if (!too_large) value = value * 10 + (body[i] - '0');
+    too_large = too_large || value > kMaxTerm;
+    ++i;
+  }
+  if (i == digits_start) throw descriptor_error(text, fmt::format("term '{}' has no number", name));
+  if (too_large) {
+    throw descriptor_error(text, fmt::format("term '{}' is too large: {} (at most {})", name,
+                                             quoted(body.substr(digits_start, i - digits_start)),
+                                             kMaxTerm));
+  }
+  return value;
+}
+
+}  // namespace
+
+ConvProblem parse_conv_problem(std::string_view text) {
+  const std::string_view body = descriptor_terms(text);
+  if (body.empty()) throw descriptor_error(text, "no terms");
   ConvProblem p;
   bool seen[kTerms.size()] = {};
   int64_t given_oh = -1, given_ow = -1;
-  std::size_t i = 0;
-  while (i < body.size()) {
-    const std::size_t name_start = i;
-    while (i < body.size() && std::isalpha(static_cast<unsigned char>(body[i]))) ++i;
-    const std::string_view name = body.substr(name_start, i - name_start);
-    if (name.empty()) {
-      throw fail_with(
-          fmt::format("expected a term name at '{}'", quoted(body.substr(name_start))));
-    }
-    std::size_t t = 0;
-    while (t < kTerms.size() && kTerms[t].name != name) ++t;
-    if (t == kTerms.size()) {
-      // "icih56": a term followed by another term's letters lacks its number.
-      for (std::size_t len : {2, 1}) {
-        for (const Term& term : kTerms) {
-          if (name.size() > len && name.substr(0, len) == term.name) {
-            throw fail_with(fmt::format("term '{}' has no number", term.name));
-          }
-        }
-      }
-      throw fail_with(fmt::format("unknown term '{}'", quoted(name)));
-    }
-    if (seen[t]) throw fail_with(fmt::format("term '{}' given twice", name));
+  for (std::size_t i = 0; i < body.size();) {
+    const std::size_t t = read_term_name(text, body, i);
+    const std::string_view name = kTerms[t].name;
+    if (seen[t]) throw descriptor_error(text, fmt::format("term '{}' given twice", name));
     seen[t] = true;
-    const std::size_t digits_start = i;
-    int64_t value = 0;
-    bool too_large = false;
-    while (i < body.size() && std::isdigit(static_cast<unsigned char>(body[i]))) {
-      // Stops accumulating past the cap (so never overflows) but reads every digit.
-      if (!too_large) value = value * 10 + (body[i] - '0');
-      too_large = too_large || value > kMaxTerm;
-      ++i;
-    }
-    if (i == digits_start) throw fail_with(fmt::format("term '{}' has no number", name));
-    if (too_large) {
-      throw fail_with(fmt::format("term '{}' is too large: {} (at most {})", name,
-                                  quoted(body.substr(digits_start, i - digits_start)), kMaxTerm));
-    }
+    const int64_t value = read_term_value(text, body, i, name);
     if (kTerms[t].field != nullptr) {
       p.*kTerms[t].field = value;
     } else if (name == "oh") {
@@ -184,7 +206,7 @@ ConvProblem parse_conv_problem(std::string_view text) {
     return false;
   };
   for (const char* required : {"ic", "ih", "oc", "kh"}) {
-    if (!given(required)) throw fail_with(fmt::format("missing term '{}'", required));
+    if (!given(required)) throw descriptor_error(text, fmt::format("missing term '{}'", required));
   }
   if (!given("iw")) p.iw = p.ih;
   if (!given("kw")) p.kw = p.kh;
@@ -192,14 +214,14 @@ ConvProblem parse_conv_problem(std::string_view text) {
   if (!given("pw")) p.pw = p.ph;
   if (!given("dw")) p.dw = p.dh;
   const std::string reason = p.invalid_reason();
-  if (!reason.empty()) throw fail_with(reason);
+  if (!reason.empty()) throw descriptor_error(text, reason);
   if (given_oh >= 0 && given_oh != p.oh()) {
-    throw fail_with(
-        fmt::format("oh{} does not match the computed output height {}", given_oh, p.oh()));
+    throw descriptor_error(
+        text, fmt::format("oh{} does not match the computed output height {}", given_oh, p.oh()));
   }
   if (given_ow >= 0 && given_ow != p.ow()) {
-    throw fail_with(
-        fmt::format("ow{} does not match the computed output width {}", given_ow, p.ow()));
+    throw descriptor_error(
+        text, fmt::format("ow{} does not match the computed output width {}", given_ow, p.ow()));
   }
   return p;
 }
