@@ -41,13 +41,17 @@ CLI::Validator integer_in(int64_t lo, int64_t hi) {
       "integer_in");
 }
 
+// More threads than logical CPUs are capped to the CPU count with a warning (core/threads);
+// beyond 1024, more than any machine nnperf runs on has, the number is refused as absurd.
 CLI::Validator threads_count() {
+  constexpr int64_t kMaxThreads = 1024;
   return CLI::Validator(
       [](std::string& text) {
-        const std::string err = check_integer(text, 0, std::numeric_limits<int32_t>::max());
-        return err.empty() ? err : err + " (0 = all logical CPUs)";
+        const std::string err = check_integer(text, 0, kMaxThreads);
+        return err.empty() ? err
+                           : err + " (0 = all logical CPUs; more than the machine has are capped)";
       },
-      "threads >= 0", "threads_count");
+      "threads in [0, 1024]", "threads_count");
 }
 
 CLI::Validator integer_list_in(int64_t lo, int64_t hi) {

@@ -12,6 +12,7 @@
 #include "nnperf/core/interrupt.h"
 #include "nnperf/core/memory.h"
 #include "nnperf/io/machine_model_file.h"
+#include "nnperf/io/out_dir.h"
 
 namespace nnperf::app {
 
@@ -64,35 +65,48 @@ int main(int argc, char** argv) {
     return 2;
   }
   install_interrupt_handlers();
+  // Folders replaced with --overwrite are settled when the command ends: on an error the earlier
+  // outputs go back in place, and the note says so on the error's line.
+  const auto settled = [](RunEnd end) {
+    const std::string note = finish_output_replacements(end);
+    return note.empty() ? note : " (" + note + ")";
+  };
   try {
     for (auto& [sub, action] : actions) {
-      if (sub->parsed()) return action();
+      if (!sub->parsed()) continue;
+      const int rc = action();
+      if (const std::string note = finish_output_replacements(RunEnd::kSucceeded);
+          !note.empty()) {
+        fmt::print(stderr, "nnperf: warning: {}\n", note);
+      }
+      return rc;
     }
     return 2;
   } catch (const InterruptedError& e) {
-    fmt::print(stderr, "nnperf: interrupted: {}\n", e.what());
+    fmt::print(stderr, "nnperf: interrupted: {}{}\n", e.what(), settled(RunEnd::kInterrupted));
     return 130;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "nnperf: error: {}\n", e.what());
+    fmt::print(stderr, "nnperf: error: {}{}\n", e.what(), settled(RunEnd::kFailed));
     return 2;
   } catch (const Error& e) {
-    fmt::print(stderr, "nnperf: error: {}\n", e.what());
+    fmt::print(stderr, "nnperf: error: {}{}\n", e.what(), settled(RunEnd::kFailed));
     return 1;
   } catch (const std::filesystem::filesystem_error& e) {
     // A file-system call without its own check: still one line naming the path.
-    fmt::print(stderr, "nnperf: error: {}{}: {}\n", e.path1().string(),
-               e.path2().empty() ? "" : " -> " + e.path2().string(), e.code().message());
+    fmt::print(stderr, "nnperf: error: {}{}: {}{}\n", e.path1().string(),
+               e.path2().empty() ? "" : " -> " + e.path2().string(), e.code().message(),
+               settled(RunEnd::kFailed));
     return 1;
   } catch (const std::bad_alloc&) {
     // Sizes from flags and files are checked against the memory budget before allocating; this
     // is the last line of defence for an allocation no check foresaw.
     fmt::print(stderr,
                "nnperf: error: out of memory ({} available); use smaller sizes (--batch-size, "
-               "--hidden, --sizes, ...)\n",
-               format_bytes(available_memory_bytes()));
+               "--hidden, --sizes, ...){}\n",
+               format_bytes(available_memory_bytes()), settled(RunEnd::kFailed));
     return 1;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "nnperf: internal error: {}\n", e.what());
+    fmt::print(stderr, "nnperf: internal error: {}{}\n", e.what(), settled(RunEnd::kFailed));
     return 1;
   }
 }

@@ -14,6 +14,8 @@
 #include <regex>
 #include <thread>
 
+#include <zlib.h>
+
 #include "nnperf/core/error.h"
 #include "nnperf/core/tensor.h"
 #include "nnperf/io/csv.h"
@@ -67,15 +69,20 @@ const char* kTiny =
 
 // --- 2. No hang, no absurd resource use ----------------------------------------------------
 
-TEST(Hostile, ThreadsAboveTheCpuCountAreCappedWithAWarningAndRecordedAsUsed) {
+TEST(Hostile, ThreadsAboveTheCpuCountAreCappedWithAWarningAndAbsurdCountsRefused) {
   TempDir dir;
-  const auto r = nnperf(fmt::format("train {} --threads 100000 --out-dir '{}'",
-                                    std::string(kTiny).replace(std::string(kTiny).find("--threads 1"), 11, ""),
-                                    dir.path().string()));
+  const std::string no_threads =
+      std::string(kTiny).replace(std::string(kTiny).find("--threads 1"), 11, "");
+  const auto r =
+      nnperf(fmt::format("train {} --threads 512 --out-dir '{}'", no_threads, dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("nnperf: warning: --threads 100000: this machine has"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nnperf: warning: --threads 512: this machine has"), std::string::npos) << r.err;
   const auto j = nlohmann::json::parse(read_text(dir / "final_results.json"));
   EXPECT_LE(j["hyperparameters"]["threads"].get<int>(), static_cast<int>(std::thread::hardware_concurrency()));
+  for (const char* cmd : {"train", "peaks", "devices", "lab"}) {
+    expect_refused(nnperf(fmt::format("{} --threads 100000", cmd)), "--threads",
+                   std::string(cmd) + " --threads 100000");
+  }
 }
 
 TEST(Hostile, SizesFromFlagsAreRefusedBeforeAllocating) {
@@ -130,6 +137,51 @@ TEST(Hostile, AnIdxHeaderClaimingBillionsOfLabelsInATinyFileIsRefusedWithoutTouc
   expect_refused(r, "train-", "IDX header claiming 2^31 labels");
 }
 
+TEST(Hostile, AnImageHeaderClaimingAGiantImageIsRefusedBeforeLibpngAllocatesItsRows) {
+  TempDir dir;
+  // A 57-byte PNG claiming 1,000,000,000 x 1 pixels beside valid 8x8 ones: refused by our size
+  // check before libpng sizes its row buffers by the header (3 GB), so a 2 GB address-space
+  // limit is no obstacle to the refusal.
+  const auto chunk = [](const std::string& type, const std::string& data) {
+    std::string out;
+    for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<char>((data.size() >> s) & 0xff));
+    const std::string body = type + data;
+    const uLong crc = crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()));
+    out += body;
+    for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<char>((crc >> s) & 0xff));
+    return out;
+  };
+  const auto png = [&](uint32_t w, uint32_t h, const std::string& idat) {
+    std::string ihdr;
+    for (uint32_t v : {w, h}) {
+      for (int s = 24; s >= 0; s -= 8) ihdr.push_back(static_cast<char>((v >> s) & 0xff));
+    }
+    ihdr += std::string("\x08\x02\x00\x00\x00", 5);
+    return "\x89PNG\r\n\x1a\n" + chunk("IHDR", ihdr) + chunk("IDAT", idat) + chunk("IEND", "");
+  };
+  std::string rows;
+  for (int y = 0; y < 8; ++y) rows += std::string(1, '\0') + std::string(24, '\x80');
+  std::string packed(compressBound(static_cast<uLong>(rows.size())), '\0');
+  uLongf n = static_cast<uLongf>(packed.size());
+  ASSERT_EQ(compress(reinterpret_cast<Bytef*>(packed.data()), &n, reinterpret_cast<const Bytef*>(rows.data()),
+                     static_cast<uLong>(rows.size())),
+            Z_OK);
+  packed.resize(n);
+  const auto write = [&](const fs::path& p, const std::string& bytes) {
+    fs::create_directories(p.parent_path());
+    std::FILE* f = std::fopen(p.c_str(), "wb");
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  };
+  for (const char* p : {"train/cat/a.png", "test/cat/a.png", "test/dog/a.png"}) write(dir / "imf" / p, png(8, 8, packed));
+  write(dir / "imf/train/dog/giant.png", png(1000000000, 1, ""));
+  const auto r = nnperf(fmt::format("train --model resnet18 --epochs 1 --batch-size 2 --input-size 32 --threads 1 "
+                                    "--progress quiet --data '{}' --out-dir '{}'",
+                                    (dir / "imf").string(), (dir / "out").string()),
+                        "ulimit -v 2000000;");
+  expect_refused(r, "giant.png: PNG header claims 1000000000x1 pixels, over the limit", "a giant PNG header");
+}
+
 // --- 3. Nothing lost or mixed ----------------------------------------------------------------
 
 TEST(Hostile, TrainNeverWritesIntoAnotherRunsFolderAndOverwriteReplacesItWhole) {
@@ -153,6 +205,35 @@ TEST(Hostile, TrainNeverWritesIntoAnotherRunsFolderAndOverwriteReplacesItWhole) 
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const CsvTable m = read_csv(out / "training_metrics.csv");
   EXPECT_EQ(m.rows.size(), 2u) << "--overwrite must replace the folder whole, not append";
+}
+
+// Every entry directly in dir, hidden ones included.
+std::vector<std::string> entries(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(Hostile, AFailedOverwriteKeepsTheEarlierOutputs) {
+  TempDir dir;
+  const fs::path out = dir / "run";
+  ASSERT_EQ(nnperf(fmt::format("train {} --out-dir '{}'", kTiny, out.string())).exit_code, 0);
+  const auto before = snapshot(out);
+  // Fails after the folder was claimed: the old outputs go back, and the line says so.
+  const auto r = nnperf(fmt::format("mlp-bench --impls blas --batch-sizes 8 --max-seconds 1 "
+                                    "--synthetic --activation foo --out-dir '{}' --overwrite",
+                                    out.string()));
+  expect_refused(r, "the earlier outputs in " + out.string() + " were kept", "failed --overwrite");
+  EXPECT_EQ(snapshot(out), before) << "a failed --overwrite run changed the earlier outputs";
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"run"}) << "nothing left aside";
+  // A successful one replaces them and leaves nothing aside either.
+  ASSERT_EQ(nnperf(fmt::format("train {} --epochs 2 --warmup-epochs 1 --out-dir '{}' --overwrite",
+                               kTiny, out.string()))
+                .exit_code,
+            0);
+  EXPECT_NE(snapshot(out), before);
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"run"});
 }
 
 TEST(Hostile, TrainAndProfileRefuseEachOthersFolders) {

@@ -238,7 +238,7 @@ struct PngHeader {
   png_size_t file_rowbytes = 0;
 };
 
-// Phase 1: signature and header, then the transforms to 8-bit RGB.
+// Phase 1: signature and header (libpng allocates nothing sized by them yet).
 bool png_header_phase(PngState* s, PngHeader* hdr) {
   s->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, s, png_on_error, png_on_warning);
   if (s->png == nullptr) {
@@ -259,6 +259,13 @@ bool png_header_phase(PngState* s, PngHeader* hdr) {
   hdr->width = png_get_image_width(s->png, s->info);
   hdr->height = png_get_image_height(s->png, s->info);
   hdr->file_rowbytes = png_get_rowbytes(s->png, s->info);
+  return true;
+}
+
+// Phase 2, once the header's sizes passed our checks: the transforms to 8-bit RGB
+// (png_read_update_info allocates libpng's row buffers, a row or two of the image).
+bool png_transform_phase(PngState* s, const PngHeader& hdr) {
+  if (setjmp(png_jmpbuf(s->png)) != 0) return false;
   const int color = png_get_color_type(s->png, s->info);
   const int depth = png_get_bit_depth(s->png, s->info);
   if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(s->png);
@@ -271,7 +278,7 @@ bool png_header_phase(PngState* s, PngHeader* hdr) {
   png_set_interlace_handling(s->png);
   png_read_update_info(s->png, s->info);
   if (png_get_channels(s->png, s->info) != 3 || png_get_bit_depth(s->png, s->info) != 8 ||
-      png_get_rowbytes(s->png, s->info) != static_cast<png_size_t>(hdr->width) * 3) {
+      png_get_rowbytes(s->png, s->info) != static_cast<png_size_t>(hdr.width) * 3) {
     std::snprintf(s->reason, sizeof s->reason,
                   "transforms gave %d channels of %d bits (expected 3 of 8)",
                   png_get_channels(s->png, s->info), png_get_bit_depth(s->png, s->info));
@@ -280,7 +287,7 @@ bool png_header_phase(PngState* s, PngHeader* hdr) {
   return true;
 }
 
-// Phase 2: the rows (pointers into the caller's buffer).
+// Phase 3: the rows (pointers into the caller's buffer).
 bool png_pixels_phase(PngState* s, png_bytepp rows) {
   if (setjmp(png_jmpbuf(s->png)) != 0) return false;
   png_read_image(s->png, rows);
@@ -315,6 +322,9 @@ Image decode_png(std::string_view bytes, const std::string& name, const ImageLim
         name, w, h, raw, bytes.size(), kMaxDeflateRatio);
   }
   check_rgb_memory(name, w, h);
+  if (!png_transform_phase(state.get(), hdr)) {
+    fail("{}: corrupt or unsupported PNG: {}", name, state->reason);
+  }
   Image img;
   img.width = w;
   img.height = h;

@@ -55,7 +55,80 @@ std::string listing(const fs::path& dir) {
   return s;
 }
 
+// Folders replaced with --overwrite in this process: the new one and where the old one waits.
+struct Replacement {
+  fs::path dir, aside;
+};
+std::vector<Replacement>& replacements() {
+  static std::vector<Replacement> r;
+  return r;
+}
+
+// `dir`'s outputs moved to a hidden sibling that does not exist yet.
+fs::path move_aside(const fs::path& dir) {
+  const fs::path parent = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
+  std::error_code ec;
+  for (int i = 1; i < 10000; ++i) {
+    const fs::path aside =
+        parent / fmt::format(".{}.replaced{}", dir.filename().string(),
+                             i == 1 ? std::string() : fmt::format("_{}", i));
+    if (fs::exists(aside, ec)) continue;
+    fs::rename(dir, aside, ec);
+    if (ec) fail("{}: cannot move the old outputs aside for --overwrite: {}", dir.string(), ec.message());
+    return aside;
+  }
+  fail("{}: cannot move the old outputs aside for --overwrite: 9999 earlier copies", dir.string());
+}
+
+// Settles one replacement; returns what happened, for the note.
+std::string settle(const Replacement& r, RunEnd end) {
+  std::error_code ec;
+  if (end == RunEnd::kSucceeded) {
+    fs::remove_all(r.aside, ec);
+    return ec ? fmt::format("the replaced outputs of {} are left in {} ({})", r.dir.string(),
+                            r.aside.string(), ec.message())
+              : std::string();
+  }
+  std::string kept;
+  if (fs::exists(r.dir, ec) && !fs::is_empty(r.dir, ec)) {
+    fs::path incomplete;
+    for (int i = 1; i < 10000 && incomplete.empty(); ++i) {
+      const fs::path p(r.dir.string() + (i == 1 ? "_incomplete" : fmt::format("_incomplete_{}", i)));
+      if (!fs::exists(p, ec)) incomplete = p;
+    }
+    fs::rename(r.dir, incomplete, ec);
+    if (ec) {
+      return fmt::format("the earlier outputs of {} are in {} (this run's could not be moved: {})",
+                         r.dir.string(), r.aside.string(), ec.message());
+    }
+    kept = fmt::format("; this run's outputs are in {}", incomplete.string());
+  } else {
+    fs::remove_all(r.dir, ec);
+  }
+  fs::rename(r.aside, r.dir, ec);
+  if (ec) {
+    return fmt::format("the earlier outputs of {} are in {} ({}){}", r.dir.string(),
+                       r.aside.string(), ec.message(), kept);
+  }
+  return fmt::format("the earlier outputs in {} were kept{}", r.dir.string(), kept);
+}
+
 }  // namespace
+
+std::string finish_output_replacements(RunEnd end) {
+  std::string note;
+  try {
+    std::vector<Replacement>& all = replacements();
+    for (auto it = all.rbegin(); it != all.rend(); ++it) {
+      const std::string s = settle(*it, end);
+      if (!s.empty()) note += (note.empty() ? "" : "; ") + s;
+    }
+    all.clear();
+  } catch (const std::exception& e) {
+    note += fmt::format(" (settling --overwrite: {})", e.what());
+  }
+  return note;
+}
 
 void claim_output_dir(const fs::path& dir, const std::string& flag, bool overwrite) {
   std::error_code ec;
@@ -78,8 +151,7 @@ void claim_output_dir(const fs::path& dir, const std::string& flag, bool overwri
           "run.json); refusing to delete them",
           flag, dir.string(), listing(dir)));
     }
-    fs::remove_all(dir, ec);
-    if (ec) fail("{}: cannot remove the old outputs for --overwrite: {}", dir.string(), ec.message());
+    replacements().push_back({dir, move_aside(dir)});
   }
   ensure_writable_dir(dir);
 }

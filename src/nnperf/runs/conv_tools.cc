@@ -91,12 +91,27 @@ void plan(Planned& pl, const ConvProblem& p, const Inputs& in, Tensor& dst, int 
                          threads, pl.ws, pl.packed);
 }
 
+// The float64 reference is a serial loop of about 1e9 multiply-adds a second: a problem far
+// beyond a layer's size would keep verify busy for hours, so it is refused up front.
+void check_reference_cost(const ConvProblem& p) {
+  constexpr double kMaxReferenceMacs = 1e11;
+  const double macs = p.flops() / 2;
+  if (macs > kMaxReferenceMacs) {
+    throw UsageError(fmt::format(
+        "--problem {}: the float64 reference would take {:.3g} multiply-adds (about {:.0f} "
+        "minutes on one core); verify takes problems up to {:.0e}: use a smaller mb, ic, oc or "
+        "image",
+        p.str(), macs, macs / 1e9 / 60, kMaxReferenceMacs));
+  }
+}
+
 }  // namespace
 
 std::vector<ConvVerifyResult> verify_conv(const ConvProblem& p,
                                           const std::vector<std::string>& names, uint64_t seed,
                                           int threads) {
   check_problem(p, 2 * static_cast<int64_t>(sizeof(double)));
+  check_reference_cost(p);
   threads = set_threads(threads);
   set_blas_threads(1);  // as in CNN inference (core/threads.h)
   const auto algos = select(names);
@@ -501,6 +516,7 @@ nlohmann::json bench_cudnn_rows(Conv& conv, const ConvProblem& p,
 
 nlohmann::json bench_conv_cuda(const ConvProblem& p, const ConvBenchOptions& o) {
   check_problem(p, 2 * static_cast<int64_t>(sizeof(double)));  // the reference and its bound
+  check_reference_cost(p);
   if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());

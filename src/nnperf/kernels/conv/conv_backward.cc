@@ -10,6 +10,8 @@
 //    d*(k-1) - p, run by the cheapest forward algorithm for that problem (Winograd for 3x3).
 #include "nnperf/kernels/conv/conv_backward.h"
 
+#include "nnperf/core/interrupt.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -430,6 +432,7 @@ void conv2d_backward_reference(const ConvProblem& p, const float* x, const float
   if (db != nullptr) std::fill(db, db + p.oc, 0.0);
   for (int64_t n = 0; n < p.mb; ++n)
     for (int64_t o = 0; o < p.oc; ++o) {
+      check_interrupt();  // a large problem's reference runs for minutes: Ctrl-C between planes
       const int64_t g = o / ocg;
       for (int64_t y = 0; y < oh; ++y)
         for (int64_t xo = 0; xo < ow; ++xo) {

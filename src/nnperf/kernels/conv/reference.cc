@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "nnperf/core/interrupt.h"
 #include "nnperf/kernels/conv/conv.h"
 
 namespace nnperf {
@@ -13,6 +14,7 @@ void conv2d_reference(const ConvProblem& p, const float* src, const float* wei, 
   const int64_t oh = p.oh(), ow = p.ow(), icg = p.icg(), ocg = p.ocg();
   for (int64_t n = 0; n < p.mb; ++n) {
     for (int64_t o = 0; o < p.oc; ++o) {
+      check_interrupt();  // a large problem's reference runs for minutes: Ctrl-C between planes
       const int64_t grp = o / ocg;
       for (int64_t y = 0; y < oh; ++y) {
         for (int64_t x = 0; x < ow; ++x) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "nnperf/core/error.h"
+#include "nnperf/core/interrupt.h"
 #include "nnperf/core/workspace.h"
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/gemm/gemm.h"
@@ -135,6 +136,7 @@ void gemm_run(const GemmAlgorithm& algo, GemmArgs args) {
 void gemm_reference(const GemmArgs& g, double* c_ref, double* abs_sum) {
   const GemmShape& s = g.shape;
   for (int64_t i = 0; i < s.m; ++i) {
+    check_interrupt();  // a large problem's reference runs for minutes: Ctrl-C between rows
     for (int64_t j = 0; j < s.n; ++j) {
       double acc = 0.0;
       double abs_acc = 0.0;
