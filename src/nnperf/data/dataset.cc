@@ -659,6 +659,20 @@ Batcher::Batcher(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t
 
 void Batcher::start_epoch() { start_epoch(epoch_ + 1); }
 
+void check_same_sample_shape(const Dataset& train, const Dataset& test, const std::string& source) {
+  if (train.size() == 0 || test.size() == 0) return;
+  const auto sample = [](const Dataset& d) {
+    const auto& dims = d.images.shape().dims();
+    return Shape(std::vector<int64_t>(dims.begin() + 1, dims.end()));
+  };
+  const Shape a = sample(train), b = sample(test);
+  if (a != b) {
+    fail("{}: the test samples are {} ({}) but the training samples are {} ({}); both splits "
+         "must have one shape",
+         source, b.str(), test.name, a.str(), train.name);
+  }
+}
+
 Dataset take_first(const Dataset& d, int64_t n) {
   if (n <= 0 || n >= d.size()) return d;
   Dataset out;

@@ -58,6 +58,10 @@ Dataset make_synthetic(int64_t n, int channels, int height, int width, int num_c
 // Splits off the last `n_second` samples after a seeded shuffle (random_split semantics).
 std::pair<Dataset, Dataset> split_dataset(const Dataset& all, int64_t n_second, uint64_t seed);
 
+// Throws Error naming `source` when the test samples' C x H x W differ from the training ones
+// (a model is built for one input shape).
+void check_same_sample_shape(const Dataset& train, const Dataset& test, const std::string& source);
+
 // The first n samples (n <= 0 or n >= size: a copy of all), named "<name>[:n]".
 Dataset take_first(const Dataset& d, int64_t n);
 

@@ -126,6 +126,7 @@ ImageData load_image_data(const ImageDataOptions& o) {
           dir.string()));
     }
     d = load_folder_format(dir, format, o);
+    check_same_sample_shape(d.train, d.test, dir.string());
   }
   d.train = take_first(d.train, o.limit_train);
   d.test = take_first(d.test, o.limit_test);

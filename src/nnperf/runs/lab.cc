@@ -8,6 +8,7 @@
 #include "nnperf/analysis/peaks.h"
 #include "nnperf/analysis/roofline.h"
 #include "nnperf/core/error.h"
+#include "nnperf/data/dataset.h"
 #include "nnperf/core/interrupt.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
@@ -143,6 +144,10 @@ LabResult run_lab(const LabOptions& o) {
     throw UsageError("--algorithms: expected at least one convolution algorithm");
   for (const std::string& a : o.algorithms) {
     if (a != "guess" && a != "find") find_conv(a);
+  }
+  if (!o.synthetic) {  // the data every training stage reads: a missing or corrupt file now
+    const fs::path dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
+    check_same_sample_shape(load_mnist(dir, "train"), load_mnist(dir, "t10k"), dir.string());
   }
   LabResult result;
   const fs::path out = prepare_output_dir(o.out_dir, "results/lab", "--out-dir", o.overwrite);

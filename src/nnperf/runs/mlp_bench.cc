@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <map>
 
@@ -259,18 +260,29 @@ struct ConsistencyData {
   std::string source = "synthetic";
 };
 
-// The MNIST-format data when it is there (and --synthetic not given), else a synthetic draw.
+// The MNIST-format data: --data (or $NNPERF_DATA), which must exist, or the default folder when
+// it is installed; a synthetic draw with --synthetic or when the default folder is not there
+// (the records say which).
 ConsistencyData consistency_data(const MlpBenchOptions& o) {
   ConsistencyData d;
+  const bool named = !o.data_dir.empty() || std::getenv("NNPERF_DATA") != nullptr;
   const auto dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
-  if (!o.synthetic && std::filesystem::exists(dir)) {
+  std::error_code ec;
+  if (!o.synthetic && named && !std::filesystem::is_directory(dir, ec)) {
+    throw UsageError(fmt::format("{} {}: no such folder (expected MNIST-format IDX files; or "
+                                 "--synthetic)",
+                                 o.data_dir.empty() ? "$NNPERF_DATA" : "--data", dir.string()));
+  }
+  if (!o.synthetic && std::filesystem::exists(dir, ec)) {
     d.train = load_mnist(dir, "train");
     d.test = load_mnist(dir, "t10k");
     d.source = dir.string();
+    check_same_sample_shape(d.train, d.test, dir.string());
   } else {
     auto [tr, te] = split_dataset(make_synthetic(22000, 1, 28, 28, 10, o.seed), 2000, o.seed + 1);
     d.train = std::move(tr);
     d.test = std::move(te);
+    if (!o.synthetic) d.source = fmt::format("synthetic (no data at {})", dir.string());
   }
   return d;
 }
@@ -314,8 +326,8 @@ void compare_to_reference(nlohmann::json& consistency,
 
 // Accuracy consistency: identical initial weights and batches for every implementation; a
 // record per implementation.
-nlohmann::json measure_consistency(const MlpBenchOptions& o, const Plan& p) {
-  const ConsistencyData data = consistency_data(o);
+nlohmann::json measure_consistency(const MlpBenchOptions& o, const Plan& p,
+                                   const ConsistencyData& data) {
   nlohmann::json consistency = nlohmann::json::array();
   std::vector<std::vector<double>> curves;
   for (const GemmAlgorithm* a : p.algos) {
@@ -436,6 +448,8 @@ nlohmann::json bench_context(const MlpBenchOptions& o, int threads) {
 
 MlpBenchResult run_mlp_bench(const MlpBenchOptions& o) {
   const Plan p = plan_bench(o);
+  // The data first: a missing or corrupt --data is refused before any folder or measurement.
+  const ConsistencyData data = o.consistency_steps > 0 ? consistency_data(o) : ConsistencyData{};
   MlpBenchResult result;
   result.out_dir = prepare_output_dir(o.out_dir, "results/mlp-bench", "--out-dir", o.overwrite);
   Rng data_rng(o.seed + 17);  // the timing batches, then the overhead batch
@@ -444,7 +458,7 @@ MlpBenchResult run_mlp_bench(const MlpBenchOptions& o) {
     for (auto& r : measure_batch_size(o, p, mb, data_rng)) records.push_back(std::move(r));
   }
   nlohmann::json consistency = nlohmann::json::array();
-  if (o.consistency_steps > 0) consistency = measure_consistency(o, p);
+  if (o.consistency_steps > 0) consistency = measure_consistency(o, p, data);
   for (const auto& c : consistency) result.consistent = result.consistent && c["pass"].get<bool>();
   nlohmann::json overhead = nullptr;
   const auto cpu_row = std::find_if(p.algos.begin(), p.algos.end(),

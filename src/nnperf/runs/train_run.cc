@@ -80,6 +80,7 @@ Data load_data(const DataOptions& o, uint64_t seed) {
     all = load_mnist(dir, "train");
     d.test = load_mnist(dir, "t10k");
     d.source = dir.string();
+    check_same_sample_shape(all, d.test, dir.string());
   }
   if (o.val_split < 0 || o.val_split >= all.size()) {
     throw UsageError(fmt::format("--val-split {}: expected 0 <= n < {} (the training set size)",
