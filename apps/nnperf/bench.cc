@@ -145,8 +145,8 @@ const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int(
                  "conv2d: forward, backward-data or backward-weights (that pass's algorithms)")
       ->check(CLI::IsMember({"forward", "backward-data", "backward-weights"}))
       ->capture_default_str();
-  sub.add_option("--warmup", f->o.warmup, "Untimed runs per algorithm")->check(integer_in(0, 1000000))->capture_default_str();
-  sub.add_option("--measure", f->o.measure, "Timed runs per algorithm")->check(integer_in(1, 1000000))->capture_default_str();
+  sub.add_option("--warmup", f->o.warmup, "Untimed runs per algorithm")->check(integer_in(0, 10000))->capture_default_str();
+  sub.add_option("--measure", f->o.measure, "Timed runs per algorithm")->check(integer_in(1, 100000))->capture_default_str();
   sub.add_option("--threads", f->o.threads, "Threads (0 = all logical CPUs)")->check(threads_count())->capture_default_str();
   sub.add_option("--peak-gflops", f->o.peak_gflops, "FMA peak for %peak (0 = measure per thread x threads)")
       ->check(number_in(0, 1e9));

@@ -73,10 +73,10 @@ const Registrar reg{Command{
       sub.add_option("--activation", f->o.activation, "Activation")->capture_default_str();
       sub.add_option("--optimizer", f->o.optimizer, "sgd or adam")->capture_default_str();
       sub.add_option("--warmup", f->o.warmup, "Warm-up iterations per case")
-          ->check(integer_in(0))
+          ->check(integer_in(0, 10000))
           ->capture_default_str();
       sub.add_option("--measure", f->o.measure, "Measured iterations per case")
-          ->check(integer_in(1))
+          ->check(integer_in(1, 1000000))
           ->capture_default_str();
       sub.add_option("--max-seconds", f->o.max_seconds_per_case,
                      "Stop measuring a case after this many seconds (min 3 reps)")
@@ -87,7 +87,7 @@ const Registrar reg{Command{
           ->capture_default_str();
       sub.add_option("--consistency-steps", f->o.consistency_steps,
                      "Training steps of the consistency check (0 = skip)")
-          ->check(integer_in(0))
+          ->check(integer_in(0, 100000))
           ->capture_default_str();
       sub.add_option("--consistency-tolerance", f->o.consistency_tolerance,
                      "Max |loss - loss_blas| over the curve")
@@ -95,7 +95,7 @@ const Registrar reg{Command{
           ->capture_default_str();
       sub.add_option("--overhead-reps", f->o.overhead_reps,
                      "Iterations for the instrumentation-overhead figure (0 = skip)")
-          ->check(integer_in(0))
+          ->check(integer_in(0, 100000))
           ->capture_default_str();
       sub.add_option("--data", f->data,
                      "MNIST-format folder for the consistency check (default: Fashion-MNIST)");

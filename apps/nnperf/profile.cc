@@ -3,6 +3,8 @@
 // `nnperf status [DIR]`: the progress of the sweeps under DIR.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
 #include <limits>
 
 #include "command.h"
@@ -35,7 +37,12 @@ std::vector<int64_t> parse_sizes(const std::string& s) {
       throw UsageError(
           fmt::format("--sizes: {} sizes; expected at most {}", list.size(), kMaxSizes));
     }
-    for (int64_t v : list) {
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const int64_t v = list[i];
+      if (std::find(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(i), v) !=
+          list.begin() + static_cast<std::ptrdiff_t>(i)) {
+        throw UsageError(fmt::format("--sizes: size {} is given twice", v));
+      }
       if (v > kMaxImageSide) {
         throw UsageError(
             fmt::format("--sizes: size {} is above the largest image side nnperf accepts ({})", v,
@@ -49,7 +56,15 @@ std::vector<int64_t> parse_sizes(const std::string& s) {
   std::size_t pos = 0;
   while (pos <= s.size()) {
     const std::size_t c = std::min(s.find(':', pos), s.size());
-    parts.push_back(parse_int_list(s.substr(pos, c - pos), "--sizes").front());
+    const std::string part = s.substr(pos, c - pos);
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || ec != std::errc() || end != part.data() + part.size() || v < 1) {
+      throw UsageError(fmt::format(
+          "--sizes '{}': expected a range start:stop:step of positive integers, got '{}'", s,
+          part));
+    }
+    parts.push_back(v);
     pos = c + 1;
   }
   if (parts.size() != 3 || parts[0] > parts[1] || parts[1] > kMaxImageSide) {
@@ -200,9 +215,9 @@ void add_sweep_flags(CLI::App& sub, Flags& f) {
       ->check(integer_in(1, kMaxBatch))
       ->capture_default_str();
   sub.add_option("--warmup", o.warmup, "Warm-up passes per size (default: the stage's)")
-      ->check(integer_in(0, 1000000));
+      ->check(integer_in(0, 10000));
   sub.add_option("--measure", o.measure, "Measured passes per size (default: the stage's)")
-      ->check(integer_in(1, 1000000));
+      ->check(integer_in(1, 100000));
   sub.add_option("--threads", o.threads, "Threads (0 = all logical CPUs)")
       ->check(threads_count())
       ->capture_default_str();

@@ -182,9 +182,10 @@ void add_driver_flags(CLI::App& sub, Flags& f) {
          "Fixed-iteration driver: train exactly this many measured steps on --synthetic data "
          "(0 = epoch training)")
       ->check(integer_in(0, 100000000));
-  sub.add_option("--warmup-iters", f.warmup_iters, "Driver: unmeasured steps first")
-      ->check(integer_in(0, 100000000))
-      ->capture_default_str();
+  sub.add_option("--warmup-iters", f.warmup_iters,
+                 "Unmeasured steps first: the driver's (default 5) and --profile-one-step's "
+                 "(default 20)")
+      ->check(integer_in(0, 10000));
   sub.add_option("--input-size", f.input_size,
                  "Input height = width (driver: default the model's; image folders: the crop, "
                  "default 224; synthetic: default 32)")
@@ -241,7 +242,7 @@ void add_cnn_flags(CLI::App& sub, Flags& f) {
                "phase (Chrome trace + CSV) and stop");
   sub.add_option("--profile-iter", f.profile_iter,
                  "CNNs: which step after the warm-up is recorded (1: the first)")
-      ->check(integer_in(1, 100000000))
+      ->check(integer_in(1, 10000))
       ->capture_default_str();
   sub.add_option("--on-bad-image", f.on_bad_image,
                  "Image folders: skip or fail on an image that cannot be decoded")

@@ -588,15 +588,23 @@ Dataset make_synthetic(int64_t n, int channels, int height, int width, int num_c
   const int64_t per = channels * plane;
 
   // One prototype image per class: smooth, spatially distinct, so both MLPs and convolutions learn.
-  std::vector<float> proto(static_cast<std::size_t>(num_classes * per));
+  // Only the classes the n samples use (labels i % k) are stored: 1000 classes of a large sample
+  // would be gigabytes for a handful of images. The others' random draws are still taken, so a
+  // class's prototype does not depend on n.
+  const int64_t used = std::min<int64_t>(num_classes, n);
+  check_memory(checked_mul(used, checked_mul(per, 4).value_or(-1)).value_or(-1),
+               fmt::format("synthetic data: {} class prototypes of {}x{}x{}", used, channels,
+                           height, width));
+  std::vector<float> proto(static_cast<std::size_t>(used * per));
   for (int k = 0; k < num_classes; ++k) {
     for (int c = 0; c < channels; ++c) {
-      float* p = proto.data() + k * per + c * plane;
-      std::fill_n(p, plane, kBackground);
+      float* p = k < used ? proto.data() + k * per + c * plane : nullptr;
+      if (p != nullptr) std::fill_n(p, plane, kBackground);
       for (int b = 0; b < kBlobs; ++b) {
         const double cy = rng.uniform(0, height), cx = rng.uniform(0, width);
         const double s = std::max(0.5, rng.uniform(0.08, 0.25) * std::max(height, width));
         const double amp = rng.uniform(0.4, 0.8);
+        if (p == nullptr) continue;
         for (int y = 0; y < height; ++y) {
           for (int x = 0; x < width; ++x) {
             const double d2 = (y - cy) * (y - cy) + (x - cx) * (x - cx);
@@ -604,6 +612,7 @@ Dataset make_synthetic(int64_t n, int channels, int height, int width, int num_c
           }
         }
       }
+      if (p == nullptr) continue;
       for (int64_t i = 0; i < plane; ++i) p[i] = std::min(p[i], 0.9f);
     }
   }

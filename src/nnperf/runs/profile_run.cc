@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "nnperf/analysis/complexity.h"
 #include "nnperf/core/clock.h"
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
@@ -197,9 +198,14 @@ void apply_stage(ProfileOptions& o) {
   }
   if (o.sizes.empty()) {
     for (int i = 0; i < o.num_sizes; ++i) {
-      o.sizes.push_back(o.num_sizes == 1
-                            ? o.min_size
-                            : o.min_size + i * (o.max_size - o.min_size) / (o.num_sizes - 1));
+      const int64_t size = o.num_sizes == 1
+                               ? o.min_size
+                               : o.min_size + i * (o.max_size - o.min_size) / (o.num_sizes - 1);
+      if (o.sizes.empty() || o.sizes.back() != size) o.sizes.push_back(size);  // each size once
+    }
+    if (static_cast<int>(o.sizes.size()) < o.num_sizes) {
+      warn("--num-sizes {}: {}..{} holds {} distinct sizes; profiling each once", o.num_sizes,
+           o.min_size, o.max_size, o.sizes.size());
     }
   }
 }
@@ -228,6 +234,25 @@ void validate_cuda(const ProfileOptions& o) {
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
 }
 
+// The largest size's node outputs and parameters (the complexity model's count, a lower bound:
+// workspaces come on top) against the memory budget, so a sweep whose last size cannot run is
+// refused before its folder is claimed, not after hours of the smaller sizes.
+void check_largest_size_memory(const ProfileOptions& o, const ModelEntry& model) {
+  const int64_t largest = *std::max_element(o.sizes.begin(), o.sizes.end());
+  const int64_t channels = model.default_input[0];
+  const std::string what = fmt::format("{} at input {}x{}x{}x{} (--batch-size, --sizes)",
+                                       model.name, o.batch_size, channels, largest, largest);
+  if (o.batch_size > kComplexityMaxBatch) {
+    throw UsageError(fmt::format("--batch-size {}: expected at most {}", o.batch_size,
+                                 kComplexityMaxBatch));
+  }
+  ModelOptions mo;
+  mo.fold_bn = o.fold_bn;
+  const ModelComplexity c = model_complexity(model.name, largest, o.batch_size, {}, mo);
+  const double bytes = c.totals.forward_activation_bytes + c.totals.param_bytes;
+  check_memory(bytes < 9e18 ? static_cast<int64_t>(bytes) : -1, what);
+}
+
 void validate_sweep(ProfileOptions& o, const ModelEntry& model) {
   if (std::string(model.name) == "mlp") {
     throw UsageError(
@@ -252,6 +277,7 @@ void validate_sweep(ProfileOptions& o, const ModelEntry& model) {
           s, model.name, model.min_input_size, model.min_input_size));
     }
   }
+  check_largest_size_memory(o, model);
   if (o.machine.empty()) o.machine = hostname();
   if (o.machine.find('/') != std::string::npos || o.machine == "." || o.machine == "..") {
     throw UsageError(fmt::format(
