@@ -6,6 +6,7 @@
 
 #include "command.h"
 #include "nnperf/core/error.h"
+#include "nnperf/io/files.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/runs/conv_tools.h"
 #include "nnperf/runs/gemm_bench.h"
@@ -85,6 +86,7 @@ int run(Flags& f) {
   if (f.op != "conv2d" && f.op != "gemm") {
     throw UsageError(fmt::format("bench '{}': expected conv2d or gemm", f.op));
   }
+  check_output_file(f.json, "--json");  // before the measurements, not after
   if (!f.algorithms.empty()) {
     std::size_t pos = 0;
     while (pos <= f.algorithms.size()) {

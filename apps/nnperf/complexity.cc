@@ -12,6 +12,7 @@
 #include "command.h"
 #include "nnperf/core/error.h"
 #include "nnperf/io/csv.h"
+#include "nnperf/io/files.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/activations.h"
 #include "nnperf/models/registry.h"
@@ -54,15 +55,6 @@ std::vector<std::string> split(const std::string& text) {
     pos = comma + 1;
   }
   return out;
-}
-
-void check_output(const std::string& path, const char* flag) {
-  if (path.empty()) return;
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty() && !std::filesystem::is_directory(parent)) {
-    throw UsageError(
-        fmt::format("{} {}: the folder {} does not exist", flag, path, parent.string()));
-  }
 }
 
 Request validate(const Flags& f) {
@@ -126,9 +118,9 @@ Request validate(const Flags& f) {
                       "got {} x {} (use --summary-json)",
                       flag, r.models.size(), r.batches.size()));
     }
-    check_output(path, flag);
+    check_output_file(path, flag);
   }
-  check_output(f.summary_json, "--summary-json");
+  check_output_file(f.summary_json, "--summary-json");
   return r;
 }
 

@@ -8,6 +8,7 @@
 #include "command.h"
 #include "flags.h"
 #include "nnperf/core/error.h"
+#include "nnperf/io/files.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/runs/train_run.h"
 #include "train_flags.h"
@@ -37,6 +38,8 @@ int run(Flags& f) {
   o.data_dir = f.data;
   o.out_dir = f.out_dir;  // empty: a new results/mlp-bench_<timestamp>
   o.command_line = command_line();
+  check_output_file(f.json, "--json");  // before the measurements, not after
+  check_output_file(f.csv, "--csv");
   const MlpBenchResult r = run_mlp_bench(o);
   write_mlp_bench_outputs(r, o, f.json, f.csv);
   fmt::print("{}", format_mlp_bench(r.json));

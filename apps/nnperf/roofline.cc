@@ -29,15 +29,6 @@ struct Flags {
   bool overwrite = false;
 };
 
-void check_output(const std::string& path, const char* flag) {
-  if (path.empty()) return;
-  const fs::path parent = fs::absolute(path).parent_path();
-  if (!fs::is_directory(parent)) {
-    throw UsageError(
-        fmt::format("{} {}: the folder {} does not exist", flag, path, parent.string()));
-  }
-}
-
 // The ceilings: the two numbers when given, else --peaks, else the first peaks.json inside the
 // folders, else this folder's peaks.json.
 MachineCeilings ceilings(const Flags& f) {
@@ -69,8 +60,8 @@ MachineCeilings ceilings(const Flags& f) {
 int run_ncu(const Flags& f) {
   if (!f.dirs.empty())
     throw UsageError("--ncu and results folders exclude each other: give one or the other");
-  check_output(f.summary, "--summary");
-  check_output(f.json, "--json");
+  check_output_file(f.summary, "--summary");
+  check_output_file(f.json, "--json");
   const NcuImport import = read_ncu_csv(f.ncu);
   NcuRoof nr;
   std::optional<MachineCeilings> roof;
@@ -118,8 +109,8 @@ int run(const Flags& f) {
   for (const auto& d : f.dirs) {
     if (!fs::exists(d)) throw UsageError(fmt::format("{}: no such results folder", d));
   }
-  check_output(f.summary, "--summary");
-  check_output(f.json, "--json");
+  check_output_file(f.summary, "--summary");
+  check_output_file(f.json, "--json");
   const MachineCeilings roof = ceilings(f);
   std::vector<std::string> notes;
   std::vector<RooflinePoint> points;

@@ -116,6 +116,28 @@ void ensure_writable_dir(const fs::path& dir) {
   ::unlink(probe.c_str());
 }
 
+void check_output_file(const fs::path& path, const std::string& flag) {
+  if (path.empty()) return;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw UsageError(
+        fmt::format("{} {}: is a folder; expected a file to write", flag, path.string()));
+  }
+  const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  if (!fs::is_directory(parent, ec)) {
+    throw UsageError(fmt::format("{} {}: the folder {} does not exist", flag, path.string(),
+                                 parent.string()));
+  }
+  std::string probe = (parent / ".nnperf-write-probe-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
+    throw UsageError(fmt::format("{} {}: cannot write in {}: {}", flag, path.string(),
+                                 parent.string(), errno_text(errno)));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
 std::string shell_quote(const std::string& text) {
   std::string out = "'";
   for (char c : text) {

@@ -14,5 +14,8 @@ std::string read_file(const std::filesystem::path& path);
 std::string shell_quote(const std::string& text);
 // Creates the folder (and parents) and checks that it is writable; throws naming it otherwise.
 void ensure_writable_dir(const std::filesystem::path& dir);
+// An output file a flag names, checked before any work (nothing is created): not a folder, in a
+// folder that exists and takes a new file. Throws UsageError naming the flag; empty: no check.
+void check_output_file(const std::filesystem::path& path, const std::string& flag);
 
 }  // namespace nnperf

@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <fstream>
+#include <system_error>
 
 #include "nnperf/core/clock.h"
 #include "nnperf/core/error.h"
@@ -132,7 +134,10 @@ struct Session {
     schedule.total_steps = int64_t{o.epochs} * steps_per_epoch(o);
     if (!o.step_log.empty()) {
       step_log = std::make_unique<std::ofstream>(o.step_log, std::ios::app);
-      if (!*step_log) fail("--step-log {}: cannot open for writing", o.step_log.string());
+      if (!*step_log) {
+        fail("--step-log {}: cannot open for writing: {}", o.step_log.string(),
+             std::error_code(errno, std::generic_category()).message());
+      }
       if (step_log->tellp() == 0) *step_log << "step,loss,lr\n";
     }
   }
