@@ -1,11 +1,14 @@
 // nnperf: the one program. Parses the command line, dispatches to a subcommand, and turns
 // nnperf::Error into one line on stderr with exit code 1 (runtime) or 2 (usage).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "command.h"
 #include "nnperf/core/error.h"
@@ -51,6 +54,33 @@ int main(int argc, char** argv) {
   for (auto& c : cmds) {
     CLI::App* sub = cli.add_subcommand(c.name);
     actions[sub] = c.setup(*sub);
+  }
+  // The first word names the command: an unknown one, or a flag before any command, is said
+  // plainly (CLI11 would only say that a subcommand is required).
+  if (argc > 1) {
+    const std::string first = argv[1];
+    std::vector<std::string> names;
+    for (const auto& c : cmds) names.push_back(c.name);
+    if (first == "help") {
+      cli.name(argv[0]);
+      fmt::print("{}", cli.help());
+      return 0;
+    }
+    if (first.empty() || first[0] != '-') {
+      if (std::find(names.begin(), names.end(), first) == names.end()) {
+        fmt::print(stderr,
+                   "nnperf: error: unknown command '{}'; expected one of: {} (see 'nnperf "
+                   "--help')\n",
+                   first, fmt::join(names, ", "));
+        return 2;
+      }
+    } else if (first != "-h" && first != "--help" && first != "--version") {
+      fmt::print(stderr,
+                 "nnperf: error: {}: flags go after the command (nnperf COMMAND {} ...; see "
+                 "'nnperf --help')\n",
+                 first, first);
+      return 2;
+    }
   }
   try {
     cli.parse(argc, argv);

@@ -77,16 +77,22 @@ void compare_rows(const std::vector<ActivationSummary>& rows, int64_t n_test,
       rows.begin(), rows.end(), [](auto& x, auto& y) { return x.acc_per_ms < y.acc_per_ms; });
   const double spread = std::hypot(by_time->std_ms, slowest->std_ms);
   const bool time_significant = slowest->mean_ms - by_time->mean_ms > 2 * spread;
+  // A spread needs two timed epochs of each: with one, nothing can be said about the noise.
+  const bool spread_known = by_time->epochs >= 2 && slowest->epochs >= 2;
+  const char* verdict =
+      !spread_known
+          ? "; with one timed epoch there is no epoch-to-epoch spread to judge the gap by (time "
+            "two or more epochs)"
+      : time_significant ? "; the gap is larger than twice the epoch-to-epoch spread, so it is real"
+                         : "; the gap is within twice the epoch-to-epoch spread, so treat them as "
+                           "equally fast";
   rec.push_back(fmt::format(
       "Fastest: **{}** at {:.4f} ms of activation forward per training pass, {:.2f}x faster than "
       "the slowest, "
       "**{}** ({:.4f} ms){}.",
       by_time->activation, by_time->mean_ms,
       by_time->mean_ms > 0 ? slowest->mean_ms / by_time->mean_ms : 0.0, slowest->activation,
-      slowest->mean_ms,
-      time_significant ? "; the gap is larger than twice the epoch-to-epoch spread, so it is real"
-                       : "; the gap is within twice the epoch-to-epoch spread, so treat them as "
-                         "equally fast"));
+      slowest->mean_ms, verdict));
   // Accuracy: who is within 2 standard errors of the best.
   const double se = acc_se(by_acc->test_acc, n_test);
   std::vector<std::string> tied;

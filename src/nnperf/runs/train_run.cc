@@ -134,6 +134,7 @@ void check_mlp_memory(const std::vector<int64_t>& hidden, int64_t batch, const s
     prev = h;
   }
   add(params, checked_mul(prev, kClasses));
+  add(params, kClasses);  // the output layer's bias
   int64_t floats = 0;
   add(floats, checked_mul(params, 4));
   add(floats, checked_mul(widths, checked_mul(batch, 3).value_or(-1)));
