@@ -41,7 +41,7 @@ int run(Flags& f) {
   check_output_file(f.json, "--json");  // before the measurements, not after
   check_output_file(f.csv, "--csv");
   const MlpBenchResult r = run_mlp_bench(o);
-  write_mlp_bench_outputs(r, o, f.json, f.csv);
+  write_mlp_bench_outputs(r, f.json, f.csv);
   fmt::print("{}", format_mlp_bench(r.json));
   fmt::print("outputs: {}\n", r.out_dir.string());
   if (!r.consistent) {

@@ -26,7 +26,7 @@ TEST(MlpBenchOutputs, CsvAndPlotRebuiltFromSavedJson) {
   o.out_dir = dir / "bench";
   const MlpBenchResult r = run_mlp_bench(o);
   EXPECT_TRUE(r.consistent);
-  write_mlp_bench_outputs(r, o, dir / "extra.json", dir / "extra.csv");
+  write_mlp_bench_outputs(r, dir / "extra.json", dir / "extra.csv");
 
   const nlohmann::json doc = read_json(dir / "bench" / "mlp_bench.json");
   ASSERT_EQ(doc["records"].size(), 2u * 2u * 2u);

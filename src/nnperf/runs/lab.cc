@@ -52,7 +52,7 @@ void mlp_bench_stage(const LabOptions& o, const fs::path& dir) {
   b.synthetic = o.synthetic;
   b.out_dir = dir;
   b.command_line = o.command_line;
-  write_mlp_bench_outputs(run_mlp_bench(b), b, {}, {});
+  write_mlp_bench_outputs(run_mlp_bench(b), {}, {});
 }
 
 void activations_stage(const LabOptions& o, const fs::path& dir) {

@@ -452,6 +452,8 @@ MlpBenchResult run_mlp_bench(const MlpBenchOptions& o) {
   const ConsistencyData data = o.consistency_steps > 0 ? consistency_data(o) : ConsistencyData{};
   MlpBenchResult result;
   result.out_dir = prepare_output_dir(o.out_dir, "results/mlp-bench", "--out-dir", o.overwrite);
+  // At once, so a run that fails later leaves a folder nnperf knows as its own (--overwrite).
+  write_run_json(result.out_dir, o.command_line, {{"job", "mlp-bench"}});
   Rng data_rng(o.seed + 17);  // the timing batches, then the overhead batch
   nlohmann::json records = nlohmann::json::array();
   for (int64_t mb : o.batch_sizes) {

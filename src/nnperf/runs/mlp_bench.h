@@ -49,9 +49,10 @@ MlpBenchResult run_mlp_bench(const MlpBenchOptions& options);
 // The reporters (runs/mlp_bench_outputs.cc): everything below is rendered from the result's
 // JSON document alone.
 //
-// Writes <out_dir>/mlp_bench.json, mlp_bench.csv, plots/iteration_time.{dat,gp,svg,png},
-// run.json, and the extra --json/--csv paths when given (empty = skip).
-void write_mlp_bench_outputs(const MlpBenchResult& result, const MlpBenchOptions& options,
+// Writes <out_dir>/mlp_bench.json, mlp_bench.csv, plots/iteration_time.{dat,gp,svg,png}, and
+// the extra --json/--csv paths when given (empty = skip); run_mlp_bench wrote run.json when it
+// claimed the folder.
+void write_mlp_bench_outputs(const MlpBenchResult& result,
                              const std::filesystem::path& json_path,
                              const std::filesystem::path& csv_path);
 // Writes mlp_bench.csv and plots/iteration_time.* in `dir` from a mlp_bench.json document: run

@@ -132,14 +132,13 @@ void render_mlp_bench_outputs(const nlohmann::json& doc, const fs::path& dir) {
   render_iteration_time_plot(doc, dir);
 }
 
-void write_mlp_bench_outputs(const MlpBenchResult& result, const MlpBenchOptions& o,
+void write_mlp_bench_outputs(const MlpBenchResult& result,
                              const fs::path& json_path, const fs::path& csv_path) {
   const nlohmann::json& doc = result.json;
   write_json_atomic(result.out_dir / "mlp_bench.json", doc);
   write_records_csv(doc.at("records"), result.out_dir / "mlp_bench.csv");
   if (!json_path.empty()) write_json_atomic(json_path, doc);
   if (!csv_path.empty()) write_records_csv(doc.at("records"), csv_path);
-  write_run_json(result.out_dir, o.command_line, {{"job", "mlp-bench"}});
   render_iteration_time_plot(doc, result.out_dir);
 }
 
