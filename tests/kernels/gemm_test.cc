@@ -322,8 +322,8 @@ TEST(GemmRegistry, NamesInOrderAndUnknownNameListsThem) {
     FAIL() << "a GPU row was given to a CPU caller";
   } catch (const UsageError& e) {
     EXPECT_STREQ(e.what(),
-                 "GEMM algorithm 'cublas' runs on the cuda and this runs on the cpu; expected one "
-                 "of: naive, parallel, blocked, blas");
+                 "GEMM algorithm 'cublas' runs on the cuda device, this run on the cpu; expected "
+                 "one of: naive, parallel, blocked, blas");
   }
   EXPECT_STREQ(find_gemm("blocked").name, "blocked");
   try {

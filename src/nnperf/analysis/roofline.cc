@@ -110,7 +110,15 @@ void profile_points(const fs::path& layers_csv, Counter& counter, std::vector<Ro
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     check_interrupt();
     const int64_t size = t.integer(r, c_size);
-    const ModelComplexity& mc = counter.count({model, size, batch, false, fold_bn, "sgd", {}, ""});
+    const ModelComplexity& mc = [&]() -> const ModelComplexity& {
+      try {
+        return counter.count({model, size, batch, false, fold_bn, "sgd", {}, ""});
+      } catch (const InterruptedError&) {
+        throw;
+      } catch (const Error& e) {  // a size or batch the model cannot take: say which row
+        fail("{}:{}: {}", layers_csv.string(), t.line(r), e.what());
+      }
+    }();
     const std::string& name = t.cell(r, c_layer);
     const auto it = std::find_if(mc.layers.begin(), mc.layers.end(),
                                  [&](const LayerComplexity& l) { return l.name == name; });
@@ -119,6 +127,10 @@ void profile_points(const fs::path& layers_csv, Counter& counter, std::vector<Ro
            layers_csv.string(), t.line(r), quote_input(name), model, size);
     }
     const double ms = t.number(r, c_ms);
+    if (ms < 0) {
+      fail("{}:{}: mean_ms {} of layer {} is negative; a time cannot be", layers_csv.string(),
+           t.line(r), ms, quote_input(name));
+    }
     if (!it->counted || !(it->flops > 0) || !(it->bytes > 0) || !(ms > 0)) {
       ++uncounted;
       continue;

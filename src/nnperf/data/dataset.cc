@@ -291,6 +291,10 @@ fs::path find_idx(const fs::path& dir, const std::string& prefix, const std::str
       if (fs::is_regular_file(p, ec)) return p;
     }
   }
+  std::error_code ec;
+  if (fs::is_directory(dir / names[0], ec)) {
+    fail("{}: is a folder; expected the IDX file of that name", (dir / names[0]).string());
+  }
   fail("{}: not found (nor {}.gz); {}", (dir / names[0]).string(), names[0], kDataHint);
 }
 

@@ -648,8 +648,11 @@ bool is_complexity_json(const fs::path& p) {
 
 ReportDocument build_report(const fs::path& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    throw UsageError(fmt::format("{}: no such results folder", dir.string()));
+  if (!fs::is_directory(dir, ec)) {
+    throw UsageError(fmt::format("{}: {}", dir.string(),
+                                 fs::exists(dir, ec) ? "is a file; expected a results folder"
+                                                     : "no such results folder"));
+  }
   std::vector<fs::path> files;
   for (auto it =
            fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);

@@ -74,16 +74,23 @@ void validate(const CnnTrainOptions& o) {
   (void)make_optimizer(o.optimizer);
   if (!o.resume.empty()) {
     std::error_code ec;
-    if (!fs::is_regular_file(o.resume, ec))
-      throw UsageError(fmt::format("--resume {}: no such checkpoint file", o.resume.string()));
+    if (!fs::is_regular_file(o.resume, ec)) {
+      throw UsageError(fmt::format("--resume {}: {}", o.resume.string(),
+                                   fs::is_directory(o.resume, ec)
+                                       ? "is a folder; expected a checkpoint file in it "
+                                         "(<model>_best.ckpt or epoch_NNN.ckpt)"
+                                       : "no such checkpoint file"));
+    }
   }
   if (!o.init_weights.empty()) {
     std::error_code ec;
     if (!o.resume.empty())
       throw UsageError("--init-weights: not with --resume (a checkpoint carries its weights)");
     if (!fs::is_regular_file(o.init_weights, ec)) {
-      throw UsageError(
-          fmt::format("--init-weights {}: no such weights file", o.init_weights.string()));
+      throw UsageError(fmt::format("--init-weights {}: {}", o.init_weights.string(),
+                                   fs::is_directory(o.init_weights, ec)
+                                       ? "is a folder; expected a weights file"
+                                       : "no such weights file"));
     }
   }
 }

@@ -159,7 +159,8 @@ void validate_training(const TrainRunOptions& o) {
   (void)make_optimizer(o.optimizer);  // an unknown --optimizer is refused before the data is read
   (void)find_activation(o.activation);
   if (const GemmAlgorithm& g = find_gemm(o.gemm); g.device != o.device) {
-    throw UsageError(fmt::format("--impl {}: runs on the {}; with --device {} use one of: {}",
+    throw UsageError(fmt::format("--impl {}: runs on the {} device; with --device {} use one "
+                                 "of: {}",
                                  o.gemm, device_name(g.device), device_name(o.device),
                                  gemm_algorithm_names(o.device)));
   }

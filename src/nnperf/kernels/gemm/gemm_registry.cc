@@ -96,8 +96,8 @@ std::string gemm_algorithm_names(Device device) { return names_of(false, device)
 const GemmAlgorithm& find_gemm(std::string_view name, Device device) {
   const GemmAlgorithm& algo = find_gemm(name);
   if (algo.device != device) {
-    throw UsageError(fmt::format("GEMM algorithm '{}' runs on the {} and this runs on the {}; "
-                                 "expected one of: {}",
+    throw UsageError(fmt::format("GEMM algorithm '{}' runs on the {} device, this run on the "
+                                 "{}; expected one of: {}",
                                  name, device_name(algo.device), device_name(device),
                                  gemm_algorithm_names(device)));
   }
