@@ -220,14 +220,26 @@ TEST(Hostile, AFailedOverwriteKeepsTheEarlierOutputs) {
   const fs::path out = dir / "run";
   ASSERT_EQ(nnperf(fmt::format("train {} --out-dir '{}'", kTiny, out.string())).exit_code, 0);
   const auto before = snapshot(out);
-  // Fails after the folder was claimed: the old outputs go back, and the line says so.
-  const auto r = nnperf(fmt::format("mlp-bench --impls blas --batch-sizes 8 --max-seconds 1 "
-                                    "--synthetic --activation foo --out-dir '{}' --overwrite",
-                                    out.string()));
-  expect_refused(r, "the earlier outputs in " + out.string() + " were kept", "failed --overwrite");
+  // Refused before the folder is claimed: nothing moves.
+  expect_refused(nnperf(fmt::format("mlp-bench --impls blas --batch-sizes 8 --synthetic "
+                                    "--activation foo --out-dir '{}' --overwrite",
+                                    out.string())),
+                 "unknown activation 'foo'", "an early refusal");
+  EXPECT_EQ(snapshot(out), before);
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"run"});
+  // Fails after the folder was claimed and written to (training diverges at step 2): the old
+  // outputs go back in place, the line says so, and the new run's are kept beside them.
+  const auto r = nnperf(fmt::format("train {} --epochs 3 --lr 1e30 --out-dir '{}' --overwrite",
+                                    kTiny, out.string()));
+  expect_refused(r, "the earlier outputs in " + out.string() + " were kept", "a late failure");
+  EXPECT_NE(r.err.find("this run's outputs are in " + out.string() + "_incomplete"),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(snapshot(out), before) << "a failed --overwrite run changed the earlier outputs";
-  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"run"}) << "nothing left aside";
-  // A successful one replaces them and leaves nothing aside either.
+  EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"run", "run_incomplete"}));
+  EXPECT_TRUE(fs::exists(dir / "run_incomplete" / "training_metrics.csv"));
+  // A successful one replaces them and leaves nothing aside.
+  fs::remove_all(dir / "run_incomplete");
   ASSERT_EQ(nnperf(fmt::format("train {} --epochs 2 --warmup-epochs 1 --out-dir '{}' --overwrite",
                                kTiny, out.string()))
                 .exit_code,

@@ -80,6 +80,15 @@ fs::path move_aside(const fs::path& dir) {
   fail("{}: cannot move the old outputs aside for --overwrite: 9999 earlier copies", dir.string());
 }
 
+// Whether a run's folder holds anything beyond the run.json written when it was claimed.
+bool holds_outputs(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().filename() != "run.json") return true;
+  }
+  return false;
+}
+
 // Settles one replacement; returns what happened, for the note.
 std::string settle(const Replacement& r, RunEnd end) {
   std::error_code ec;
@@ -90,7 +99,7 @@ std::string settle(const Replacement& r, RunEnd end) {
               : std::string();
   }
   std::string kept;
-  if (fs::exists(r.dir, ec) && !fs::is_empty(r.dir, ec)) {
+  if (holds_outputs(r.dir)) {
     fs::path incomplete;
     for (int i = 1; i < 10000 && incomplete.empty(); ++i) {
       const fs::path p(r.dir.string() + (i == 1 ? "_incomplete" : fmt::format("_incomplete_{}", i)));

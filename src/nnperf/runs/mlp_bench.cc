@@ -75,6 +75,10 @@ Plan plan_bench(const MlpBenchOptions& o) {
   }
   if (o.device == Device::kCuda) cuda::require("--device cuda");
   if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
+  (void)find_activation(o.activation);  // before the folder is claimed, not after
+  OptimizerOptions optimizer;
+  optimizer.name = o.optimizer;
+  (void)make_optimizer(optimizer);
   const int64_t max_batch = *std::max_element(o.batch_sizes.begin(), o.batch_sizes.end());
   check_mlp_memory(o.hidden, max_batch,
                    fmt::format("--hidden {} with --batch-sizes up to {} for {} implementations",
