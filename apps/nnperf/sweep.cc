@@ -5,6 +5,7 @@
 #include "command.h"
 #include "flags.h"
 #include "nnperf/core/error.h"
+#include "nnperf/core/text.h"
 #include "nnperf/io/files.h"
 #include "nnperf/runs/sweep.h"
 
@@ -26,9 +27,11 @@ int plan_command(Flags& f) {
   f.plan.out_dir = f.out_dir;
   f.plan.command_line = command_line();
   const nlohmann::json s = plan_sweep(f.plan);
-  fmt::print("planned {} cells in {} (about {:.0f} s of work at {} thread(s) per cell; {})\n",
-             s["cells"].size(), f.out_dir, s["estimate"]["total_seconds"].get<double>(),
-             s["threads_per_cell"].get<int>(), s["estimate"]["basis"].get<std::string>());
+  fmt::print("planned {} in {} (about {:.0f} s of work at {} per cell; {})\n",
+             count_noun(static_cast<int64_t>(s["cells"].size()), "cell"), f.out_dir,
+             s["estimate"]["total_seconds"].get<double>(),
+             count_noun(s["threads_per_cell"].get<int>(), "thread"),
+             s["estimate"]["basis"].get<std::string>());
   fmt::print("run with: nnperf sweep run {} --local   or   nnperf sweep run {} --slurm\n",
              shell_quote(f.out_dir), shell_quote(f.out_dir));
   return 0;

@@ -41,6 +41,16 @@ int run_driver(Flags& f, const CLI::App& sub) {
     throw UsageError(
         "--iters: the fixed-iteration driver trains on --synthetic data (give --synthetic)");
   }
+  // Epoch training's flags have no meaning here: refused rather than silently ignored.
+  for (const char* flag : {"--out-dir", "--epochs", "--data", "--val-split", "--overwrite",
+                           "--resume", "--save-every", "--profile-one-step"}) {
+    if (sub.count(flag) > 0) {
+      throw UsageError(fmt::format(
+          "{}: applies to epoch training, not the --iters driver (which appends a row to "
+          "<--log-dir>/metrics.csv)",
+          flag));
+    }
+  }
   TrainDriverOptions d;
   d.model = f.model;
   d.iters = f.iters;

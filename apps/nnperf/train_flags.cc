@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "flags.h"
+#include "nnperf/core/error.h"
 #include "nnperf/kernels/activations.h"
 #include "nnperf/kernels/gemm/gemm.h"
 
@@ -12,10 +13,15 @@ namespace nnperf::app {
 
 void add_train_flags(CLI::App& sub, TrainFlags& f, bool with_activation) {
   TrainRunOptions& r = f.run;
+  // `train` takes every model (and the CNNs' data formats); the activation study, which trains
+  // only the MLP, is the command without --activation.
   sub.add_option("--data", f.data_dir,
-                 "Data folder: MNIST-format IDX (raw or .gz); for CNNs also CIFAR binary or an "
-                 "image folder (train/, val/); default $NNPERF_DATA or "
-                 "/usr/share/datasets/fashion-mnist");
+                 with_activation
+                     ? "Data folder: MNIST-format IDX (raw or .gz); for CNNs also CIFAR binary or "
+                       "an image folder (train/, val/); default $NNPERF_DATA or "
+                       "/usr/share/datasets/fashion-mnist"
+                     : "Data folder: MNIST-format IDX (raw or .gz); default $NNPERF_DATA or "
+                       "/usr/share/datasets/fashion-mnist");
   sub.add_flag("--synthetic", r.data.synthetic,
                "Use deterministic synthetic data (dry runs; the MLP's is 28x28)");
   sub.add_option("--hidden", f.hidden, "Hidden layer widths, comma-separated")
@@ -106,6 +112,10 @@ void add_list_flags(CLI::App& sub) {
 }
 
 void finish_train_flags(TrainFlags& f) {
+  if (f.run.data.synthetic && !f.data_dir.empty()) {
+    throw UsageError(
+        fmt::format("--data {} --synthetic: give one of them (real data or synthetic)", f.data_dir));
+  }
   f.run.hidden = parse_int_list(f.hidden, "--hidden");
   f.run.data.dir = f.data_dir;
   f.run.progress = parse_progress_mode(f.progress);

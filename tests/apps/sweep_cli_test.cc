@@ -145,7 +145,7 @@ TEST(SweepLocal, AKilledCellContinuesWhereItsRowsStop) {
   EXPECT_NE(st.out.find("stale"), std::string::npos) << st.out;
   st = run_nnperf(fmt::format("sweep run {} --local", q(dir)));
   ASSERT_EQ(st.exit_code, 0) << st.out << st.err;
-  EXPECT_NE(st.out.find("merged 1 cells (6 rows)"), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("merged 1 cell (6 rows)"), std::string::npos) << st.out;
   const CsvTable o = read_csv(dir / "merged" / "resnet18_gemm" / "resnet18_gemm_overall.csv");
   std::set<std::string> sizes;
   for (std::size_t i = 0; i < o.rows.size(); ++i) sizes.insert(o.cell(i, o.require("input_size")));

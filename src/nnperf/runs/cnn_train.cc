@@ -253,7 +253,8 @@ nlohmann::json checkpoint_meta(const CnnTrainOptions& o, const Session& s, const
           {"records", records}};
 }
 
-// Refuses a checkpoint of another run (model and shapes are checked by restore_checkpoint).
+// Refuses a checkpoint of another run, the model first (shapes are checked by
+// restore_checkpoint).
 void check_resume_meta(const nlohmann::json& m, const CnnTrainOptions& o, const Session& s,
                        const std::string& src) {
   if (m.value("kind", "") == "weights") {
@@ -266,6 +267,7 @@ void check_resume_meta(const nlohmann::json& m, const CnnTrainOptions& o, const 
            m.contains(key) ? m[key].dump() : "(none)", want.dump(), flag);
     }
   };
+  same("model", s.model.name, "--model");  // first: another model makes the rest moot
   same("dataset", s.data.name, "--data");
   same("batch_size", o.batch_size, "--batch-size");
   same("seed", o.seed, "--seed");

@@ -27,6 +27,7 @@
 #include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/models/mlp.h"
 #include "nnperf/core/clock.h"
+#include "nnperf/core/text.h"
 #include "nnperf/profile/exec_log.h"
 #include "nnperf/profile/profiler.h"
 #include "nnperf/profile/stats.h"
@@ -81,8 +82,9 @@ Plan plan_bench(const MlpBenchOptions& o) {
   (void)make_optimizer(optimizer);
   const int64_t max_batch = *std::max_element(o.batch_sizes.begin(), o.batch_sizes.end());
   check_mlp_memory(o.hidden, max_batch,
-                   fmt::format("--hidden {} with --batch-sizes up to {} for {} implementations",
-                               fmt::join(o.hidden, ","), max_batch, p.algos.size()),
+                   fmt::format("--hidden {} with --batch-sizes up to {} for {}",
+                               fmt::join(o.hidden, ","), max_batch,
+                               count_noun(static_cast<int64_t>(p.algos.size()), "implementation")),
                    static_cast<int64_t>(p.algos.size()));
   return p;
 }

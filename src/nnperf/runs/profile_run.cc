@@ -254,6 +254,9 @@ void check_largest_size_memory(const ProfileOptions& o, const ModelEntry& model)
 }
 
 void validate_sweep(ProfileOptions& o, const ModelEntry& model) {
+  if (o.resume && o.overwrite) {
+    throw UsageError("--resume and --overwrite: give one (continue the sweep, or replace it)");
+  }
   if (std::string(model.name) == "mlp") {
     throw UsageError(
         "--model mlp: the profiler sweeps image sizes of CNNs; use mlp-bench for the MLP");

@@ -86,6 +86,17 @@ void check_names(const SweepPlanOptions& o) {
   if (o.threads < 1) throw UsageError(fmt::format("--threads {}: expected at least 1", o.threads));
 }
 
+// A size below the model's smallest input would fail in every cell that holds it: refused when
+// planning, not after the jobs are queued. (Memory is the machine's that runs the cell, so each
+// cell checks it there, before its folder.)
+void check_model_size(const std::string& model, int64_t size, const char* flag) {
+  const ModelEntry& m = find_model(model);
+  if (size < m.min_input_size) {
+    throw UsageError(fmt::format("{} {}: {} needs inputs of at least {}x{}", flag, size, model,
+                                 m.min_input_size, m.min_input_size));
+  }
+}
+
 nlohmann::json profile_cells(const SweepPlanOptions& o) {
   if (o.algorithms.empty()) throw UsageError("--algorithms: expected at least one algorithm");
   for (const auto& a : o.algorithms) {
@@ -103,6 +114,7 @@ nlohmann::json profile_cells(const SweepPlanOptions& o) {
   nlohmann::json cells = nlohmann::json::array();
   const auto counts = count_models(o.models);
   for (const auto& m : o.models) {
+    for (int64_t s : po.sizes) check_model_size(m, s, "--sizes");
     const FlopsModel& f = counts.at(m);
     for (const auto& a : o.algorithms) {
       for (std::size_t i0 = 0; i0 < po.sizes.size(); i0 += static_cast<std::size_t>(per_cell)) {
@@ -143,6 +155,7 @@ nlohmann::json train_cells(const SweepPlanOptions& o) {
   for (const auto& m : o.models) {
     const FlopsModel& f = counts.at(m);
     const int64_t size = o.input_size > 0 ? o.input_size : f.default_size;
+    check_model_size(m, size, "--input-size");
     for (int64_t b : o.batch_sizes) {
       for (int t : threads) {
         const std::string name = fmt::format("{}_b{}_t{}", m, b, t);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "nnperf/core/error.h"
+#include "nnperf/core/text.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
 #include "nnperf/io/json_read.h"
@@ -195,7 +196,9 @@ std::string merge_sweep(const fs::path& dir) {
   write_json_atomic(tmp / "sweep_records.json", doc);
   fs::remove_all(dir / "merged");
   fs::rename(tmp, dir / "merged");
-  std::string out = fmt::format("merged {} cells ({} rows) into {}\n", sweep["cells"].size(), m.records.size(),
+  std::string out = fmt::format("merged {} ({}) into {}\n",
+                                count_noun(static_cast<int64_t>(sweep["cells"].size()), "cell"),
+                                count_noun(static_cast<int64_t>(m.records.size()), "row"),
                                 (dir / "merged").string());
   for (const auto& n : m.notes) out += "note: " + n + "\n";
   return out;

@@ -20,6 +20,7 @@
 #include "nnperf/io/json_read.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/core/clock.h"
+#include "nnperf/core/text.h"
 #include "nnperf/runs/sweep.h"
 
 extern char** environ;
@@ -360,8 +361,9 @@ std::string submit_sweep_slurm(const fs::path& given, const SlurmOptions& o) {
   for (const auto& a : argv) command += (command.empty() ? "" : " ") + shell_quote(a);
   write_file_atomic(dir / "slurm" / fmt::format("submit_{}.sh", n), "#!/bin/sh\nexec " + command + "\n");
   if (o.dry_run) {
-    return fmt::format("sweep {}: {} cells in {} (not submitted: --dry-run); submit with sh {}\n",
-                       dir.string(), todo.size(), script.string(),
+    return fmt::format("sweep {}: {} in {} (not submitted: --dry-run); submit with sh {}\n",
+                       dir.string(), count_noun(static_cast<int64_t>(todo.size()), "cell"),
+                       script.string(),
                        shell_quote((dir / "slurm" / fmt::format("submit_{}.sh", n)).string()));
   }
   const std::string submitted = iso8601_now();
@@ -389,8 +391,9 @@ std::string submit_sweep_slurm(const fs::path& given, const SlurmOptions& o) {
   nlohmann::json all = fs::exists(subs) ? read_json(subs) : nlohmann::json::array();
   all.push_back({{"job", job}, {"script", script.filename().string()}, {"cells", todo}, {"submitted", iso8601_now()}});
   write_json_atomic(subs, all);
-  return fmt::format("sweep {}: submitted job array {} ({} cells: {}); follow with nnperf status {}\n",
-                     dir.string(), job, todo.size(), index_ranges(todo), shell_quote(dir.string()));
+  return fmt::format("sweep {}: submitted job array {} ({}: {}); follow with nnperf status {}\n",
+                     dir.string(), job, count_noun(static_cast<int64_t>(todo.size()), "cell"),
+                     index_ranges(todo), shell_quote(dir.string()));
 }
 
 std::string sweep_status(const fs::path& dir) {
