@@ -96,7 +96,7 @@ rows=$(($(wc -l < "$overall") - 1))
 echo "cancelled with $rows of 8 rows"
 if [ "$rows" -lt 8 ]; then
   again=$("$nnperf" sweep run "$one" --slurm)
-  grep -q "(1 cells: 0)" <<<"$again" || fail "the resubmission did not submit exactly the unfinished cell: $again"
+  grep -q "(1 cell: 0)" <<<"$again" || fail "the resubmission did not submit exactly the unfinished cell: $again"
 fi
 wait_merged "$one" 600
 [ "$(($(wc -l < "$one/merged/resnet18_gemm/resnet18_gemm_overall.csv") - 1))" = 8 ] || fail "expected 8 merged rows"

@@ -267,7 +267,7 @@ void check_resume_meta(const nlohmann::json& m, const CnnTrainOptions& o, const 
            m.contains(key) ? m[key].dump() : "(none)", want.dump(), flag);
     }
   };
-  same("model", s.model.name, "--model");  // first: another model makes the rest moot
+  check_model_name(m, s.model.name, src);  // first: another model makes the rest moot
   same("dataset", s.data.name, "--data");
   same("batch_size", o.batch_size, "--batch-size");
   same("seed", o.seed, "--seed");

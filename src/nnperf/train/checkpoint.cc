@@ -104,8 +104,6 @@ Checkpoint capture_weights(Graph& graph, nlohmann::json meta) {
   return ckpt;
 }
 
-namespace {
-
 void check_model_name(const nlohmann::json& meta, const std::string& expected_model,
                       const std::string& source) {
   const auto model = meta.find("model");
@@ -117,6 +115,8 @@ void check_model_name(const nlohmann::json& meta, const std::string& expected_mo
          quote_input(model->get<std::string>()), expected_model);
   }
 }
+
+namespace {
 
 // Every graph tensor present with the same shape; returns the checkpoint's tensors by name.
 std::map<std::string_view, const CheckpointTensor*> check_graph_tensors(

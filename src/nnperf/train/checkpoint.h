@@ -49,8 +49,13 @@ Checkpoint read_checkpoint(const std::filesystem::path& path);
 // meta["optimizer"]["name"/"lr"/"steps"] and meta["nnperf_version"] (when absent).
 Checkpoint capture_checkpoint(Graph& graph, const Optimizer& optimizer, nlohmann::json meta);
 // Weights only (parameters and BatchNorm statistics, no optimizer state), meta["kind"] =
-// "weights": seed 004's <model>_final_weights. meta must hold "model".
+// "weights": nn-perf's <model>_final_weights. meta must hold "model".
 Checkpoint capture_weights(Graph& graph, nlohmann::json meta);
+// Throws nnperf::Error ("<source>: checkpoint of model 'X', not of 'Y'") when meta["model"] is
+// missing or names another model; restore_checkpoint checks it first too.
+void check_model_name(const nlohmann::json& meta, const std::string& expected_model,
+                      const std::string& source);
+
 // Restores into a graph and optimizer built the same way (same model, same optimizer kind).
 // Everything is checked before anything is changed; refusals (nnperf::Error starting with
 // "<source>: ") name the other model, the missing or extra tensor, or the tensor with its
