@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,87 +33,53 @@ const std::string& command_line() { return g_command_line; }
 
 }  // namespace nnperf::app
 
-int main(int argc, char** argv) {
-  using namespace nnperf;
-  // The cost models' machine: measured ceilings ($NNPERF_PEAKS, ./peaks.json) when there are
-  // any, read on first use.
-  set_machine_model_source(&detect_machine_model);
-  for (int i = 0; i < argc; ++i) {
-    if (i > 0) app::g_command_line += ' ';
-    std::string a = argv[i];
-    const bool quote = a.empty() || a.find_first_of(" \t'\"$") != std::string::npos;
-    app::g_command_line += quote ? "'" + a + "'" : a;
+namespace nnperf::app {
+namespace {
+
+// The first word names the command: an unknown one, or a flag before any command, is said
+// plainly (CLI11 would only say that a subcommand is required); "help" prints the help. Returns
+// the exit code when the command line ends here.
+std::optional<int> check_first_word(int argc, char** argv, CLI::App& cli) {
+  if (argc < 2) return std::nullopt;
+  const std::string first = argv[1];
+  std::vector<std::string> names;
+  for (const auto& c : commands()) names.push_back(c.name);
+  if (first == "help") {
+    cli.name(argv[0]);
+    fmt::print("{}", cli.help());
+    return 0;
   }
-  CLI::App cli{"nnperf: measure, model and explain where neural-network time and energy go"};
-  cli.require_subcommand(1);
-  // A flag given twice keeps its last value (scripts append overrides), as most programs do.
-  cli.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  cli.set_version_flag("--version", "nnperf 0.1.0");
-  auto& cmds = app::commands();
-  std::sort(cmds.begin(), cmds.end(),
-            [](const auto& a, const auto& b) { return a.order < b.order; });
-  std::map<CLI::App*, std::function<int()>> actions;
-  for (auto& c : cmds) {
-    CLI::App* sub = cli.add_subcommand(c.name);
-    actions[sub] = c.setup(*sub);
-  }
-  // The first word names the command: an unknown one, or a flag before any command, is said
-  // plainly (CLI11 would only say that a subcommand is required).
-  if (argc > 1) {
-    const std::string first = argv[1];
-    std::vector<std::string> names;
-    for (const auto& c : cmds) names.push_back(c.name);
-    if (first == "help") {
-      cli.name(argv[0]);
-      fmt::print("{}", cli.help());
-      return 0;
-    }
-    if (first.empty() || first[0] != '-') {
-      if (std::find(names.begin(), names.end(), first) == names.end()) {
-        fmt::print(stderr,
-                   "nnperf: error: unknown command '{}'; expected one of: {} (see 'nnperf "
-                   "--help')\n",
-                   first, fmt::join(names, ", "));
-        return 2;
-      }
-    } else if (first != "-h" && first != "--help" && first != "--version") {
-      fmt::print(stderr,
-                 "nnperf: error: {}: flags go after the command (nnperf COMMAND {} ...; see "
-                 "'nnperf --help')\n",
-                 first, first);
-      return 2;
-    }
-  }
-  try {
-    cli.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return cli.exit(e);  // --help, --version, --list-*
-    // One line, naming the flag (CLI11's own text) and where to read more.
-    std::string what = e.what();
-    std::replace(what.begin(), what.end(), '\n', ' ');
-    std::string sub;
-    for (const auto* s : cli.get_subcommands()) sub = " " + s->get_name();
-    fmt::print(stderr, "nnperf: error: {} (see 'nnperf{} --help')\n", what, sub);
+  if (first.empty() || first[0] != '-') {
+    if (std::find(names.begin(), names.end(), first) != names.end()) return std::nullopt;
+    fmt::print(stderr,
+               "nnperf: error: unknown command '{}'; expected one of: {} (see 'nnperf "
+               "--help')\n",
+               first, fmt::join(names, ", "));
     return 2;
   }
-  install_interrupt_handlers();
-  // Folders replaced with --overwrite are settled when the command ends: on an error the earlier
-  // outputs go back in place, and the note says so on the error's line.
-  const auto settled = [](RunEnd end) {
-    const std::string note = finish_output_replacements(end);
-    return note.empty() ? note : " (" + note + ")";
-  };
+  if (first == "-h" || first == "--help" || first == "--version") return std::nullopt;
+  fmt::print(stderr,
+             "nnperf: error: {}: flags go after the command (nnperf COMMAND {} ...; see "
+             "'nnperf --help')\n",
+             first, first);
+  return 2;
+}
+
+// Folders replaced with --overwrite are settled when the command ends: on an error the earlier
+// outputs go back in place, and the note says so on the error's line.
+std::string settled(RunEnd end) {
+  const std::string note = finish_output_replacements(end);
+  return note.empty() ? note : " (" + note + ")";
+}
+
+// Runs the parsed command; every failure becomes one line on stderr and an exit code.
+int run_action(const std::function<int()>& action) {
   try {
-    for (auto& [sub, action] : actions) {
-      if (!sub->parsed()) continue;
-      const int rc = action();
-      if (const std::string note = finish_output_replacements(RunEnd::kSucceeded);
-          !note.empty()) {
-        fmt::print(stderr, "nnperf: warning: {}\n", note);
-      }
-      return rc;
+    const int rc = action();
+    if (const std::string note = finish_output_replacements(RunEnd::kSucceeded); !note.empty()) {
+      fmt::print(stderr, "nnperf: warning: {}\n", note);
     }
-    return 2;
+    return rc;
   } catch (const InterruptedError& e) {
     fmt::print(stderr, "nnperf: interrupted: {}{}\n", e.what(), settled(RunEnd::kInterrupted));
     return 130;
@@ -139,4 +107,51 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "nnperf: internal error: {}{}\n", e.what(), settled(RunEnd::kFailed));
     return 1;
   }
+}
+
+}  // namespace
+}  // namespace nnperf::app
+
+int main(int argc, char** argv) {
+  using namespace nnperf;
+  // The cost models' machine: measured ceilings ($NNPERF_PEAKS, ./peaks.json) when there are
+  // any, read on first use.
+  set_machine_model_source(&detect_machine_model);
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0) app::g_command_line += ' ';
+    std::string a = argv[i];
+    const bool quote = a.empty() || a.find_first_of(" \t'\"$") != std::string::npos;
+    app::g_command_line += quote ? "'" + a + "'" : a;
+  }
+  CLI::App cli{"nnperf: measure, model and explain where neural-network time and energy go"};
+  cli.require_subcommand(1);
+  // A flag given twice keeps its last value (scripts append overrides), as most programs do.
+  cli.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cli.set_version_flag("--version", "nnperf 0.1.0");
+  auto& cmds = app::commands();
+  std::sort(cmds.begin(), cmds.end(),
+            [](const auto& a, const auto& b) { return a.order < b.order; });
+  std::map<CLI::App*, std::function<int()>> actions;
+  for (auto& c : cmds) {
+    CLI::App* sub = cli.add_subcommand(c.name);
+    actions[sub] = c.setup(*sub);
+  }
+  if (const auto rc = app::check_first_word(argc, argv, cli)) return *rc;
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return cli.exit(e);  // --help, --version, --list-*
+    // One line, naming the flag (CLI11's own text) and where to read more.
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    std::string sub;
+    for (const auto* s : cli.get_subcommands()) sub = " " + s->get_name();
+    fmt::print(stderr, "nnperf: error: {} (see 'nnperf{} --help')\n", what, sub);
+    return 2;
+  }
+  install_interrupt_handlers();
+  for (auto& [sub, action] : actions) {
+    if (sub->parsed()) return app::run_action(action);
+  }
+  return 2;
 }

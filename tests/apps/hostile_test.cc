@@ -85,6 +85,16 @@ TEST(Hostile, ThreadsAboveTheCpuCountAreCappedWithAWarningAndAbsurdCountsRefused
   }
 }
 
+TEST(Hostile, AnUnknownCommandOrAFlagBeforeTheCommandIsNamed) {
+  expect_refused(nnperf("bogus"), "unknown command 'bogus'; expected one of: lab, train",
+                 "unknown command");
+  expect_refused(nnperf("--threads 3 train"), "--threads: flags go after the command",
+                 "flag before the command");
+  const auto help = nnperf("help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("Subcommands:"), std::string::npos) << help.out;
+}
+
 TEST(Hostile, SizesFromFlagsAreRefusedBeforeAllocating) {
   TempDir dir;
   const std::string out = fmt::format("--out-dir '{}'", (dir / "x").string());
