@@ -247,8 +247,9 @@ TEST(Hostile, AFailedOverwriteKeepsTheEarlierOutputs) {
   EXPECT_EQ(snapshot(out), before);
   EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"run"});
   // Fails after the folder was claimed and written to (training diverges at step 2): the old
-  // outputs go back in place, the line says so, and the new run's are kept beside them.
-  const auto r = nnperf(fmt::format("train {} --epochs 3 --lr 1e30 --out-dir '{}' --overwrite",
+  // outputs go back in place, the line says so, and the new run's are kept beside them. (The
+  // folder is given as "run/", as shell completion writes it.)
+  const auto r = nnperf(fmt::format("train {} --epochs 3 --lr 1e30 --out-dir '{}/' --overwrite",
                                     kTiny, out.string()));
   expect_refused(r, "the earlier outputs in " + out.string() + " were kept", "a late failure");
   EXPECT_NE(r.err.find("this run's outputs are in " + out.string() + "_incomplete"),

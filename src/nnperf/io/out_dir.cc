@@ -160,7 +160,10 @@ void claim_output_dir(const fs::path& dir, const std::string& flag, bool overwri
           "run.json); refusing to delete them",
           flag, dir.string(), listing(dir)));
     }
-    replacements().push_back({dir, move_aside(dir)});
+    // "out/" names the folder "out": without the trailing separator it has a name to rename.
+    fs::path folder = dir.lexically_normal();
+    if (!folder.has_filename()) folder = folder.parent_path();
+    replacements().push_back({folder, move_aside(folder)});
   }
   ensure_writable_dir(dir);
 }
