@@ -74,7 +74,10 @@ fs::path move_aside(const fs::path& dir) {
                              i == 1 ? std::string() : fmt::format("_{}", i));
     if (fs::exists(aside, ec)) continue;
     fs::rename(dir, aside, ec);
-    if (ec) fail("{}: cannot move the old outputs aside for --overwrite: {}", dir.string(), ec.message());
+    if (ec) {
+      fail("{}: cannot move the old outputs aside for --overwrite: {}", dir.string(),
+           ec.message());
+    }
     return aside;
   }
   fail("{}: cannot move the old outputs aside for --overwrite: 9999 earlier copies", dir.string());
@@ -102,7 +105,8 @@ std::string settle(const Replacement& r, RunEnd end) {
   if (holds_outputs(r.dir)) {
     fs::path incomplete;
     for (int i = 1; i < 10000 && incomplete.empty(); ++i) {
-      const fs::path p(r.dir.string() + (i == 1 ? "_incomplete" : fmt::format("_incomplete_{}", i)));
+      const fs::path p(r.dir.string() +
+                       (i == 1 ? std::string("_incomplete") : fmt::format("_incomplete_{}", i)));
       if (!fs::exists(p, ec)) incomplete = p;
     }
     fs::rename(r.dir, incomplete, ec);
