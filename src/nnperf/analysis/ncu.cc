@@ -645,41 +645,22 @@ class LaunchValues {
   std::vector<std::string>& flags_;
 };
 
-NcuLaunch compute_launch(const RawLaunch& raw, const std::string& path, bool point_decimal,
-                         bool utilisation_only) {
-  NcuLaunch l;
-  l.id = raw.id;
-  l.name = raw.name;
-  l.block = raw.block;
-  l.grid = raw.grid;
-  l.line = raw.line;
-  LaunchValues values(raw, path, point_decimal, l.flags);
-  const auto where = [&] {
-    return fmt::format("{}:{}: launch ID '{}' (kernel '{}')", path, raw.line, quote_input(raw.id),
-                       quote_input(raw.name, 60));
-  };
-
-  // Time on every launch (it weights the utilisation summary too); required below.
-  bool has_time = true;
+// Time from gpu__time_duration, else cycles / rate (flagged); false when neither is there.
+bool launch_time(LaunchValues& values, NcuLaunch& l) {
   if (Got t = values.get(kTime, Kind::kTime); t.present) {
     l.time_s = t.v;
-  } else {
-    const Got cycles = values.get(kCycles, Kind::kCount);
-    const Got rate = values.get(kCyclesPerSecond, Kind::kFrequency);
-    has_time = cycles.present && rate.present;
-    if (has_time) {
-      l.time_s = ratio(cycles.v, rate.v);
-      l.flags.push_back("time_from_cycles");
-    }
+    return true;
   }
-  l.sm_throughput_pct = values.get(kSmPct, Kind::kPercent).v;
-  l.dram_throughput_pct = values.get(kDramPct, Kind::kPercent).v;
-  if (utilisation_only) {
-    std::sort(l.flags.begin(), l.flags.end());
-    return l;
-  }
+  const Got cycles = values.get(kCycles, Kind::kCount);
+  const Got rate = values.get(kCyclesPerSecond, Kind::kFrequency);
+  if (!cycles.present || !rate.present) return false;
+  l.time_s = ratio(cycles.v, rate.v);
+  l.flags.push_back("time_from_cycles");
+  return true;
+}
 
-  // FLOPs per precision: 2 * fma + mul + add thread instructions.
+// FLOPs per precision (2 * fma + mul + add thread instructions) and the tensor-pipe flags.
+void launch_flops(LaunchValues& values, NcuLaunch& l) {
   std::array<double*, 3> per_precision = {&l.flops_fp32, &l.flops_fp64, &l.flops_fp16};
   double total = 0;
   bool any = false;
@@ -704,7 +685,6 @@ NcuLaunch compute_launch(const RawLaunch& raw, const std::string& path, bool poi
   }
   l.flops = any ? total : kNaN;
   if (l.flops_fp16 > 0) l.flags.push_back("fp16_half2_may_be_undercounted");
-
   const Got tensor = values.get(kTensorMetrics, Kind::kCount);
   l.tensor_inst = tensor.v;
   if (!tensor.present || std::isnan(tensor.v)) {
@@ -712,24 +692,54 @@ NcuLaunch compute_launch(const RawLaunch& raw, const std::string& path, bool poi
   } else if (tensor.v > 0) {
     l.flags.push_back("tensor_pipe_not_counted");
   }
+}
 
+// DRAM bytes from dram__bytes, else read + write (flagged); refused, naming where() (built only
+// then), when neither is there.
+template <typename Where>
+void launch_dram(LaunchValues& values, NcuLaunch& l, const Where& where) {
   if (Got d = values.get(kDramBytes, Kind::kBytes); d.present) {
     l.dram_bytes = d.v;
-  } else {
-    const Got rd = values.get(kDramRead, Kind::kBytes);
-    const Got wr = values.get(kDramWrite, Kind::kBytes);
-    if (!rd.present || !wr.present) {
-      fail(
-          "{}: no DRAM-bytes metric: dram__bytes.sum, or dram__bytes_read.sum and "
-          "dram__bytes_write.sum{}; {}",
-          where(),
-          rd.present ? " (dram__bytes_write.sum is absent)"
-                     : (wr.present ? " (dram__bytes_read.sum is absent)" : ""),
-          kMetricsHint);
-    }
-    l.dram_bytes = rd.v + wr.v;
-    l.flags.push_back("dram_bytes_from_read_write");
+    return;
   }
+  const Got rd = values.get(kDramRead, Kind::kBytes);
+  const Got wr = values.get(kDramWrite, Kind::kBytes);
+  if (!rd.present || !wr.present) {
+    fail(
+        "{}: no DRAM-bytes metric: dram__bytes.sum, or dram__bytes_read.sum and "
+        "dram__bytes_write.sum{}; {}",
+        where(),
+        rd.present ? " (dram__bytes_write.sum is absent)"
+                   : (wr.present ? " (dram__bytes_read.sum is absent)" : ""),
+        kMetricsHint);
+  }
+  l.dram_bytes = rd.v + wr.v;
+  l.flags.push_back("dram_bytes_from_read_write");
+}
+
+NcuLaunch compute_launch(const RawLaunch& raw, const std::string& path, bool point_decimal,
+                         bool utilisation_only) {
+  NcuLaunch l;
+  l.id = raw.id;
+  l.name = raw.name;
+  l.block = raw.block;
+  l.grid = raw.grid;
+  l.line = raw.line;
+  LaunchValues values(raw, path, point_decimal, l.flags);
+  const auto where = [&] {
+    return fmt::format("{}:{}: launch ID '{}' (kernel '{}')", path, raw.line, quote_input(raw.id),
+                       quote_input(raw.name, 60));
+  };
+  // Time on every launch (it weights the utilisation summary too); required below.
+  const bool has_time = launch_time(values, l);
+  l.sm_throughput_pct = values.get(kSmPct, Kind::kPercent).v;
+  l.dram_throughput_pct = values.get(kDramPct, Kind::kPercent).v;
+  if (utilisation_only) {
+    std::sort(l.flags.begin(), l.flags.end());
+    return l;
+  }
+  launch_flops(values, l);
+  launch_dram(values, l, where);
   if (!has_time) {
     fail(
         "{}: no time metric: gpu__time_duration.sum, or sm__cycles_elapsed.avg and "
@@ -738,7 +748,6 @@ NcuLaunch compute_launch(const RawLaunch& raw, const std::string& path, bool poi
   }
   l.l2_bytes = values.get(kL2Bytes, Kind::kBytes).v;
   l.l1_bytes = values.get(kL1Bytes, Kind::kBytes).v;
-
   if (l.dram_bytes == 0) l.flags.push_back("dram_bytes_zero");
   if (l.time_s == 0) l.flags.push_back("time_zero");
   l.ai_dram = ratio(l.flops, l.dram_bytes);

@@ -833,9 +833,11 @@ void merge_peaks_json(const fs::path& path, const std::string& env, const nlohma
 
 // ---- Reading ----
 
-MachineCeilings ceilings_from_json(const nlohmann::json& doc, const std::string& env,
-                                   const std::string& path_for_messages) {
-  const std::string& src = path_for_messages;
+namespace {
+
+// The environment to read: `env` when given (it must exist), else the only one, else the one
+// named after this host.
+std::string choose_env(const nlohmann::json& doc, const std::string& env, const std::string& src) {
   if (!doc.is_object()) {
     fail(
         "{}: expected an object of environments ({{env: {{description, peak_gbps, "
@@ -850,41 +852,23 @@ MachineCeilings ceilings_from_json(const nlohmann::json& doc, const std::string&
     for (const std::string& e : envs) s += (s.empty() ? "" : ", ") + quote_input(e);
     return s;
   };
-  std::string chosen = env;
-  if (chosen.empty()) {
-    if (envs.size() == 1) {
-      chosen = envs.front();
-    } else if (doc.contains(hostname())) {
-      chosen = hostname();
-    } else {
+  if (!env.empty()) {
+    if (!doc.contains(env)) {
       throw UsageError(
-          fmt::format("{}: {} environments and none is named after this host ('{}'); "
-                      "name one of: {}",
-                      src, envs.size(), quote_input(hostname()), list()));
+          fmt::format("{}: no environment '{}'; the file has: {}", src, quote_input(env), list()));
     }
-  } else if (!doc.contains(chosen)) {
-    throw UsageError(
-        fmt::format("{}: no environment '{}'; the file has: {}", src, quote_input(chosen), list()));
+    return env;
   }
-  const JsonPath root{src, ""};
-  const nlohmann::json& e = json_object(doc, chosen, root);
-  const JsonPath where = root.at(chosen);
-  MachineCeilings m;
-  m.env = chosen;
-  if (e.contains("description") && e["description"].is_string()) {
-    m.description = e["description"].get<std::string>();
-  }
-  auto positive = [](double v, const JsonPath& at) {
-    if (!(v > 0)) fail("{}: expected a positive number, found {}", at.str(), v);
-    return v;
-  };
-  m.peak_gbps = positive(json_number(e, "peak_gbps", where), where.at("peak_gbps"));
-  const nlohmann::json& pg = json_object(e, "peak_gflops", where);
-  const JsonPath pg_at = where.at("peak_gflops");
-  m.peak_gflops_fp32 = positive(json_number(pg, "fp32", pg_at), pg_at.at("fp32"));
-  for (const auto& [precision, value] : pg.items()) {
-    if (value.is_number()) m.peak_gflops[precision] = value.get<double>();
-  }
+  if (envs.size() == 1) return envs.front();
+  if (doc.contains(hostname())) return hostname();
+  throw UsageError(
+      fmt::format("{}: {} environments and none is named after this host ('{}'); "
+                  "name one of: {}",
+                  src, envs.size(), quote_input(hostname()), list()));
+}
+
+// The optional compute_ceilings and memory_ceilings arrays of environment `e`.
+void read_ceiling_arrays(const nlohmann::json& e, const JsonPath& where, MachineCeilings& m) {
   auto array_of_objects = [&](const char* key) -> const nlohmann::json* {
     const auto it = e.find(key);
     if (it == e.end() || it->is_null()) return nullptr;
@@ -921,6 +905,34 @@ MachineCeilings ceilings_from_json(const nlohmann::json& doc, const std::string&
       m.memory.push_back(mem);
     }
   }
+}
+
+}  // namespace
+
+MachineCeilings ceilings_from_json(const nlohmann::json& doc, const std::string& env,
+                                   const std::string& path_for_messages) {
+  const std::string& src = path_for_messages;
+  const std::string chosen = choose_env(doc, env, src);
+  const JsonPath root{src, ""};
+  const nlohmann::json& e = json_object(doc, chosen, root);
+  const JsonPath where = root.at(chosen);
+  MachineCeilings m;
+  m.env = chosen;
+  if (e.contains("description") && e["description"].is_string()) {
+    m.description = e["description"].get<std::string>();
+  }
+  auto positive = [](double v, const JsonPath& at) {
+    if (!(v > 0)) fail("{}: expected a positive number, found {}", at.str(), v);
+    return v;
+  };
+  m.peak_gbps = positive(json_number(e, "peak_gbps", where), where.at("peak_gbps"));
+  const nlohmann::json& pg = json_object(e, "peak_gflops", where);
+  const JsonPath pg_at = where.at("peak_gflops");
+  m.peak_gflops_fp32 = positive(json_number(pg, "fp32", pg_at), pg_at.at("fp32"));
+  for (const auto& [precision, value] : pg.items()) {
+    if (value.is_number()) m.peak_gflops[precision] = value.get<double>();
+  }
+  read_ceiling_arrays(e, where, m);
   return m;
 }
 

@@ -445,54 +445,49 @@ MachineCeilings ceilings_from_peaks(double peak_tflops, double peak_gbps) {
   return m;
 }
 
-nlohmann::json roofline_json(const std::vector<RooflinePoint>& points, const MachineCeilings& roof,
-                             const std::vector<std::string>& notes, const std::string& color_by) {
-  if (color_by != "type" && color_by != "algorithm") {
-    throw UsageError(
-        fmt::format("--color-by {}: expected type or algorithm", quote_input(color_by)));
-  }
-  nlohmann::json records = nlohmann::json::array();
-  double total_ms = 0, memory_ms = 0;
-  std::set<std::string> sources;
-  for (const RooflinePoint& p : points) {
-    const Bound b = bound_for(roof, p.threads, p.bytes);
-    const double ai = p.flops / p.bytes;
-    const double attained = p.flops / (p.time_ms * 1e-3) * 1e-9;
-    const double mem_roof = ai * b.gbps;
-    const bool memory_bound = mem_roof < b.compute_gflops;
-    const double attainable = memory_bound ? mem_roof : b.compute_gflops;
-    total_ms += p.time_ms;
-    if (memory_bound) memory_ms += p.time_ms;
-    sources.insert(p.origin);
-    records.push_back({{"label", p.label},
-                       {"env", roof.env},
-                       {"arch", p.arch},
-                       {"backend", p.backend},
-                       {"batch_size", p.batch_size},
-                       {"precision", p.precision},
-                       {"elapsed_sec", p.elapsed_sec},
-                       {"images_per_sec", static_cast<double>(p.batch_size) / (p.time_ms * 1e-3)},
-                       {"ai", ai},
-                       {"attained_gflops", attained},
-                       {"peak_gflops", b.compute_gflops},
-                       {"peak_gbps", roof.peak_gbps},
-                       {"layer", p.layer},
-                       {"algorithm", p.algorithm},
-                       {"flops", p.flops},
-                       {"bytes", p.bytes},
-                       {"time_ms", p.time_ms},
-                       {"attainable_gflops", attainable},
-                       {"pct_of_roof", 100.0 * attained / attainable},
-                       {"bound", memory_bound ? "memory" : "compute"},
-                       {"ceiling", memory_bound ? b.level : b.compute_name},
-                       {"ceiling_gbps", b.gbps},
-                       {"layer_type", p.layer_type},
-                       {"pass", p.pass},
-                       {"source", p.source},
-                       {"input_size", p.input_size},
-                       {"threads", p.threads},
-                       {"origin", p.origin}});
-  }
+namespace {
+
+// One point's record under the ceilings; memory_bound says which roof limits it.
+nlohmann::json point_record(const RooflinePoint& p, const MachineCeilings& roof,
+                            bool& memory_bound) {
+  const Bound b = bound_for(roof, p.threads, p.bytes);
+  const double ai = p.flops / p.bytes;
+  const double attained = p.flops / (p.time_ms * 1e-3) * 1e-9;
+  const double mem_roof = ai * b.gbps;
+  memory_bound = mem_roof < b.compute_gflops;
+  const double attainable = memory_bound ? mem_roof : b.compute_gflops;
+  return {{"label", p.label},
+          {"env", roof.env},
+          {"arch", p.arch},
+          {"backend", p.backend},
+          {"batch_size", p.batch_size},
+          {"precision", p.precision},
+          {"elapsed_sec", p.elapsed_sec},
+          {"images_per_sec", static_cast<double>(p.batch_size) / (p.time_ms * 1e-3)},
+          {"ai", ai},
+          {"attained_gflops", attained},
+          {"peak_gflops", b.compute_gflops},
+          {"peak_gbps", roof.peak_gbps},
+          {"layer", p.layer},
+          {"algorithm", p.algorithm},
+          {"flops", p.flops},
+          {"bytes", p.bytes},
+          {"time_ms", p.time_ms},
+          {"attainable_gflops", attainable},
+          {"pct_of_roof", 100.0 * attained / attainable},
+          {"bound", memory_bound ? "memory" : "compute"},
+          {"ceiling", memory_bound ? b.level : b.compute_name},
+          {"ceiling_gbps", b.gbps},
+          {"layer_type", p.layer_type},
+          {"pass", p.pass},
+          {"source", p.source},
+          {"input_size", p.input_size},
+          {"threads", p.threads},
+          {"origin", p.origin}};
+}
+
+// The ceilings as the context lists them: compute, then memory.
+std::pair<nlohmann::json, nlohmann::json> ceilings_json(const MachineCeilings& roof) {
   nlohmann::json compute = nlohmann::json::array(), memory = nlohmann::json::array();
   for (const ComputeCeiling& c : roof.compute) {
     compute.push_back(
@@ -504,6 +499,28 @@ nlohmann::json roofline_json(const std::vector<RooflinePoint>& points, const Mac
                       {"gbps", c.gbps},
                       {"working_set_bytes", {c.working_set_lo, c.working_set_hi}}});
   }
+  return {compute, memory};
+}
+
+}  // namespace
+
+nlohmann::json roofline_json(const std::vector<RooflinePoint>& points, const MachineCeilings& roof,
+                             const std::vector<std::string>& notes, const std::string& color_by) {
+  if (color_by != "type" && color_by != "algorithm") {
+    throw UsageError(
+        fmt::format("--color-by {}: expected type or algorithm", quote_input(color_by)));
+  }
+  nlohmann::json records = nlohmann::json::array();
+  double total_ms = 0, memory_ms = 0;
+  std::set<std::string> sources;
+  for (const RooflinePoint& p : points) {
+    bool memory_bound = false;
+    records.push_back(point_record(p, roof, memory_bound));
+    total_ms += p.time_ms;
+    if (memory_bound) memory_ms += p.time_ms;
+    sources.insert(p.origin);
+  }
+  const auto [compute, memory] = ceilings_json(roof);
   nlohmann::json ctx = {
       {"env", roof.env},
       {"description", roof.description},
