@@ -2,9 +2,12 @@
 // array (see runs/sweep.h). `nnperf status DIR` follows a sweep (apps/nnperf/profile.cc).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "command.h"
 #include "flags.h"
 #include "nnperf/core/error.h"
+#include "nnperf/core/memory.h"
 #include "nnperf/core/text.h"
 #include "nnperf/io/files.h"
 #include "nnperf/runs/sweep.h"
@@ -19,6 +22,8 @@ struct Flags {
   bool local = false, slurm = false;
   int jobs = 1, cell = -1;
   SlurmOptions slurm_options;
+  std::string slurm_flag_given;  // a --slurm option given (refused with --local)
+  bool jobs_given = false;
 };
 
 int plan_command(Flags& f) {
@@ -32,6 +37,16 @@ int plan_command(Flags& f) {
              s["estimate"]["total_seconds"].get<double>(),
              count_noun(s["threads_per_cell"].get<int>(), "thread"),
              s["estimate"]["basis"].get<std::string>());
+  const auto& cells = s["cells"];
+  const auto largest = std::max_element(cells.begin(), cells.end(), [](const auto& a, const auto& b) {
+    return a.value("estimated_memory_bytes", 0.0) < b.value("estimated_memory_bytes", 0.0);
+  });
+  if (largest != cells.end()) {
+    fmt::print("largest cell: {} needs at least {} of memory (node outputs and parameters; workspaces "
+               "come on top)\n",
+               (*largest)["name"].get<std::string>(),
+               format_bytes(static_cast<int64_t>((*largest)["estimated_memory_bytes"].get<double>())));
+  }
   fmt::print("run with: nnperf sweep run {} --local   or   nnperf sweep run {} --slurm\n",
              shell_quote(f.out_dir), shell_quote(f.out_dir));
   return 0;
@@ -39,6 +54,12 @@ int plan_command(Flags& f) {
 
 int run_command(Flags& f) {
   if (f.local == f.slurm) throw UsageError("sweep run: give exactly one of --local and --slurm");
+  if (f.local && !f.slurm_flag_given.empty()) {
+    throw UsageError(fmt::format("sweep run: {} is an option of --slurm, not of --local", f.slurm_flag_given));
+  }
+  if (f.slurm && f.jobs_given) {
+    throw UsageError("sweep run: --jobs is an option of --local; with --slurm use --max-parallel");
+  }
   if (f.local) {
     const int failed = run_sweep_local(f.dir, f.jobs);
     fmt::print("{}", sweep_status(f.dir));
@@ -101,7 +122,14 @@ const Registrar reg{Command{"sweep", 47, [](CLI::App& sub) -> std::function<int(
 
   return [f, p, r, m, c]() -> int {
     if (p->parsed()) return plan_command(*f);
-    if (r->parsed()) return run_command(*f);
+    if (r->parsed()) {
+      for (const char* name : {"--partition", "--time", "--cpus-per-task", "--mem", "--max-parallel",
+                               "--account", "--gres", "--dry-run"}) {
+        if (r->count(name) > 0 && f->slurm_flag_given.empty()) f->slurm_flag_given = name;
+      }
+      f->jobs_given = r->count("--jobs") > 0;
+      return run_command(*f);
+    }
     if (m->parsed()) {
       fmt::print("{}", merge_sweep(f->dir));
       return 0;

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
@@ -203,6 +205,70 @@ TEST(SweepSlurm, TheScriptRunsEachCellThroughBashWhateverThePath) {
   // Submitting again submits nothing.
   r = run_nnperf(fmt::format("sweep run {} --slurm --dry-run", q(dir)));
   EXPECT_NE(r.out.find("nothing to submit"), std::string::npos) << r.out;
+}
+
+TEST(SweepSlurm, OptionsSbatchWouldRejectAreRefusedBeforeAnythingIsWritten) {
+  test::TempDir t("sweep-slurm-bad");
+  const fs::path dir = t / "s";
+  ASSERT_EQ(run_nnperf(fmt::format("sweep plan --profile --models resnet18 --algorithms gemm --sizes 32 "
+                                   "--stage sanity --out-dir {}", q(dir)))
+                .exit_code, 0);
+  for (const auto& [flags, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"--slurm --time bogus", "--time 'bogus': expected a Slurm time limit"},
+           {"--slurm --time 1-", "--time '1-'"},
+           {"--slurm --time 1:2:3:4", "--time '1:2:3:4'"},
+           {"--slurm --mem lots", "--mem 'lots': expected a whole number"},
+           {"--slurm --mem 16GB", "--mem '16GB'"},
+           {"--slurm --partition 'a b'", "--partition 'a b': expected a Slurm name"},
+           {"--local --time 10", "--time is an option of --slurm, not of --local"},
+           {"--local --dry-run", "--dry-run is an option of --slurm"},
+           {"--slurm --jobs 2", "--jobs is an option of --local"}}) {
+    const auto r = run_nnperf(fmt::format("sweep run {} {}", q(dir), flags));
+    EXPECT_EQ(r.exit_code, 2) << flags;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << flags << ": " << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir / "slurm"));
+  EXPECT_FALSE(fs::exists(dir / "state"));
+  // Every form sbatch documents is taken.
+  const auto r = run_nnperf(fmt::format("sweep run {} --slurm --dry-run --time 2-12:30:00 --mem 0", q(dir)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string submit = test::read_text(dir / "slurm" / "submit_1.sh");
+  EXPECT_NE(submit.find("'--time=2-12:30:00' '--mem=0'"), std::string::npos) << submit;
+  for (const char* time : {"90", "90:30", "1:30:00", "2-12", "2-12:30", "UNLIMITED"}) {
+    EXPECT_EQ(run_nnperf(fmt::format("sweep run {} --slurm --dry-run --time {} --mem 512M", q(dir), time)).exit_code, 0)
+        << time;
+  }
+}
+
+TEST(SweepPlan, CellsCarryAMemoryEstimateThatRunChecksBeforeStarting) {
+  test::TempDir t("sweep-memory");
+  const fs::path dir = t / "s";
+  auto r = run_nnperf(fmt::format("sweep plan --profile --models resnet18 --algorithms gemm --sizes 64,32,1024 "
+                                  "--sizes-per-cell 2 --stage sanity --out-dir {}", q(dir)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("largest cell: resnet18_gemm_1024-1024 needs at least"), std::string::npos) << r.out;
+  const nlohmann::json sweep = nlohmann::json::parse(test::read_text(dir / "sweep.json"));
+  const double small = sweep["cells"][0]["estimated_memory_bytes"];  // sizes 64,32: its largest is 64
+  const double big = sweep["cells"][1]["estimated_memory_bytes"];
+  // resnet18 at 1x3x1024x1024: about 700 MiB of node outputs and parameters, the figure the
+  // profiler's own check uses; at 64 the 46.8 MB of parameters dominate.
+  EXPECT_NEAR(big / (1 << 20), 700.6, 5.0);
+  EXPECT_GT(small, 46.0e6);
+  EXPECT_LT(small, 60.0e6);
+  // Refused before any cell starts, here by this machine's memory and under Slurm by --mem.
+  {
+    const test::ScopedEnv cap("NNPERF_MEMORY_LIMIT", "300M");
+    r = run_nnperf(fmt::format("sweep run {} --local", q(dir)));
+  }
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("sweep cell resnet18_gemm_1024-1024 (sweep.json's estimate at its largest input) needs"),
+            std::string::npos) << r.err;
+  r = run_nnperf(fmt::format("sweep run {} --slurm --dry-run --mem 512M", q(dir)));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--mem 512M: cell resnet18_gemm_1024-1024 needs at least"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "state"));
+  EXPECT_FALSE(fs::exists(dir / "slurm"));
+  EXPECT_EQ(run_nnperf(fmt::format("sweep run {} --slurm --dry-run --mem 1G", q(dir))).exit_code, 0);
 }
 
 }  // namespace

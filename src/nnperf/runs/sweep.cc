@@ -36,8 +36,12 @@ constexpr double kCellStartSeconds = 1.0;
 // Forward FLOPs of one image at `size`, from the complexity model at the model's default size and
 // scaled by (size / default)^2 (convolutions dominate, and their FLOPs scale with the output area;
 // the fully connected tails of alexnet/vgg16 sit behind an adaptive pool). Counted once per model.
+// Memory likewise: the node outputs of one image scale with the area, the parameters (with their
+// gradients and optimizer state when training) do not.
 struct FlopsModel {
   double flops_at_default = 0, train_flops_at_default = 0;
+  double activation_bytes_at_default = 0, train_activation_bytes_at_default = 0;
+  double param_bytes = 0, train_param_bytes = 0;
   int64_t default_size = 224;
 };
 
@@ -50,6 +54,10 @@ FlopsModel count_model(const std::string& model) {
   const ModelComplexity c = model_complexity(model, f.default_size, 1, train);
   f.flops_at_default = c.totals.flops;
   f.train_flops_at_default = c.totals.flops_iteration();
+  f.activation_bytes_at_default = c.totals.forward_activation_bytes;
+  f.train_activation_bytes_at_default = c.totals.forward_activation_bytes + c.totals.backward_activation_bytes;
+  f.param_bytes = c.totals.param_bytes;
+  f.train_param_bytes = c.totals.param_bytes + c.totals.gradient_bytes + c.totals.optimizer_state_bytes;
   return f;
 }
 
@@ -61,6 +69,14 @@ double seconds_for(double flops, int threads) {
 double scaled(const FlopsModel& f, bool train, int64_t size) {
   const double r = static_cast<double>(size) / static_cast<double>(f.default_size);
   return (train ? f.train_flops_at_default : f.flops_at_default) * r * r;
+}
+
+// A lower bound of a cell's memory at `size` and `batch` (workspaces and the framework come on
+// top), the sum that the profiler's own check refuses a size by.
+double memory_for(const FlopsModel& f, bool train, int64_t size, int64_t batch) {
+  const double r = static_cast<double>(size) / static_cast<double>(f.default_size);
+  const double per_image = train ? f.train_activation_bytes_at_default : f.activation_bytes_at_default;
+  return per_image * r * r * static_cast<double>(batch) + (train ? f.train_param_bytes : f.param_bytes);
 }
 
 // Every model counted once, in parallel (building a model's weights dominates planning: vgg16's
@@ -134,6 +150,7 @@ nlohmann::json profile_cells(const SweepPlanOptions& o) {
                          {"sizes", sizes},
                          {"output", "cells/" + name},
                          {"estimated_seconds", kCellStartSeconds + seconds_for(flops, o.threads)},
+                         {"estimated_memory_bytes", memory_for(f, train, *std::max_element(sizes.begin(), sizes.end()), o.batch_size)},
                          {"args",
                           {"profile", "--model", m, "--algorithm", a, "--sizes", join_sizes(sizes),
                            "--warmup", std::to_string(po.warmup), "--measure",
@@ -172,6 +189,7 @@ nlohmann::json train_cells(const SweepPlanOptions& o) {
                          {"input_size", size},
                          {"output", "cells/" + name},
                          {"estimated_seconds", kCellStartSeconds + seconds_for(flops, t)},
+                         {"estimated_memory_bytes", memory_for(f, true, size, b)},
                          {"args", args}});
       }
     }

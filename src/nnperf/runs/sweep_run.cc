@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +17,7 @@
 #include <optional>
 
 #include "nnperf/core/error.h"
+#include "nnperf/core/memory.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
 #include "nnperf/io/json_read.h"
@@ -216,6 +219,107 @@ bool slurm_task_known(const nlohmann::json& s) {
   return false;
 }
 
+// sbatch's --time: minutes, minutes:seconds, hours:minutes:seconds, days-hours,
+// days-hours:minutes, days-hours:minutes:seconds, or UNLIMITED / INFINITE.
+bool slurm_time_ok(const std::string& t) {
+  if (t == "UNLIMITED" || t == "INFINITE" || t == "unlimited" || t == "infinite") return true;
+  const std::size_t dash = t.find('-');
+  const std::string days = dash == std::string::npos ? "" : t.substr(0, dash);
+  const std::string rest = dash == std::string::npos ? t : t.substr(dash + 1);
+  std::vector<std::string> parts;
+  for (std::size_t pos = 0;;) {
+    const std::size_t colon = rest.find(':', pos);
+    parts.push_back(rest.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos));
+    if (colon == std::string::npos) break;
+    pos = colon + 1;
+  }
+  const auto digits = [](const std::string& x) {
+    return !x.empty() && x.size() <= 9 && x.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (dash != std::string::npos && !digits(days)) return false;
+  if (parts.size() > 3) return false;
+  for (const auto& part : parts) {
+    if (!digits(part)) return false;
+  }
+  return true;
+}
+
+// sbatch's --mem: a whole number with an optional unit K, M (the default), G or T.
+bool slurm_mem_ok(const std::string& m) {
+  const std::size_t unit = m.find_first_not_of("0123456789");
+  if (unit == 0 || m.size() > 12) return false;
+  return unit == std::string::npos ||
+         (unit + 1 == m.size() && std::string("KMGTkmgt").find(m[unit]) != std::string::npos);
+}
+
+double cell_memory(const nlohmann::json& cell) { return cell.value("estimated_memory_bytes", 0.0); }
+
+int64_t to_bytes(double b) { return b < 9e18 ? static_cast<int64_t>(b) : -1; }
+
+// The plan's memory estimate of the cells about to run here, each alone and the `jobs` largest
+// together, against this machine's available memory: refused before any cell starts.
+void check_cells_fit_here(const nlohmann::json& sweep, const std::vector<int>& todo, int jobs) {
+  std::vector<std::pair<double, std::string>> need;
+  for (int i : todo) {
+    const nlohmann::json& c = sweep["cells"][static_cast<std::size_t>(i)];
+    need.emplace_back(cell_memory(c), c["name"].get<std::string>());
+  }
+  if (need.empty()) return;
+  std::sort(need.rbegin(), need.rend());
+  check_memory(to_bytes(need[0].first),
+               fmt::format("sweep cell {} (sweep.json's estimate at its largest input)", need[0].second));
+  const std::size_t together = std::min(need.size(), static_cast<std::size_t>(jobs));
+  if (together < 2) return;
+  double sum = 0;
+  for (std::size_t k = 0; k < together; ++k) sum += need[k].first;
+  check_memory(to_bytes(sum), fmt::format("--jobs {} (the {} largest cells at once, by sweep.json's estimates)",
+                                          jobs, together));
+}
+
+// sbatch --mem in bytes (no unit = megabytes); nullopt for 0, which asks for all of a node's memory.
+std::optional<double> slurm_mem_bytes(const std::string& m) {
+  const std::size_t unit = m.find_first_not_of("0123456789");
+  const double n = std::stod(m.substr(0, unit));
+  if (n == 0) return std::nullopt;
+  const char u = unit == std::string::npos ? 'M' : static_cast<char>(std::toupper(m[unit]));
+  const double scale = u == 'K' ? 1024.0 : u == 'M' ? 1048576.0 : u == 'G' ? 1073741824.0 : 1099511627776.0;
+  return n * scale;
+}
+
+// A --mem below a cell's estimate would have Slurm kill the cell after it queued: refused here.
+void check_cells_fit_slurm(const nlohmann::json& sweep, const std::vector<int>& todo, const std::string& mem) {
+  const std::optional<double> limit = mem.empty() ? std::nullopt : slurm_mem_bytes(mem);
+  if (!limit) return;
+  for (int i : todo) {
+    const nlohmann::json& c = sweep["cells"][static_cast<std::size_t>(i)];
+    if (cell_memory(c) > *limit) {
+      throw UsageError(fmt::format("--mem {}: cell {} needs at least {} (sweep.json's estimate at its "
+                                   "largest input: node outputs and parameters)",
+                                   mem, c["name"].get<std::string>(), format_bytes(to_bytes(cell_memory(c)))));
+    }
+  }
+}
+
+// Refuses option values sbatch would reject, before anything is written.
+void check_slurm_options(const SlurmOptions& o) {
+  if (!o.time.empty() && !slurm_time_ok(o.time)) {
+    throw UsageError(fmt::format("--time '{}': expected a Slurm time limit: minutes, minutes:seconds, "
+                                 "hours:minutes:seconds, days-hours[:minutes[:seconds]] or UNLIMITED",
+                                 o.time));
+  }
+  if (!o.mem.empty() && !slurm_mem_ok(o.mem)) {
+    throw UsageError(fmt::format("--mem '{}': expected a whole number of megabytes or one with a unit "
+                                 "K, M, G or T (e.g. 16G)", o.mem));
+  }
+  for (const auto& [flag, value] : {std::pair{"--partition", o.partition}, std::pair{"--account", o.account},
+                                    std::pair{"--gres", o.gres}}) {
+    const bool bad = std::any_of(value.begin(), value.end(), [](char c) {
+      return static_cast<unsigned char>(c) <= ' ' || c == '\x7f';
+    });
+    if (bad) throw UsageError(fmt::format("{} '{}': expected a Slurm name without spaces or control characters", flag, value));
+  }
+}
+
 }  // namespace
 
 nlohmann::json cell_state(const fs::path& dir, const nlohmann::json& cell) {
@@ -292,6 +396,7 @@ int run_sweep_local(const fs::path& dir, int jobs) {
   if (jobs < 1) throw UsageError(fmt::format("--jobs {}: expected at least 1", jobs));
   const nlohmann::json sweep = read_sweep(dir);
   const std::vector<int> todo = unfinished(dir, sweep, true);
+  check_cells_fit_here(sweep, todo, jobs);
   fmt::print("sweep {}: {} of {} cells to run, {} at a time\n", dir.string(), todo.size(),
              sweep["cells"].size(), jobs);
   std::map<pid_t, int> running;
@@ -326,10 +431,12 @@ int run_sweep_local(const fs::path& dir, int jobs) {
 }
 
 std::string submit_sweep_slurm(const fs::path& given, const SlurmOptions& o) {
+  check_slurm_options(o);
   const fs::path dir = fs::absolute(given).lexically_normal();
   const nlohmann::json sweep = read_sweep(dir);
   const std::vector<int> todo = unfinished(dir, sweep, true);
   if (todo.empty()) return fmt::format("sweep {}: every cell is done or running; nothing to submit\n", dir.string());
+  check_cells_fit_slurm(sweep, todo, o.mem);
   fs::create_directories(dir / "slurm");
   int n = 1;
   while (fs::exists(dir / "slurm" / fmt::format("sweep_{}.sbatch", n))) ++n;
