@@ -271,5 +271,40 @@ TEST(SweepPlan, CellsCarryAMemoryEstimateThatRunChecksBeforeStarting) {
   EXPECT_EQ(run_nnperf(fmt::format("sweep run {} --slurm --dry-run --mem 1G", q(dir))).exit_code, 0);
 }
 
+TEST(SweepStatus, BrokenStateAndRunFilesAreNamedNotHidden) {
+  test::TempDir t("sweep-status");
+  const fs::path dir = t / "s";
+  ASSERT_EQ(run_nnperf(fmt::format("sweep plan --profile --models resnet18 --algorithms gemm --sizes 32 "
+                                   "--stage sanity --out-dir {}", q(dir)))
+                .exit_code, 0);
+  fs::create_directories(dir / "state");
+  std::ofstream(dir / "state" / "resnet18_gemm_32-32.json") << R"({"state": "weird"})";
+  auto r = run_nnperf("status " + q(dir));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("resnet18_gemm_32-32.json: state 'weird' (expected pending, queued, running, done or "
+                       "failed)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 cell: 0 done, 0 running, 0 failed, 0 pending, 1 with an unreadable state file"),
+            std::string::npos) << r.out;
+  r = run_nnperf(fmt::format("sweep run {} --local", q(dir)));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("state 'weird'"), std::string::npos) << r.err;
+  // A profile folder: a corrupt run.json is reported as such (not "no profile sweeps"), and an
+  // overall CSV with a header only has no last row to date.
+  const fs::path p = t / "p";
+  fs::create_directories(p / "bad");
+  std::ofstream(p / "bad" / "run.json") << "{corrupt";
+  r = run_nnperf("status " + q(p / "bad"));
+  EXPECT_NE(r.out.find("unreadable run.json: "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("no profile sweeps"), std::string::npos) << r.out;
+  ASSERT_EQ(run_nnperf(fmt::format("profile --model resnet18 --algorithm gemm --sizes 32 --warmup 0 --measure 1 "
+                                   "--no-layers --output-dir {}", q(p / "a"))).exit_code, 0);
+  const std::string overall = test::read_text(p / "a" / "resnet18_gemm_overall.csv");
+  std::ofstream(p / "a" / "resnet18_gemm_overall.csv") << overall.substr(0, overall.find('\n') + 1);
+  r = run_nnperf("status " + q(p / "a"));
+  EXPECT_NE(r.out.find("not started"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no rows yet"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("last row"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace nnperf

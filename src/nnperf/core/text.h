@@ -11,4 +11,7 @@ inline std::string count_noun(int64_t n, std::string_view singular) {
   return std::to_string(n) + " " + std::string(singular) + (n == 1 ? "" : "s");
 }
 
+// A duration for people: "42 s", "17 min", "5.3 h", "2.1 d".
+std::string format_duration(double seconds);
+
 }  // namespace nnperf

@@ -16,6 +16,7 @@
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
 #include "nnperf/core/memory.h"
+#include "nnperf/core/text.h"
 #include "nnperf/core/threads.h"
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/io/csv.h"
@@ -530,15 +531,15 @@ ProfileResult run_profile(ProfileOptions o) {
 std::string profile_status(const fs::path& dir) {
   if (!fs::is_directory(dir)) fail("{}: not a folder", dir.string());
   std::string out;
-  int sweeps = 0;
+  int sweeps = 0, unreadable = 0;
   for (const auto& e : fs::recursive_directory_iterator(dir)) {
     if (!e.is_regular_file() || e.path().filename() != "run.json") continue;
     RunJson j;
     try {
       j = parse_run_json(read_file(e.path()), e.path().string());
     } catch (const Error& err) {
-      out += fmt::format("{}: unreadable run.json ({})\n", e.path().parent_path().string(),
-                         err.what());
+      out += fmt::format("unreadable run.json: {}\n", err.what());
+      ++unreadable;
       continue;
     }
     if (j.job != "profile") continue;
@@ -548,7 +549,7 @@ std::string profile_status(const fs::path& dir) {
     const std::vector<int64_t>& planned = j.sizes;
     const fs::path overall = e.path().parent_path() / fmt::format("{}_{}_overall.csv", model, algo);
     int64_t rows = 0;
-    std::string updated = "never";
+    std::string updated = "no rows yet";
     if (fs::exists(overall)) {
       try {
         rows = static_cast<int64_t>(read_csv(overall).rows.size());
@@ -558,17 +559,17 @@ std::string profile_status(const fs::path& dir) {
       const auto age = std::chrono::duration_cast<std::chrono::seconds>(
                            fs::file_time_type::clock::now() - fs::last_write_time(overall))
                            .count();
-      updated = fmt::format("{} s ago", age);
+      if (rows != 0) updated = fmt::format("last row {} ago", format_duration(static_cast<double>(age)));
     }
     const std::string state = rows < 0                                       ? "CORRUPT overall CSV"
                               : rows >= static_cast<int64_t>(planned.size()) ? "complete"
                               : rows == 0                                    ? "not started"
                                           : "incomplete (resume with --resume)";
-    out += fmt::format("{:<12} {:<22} {:>4}/{:<4} sizes  {:<34} last row {}  {}\n", model, algo,
+    out += fmt::format("{:<12} {:<22} {:>4}/{:<4} sizes  {:<34} {:<18}  {}\n", model, algo,
                        std::max<int64_t>(rows, 0), planned.size(), state, updated,
                        e.path().parent_path().string());
   }
-  if (sweeps == 0) out = fmt::format("no profile sweeps under {}\n", dir.string());
+  if (sweeps == 0 && unreadable == 0) out = fmt::format("no profile sweeps under {}\n", dir.string());
   return out;
 }
 

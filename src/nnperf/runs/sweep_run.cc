@@ -327,7 +327,13 @@ nlohmann::json cell_state(const fs::path& dir, const nlohmann::json& cell) {
   if (!fs::exists(p)) return {{"state", "pending"}};
   nlohmann::json s = read_json(p);
   if (!s.is_object() || !s.contains("state") || !s["state"].is_string()) {
-    throw Error(fmt::format("{}: not a cell state", p.string()));
+    throw Error(fmt::format("{}: not a cell state (expected an object with a \"state\")", p.string()));
+  }
+  const std::string state = s["state"];
+  if (state != "pending" && state != "queued" && state != "running" && state != "done" && state != "failed") {
+    throw Error(fmt::format("{}: state '{}' (expected pending, queued, running, done or failed); delete "
+                            "the file to run the cell again",
+                            p.string(), state));
   }
   // A cell recorded running on this machine by a process that is gone was killed; a queued cell
   // whose array task Slurm no longer knows was cancelled before it started.
@@ -509,7 +515,15 @@ std::string sweep_status(const fs::path& dir) {
   std::map<std::string, int> count;
   double spent = 0, est_done = 0, est_left = 0;
   for (const auto& c : sweep["cells"]) {
-    const nlohmann::json s = cell_state(dir, c);
+    nlohmann::json s;
+    try {
+      s = cell_state(dir, c);
+    } catch (const Error& e) {
+      ++count["unreadable"];
+      out += fmt::format("{:<8} {:<40} {}\n", "?", c["name"].get<std::string>(), e.what());
+      est_left += c["estimated_seconds"].get<double>();
+      continue;
+    }
     std::string state = s["state"];
     std::string detail;
     if (state == "done") {
@@ -541,12 +555,13 @@ std::string sweep_status(const fs::path& dir) {
   }
   const int total = static_cast<int>(sweep["cells"].size());
   const double ratio = est_done > 0 ? spent / est_done : 1.0;
-  out += fmt::format("{} cells: {} done, {} running, {} failed, {} pending{}{}; {:.0f} s spent; about {:.0f} s "
+  out += fmt::format("{}: {} done, {} running, {} failed, {} pending{}{}{}; {} spent; about {} "
                      "of work left ({})\n",
-                     total, count["done"], count["running"], count["failed"], count["pending"],
+                     count_noun(total, "cell"), count["done"], count["running"], count["failed"], count["pending"],
                      count["queued"] > 0 ? fmt::format(", {} queued", count["queued"]) : "",
-                     count["stale"] > 0 ? fmt::format(", {} stale", count["stale"]) : "", spent,
-                     est_left * ratio,
+                     count["stale"] > 0 ? fmt::format(", {} stale", count["stale"]) : "",
+                     count["unreadable"] > 0 ? fmt::format(", {} with an unreadable state file", count["unreadable"]) : "",
+                     format_duration(spent), format_duration(est_left * ratio),
                      est_done > 0 ? fmt::format("estimates x {:.2f}, the measured/estimated ratio of the done cells", ratio)
                                   : "the plan's estimate");
   if (count["done"] == total) {
