@@ -306,5 +306,37 @@ TEST(SweepStatus, BrokenStateAndRunFilesAreNamedNotHidden) {
   EXPECT_EQ(r.out.find("last row"), std::string::npos) << r.out;
 }
 
+TEST(SweepMerge, ABadCellFileIsNamedWithWhatIsWrongAndNothingIsMerged) {
+  test::TempDir t("sweep-merge-bad");
+  const fs::path dir = t / "s";
+  ASSERT_EQ(run_nnperf(fmt::format("sweep plan --profile --models resnet18 --algorithms gemm --sizes 32,40,48 "
+                                   "--sizes-per-cell 2 --stage sanity --out-dir {}", q(dir)))
+                .exit_code, 0);
+  ASSERT_EQ(run_nnperf(fmt::format("sweep run {} --local", q(dir))).exit_code, 0);
+  fs::remove_all(dir / "merged");
+  const fs::path file = dir / "cells" / "resnet18_gemm_32-40" / "resnet18_gemm_overall.csv";
+  const std::string good = test::read_text(file);
+  const std::string header = good.substr(0, good.find('\n') + 1);
+  const std::string row32 = good.substr(header.size(), good.find('\n', header.size()) + 1 - header.size());
+  const std::string row40 = good.substr(header.size() + row32.size());
+  const std::string other = test::read_text(dir / "cells" / "resnet18_gemm_48-48" / "resnet18_gemm_overall.csv");
+  const std::string row48 = other.substr(other.find('\n') + 1);
+  for (const auto& [content, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"", "resnet18_gemm_overall.csv: empty, not even a header"},
+           {header + row32, "resnet18_gemm_overall.csv: no row for size 40 (cell resnet18_gemm_32-40 planned "
+                            "sizes 32, 40; the file has 1 row)"},
+           {good + row40 + row48, "more than one row for size 40; a row for size 48, not planned"},
+           {"a,b\n1,2\n", "resnet18_gemm_overall.csv: no column 'input_size'"}}) {
+    std::ofstream(file, std::ios::trunc) << content;
+    const auto r = run_nnperf("sweep merge " + q(dir));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir / "merged"));
+  }
+  std::ofstream(file, std::ios::trunc) << good;
+  EXPECT_EQ(run_nnperf("sweep merge " + q(dir)).exit_code, 0);
+  EXPECT_TRUE(fs::exists(dir / "merged"));
+}
+
 }  // namespace
 }  // namespace nnperf

@@ -29,6 +29,7 @@ struct Joined {
 void append(Joined& j, const fs::path& file, const std::string& cell) {
   const CsvTable t = read_csv(file);
   if (t.truncated_row) throw Error(fmt::format("{}: its last row is cut (the cell was killed?)", file.string()));
+  if (t.header.empty()) throw Error(fmt::format("{}: empty, not even a header (the cell was killed?)", file.string()));
   if (j.header.empty()) j.header = t.header;
   if (t.header != j.header) {
     throw Error(fmt::format("{}: its columns differ from the other cells' ({})", file.string(),
@@ -69,6 +70,35 @@ nlohmann::json records_of(const Joined& j, const std::map<std::string, std::stri
   return out;
 }
 
+// The rows a cell added to `j` (from row `from`, read from `file`): each of its planned sizes
+// exactly once, nothing else.
+void check_cell_sizes(const Joined& j, std::size_t from, const nlohmann::json& cell, const fs::path& file) {
+  const std::size_t col = column(j, "input_size", file.string());
+  std::map<std::string, int> seen;
+  for (std::size_t r = from; r < j.rows.size(); ++r) ++seen[j.rows[r][col]];
+  std::set<std::string> planned;
+  std::vector<std::string> missing, duplicated, unplanned;
+  for (const auto& size : cell["sizes"]) {
+    const std::string text = std::to_string(size.get<int64_t>());
+    planned.insert(text);
+    const int n = seen.count(text) ? seen.at(text) : 0;
+    if (n == 0) missing.push_back(text);
+    if (n > 1) duplicated.push_back(text);
+  }
+  for (const auto& [size, n] : seen) {
+    if (!planned.count(size)) unplanned.push_back(size);
+  }
+  if (missing.empty() && duplicated.empty() && unplanned.empty()) return;
+  std::vector<std::string> what;
+  if (!missing.empty()) what.push_back(fmt::format("no row for size {}", fmt::join(missing, ", ")));
+  if (!duplicated.empty()) what.push_back(fmt::format("more than one row for size {}", fmt::join(duplicated, ", ")));
+  if (!unplanned.empty()) what.push_back(fmt::format("a row for size {}, not planned", fmt::join(unplanned, ", ")));
+  const auto sizes = cell["sizes"].get<std::vector<int64_t>>();
+  throw Error(fmt::format("{}: {} (cell {} planned size{} {}; the file has {})", file.string(), fmt::join(what, "; "),
+                          cell["name"].get<std::string>(), sizes.size() == 1 ? "" : "s", fmt::join(sizes, ", "),
+                          count_noun(static_cast<int64_t>(j.rows.size() - from), "row")));
+}
+
 struct Merged {
   std::map<fs::path, std::string> files;  // relative to merged/ -> content
   nlohmann::json records = nlohmann::json::array();
@@ -95,24 +125,12 @@ void merge_profile(const fs::path& dir, const nlohmann::json& sweep,
     std::set<std::string> hosts;
     for (const auto* c : cells) {
       const fs::path out = dir / (*c)["output"].get<std::string>();
+      const std::size_t before = overall.rows.size();
       append(overall, out / (stem + "_overall.csv"), (*c)["name"]);
+      check_cell_sizes(overall, before, *c, out / (stem + "_overall.csv"));
       if (fs::exists(out / (stem + "_layers.csv"))) append(layers, out / (stem + "_layers.csv"), (*c)["name"]);
       for (const auto& s : (*c)["sizes"]) planned.push_back(s.get<int64_t>());
       hosts.insert(host_of.at((*c)["name"]));
-    }
-    const std::size_t size_col = column(overall, "input_size", key + " overall CSV");
-    std::map<std::string, int> seen;
-    for (const auto& r : overall.rows) ++seen[r[size_col]];
-    std::vector<std::string> missing, duplicated;
-    for (int64_t s : planned) {
-      const int n = seen[std::to_string(s)];
-      if (n == 0) missing.push_back(std::to_string(s));
-      if (n > 1) duplicated.push_back(std::to_string(s));
-    }
-    if (overall.rows.size() != planned.size() || !missing.empty() || !duplicated.empty()) {
-      throw Error(fmt::format("{}: {} rows for {} planned sizes; missing sizes [{}], duplicated [{}]",
-                              key, overall.rows.size(), planned.size(), fmt::join(missing, ","),
-                              fmt::join(duplicated, ",")));
     }
     m.files[fs::path(key) / (stem + "_overall.csv")] = render(overall);
     if (!layers.rows.empty()) m.files[fs::path(key) / (stem + "_layers.csv")] = render(layers);
@@ -139,13 +157,15 @@ void merge_train(const fs::path& dir, const nlohmann::json& sweep,
   Joined metrics;
   for (const auto& c : sweep["cells"]) {
     const std::size_t before = metrics.rows.size();
-    append(metrics, dir / c["output"].get<std::string>() / "metrics.csv", c["name"]);
-    const std::size_t label = column(metrics, "label", "metrics.csv");
+    const fs::path file = dir / c["output"].get<std::string>() / "metrics.csv";
+    append(metrics, file, c["name"]);
+    const std::size_t label = column(metrics, "label", file.string());
     int mine = 0;
     for (std::size_t r = before; r < metrics.rows.size(); ++r) mine += metrics.rows[r][label] == c["name"];
     if (mine != 1 || metrics.rows.size() - before != 1) {
-      throw Error(fmt::format("cell {}: {} rows in its metrics.csv, {} labelled with its name (expected exactly 1)",
-                              c["name"].get<std::string>(), metrics.rows.size() - before, mine));
+      throw Error(fmt::format("{}: {}, {} labelled {} (expected exactly 1)", file.string(),
+                              count_noun(static_cast<int64_t>(metrics.rows.size() - before), "row"), mine,
+                              c["name"].get<std::string>()));
     }
   }
   m.files["metrics.csv"] = render(metrics);
@@ -170,7 +190,8 @@ std::string merge_sweep(const fs::path& dir) {
     host_of[c["name"]] = s.value("host", std::string("?"));
   }
   if (!not_done.empty()) {
-    throw Error(fmt::format("{}: {} cells are not done ({}{})", dir.string(), not_done.size(),
+    throw Error(fmt::format("{}: {} not done ({}{})", dir.string(),
+                            not_done.size() == 1 ? std::string("1 cell is") : fmt::format("{} cells are", not_done.size()),
                             fmt::join(not_done.begin(), not_done.begin() + std::min<std::ptrdiff_t>(5, static_cast<std::ptrdiff_t>(not_done.size())), ", "),
                             not_done.size() > 5 ? ", ..." : ""));
   }
