@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,60 @@ int run_action(const std::function<int()>& action) {
   }
 }
 
+// The command as typed ("sweep run") and the deepest subcommand parsed.
+std::pair<std::string, CLI::App*> parsed_command(CLI::App& cli) {
+  std::string words;
+  CLI::App* at = &cli;
+  for (bool deeper = true; deeper;) {
+    deeper = false;
+    for (CLI::App* s : at->get_subcommands()) {
+      words += " " + s->get_name();
+      at = s;
+      deeper = true;
+      break;
+    }
+  }
+  return {words, at};
+}
+
+// CLI11's messages in nnperf's words: what was expected, naming the flag.
+std::string plain_parse_error(const CLI::ParseError& e, CLI::App& root, CLI::App& at) {
+  std::string what = e.what();
+  std::replace(what.begin(), what.end(), '\n', ' ');
+  std::smatch m;
+  // "--epochs: 1 required INT:an integer in [1, 1000000] missing"
+  static const std::regex missing(R"(^(-\S+): \d+ required (?:([A-Z]+)(?::(.*))?) missing$)");
+  if (std::regex_match(what, m, missing)) {
+    const std::string kind = m[3].matched && !m[3].str().empty() ? m[3].str()
+                             : m[2] == "INT"                     ? "an integer"
+                             : m[2] == "FLOAT"                   ? "a number"
+                                                                 : "a value";
+    return fmt::format("{}: expected {} after the flag, got nothing", m[1].str(),
+                       kind == "list" ? "a comma-separated list" : kind);
+  }
+  static const std::regex extras(R"(^The following arguments? (?:was|were) not expected: (.*)$)");
+  if (std::regex_match(what, m, extras)) {
+    std::vector<std::string> args = root.remaining(true);
+    if (args.empty()) args = {m[1].str()};
+    if (!args[0].empty() && args[0][0] == '-') return fmt::format("unknown flag {} for this command", args[0]);
+    return fmt::format("unexpected argument{} '{}' (this command takes {})", args.size() > 1 ? "s" : "",
+                       fmt::join(args, "' '"),
+                       at.get_options([](const CLI::Option* o) { return o->get_positional(); }).empty()
+                           ? "no positional arguments"
+                           : "fewer positional arguments");
+  }
+  if (what == "A subcommand is required") {
+    std::vector<std::string> names;
+    for (const CLI::App* s : at.get_subcommands({})) names.push_back(s->get_name());
+    return fmt::format("expected one of: {}", fmt::join(names, ", "));
+  }
+  static const std::regex required(R"(^(\S+) is required$)");
+  if (std::regex_match(what, m, required)) {
+    return fmt::format("{} is required", m[1].str()[0] == '-' ? m[1].str() : "the argument " + m[1].str());
+  }
+  return what;
+}
+
 }  // namespace
 }  // namespace nnperf::app
 
@@ -141,12 +196,9 @@ int main(int argc, char** argv) {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return cli.exit(e);  // --help, --version, --list-*
-    // One line, naming the flag (CLI11's own text) and where to read more.
-    std::string what = e.what();
-    std::replace(what.begin(), what.end(), '\n', ' ');
-    std::string sub;
-    for (const auto* s : cli.get_subcommands()) sub = " " + s->get_name();
-    fmt::print(stderr, "nnperf: error: {} (see 'nnperf{} --help')\n", what, sub);
+    // One line, naming the flag, and where to read more.
+    const auto [sub, at] = app::parsed_command(cli);
+    fmt::print(stderr, "nnperf: error: {} (see 'nnperf{} --help')\n", app::plain_parse_error(e, cli, *at), sub);
     return 2;
   }
   install_interrupt_handlers();

@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <zlib.h>
 
@@ -93,6 +95,22 @@ TEST(Hostile, AnUnknownCommandOrAFlagBeforeTheCommandIsNamed) {
   const auto help = nnperf("help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("Subcommands:"), std::string::npos) << help.out;
+}
+
+TEST(Hostile, ParserErrorsSayWhatWasExpectedAndNameTheCommandAsTyped) {
+  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"train --epochs", "--epochs: expected an integer in [1, 1000000] after the flag, got nothing "
+                              "(see 'nnperf train --help')"},
+           {"mlp-bench --batch-sizes", "--batch-sizes: expected a comma-separated list after the flag"},
+           {"verify conv2d --problem", "--problem: expected a value after the flag"},
+           {"train --bogus 3", "unknown flag --bogus for this command"},
+           {"train --epochs 1 2 3", "unexpected arguments '2' '3' (this command takes no positional arguments)"},
+           {"sweep run a b", "unexpected argument 'b' (this command takes fewer positional arguments) "
+                             "(see 'nnperf sweep run --help')"},
+           {"sweep run", "the argument dir is required (see 'nnperf sweep run --help')"},
+           {"sweep", "expected one of: plan, run, merge, run-cell"}}) {
+    expect_refused(nnperf(args), needle, args);
+  }
 }
 
 TEST(Hostile, SizesFromFlagsAreRefusedBeforeAllocating) {
