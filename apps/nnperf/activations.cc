@@ -9,6 +9,7 @@
 #include "nnperf/core/error.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/runs/activation_study.h"
+#include "flags.h"
 #include "train_flags.h"
 
 namespace nnperf::app {
@@ -41,19 +42,7 @@ int run_activations(Flags& f, CLI::App& sub) {
   o.base = f.train.run;
   o.base.command_line = command_line();
   o.quick = f.quick;
-  if (!f.activations.empty()) {
-    std::size_t pos = 0;
-    while (pos <= f.activations.size()) {
-      const std::size_t comma = std::min(f.activations.find(',', pos), f.activations.size());
-      const std::string name = f.activations.substr(pos, comma - pos);
-      if (std::find(o.activations.begin(), o.activations.end(), name) != o.activations.end()) {
-        throw UsageError(
-            fmt::format("--activations '{}': {} is listed twice", f.activations, name));
-      }
-      o.activations.push_back(name);
-      pos = comma + 1;
-    }
-  }
+  if (!f.activations.empty()) o.activations = split_list(f.activations);
   o.out_dir = f.out_dir;  // empty: a new results/activations_<timestamp>
   const auto report = run_activation_study(o);
   fmt::print("report: {}\n", report.string());
@@ -76,7 +65,8 @@ const Registrar reg{Command{
       f->train.progress = "lines";
       sub.add_option("--activations", f->activations,
                      "Comma-separated subset (default: all eight: ReLU, GELU, Sigmoid, Tanh, ELU, "
-                     "LeakyReLU, SiLU, Mish)");
+                     "LeakyReLU, SiLU, Mish)")
+          ->check(list_items());
       sub.add_option(
           "--out-dir", f->out_dir,
           "Output folder (default a new results/activations_<timestamp>); must be new or "

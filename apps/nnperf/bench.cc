@@ -87,14 +87,7 @@ int run(Flags& f) {
     throw UsageError(fmt::format("bench '{}': expected conv2d or gemm", f.op));
   }
   check_output_file(f.json, "--json");  // before the measurements, not after
-  if (!f.algorithms.empty()) {
-    std::size_t pos = 0;
-    while (pos <= f.algorithms.size()) {
-      const std::size_t c = std::min(f.algorithms.find(',', pos), f.algorithms.size());
-      f.o.algorithms.push_back(f.algorithms.substr(pos, c - pos));
-      pos = c + 1;
-    }
-  }
+  if (!f.algorithms.empty()) f.o.algorithms = split_list(f.algorithms);
   if (f.op == "gemm") {
     if (f.pass != "forward") throw UsageError("--pass: applies to bench conv2d, not gemm");
     return run_gemm(f);
@@ -142,7 +135,7 @@ const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int(
                  "--pass)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
-  sub.add_option("--algorithms", f->algorithms, "Comma-separated subset (default: all)");
+  sub.add_option("--algorithms", f->algorithms, "Comma-separated subset (default: all)")->check(list_items());
   sub.add_option("--pass", f->pass,
                  "conv2d: forward, backward-data or backward-weights (that pass's algorithms)")
       ->check(CLI::IsMember({"forward", "backward-data", "backward-weights"}))

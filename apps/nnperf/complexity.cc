@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "command.h"
+#include "flags.h"
 #include "nnperf/core/error.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
@@ -46,17 +47,6 @@ int64_t parse_bounded(const std::string& text, const char* flag, int64_t lo, int
   return v;
 }
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', pos), text.size());
-    out.push_back(text.substr(pos, comma - pos));
-    pos = comma + 1;
-  }
-  return out;
-}
-
 Request validate(const Flags& f) {
   Request r;
   const char* model_flag = f.models.empty() ? "--model" : "--models";
@@ -64,7 +54,7 @@ Request validate(const Flags& f) {
     throw UsageError(fmt::format("--model: expected one of {} (or --models a,b,c)", model_names()));
   }
   bool has_mlp = false;
-  for (const std::string& name : split(f.models.empty() ? f.model : f.models)) {
+  for (const std::string& name : split_list(f.models.empty() ? f.model : f.models)) {
     try {
       r.models.emplace_back(find_model(name).name);
     } catch (const UsageError& e) {
@@ -87,7 +77,7 @@ Request validate(const Flags& f) {
   if (f.batch_sizes.empty()) {
     r.batches = {parse_bounded(f.batch_size, "--batch-size", 1, kComplexityMaxBatch)};
   } else {
-    for (const std::string& b : split(f.batch_sizes)) {
+    for (const std::string& b : split_list(f.batch_sizes)) {
       r.batches.push_back(parse_bounded(b, "--batch-sizes", 1, kComplexityMaxBatch));
     }
   }
@@ -168,7 +158,8 @@ const Registrar reg{Command{
       auto* model = sub.add_option("--model", f->model, "Model: " + model_names());
       auto* models = sub.add_option("--models", f->models,
                                     "Several models, comma-separated (a summary per model and "
-                                    "batch size)");
+                                    "batch size)")
+                         ->check(list_items());
       model->excludes(models);
       sub.add_option("--input-size", f->input_size,
                      fmt::format("Input height = width, 1..{} (default: the model's, 224; mlp 28)",
@@ -177,7 +168,8 @@ const Registrar reg{Command{
                                    fmt::format("Batch size, 1..{}", kComplexityMaxBatch))
                         ->capture_default_str();
       auto* batches =
-          sub.add_option("--batch-sizes", f->batch_sizes, "Several batch sizes: 16,32,64,128");
+          sub.add_option("--batch-sizes", f->batch_sizes, "Several batch sizes: 16,32,64,128")
+              ->check(list_items());
       batch->excludes(batches);
       sub.add_flag("--training", f->training,
                    "Count a training iteration: backward (data and weight gradients per layer) "

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -33,7 +34,40 @@ std::string check_integer(const std::string& text, int64_t lo, int64_t hi) {
   return "";
 }
 
+// "" when `text` is a comma-separated list without an empty item (and, with distinct, without
+// an item given twice), else the reason.
+std::string check_list(const std::string& text, bool distinct) {
+  const std::vector<std::string> items = split_list(text);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].empty()) {
+      return text.empty() ? std::string("expected a comma-separated list, got ''")
+                          : fmt::format("expected a comma-separated list, got '{}' (item {} is empty)", text, i + 1);
+    }
+    if (distinct && std::find(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(i), items[i]) !=
+                        items.begin() + static_cast<std::ptrdiff_t>(i)) {
+      return fmt::format("'{}' lists {} twice", text, items[i]);
+    }
+  }
+  return "";
+}
+
 }  // namespace
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    out.push_back(text.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+CLI::Validator list_items(bool distinct) {
+  return CLI::Validator([distinct](std::string& text) { return check_list(text, distinct); }, "list",
+                        "list_items");
+}
 
 CLI::Validator integer_in(int64_t lo, int64_t hi) {
   return CLI::Validator(
@@ -54,19 +88,16 @@ CLI::Validator threads_count() {
       "threads in [0, 1024]", "threads_count");
 }
 
-CLI::Validator integer_list_in(int64_t lo, int64_t hi) {
+CLI::Validator integer_list_in(int64_t lo, int64_t hi, bool distinct) {
   return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
-        std::size_t pos = 0;
-        while (pos <= text.size()) {
-          const std::size_t comma = std::min(text.find(',', pos), text.size());
-          if (!check_integer(text.substr(pos, comma - pos), lo, hi).empty()) {
+      [lo, hi, distinct](std::string& text) -> std::string {
+        for (const std::string& item : split_list(text)) {
+          if (!check_integer(item, lo, hi).empty()) {
             return fmt::format("expected a comma-separated list of integers, each in [{}, {}], got '{}'",
                                lo, hi, text);
           }
-          pos = comma + 1;
         }
-        return "";
+        return distinct ? check_list(text, true) : std::string();
       },
       "list", "integer_list_in");
 }
@@ -79,9 +110,11 @@ CLI::Validator number_in(double lo, double hi, bool lo_open, bool hi_open) {
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         // strtod is locale-dependent for the decimal point; the CLI runs in the "C" locale.
+        // Decimal only: strtod would also read hexadecimal ("0x10" = 16), "inf" and "nan".
         char* end = nullptr;
         const double v = std::strtod(text.c_str(), &end);
-        if (text.empty() || end != text.c_str() + text.size()) {
+        if (text.empty() || end != text.c_str() + text.size() ||
+            text.find_first_not_of("0123456789+-.eE") != std::string::npos) {
           return fmt::format("expected {}, got '{}'", range, text);
         }
         if (!std::isfinite(v)) return fmt::format("expected a finite number ({}), got {}", range, text);

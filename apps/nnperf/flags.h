@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace nnperf::app {
 
@@ -15,8 +16,14 @@ CLI::Validator integer_in(int64_t lo, int64_t hi = std::numeric_limits<int32_t>:
 // A finite number in [lo, hi]; lo_open / hi_open exclude the bound ("--label-smoothing 1: expected
 // a number in [0, 1)"). NaN and infinities are always refused.
 CLI::Validator number_in(double lo, double hi, bool lo_open = false, bool hi_open = false);
-// A comma-separated list of integers, each in [lo, hi] ("--hidden 128,-1,64").
-CLI::Validator integer_list_in(int64_t lo, int64_t hi);
+// A comma-separated list of integers, each in [lo, hi] ("--hidden 128,-1,64"); with distinct,
+// none given twice ("--batch-sizes 32,32").
+CLI::Validator integer_list_in(int64_t lo, int64_t hi, bool distinct = false);
+// A comma-separated list typed as one string: not empty, no empty item ("--impls ''",
+// "gemm,,fft") and, with distinct, no item given twice ("--activations relu,relu").
+CLI::Validator list_items(bool distinct = true);
+// The items of such a list ("a,b" -> {"a", "b"}; "" -> {""}).
+std::vector<std::string> split_list(const std::string& text);
 
 // Common cases.
 inline CLI::Validator count_at_least(int64_t lo) { return integer_in(lo); }

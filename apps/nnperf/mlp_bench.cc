@@ -24,14 +24,7 @@ struct Flags {
 
 int run(Flags& f) {
   MlpBenchOptions& o = f.o;
-  if (!f.impls.empty()) {
-    std::size_t pos = 0;
-    while (pos <= f.impls.size()) {
-      const std::size_t c = std::min(f.impls.find(',', pos), f.impls.size());
-      o.impls.push_back(f.impls.substr(pos, c - pos));
-      pos = c + 1;
-    }
-  }
+  if (!f.impls.empty()) o.impls = split_list(f.impls);
   o.device = f.device == "cuda" ? Device::kCuda : Device::kCpu;
   o.batch_sizes = parse_int_list(f.batches, "--batch-sizes");
   o.hidden = parse_int_list(f.hidden, "--hidden");
@@ -62,13 +55,14 @@ const Registrar reg{Command{
       add_list_flags(sub);
       sub.add_option("--impls", f->impls,
                      "Comma-separated GEMM implementations (default: all CPU ones, and the GPU "
-                     "ones with --device cuda)");
+                     "ones with --device cuda)")
+          ->check(list_items());
       sub.add_option("--device", f->device,
                      "cpu, or cuda: also train on the GPU with the cuda and cublas GEMM rows")
           ->check(CLI::IsMember({"cpu", "cuda"}))
           ->capture_default_str();
       sub.add_option("--batch-sizes", f->batches, "Batch sizes")
-          ->check(integer_list_in(1, kMaxBatch))
+          ->check(integer_list_in(1, kMaxBatch, /*distinct=*/true))
           ->capture_default_str();
       sub.add_option("--hidden", f->hidden, "Hidden widths")
           ->check(integer_list_in(1, kMaxWidth))

@@ -82,15 +82,15 @@ const Registrar reg{Command{"sweep", 47, [](CLI::App& sub) -> std::function<int(
   p->add_option("--stage", f->plan.stage, "--profile: sanity | quick | full (sizes, warm-up, measure)")
       ->check(CLI::IsMember({"sanity", "quick", "full"}))->capture_default_str();
   p->add_option("--sizes", f->plan.sizes, "--profile: explicit input sizes instead of the stage's")
-      ->delimiter(',')->check(CLI::Range(int64_t{1}, int64_t{65536}));
+      ->delimiter(',')->check(integer_in(1, 65536));
   p->add_option("--sizes-per-cell", f->plan.sizes_per_cell, "--profile: sizes per cell (0 = all of a model x algorithm)")
       ->check(integer_in(0, 100000))->capture_default_str();
   p->add_option("--batch-size", f->plan.batch_size, "--profile: batch size")->check(integer_in(1, 4096))->capture_default_str();
   p->add_option("--pass", f->plan.pass, "--profile: inference or train")->check(CLI::IsMember({"inference", "train"}))->capture_default_str();
   p->add_option("--batch-sizes", f->plan.batch_sizes, "--train: comma-separated batch sizes")
-      ->delimiter(',')->check(CLI::Range(int64_t{1}, int64_t{4096}));
+      ->delimiter(',')->check(integer_in(1, 4096));
   p->add_option("--thread-counts", f->plan.thread_counts, "--train: comma-separated thread counts (default: --threads)")
-      ->delimiter(',')->check(CLI::Range(1, 1024));
+      ->delimiter(',')->check(integer_in(1, 1024));
   p->add_option("--iters", f->plan.iters, "--train: measured iterations")->check(integer_in(1, 1000000))->capture_default_str();
   p->add_option("--warmup-iters", f->plan.warmup_iters, "--train: warm-up iterations")->check(integer_in(0, 1000000))->capture_default_str();
   p->add_option("--input-size", f->plan.input_size, "--train: input size (0 = each model's default)")->check(integer_in(0, 4096))->capture_default_str();

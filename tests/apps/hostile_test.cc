@@ -108,7 +108,23 @@ TEST(Hostile, ParserErrorsSayWhatWasExpectedAndNameTheCommandAsTyped) {
            {"sweep run a b", "unexpected argument 'b' (this command takes fewer positional arguments) "
                              "(see 'nnperf sweep run --help')"},
            {"sweep run", "the argument dir is required (see 'nnperf sweep run --help')"},
-           {"sweep", "expected one of: plan, run, merge, run-cell"}}) {
+           {"sweep", "expected one of: plan, run, merge, run-cell"},
+           // Lists: an empty list or item is not "the default", and an item twice is a typo.
+           {"mlp-bench --impls ''", "--impls: expected a comma-separated list, got ''"},
+           {"mlp-bench --impls naive,,blas", "got 'naive,,blas' (item 2 is empty)"},
+           {"mlp-bench --impls naive,naive", "--impls: 'naive,naive' lists naive twice"},
+           {"mlp-bench --batch-sizes 32,64,32", "--batch-sizes: '32,64,32' lists 32 twice"},
+           {"activations --activations relu,gelu,relu", "--activations: 'relu,gelu,relu' lists relu twice"},
+           {"bench gemm --problem m8n8k8 --algorithms ''", "--algorithms: expected a comma-separated list"},
+           {"complexity --models resnet18,vgg16,resnet18", "lists resnet18 twice"},
+           {"complexity --model resnet18 --batch-sizes 1,1", "--batch-sizes: '1,1' lists 1 twice"},
+           {"sweep plan --profile --models resnet18 --sizes 32,x --out-dir x",
+            "--sizes: expected an integer in [1, 65536], got 'x'"},
+           {"sweep plan --profile --models resnet18 --algorithms gemm --sizes 32,40,32 --out-dir x",
+            "--sizes 32,40,32: 32 is given twice"},
+           // Numbers are decimal: strtod alone would read 0x10 as 16.
+           {"train --lr 0x10", "--lr: expected a number > 0, got '0x10'"},
+           {"train --lr inf", "--lr: expected a number > 0, got 'inf'"}}) {
     expect_refused(nnperf(args), needle, args);
   }
 }

@@ -121,6 +121,12 @@ nlohmann::json profile_cells(const SweepPlanOptions& o) {
   if (o.pass != "inference" && o.pass != "train") {
     throw UsageError(fmt::format("--pass {}: expected inference or train", o.pass));
   }
+  for (std::size_t i = 0; i < o.sizes.size(); ++i) {
+    if (std::find(o.sizes.begin(), o.sizes.begin() + static_cast<std::ptrdiff_t>(i), o.sizes[i]) !=
+        o.sizes.begin() + static_cast<std::ptrdiff_t>(i)) {
+      throw UsageError(fmt::format("--sizes {}: {} is given twice", join_sizes(o.sizes), o.sizes[i]));
+    }
+  }
   ProfileOptions po;
   po.stage = o.stage;
   po.sizes = o.sizes;
