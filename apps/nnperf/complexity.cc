@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <filesystem>
 
 #include "command.h"
@@ -23,7 +22,8 @@ namespace nnperf::app {
 namespace {
 
 struct Flags {
-  std::string model, models, input_size, batch_size = "1", batch_sizes, hidden, activation;
+  std::string model, models, batch_sizes, hidden, activation;
+  int64_t input_size = 0, batch_size = 1;
   std::string optimizer;
   bool training = false, fold_bn = false;
   std::string json, csv, summary_json;
@@ -37,15 +37,6 @@ struct Request {
   ComplexityOptions options;
   ModelOptions model_options;
 };
-
-int64_t parse_bounded(const std::string& text, const char* flag, int64_t lo, int64_t hi) {
-  int64_t v = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || v < lo || v > hi) {
-    throw UsageError(fmt::format("{} '{}': expected an integer in {}..{}", flag, text, lo, hi));
-  }
-  return v;
-}
 
 Request validate(const Flags& f) {
   Request r;
@@ -62,8 +53,8 @@ Request validate(const Flags& f) {
     }
     has_mlp = has_mlp || r.models.back() == "mlp";
   }
-  if (!f.input_size.empty()) {
-    r.input_size = parse_bounded(f.input_size, "--input-size", 1, kComplexityMaxInputSize);
+  if (f.input_size > 0) {
+    r.input_size = f.input_size;
     for (const std::string& name : r.models) {
       const ModelEntry& m = find_model(name);
       if (r.input_size < m.min_input_size) {
@@ -75,11 +66,9 @@ Request validate(const Flags& f) {
     }
   }
   if (f.batch_sizes.empty()) {
-    r.batches = {parse_bounded(f.batch_size, "--batch-size", 1, kComplexityMaxBatch)};
+    r.batches = {f.batch_size};
   } else {
-    for (const std::string& b : split_list(f.batch_sizes)) {
-      r.batches.push_back(parse_bounded(b, "--batch-sizes", 1, kComplexityMaxBatch));
-    }
+    r.batches = parse_int_list(f.batch_sizes, "--batch-sizes");
   }
   if ((!f.hidden.empty() || !f.activation.empty()) && !has_mlp) {
     throw UsageError(fmt::format("{}: applies to the mlp model only",
@@ -161,15 +150,14 @@ const Registrar reg{Command{
                                     "batch size)")
                          ->check(list_items());
       model->excludes(models);
-      sub.add_option("--input-size", f->input_size,
-                     fmt::format("Input height = width, 1..{} (default: the model's, 224; mlp 28)",
-                                 kComplexityMaxInputSize));
-      auto* batch = sub.add_option("--batch-size", f->batch_size,
-                                   fmt::format("Batch size, 1..{}", kComplexityMaxBatch))
+      sub.add_option("--input-size", f->input_size, "Input height = width (default: the model's, 224; mlp 28)")
+          ->check(integer_in(1, kComplexityMaxInputSize));
+      auto* batch = sub.add_option("--batch-size", f->batch_size, "Batch size")
+                        ->check(integer_in(1, kComplexityMaxBatch))
                         ->capture_default_str();
       auto* batches =
           sub.add_option("--batch-sizes", f->batch_sizes, "Several batch sizes: 16,32,64,128")
-              ->check(list_items());
+              ->check(integer_list_in(1, kComplexityMaxBatch, /*distinct=*/true));
       batch->excludes(batches);
       sub.add_flag("--training", f->training,
                    "Count a training iteration: backward (data and weight gradients per layer) "

@@ -66,15 +66,14 @@ int run_driver(Flags& f, const CLI::App& sub) {
   d.threads = f.train.run.threads;
   d.device = f.train.device == "cuda" ? Device::kCuda : Device::kCpu;
   d.label_smoothing = f.train.run.label_smoothing;
-  // run_train.py's defaults where the flag was not given: SGD, lr 0.1, momentum 0.9, weight decay
-  // 1e-4, batch 128, seed 1234.
+  // The flags given; the others keep TrainDriverOptions' defaults (run_train.py's).
   const auto given = [&](const char* flag) { return sub.count(flag) > 0; };
-  d.optimizer = f.train.run.optimizer;
-  if (!given("--optimizer")) d.optimizer.name = "sgd";
-  if (!given("--lr")) d.optimizer.lr = 0.1;
-  if (!given("--weight-decay")) d.optimizer.weight_decay = 1e-4;
-  d.batch_size = given("--batch-size") ? f.train.run.batch_size : 128;
-  d.seed = given("--seed") ? f.train.run.seed : 1234;
+  if (given("--optimizer")) d.optimizer.name = f.train.run.optimizer.name;
+  if (given("--lr")) d.optimizer.lr = f.train.run.optimizer.lr;
+  if (given("--momentum")) d.optimizer.momentum = f.train.run.optimizer.momentum;
+  if (given("--weight-decay")) d.optimizer.weight_decay = f.train.run.optimizer.weight_decay;
+  if (given("--batch-size")) d.batch_size = f.train.run.batch_size;
+  if (given("--seed")) d.seed = f.train.run.seed;
   d.command_line = command_line();
   const TrainDriverResult r = run_train_driver(d);
   fmt::print("loss after {} steps: {:.9g}\nappended a row to {}\n", d.warmup_iters + d.iters,
@@ -185,6 +184,29 @@ int run_train(Flags& f, const CLI::App& sub) {
   return 0;
 }
 
+// The flags whose default depends on what is trained: the help shows the MLP's, the CNN trainer's
+// and the driver's, read from their option structs (so it cannot drift from the code).
+void describe_mode_defaults(CLI::App& sub, const TrainRunOptions& mlp) {
+  const CnnTrainOptions cnn;
+  const TrainDriverOptions drv;
+  const auto set = [&](const char* flag, const std::string& defaults) {
+    CLI::Option* o = sub.get_option(flag);
+    o->default_str("");
+    o->description(o->get_description() + " (default: " + defaults + ")");
+  };
+  const auto three = [&](const auto& m, const auto& c, const auto& d) {
+    return fmt::format("MLP {}, CNNs {}, --iters {}", m, c, d);
+  };
+  set("--batch-size", three(mlp.batch_size, cnn.batch_size, drv.batch_size));
+  set("--optimizer", three(mlp.optimizer.name, cnn.optimizer.name + (cnn.optimizer.nesterov ? " (Nesterov)" : ""),
+                           drv.optimizer.name));
+  set("--lr", three(mlp.optimizer.lr, cnn.optimizer.lr, drv.optimizer.lr));
+  set("--momentum", three(mlp.optimizer.momentum, cnn.optimizer.momentum, drv.optimizer.momentum));
+  set("--weight-decay", three(mlp.optimizer.weight_decay, cnn.optimizer.weight_decay, drv.optimizer.weight_decay));
+  set("--seed", three(mlp.seed, cnn.seed, drv.seed));
+  set("--epochs", fmt::format("MLP {}, CNNs {}", mlp.epochs, cnn.epochs));
+}
+
 // The shape flags and the fixed-iteration driver's (cloudml-project1's run_train.py).
 void add_driver_flags(CLI::App& sub, Flags& f) {
   sub.add_option(
@@ -265,9 +287,9 @@ const Registrar reg{Command{
           "Train a model: the MLP on MNIST-format data, any CNN of profile --list-models for "
           "epochs on IDX, CIFAR binary or image-folder data (SGD nesterov, warm-up + cosine, "
           "checkpoints), or any model for exactly --iters steps; writes metrics CSVs, "
-          "final_results.json, TensorBoard logs. CNN defaults (nn-perf train.py): --epochs 80 "
-          "--batch-size 128 --optimizer sgd --lr 0.1 --momentum 0.9 --weight-decay 5e-4 --warmup "
-          "500 --seed 42, Nesterov");
+          "final_results.json, TensorBoard logs. The defaults of the MLP, of the CNN trainer "
+          "(nn-perf train.py's) and of the --iters driver (run_train.py's) differ: each flag "
+          "lists all three");
       auto f = std::make_shared<Flags>();
       f->train.run.epochs = 5;
       sub.add_option("--model,--arch", f->model,
@@ -282,6 +304,7 @@ const Registrar reg{Command{
                    "Replace an earlier run's --out-dir whole (only a folder nnperf wrote)");
       add_list_flags(sub);
       add_train_flags(sub, f->train, /*with_activation=*/true);
+      describe_mode_defaults(sub, f->train.run);
       return [f, &sub] { return run_train(*f, sub); };
     }}};
 

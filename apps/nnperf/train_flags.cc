@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
+#include <string_view>
 
 #include "flags.h"
 #include "nnperf/core/error.h"
@@ -102,8 +104,13 @@ void add_list_flags(CLI::App& sub) {
       "--list-activations",
       [] {
         fmt::print("activations (--activation):\n");
+        std::size_t name_w = 0, formula_w = 0;
         for (const auto& a : activation_kernels()) {
-          fmt::print("  {:<10} {:<40} {:>4} FLOP/element\n", a.name, a.formula,
+          name_w = std::max(name_w, std::string_view(a.name).size());
+          formula_w = std::max(formula_w, std::string_view(a.formula).size());
+        }
+        for (const auto& a : activation_kernels()) {
+          fmt::print("  {:<{}}  {:<{}}  {:>2} FLOP/element\n", a.name, name_w, a.formula, formula_w,
                      a.flops_per_element);
         }
         throw CLI::Success();

@@ -302,6 +302,34 @@ TEST(Hostile, AFailedOverwriteKeepsTheEarlierOutputs) {
   EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"run"});
 }
 
+TEST(Hostile, AnOverwriteRunKilledOutrightIsFoundByTheNextClaim) {
+  TempDir dir;
+  const fs::path out = dir / "run";
+  ASSERT_EQ(nnperf(fmt::format("train {} --out-dir '{}'", kTiny, out.string())).exit_code, 0);
+  const auto before = snapshot(out);
+  // SIGKILL an --overwrite run once it has moved the old outputs aside: nothing can settle them.
+  const fs::path aside = dir / ".run.replaced";
+  const std::string tiny_long = std::string(kTiny).replace(std::string(kTiny).find("--epochs 1"), 10, "--epochs 1000");
+  const auto k = run_command(fmt::format(
+      "( '{}' train {} --out-dir '{}' --overwrite >/dev/null 2>&1 & echo $! > '{}/pid' ); "
+      "for i in $(seq 1 600); do [ -d '{}' ] && break; sleep 0.05; done; sleep 0.2; kill -9 $(cat '{}/pid')",
+      NNPERF_BINARY, tiny_long, out.string(), dir.path().string(), aside.string(), dir.path().string()));
+  ASSERT_EQ(k.exit_code, 0) << k.err;
+  ASSERT_TRUE(fs::exists(aside)) << "the --overwrite run did not move the old outputs aside";
+  EXPECT_EQ(snapshot(aside), before);
+  // Every later claim of the folder is refused, naming the hidden folder and the way back.
+  for (const std::string flags : {"--overwrite", ""}) {
+    fs::remove_all(out);
+    expect_refused(nnperf(fmt::format("train {} --out-dir '{}' {}", kTiny, out.string(), flags)),
+                   fmt::format("{} holds the outputs an earlier --overwrite run moved aside", aside.string()),
+                   "claim after a killed --overwrite " + flags);
+    EXPECT_FALSE(fs::exists(out));
+  }
+  EXPECT_EQ(snapshot(aside), before);
+  fs::rename(aside, out);
+  EXPECT_EQ(nnperf(fmt::format("train {} --out-dir '{}' --overwrite", kTiny, out.string())).exit_code, 0);
+}
+
 TEST(Hostile, TrainAndProfileRefuseEachOthersFolders) {
   TempDir dir;
   const fs::path t = dir / "train", p = dir / "profile";

@@ -27,6 +27,11 @@ using test::run_nnperf;
 
 std::string q(const fs::path& p) { return shell_quote(p.string()); }
 
+// `nnperf sweep plan FLAGS --out-dir DIR`.
+test::CommandResult plan(const fs::path& dir, const std::string& flags) {
+  return run_nnperf(fmt::format("sweep plan {} --out-dir {}", flags, q(dir)));
+}
+
 nlohmann::json read(const fs::path& p) { return nlohmann::json::parse(test::read_text(p)); }
 
 TEST(SweepQuote, EveryShellCharacterStaysLiteral) {
@@ -82,9 +87,8 @@ TEST(SweepPlan, CellsCarryTheirCommandOutputAndEstimate) {
 TEST(SweepLocal, RunsMergesReportsAndSurvivesAMove) {
   test::TempDir t("sweep-local");
   const fs::path dir = t / "a b";
-  ASSERT_EQ(run_nnperf(fmt::format("sweep plan --profile --models resnet18 --algorithms gemm,direct "
-                                   "--sizes 32,40 --sizes-per-cell 1 --stage sanity --out-dir {}", q(dir)))
-                .exit_code, 0);
+  ASSERT_EQ(plan(dir, "--profile --models resnet18 --algorithms gemm,direct "
+                      "--sizes 32,40 --sizes-per-cell 1 --stage sanity").exit_code, 0);
   // Not done yet: merge refuses and names the cells.
   auto r = run_nnperf("sweep merge " + q(dir));
   EXPECT_EQ(r.exit_code, 1);
@@ -126,9 +130,8 @@ TEST(SweepLocal, RunsMergesReportsAndSurvivesAMove) {
 TEST(SweepLocal, AKilledCellContinuesWhereItsRowsStop) {
   test::TempDir t("sweep-kill");
   const fs::path dir = t / "s";
-  ASSERT_EQ(run_nnperf(fmt::format("sweep plan --profile --models resnet18 --algorithms gemm "
-                                   "--sizes 48,56,64,72,80,88 --stage sanity --out-dir {}", q(dir)))
-                .exit_code, 0);
+  ASSERT_EQ(plan(dir, "--profile --models resnet18 --algorithms gemm "
+                      "--sizes 48,56,64,72,80,88 --stage sanity").exit_code, 0);
   const fs::path overall = dir / "cells" / "resnet18_gemm_48-88" / "resnet18_gemm_overall.csv";
   // Start the cell, kill its profiler (and the cell runner) as soon as the first row is written
   // (waiting up to 2 minutes: a loaded 2-core machine once took over 30 s for the first size).
@@ -162,9 +165,8 @@ TEST(SweepLocal, AKilledCellContinuesWhereItsRowsStop) {
 TEST(SweepLocal, TrainingCellsMergeIntoOneMetricsCsv) {
   test::TempDir t("sweep-train");
   const fs::path dir = t / "s";
-  ASSERT_EQ(run_nnperf(fmt::format("sweep plan --train --models resnet18 --batch-sizes 2,3 --thread-counts 1 "
-                                   "--iters 1 --warmup-iters 0 --input-size 32 --out-dir {}", q(dir)))
-                .exit_code, 0);
+  ASSERT_EQ(plan(dir, "--train --models resnet18 --batch-sizes 2,3 --thread-counts 1 "
+                      "--iters 1 --warmup-iters 0 --input-size 32").exit_code, 0);
   const auto r = run_nnperf(fmt::format("sweep run {} --local --jobs 2", q(dir)));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const CsvTable m = read_csv(dir / "merged" / "metrics.csv");
@@ -177,9 +179,8 @@ TEST(SweepLocal, TrainingCellsMergeIntoOneMetricsCsv) {
 TEST(SweepSlurm, TheScriptRunsEachCellThroughBashWhateverThePath) {
   test::TempDir t("sweep-slurm");
   const fs::path dir = t / "sw 'it''s' $HOME `x` %A";
-  ASSERT_EQ(run_nnperf(fmt::format("sweep plan --profile --models resnet18 --algorithms gemm --sizes 32,40 "
-                                   "--sizes-per-cell 1 --stage sanity --out-dir {}", q(dir)))
-                .exit_code, 0);
+  ASSERT_EQ(plan(dir, "--profile --models resnet18 --algorithms gemm --sizes 32,40 "
+                      "--sizes-per-cell 1 --stage sanity").exit_code, 0);
   auto r = run_nnperf(fmt::format("sweep run {} --slurm --dry-run --partition p1 --max-parallel 3", q(dir)));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("not submitted: --dry-run"), std::string::npos) << r.out;
@@ -210,9 +211,8 @@ TEST(SweepSlurm, TheScriptRunsEachCellThroughBashWhateverThePath) {
 TEST(SweepSlurm, OptionsSbatchWouldRejectAreRefusedBeforeAnythingIsWritten) {
   test::TempDir t("sweep-slurm-bad");
   const fs::path dir = t / "s";
-  ASSERT_EQ(run_nnperf(fmt::format("sweep plan --profile --models resnet18 --algorithms gemm --sizes 32 "
-                                   "--stage sanity --out-dir {}", q(dir)))
-                .exit_code, 0);
+  ASSERT_EQ(plan(dir, "--profile --models resnet18 --algorithms gemm --sizes 32 "
+                      "--stage sanity").exit_code, 0);
   for (const auto& [flags, expected] : std::vector<std::pair<std::string, std::string>>{
            {"--slurm --time bogus", "--time 'bogus': expected a Slurm time limit"},
            {"--slurm --time 1-", "--time '1-'"},
@@ -274,9 +274,8 @@ TEST(SweepPlan, CellsCarryAMemoryEstimateThatRunChecksBeforeStarting) {
 TEST(SweepStatus, BrokenStateAndRunFilesAreNamedNotHidden) {
   test::TempDir t("sweep-status");
   const fs::path dir = t / "s";
-  ASSERT_EQ(run_nnperf(fmt::format("sweep plan --profile --models resnet18 --algorithms gemm --sizes 32 "
-                                   "--stage sanity --out-dir {}", q(dir)))
-                .exit_code, 0);
+  ASSERT_EQ(plan(dir, "--profile --models resnet18 --algorithms gemm --sizes 32 "
+                      "--stage sanity").exit_code, 0);
   fs::create_directories(dir / "state");
   std::ofstream(dir / "state" / "resnet18_gemm_32-32.json") << R"({"state": "weird"})";
   auto r = run_nnperf("status " + q(dir));
@@ -309,9 +308,8 @@ TEST(SweepStatus, BrokenStateAndRunFilesAreNamedNotHidden) {
 TEST(SweepMerge, ABadCellFileIsNamedWithWhatIsWrongAndNothingIsMerged) {
   test::TempDir t("sweep-merge-bad");
   const fs::path dir = t / "s";
-  ASSERT_EQ(run_nnperf(fmt::format("sweep plan --profile --models resnet18 --algorithms gemm --sizes 32,40,48 "
-                                   "--sizes-per-cell 2 --stage sanity --out-dir {}", q(dir)))
-                .exit_code, 0);
+  ASSERT_EQ(plan(dir, "--profile --models resnet18 --algorithms gemm --sizes 32,40,48 "
+                      "--sizes-per-cell 2 --stage sanity").exit_code, 0);
   ASSERT_EQ(run_nnperf(fmt::format("sweep run {} --local", q(dir))).exit_code, 0);
   fs::remove_all(dir / "merged");
   const fs::path file = dir / "cells" / "resnet18_gemm_32-40" / "resnet18_gemm_overall.csv";

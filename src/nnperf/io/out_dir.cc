@@ -143,11 +143,37 @@ std::string finish_output_replacements(RunEnd end) {
   return note;
 }
 
+namespace {
+
+// A hidden `.<name>.replaced[_k]` beside `folder` holds the outputs an --overwrite run moved
+// aside and had not settled: that run was killed (SIGKILL, power loss) or is still running.
+// Claiming the folder then would leave those outputs hidden for good, so it is refused.
+void refuse_unsettled_replacement(const fs::path& folder, const std::string& flag) {
+  const fs::path parent = folder.has_parent_path() ? folder.parent_path() : fs::path(".");
+  const std::string stem = fmt::format(".{}.replaced", folder.filename().string());
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name != stem && name.rfind(stem + "_", 0) != 0) continue;
+    throw UsageError(fmt::format(
+        "{} {}: {} holds the outputs an earlier --overwrite run moved aside, and that run never "
+        "finished (killed, or still running); nothing was written. Move them back (mv {} {}) or "
+        "delete them, then run again",
+        flag, folder.string(), e.path().string(), e.path().string(), folder.string()));
+  }
+}
+
+}  // namespace
+
 void claim_output_dir(const fs::path& dir, const std::string& flag, bool overwrite) {
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
     throw UsageError(fmt::format("{} {}: exists and is not a folder", flag, dir.string()));
   }
+  // "out/" names the folder "out": without the trailing separator it has a name to rename.
+  fs::path folder = dir.lexically_normal();
+  if (!folder.has_filename()) folder = folder.parent_path();
+  refuse_unsettled_replacement(folder, flag);
   const bool empty = !fs::exists(dir, ec) || fs::is_empty(dir, ec);
   if (!empty) {
     const auto owner = folder_owner(dir);
@@ -164,9 +190,6 @@ void claim_output_dir(const fs::path& dir, const std::string& flag, bool overwri
           "run.json); refusing to delete them",
           flag, dir.string(), listing(dir)));
     }
-    // "out/" names the folder "out": without the trailing separator it has a name to rename.
-    fs::path folder = dir.lexically_normal();
-    if (!folder.has_filename()) folder = folder.parent_path();
     replacements().push_back({folder, move_aside(folder)});
   }
   ensure_writable_dir(dir);

@@ -22,7 +22,7 @@ struct TrainDriverOptions {
   int64_t input_size = 0;      // H = W; 0 = the model's default
   int64_t in_channels = 0;     // 0 = the model's default
   int64_t num_classes = 0;     // 0 = the model's default
-  OptimizerOptions optimizer;  // sgd, lr 0.1, momentum 0.9, weight decay 1e-4 (run_train.py)
+  OptimizerOptions optimizer{"sgd", 0.1, 0.9, 1e-4, false};  // run_train.py's SGD
   float label_smoothing = 0.0f;
   std::string algorithm =
       "guess";  // conv algorithm, as profile's --algorithm (find = cudnn_benchmark)

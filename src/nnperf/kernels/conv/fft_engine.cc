@@ -353,6 +353,37 @@ double cost_seconds(const ConvProblem& p, const Geometry& geo, int threads, cons
   return (mac_s / t + fft_s / t) + std::max(0.0, mac_w - mac_s);
 }
 
+namespace {
+
+// One inverse-transformed tile (`tile`, th x tw) into output plane `plane`: its first uh x uw
+// points, clipped at the plane's edges, plus the bias.
+void store_tile(const ConvProblem& p, const Geometry& geo, const float* tile, float b, float* plane,
+                int64_t ty, int64_t tx) {
+  const int64_t oh = p.oh(), ow = p.ow();
+  const int64_t oy0 = ty * geo.uh, ox0 = tx * geo.uw;
+  const int64_t rows = std::min(geo.uh, oh - oy0), cols = std::min(geo.uw, ow - ox0);
+  // Outputs whose window lies wholly in the padding (padding >= kernel size) are exactly the
+  // bias; the transform would leave rounding noise there, which no bound relative to their (zero)
+  // products allows.
+  const int64_t j_lo = std::clamp(p.pw - p.kw + 1 - ox0, int64_t{0}, cols);
+  const int64_t j_hi = std::clamp(p.iw + p.pw - ox0, j_lo, cols);
+  float* d = plane + oy0 * ow + ox0;
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = d + i * ow;
+    const int64_t oy = oy0 + i;
+    if (oy < p.ph - p.kh + 1 || oy >= p.ih + p.ph) {
+      std::fill(row, row + cols, b);
+      continue;
+    }
+    const float* s = tile + i * geo.tw;
+    std::fill(row, row + j_lo, b);
+    for (int64_t j = j_lo; j < j_hi; ++j) row[j] = s[j] + b;
+    std::fill(row + j_hi, row + cols, b);
+  }
+}
+
+}  // namespace
+
 void run(const Geometry& geo, const ConvArgs& a) {
   const ConvProblem& p = *a.p;
   const Plans& plans = plans_for(geo.th, geo.tw);  // a look-up: pack_weights created them
@@ -412,27 +443,8 @@ void run(const Geometry& geo, const ConvArgs& a) {
         const int64_t n = q / per_image, ty = q % per_image / geo.tiles_w, tx = q % geo.tiles_w;
         gather_spectrum(y + qi * y_tile_stride + o * geo.nfb * kBlockFloats, geo, spec);
         fftwf_execute_dft_c2r(plans.inverse, spec, buf);
-        const float b = a.bias == nullptr ? 0.0f : a.bias[o];
-        const int64_t oy0 = ty * geo.uh, ox0 = tx * geo.uw;
-        const int64_t rows = std::min(geo.uh, oh - oy0), cols = std::min(geo.uw, ow - ox0);
-        // Outputs whose window lies wholly in the padding (padding >= kernel size) are exactly
-        // the bias; the transform would leave rounding noise there, which no bound relative to
-        // their (zero) products allows.
-        const int64_t j_lo = std::clamp(p.pw - p.kw + 1 - ox0, int64_t{0}, cols);
-        const int64_t j_hi = std::clamp(p.iw + p.pw - ox0, j_lo, cols);
-        float* d = a.dst + (n * p.oc + o) * oh * ow + oy0 * ow + ox0;
-        for (int64_t i = 0; i < rows; ++i) {
-          float* row = d + i * ow;
-          const int64_t oy = oy0 + i;
-          if (oy < p.ph - p.kh + 1 || oy >= p.ih + p.ph) {
-            std::fill(row, row + cols, b);
-            continue;
-          }
-          const float* s = buf + i * geo.tw;
-          std::fill(row, row + j_lo, b);
-          for (int64_t j = j_lo; j < j_hi; ++j) row[j] = s[j] + b;
-          std::fill(row + j_hi, row + cols, b);
-        }
+        store_tile(p, geo, buf, a.bias == nullptr ? 0.0f : a.bias[o],
+                   a.dst + (n * p.oc + o) * oh * ow, ty, tx);
       }
     }
   }
