@@ -148,6 +148,7 @@ int run_cuda(Flags& f) {
   if (f.sgemm_n->count() > 0) o.sgemm_n = f.o.sgemm_n;
   if (!f.out.empty()) {
     ensure_writable_dir(fs::absolute(f.out).parent_path());
+    check_output_file(f.out, "--out");
     check_peaks_json_mergeable(f.out);
   }
   const GpuPeaks p = measure_gpu_peaks(o);
@@ -174,6 +175,7 @@ int run(Flags& f) {
   // and an existing peaks.json we can merge into (a corrupt one is refused and left alone).
   if (!f.out.empty()) {
     ensure_writable_dir(fs::absolute(f.out).parent_path());
+    check_output_file(f.out, "--out");
     check_peaks_json_mergeable(f.out);
   }
   const Peaks p = measure_peaks(f.o);

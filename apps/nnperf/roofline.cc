@@ -60,8 +60,8 @@ MachineCeilings ceilings(const Flags& f) {
 int run_ncu(const Flags& f) {
   if (!f.dirs.empty())
     throw UsageError("--ncu and results folders exclude each other: give one or the other");
-  check_output_file(f.summary, "--summary");
-  check_output_file(f.json, "--json");
+  check_output_file(f.summary, "--summary", {f.ncu, f.peaks});
+  check_output_file(f.json, "--json", {f.ncu, f.peaks});
   const NcuImport import = read_ncu_csv(f.ncu);
   NcuRoof nr;
   std::optional<MachineCeilings> roof;
@@ -106,11 +106,19 @@ int run(const Flags& f) {
   if (!f.ncu.empty()) return run_ncu(f);
   if (f.dirs.empty())
     throw UsageError("roofline: give at least one results folder (profile, mlp-bench or train)");
+  std::vector<fs::path> inputs{f.peaks};
   for (const auto& d : f.dirs) {
     if (!fs::exists(d)) throw UsageError(fmt::format("{}: no such results folder", d));
+    std::error_code ec;
+    for (const fs::path& earlier : inputs) {
+      if (!earlier.empty() && fs::equivalent(earlier, d, ec)) {
+        throw UsageError(fmt::format("{}: given twice (its points would be counted twice)", d));
+      }
+    }
+    inputs.emplace_back(d);
   }
-  check_output_file(f.summary, "--summary");
-  check_output_file(f.json, "--json");
+  check_output_file(f.summary, "--summary", inputs);
+  check_output_file(f.json, "--json", inputs);
   const MachineCeilings roof = ceilings(f);
   std::vector<std::string> notes;
   std::vector<RooflinePoint> points;

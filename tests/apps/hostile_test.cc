@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -16,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "nnperf/core/error.h"
@@ -328,6 +330,45 @@ TEST(Hostile, AnOverwriteRunKilledOutrightIsFoundByTheNextClaim) {
   EXPECT_EQ(snapshot(aside), before);
   fs::rename(aside, out);
   EXPECT_EQ(nnperf(fmt::format("train {} --out-dir '{}' --overwrite", kTiny, out.string())).exit_code, 0);
+}
+
+TEST(Hostile, OutputFilesNeverReplaceInputsDevicesOrLinks) {
+  TempDir dir;
+  const fs::path prof = dir / "prof";
+  ASSERT_EQ(nnperf(fmt::format("profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 --threads 1 "
+                               "--progress quiet --output-dir '{}'", prof.string()))
+                .exit_code,
+            0);
+  const auto before = snapshot(prof);
+  const std::string roof = fmt::format("roofline '{}' --peak-compute 0.1 --peak-bw 10", prof.string());
+  const std::string out = fmt::format("--out-dir '{}'", (dir / "r").string());
+  // An input of the same command, a device, a pipe: refused before anything is written.
+  expect_refused(nnperf(fmt::format("{} {} --json '{}'", roof, out, (prof / "run.json").string())),
+                 "is in a folder this command reads", "--json over an input");
+  expect_refused(nnperf(fmt::format("{} {} --summary '{}'", roof, out,
+                                    (prof / "resnet18_gemm_overall.csv").string())),
+                 "is in a folder this command reads", "--summary over an input");
+  expect_refused(nnperf(fmt::format("{} {} --json /dev/stdout", roof, out)), "is in /dev or /proc", "/dev/stdout");
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  expect_refused(nnperf(fmt::format("complexity --model resnet18 --json '{}'", (dir / "fifo").string())),
+                 "is a pipe; expected a regular file", "a fifo");
+  expect_refused(nnperf(fmt::format("peaks --quick --out /dev/full")), "--out /dev/full: is a character device",
+                 "peaks --out a device");
+  // A folder given twice would count its points twice.
+  expect_refused(nnperf(fmt::format("{} '{}/' {}", roof, prof.string(), out)), "given twice", "a folder twice");
+  EXPECT_EQ(snapshot(prof), before);
+  EXPECT_FALSE(fs::exists(dir / "r"));
+  // peaks merges only into a peaks.json.
+  std::ofstream(dir / "foreign.json") << R"({"context": {}, "records": []})";
+  expect_refused(nnperf(fmt::format("peaks --quick --out '{}'", (dir / "foreign.json").string())),
+                 "'context' is not an environment of ceilings", "peaks into another JSON");
+  EXPECT_EQ(read_text(dir / "foreign.json"), R"({"context": {}, "records": []})");
+  // A symbolic link is written through (the link stays), also to a file not written yet.
+  fs::create_symlink(dir / "target.json", dir / "link.json");
+  const auto r = nnperf(fmt::format("{} {} --json '{}'", roof, out, (dir / "link.json").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(dir / "link.json"));
+  EXPECT_NE(read_text(dir / "target.json").find("\"records\""), std::string::npos);
 }
 
 TEST(Hostile, TrainAndProfileRefuseEachOthersFolders) {

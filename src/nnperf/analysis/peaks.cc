@@ -818,6 +818,14 @@ nlohmann::json read_mergeable(const fs::path& path) {
         "(left as it is: fix or move it, or pass another --out)",
         path.string());
   }
+  // Merging into another program's JSON would add an environment to it and keep its keys.
+  for (const auto& [env, entry] : doc.items()) {
+    if (!entry.is_object() || (!entry.contains("peak_gbps") && !entry.contains("peak_gflops"))) {
+      fail("{}: '{}' is not an environment of ceilings (no peak_gbps or peak_gflops): not a peaks.json "
+           "(left as it is: pass another --out)",
+           path.string(), env);
+    }
+  }
   return doc;
 }
 

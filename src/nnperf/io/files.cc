@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -46,9 +47,55 @@ void fsync_dir(const fs::path& dir) {
   }
 }
 
+// What a path that is not a regular file is, for messages.
+std::string file_kind(const fs::file_status& st) {
+  switch (st.type()) {
+    case fs::file_type::directory: return "a folder";
+    case fs::file_type::character: return "a character device";
+    case fs::file_type::block: return "a block device";
+    case fs::file_type::fifo: return "a pipe";
+    case fs::file_type::socket: return "a socket";
+    default: return "not a regular file";
+  }
+}
+
+// Where an output really goes: through symbolic links (an atomic rename would replace the link
+// itself), and never to a device, pipe or socket (an atomic write cannot go there, and /dev/stdout
+// renamed over would be gone for every later program).
+// A path into /dev or /proc (such as /dev/stdout, a link to this process's descriptor 1): an
+// atomic rename there would replace the descriptor's file, not write to it.
+bool special_path(const fs::path& path) {
+  std::error_code ec;
+  for (const fs::path& p : {fs::absolute(path, ec).lexically_normal(), fs::weakly_canonical(path, ec)}) {
+    const std::string s = p.string();
+    if (s.rfind("/dev/", 0) == 0 || s.rfind("/proc/", 0) == 0) return true;
+  }
+  return false;
+}
+
+fs::path output_target(const fs::path& path) {
+  std::error_code ec;
+  if (special_path(path)) {
+    fail("{}: is in /dev or /proc; results are written to regular files only", path.string());
+  }
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    fail("{}: is {}; results are written to regular files only", path.string(), file_kind(st));
+  }
+  // Follow the links by hand: weakly_canonical leaves a link to a file not written yet as it is.
+  fs::path target = path;
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(target, ec)); ++hops) {
+    const fs::path next = fs::read_symlink(target, ec);
+    if (ec) break;
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  return target;
+}
+
 }  // namespace
 
-void write_file_atomic(const fs::path& path, std::string_view content) {
+void write_file_atomic(const fs::path& given, std::string_view content) {
+  const fs::path path = output_target(given);
   const fs::path dir = path.parent_path();
   // mkstemp gives a unique name, so concurrent writers of the same target never share a temp.
   std::string tmpl = (dir / ("." + path.filename().string() + ".tmp-XXXXXX")).string();
@@ -116,12 +163,35 @@ void ensure_writable_dir(const fs::path& dir) {
   ::unlink(probe.c_str());
 }
 
-void check_output_file(const fs::path& path, const std::string& flag) {
+void check_output_file(const fs::path& path, const std::string& flag, const std::vector<fs::path>& inputs) {
   if (path.empty()) return;
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     throw UsageError(
         fmt::format("{} {}: is a folder; expected a file to write", flag, path.string()));
+  }
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    throw UsageError(fmt::format("{} {}: is {}; expected a regular file to write", flag, path.string(),
+                                 file_kind(st)));
+  }
+  if (special_path(path)) {
+    throw UsageError(fmt::format("{} {}: is in /dev or /proc; expected a regular file to write", flag,
+                                 path.string()));
+  }
+  if (fs::exists(st)) {
+    const fs::path real = fs::weakly_canonical(path, ec);
+    for (const fs::path& in : inputs) {
+      if (in.empty() || !fs::exists(in, ec)) continue;
+      const fs::path folder = fs::weakly_canonical(in, ec);
+      const bool same = fs::equivalent(path, in, ec);
+      const auto [end, _] = std::mismatch(folder.begin(), folder.end(), real.begin(), real.end());
+      if (same || (fs::is_directory(in, ec) && end == folder.end())) {
+        throw UsageError(fmt::format("{} {}: is {} this command reads ({}); writing there would replace "
+                                     "it: choose another file",
+                                     flag, path.string(), same ? "a file" : "in a folder", in.string()));
+      }
+    }
   }
   const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
   if (!fs::is_directory(parent, ec)) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <filesystem>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace nnperf {
@@ -14,8 +15,12 @@ std::string read_file(const std::filesystem::path& path);
 std::string shell_quote(const std::string& text);
 // Creates the folder (and parents) and checks that it is writable; throws naming it otherwise.
 void ensure_writable_dir(const std::filesystem::path& dir);
-// An output file a flag names, checked before any work (nothing is created): not a folder, in a
-// folder that exists and takes a new file. Throws UsageError naming the flag; empty: no check.
-void check_output_file(const std::filesystem::path& path, const std::string& flag);
+// An output file a flag names, checked before any work (nothing is created): not a folder, device,
+// pipe or socket (symbolic links followed), in a folder that exists and takes a new file, and not
+// one of `inputs` (files the command reads, or folders whose files it reads: an existing file
+// inside one), so that writing cannot replace what the command reads. Throws UsageError naming the
+// flag; empty: no check.
+void check_output_file(const std::filesystem::path& path, const std::string& flag,
+                       const std::vector<std::filesystem::path>& inputs = {});
 
 }  // namespace nnperf
