@@ -288,6 +288,38 @@ TEST(PeaksReader, ErrorsNameTheFileAndTheField) {
   expect_error_naming({{"box", e}}, "box.compute_ceilings[0].gflops");
   expect_error_naming(json::array(), "object");
   expect_error_naming(json::object(), "no environments");
+  // Values no machine has, and ceilings that contradict the headline peaks.
+  expect_error_naming({{"box", seed003_env(-3, 2)}}, "box.peak_gbps': expected a positive number");
+  expect_error_naming({{"box", seed003_env(1, 1e308)}}, "box.peak_gflops.fp32': 1e+308 GFLOP/s is more than any");
+  e = seed003_env(10, 100);
+  e["peak_gflops"]["fp16"] = -1;
+  expect_error_naming({{"box", e}}, "box.peak_gflops.fp16");
+  const json ok_compute = {{"name", "avx2 fma"}, {"simd", "avx2"}, {"threads", 1}, {"gflops", 90}};
+  const json ok_memory = {{"level", "L2"}, {"threads", 1}, {"gbps", 50}, {"working_set_bytes", {1000, 5000}}};
+  e = seed003_env(10, 100);
+  e["compute_ceilings"] = {ok_compute};
+  e["memory_ceilings"] = {ok_memory};
+  EXPECT_EQ(ceilings_from_json({{"box", e}}, "", "dir/peaks.json").memory.size(), 1u);
+  json bad = ok_compute;
+  bad["gflops"] = 1e9;
+  e["compute_ceilings"] = {bad};
+  expect_error_naming({{"box", e}}, "box.compute_ceilings[0].gflops");
+  bad["gflops"] = 400;
+  e["compute_ceilings"] = {bad};
+  expect_error_naming({{"box", e}}, "400.0 GFLOP/s is above peak_gflops.fp32 (100.0)");
+  bad = ok_compute;
+  bad["threads"] = 0;
+  e["compute_ceilings"] = {bad};
+  expect_error_naming({{"box", e}}, "box.compute_ceilings[0].threads");
+  e["compute_ceilings"] = {ok_compute};
+  bad = ok_memory;
+  bad["gbps"] = -3;
+  e["memory_ceilings"] = {bad};
+  expect_error_naming({{"box", e}}, "box.memory_ceilings[0].gbps");
+  bad = ok_memory;
+  bad["working_set_bytes"] = {5000, 10};
+  e["memory_ceilings"] = {bad};
+  expect_error_naming({{"box", e}}, "box.memory_ceilings[0].working_set_bytes': expected [lo, hi] with 0 <= lo <= hi");
 
   test::TempDir dir;
   EXPECT_THROW((void)read_peaks_json(dir / "missing.json"), Error);

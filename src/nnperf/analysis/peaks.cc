@@ -915,6 +915,44 @@ void read_ceiling_arrays(const nlohmann::json& e, const JsonPath& where, Machine
   }
 }
 
+// Rates beyond these are typos or corruption, not a machine: no device reaches a PFLOP/s of FP32
+// or a PB/s of bandwidth (an H100's FP32 peak is about 67 TFLOP/s).
+constexpr double kMaxPlausibleGflops = 1e6;
+constexpr double kMaxPlausibleGbps = 1e6;
+
+// A rate that is positive, finite and plausible.
+double plausible_rate(double v, double max, const char* unit, const JsonPath& at) {
+  if (!(v > 0) || !std::isfinite(v)) fail("{}: expected a positive number, found {}", at.str(), v);
+  if (v > max) fail("{}: {} {} is more than any machine reaches (at most {:g})", at.str(), v, unit, max);
+  return v;
+}
+
+// The ceiling arrays agree with themselves and with the headline peaks: rates plausible, thread
+// counts positive, working sets ordered, no compute ceiling above peak_gflops.fp32 (the roof a
+// point is measured against would then differ from the one the header states).
+void check_ceilings(const MachineCeilings& m, const JsonPath& where) {
+  for (std::size_t i = 0; i < m.compute.size(); ++i) {
+    const ComputeCeiling& c = m.compute[i];
+    const JsonPath at = where.at(fmt::format("compute_ceilings[{}]", i));
+    plausible_rate(c.gflops, kMaxPlausibleGflops, "GFLOP/s", at.at("gflops"));
+    if (c.threads < 1) fail("{}: expected at least 1, found {}", at.at("threads").str(), c.threads);
+    if (c.gflops > 1.05 * m.peak_gflops_fp32) {
+      fail("{}: {:.1f} GFLOP/s is above peak_gflops.fp32 ({:.1f}): the file contradicts itself",
+           at.at("gflops").str(), c.gflops, m.peak_gflops_fp32);
+    }
+  }
+  for (std::size_t i = 0; i < m.memory.size(); ++i) {
+    const MemoryCeiling& c = m.memory[i];
+    const JsonPath at = where.at(fmt::format("memory_ceilings[{}]", i));
+    plausible_rate(c.gbps, kMaxPlausibleGbps, "GB/s", at.at("gbps"));
+    if (c.threads < 1) fail("{}: expected at least 1, found {}", at.at("threads").str(), c.threads);
+    if (!(c.working_set_lo >= 0) || !(c.working_set_hi >= c.working_set_lo) || !std::isfinite(c.working_set_hi)) {
+      fail("{}: expected [lo, hi] with 0 <= lo <= hi, found [{}, {}]", at.at("working_set_bytes").str(),
+           c.working_set_lo, c.working_set_hi);
+    }
+  }
+}
+
 }  // namespace
 
 MachineCeilings ceilings_from_json(const nlohmann::json& doc, const std::string& env,
@@ -929,18 +967,20 @@ MachineCeilings ceilings_from_json(const nlohmann::json& doc, const std::string&
   if (e.contains("description") && e["description"].is_string()) {
     m.description = e["description"].get<std::string>();
   }
-  auto positive = [](double v, const JsonPath& at) {
-    if (!(v > 0)) fail("{}: expected a positive number, found {}", at.str(), v);
-    return v;
-  };
-  m.peak_gbps = positive(json_number(e, "peak_gbps", where), where.at("peak_gbps"));
+  m.peak_gbps = plausible_rate(json_number(e, "peak_gbps", where), kMaxPlausibleGbps, "GB/s",
+                               where.at("peak_gbps"));
   const nlohmann::json& pg = json_object(e, "peak_gflops", where);
   const JsonPath pg_at = where.at("peak_gflops");
-  m.peak_gflops_fp32 = positive(json_number(pg, "fp32", pg_at), pg_at.at("fp32"));
+  m.peak_gflops_fp32 = plausible_rate(json_number(pg, "fp32", pg_at), kMaxPlausibleGflops, "GFLOP/s",
+                                      pg_at.at("fp32"));
   for (const auto& [precision, value] : pg.items()) {
-    if (value.is_number()) m.peak_gflops[precision] = value.get<double>();
+    if (value.is_number()) {
+      m.peak_gflops[precision] =
+          plausible_rate(value.get<double>(), kMaxPlausibleGflops, "GFLOP/s", pg_at.at(precision));
+    }
   }
   read_ceiling_arrays(e, where, m);
+  check_ceilings(m, where);
   return m;
 }
 
