@@ -448,6 +448,47 @@ TEST(Hostile, AResumedSweepDropsARowCutByAKillAndSaysSo) {
   EXPECT_EQ(t.rows[1][t.require("input_size")], "40");
 }
 
+TEST(Hostile, ACutLayersRowIsNotedInTheRooflineAndTheReportAndAbsurdTimesRefused) {
+  TempDir dir;
+  ASSERT_EQ(nnperf(fmt::format("profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 --threads 1 "
+                               "--progress quiet --output-dir '{}'", dir.path().string()))
+                .exit_code, 0);
+  const fs::path layers = dir / "resnet18_gemm_layers.csv";
+  const std::string full = read_text(layers);
+  { std::FILE* f = std::fopen(layers.c_str(), "wb"); std::fwrite(full.data(), 1, full.size() / 2, f); std::fclose(f); }
+  const std::string roof = fmt::format("roofline '{}' --peak-compute 0.1 --peak-bw 10 --out-dir '{}/r'",
+                                       dir.path().string(), dir.path().string());
+  auto r = nnperf(roof);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(read_text(dir / "r" / "roofline.json"));
+  ASSERT_GE(doc["context"]["notes"].size(), 1u);
+  EXPECT_NE(doc["context"]["notes"][0].get<std::string>().find("its last row was cut"), std::string::npos);
+  r = nnperf(fmt::format("report '{}'", dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(read_text(dir / "report.md").find("resnet18\\_gemm\\_layers.csv was cut"), std::string::npos);
+  // A layer time no layer can have: a corrupt row, refused with its line.
+  { std::FILE* f = std::fopen(layers.c_str(), "wb"); std::fwrite(full.data(), 1, full.size(), f); std::fclose(f); }
+  const CsvTable t = read_csv(layers);
+  const std::size_t ms = t.require("mean_ms");
+  for (const char* bad : {"1e-300", "1e300"}) {
+    std::string text;
+    for (std::size_t i = 0; i < t.header.size(); ++i) text += (i ? "," : "") + t.header[i];
+    text += "\n";
+    for (std::size_t row = 0; row < t.rows.size(); ++row) {
+      for (std::size_t i = 0; i < t.rows[row].size(); ++i) {
+        text += (i ? "," : "") + (row == 0 && i == ms ? std::string(bad) : csv_field(t.rows[row][i]));
+      }
+      text += "\n";
+    }
+    { std::FILE* f = std::fopen(layers.c_str(), "wb"); std::fwrite(text.data(), 1, text.size(), f); std::fclose(f); }
+    expect_refused(nnperf(fmt::format("roofline '{}' --peak-compute 0.1 --peak-bw 10 --out-dir '{}/r2'",
+                                      dir.path().string(), dir.path().string())),
+                   "resnet18_gemm_layers.csv:2: mean_ms " + std::string(bad[2] == '3' ? "1e+300" : bad) +
+                       " of layer conv1 is not a plausible layer time",
+                   std::string("mean_ms ") + bad);
+  }
+}
+
 // --- 4. No made-up numbers -------------------------------------------------------------------
 
 TEST(Hostile, NonsenseNumbersAreRefusedNamingTheFlag) {

@@ -103,6 +103,11 @@ void profile_points(const fs::path& layers_csv, Counter& counter, std::vector<Ro
   const bool fold_bn = json_bool(s, "fold_bn", at);
 
   const CsvTable t = read_csv(layers_csv);
+  if (t.truncated_row) {
+    notes.push_back(fmt::format("{}: its last row was cut (the run was killed while writing it) and "
+                                "is left out; the sweep's last size may lack layers",
+                                layers_csv.string()));
+  }
   const std::size_t c_layer = t.require("layer"), c_size = t.require("input_size"),
                     c_ms = t.require("mean_ms"), c_type = t.require("layer_type"),
                     c_used = t.require("algorithm_used");
@@ -130,6 +135,11 @@ void profile_points(const fs::path& layers_csv, Counter& counter, std::vector<Ro
     if (ms < 0) {
       fail("{}:{}: mean_ms {} of layer {} is negative; a time cannot be", layers_csv.string(),
            t.line(r), ms, quote_input(name));
+    }
+    // Below a nanosecond or above a day no layer runs: a corrupt or hand-edited row.
+    if (ms > 0 && (ms < 1e-6 || ms > 86.4e6)) {
+      fail("{}:{}: mean_ms {} of layer {} is not a plausible layer time (1e-6 to 8.64e7 ms)",
+           layers_csv.string(), t.line(r), ms, quote_input(name));
     }
     if (!it->counted || !(it->flops > 0) || !(it->bytes > 0) || !(ms > 0)) {
       ++uncounted;

@@ -380,6 +380,7 @@ struct ProfileFigures {
   std::map<std::string, std::map<std::string, double>> model_ms;
   std::map<std::string, std::map<std::string, std::map<std::string, double>>> layer_ms;
   std::map<std::string, std::string> layer_shape;
+  std::vector<std::string> cut;  // files whose last row was cut (left out)
 };
 
 // One sweep's overall CSV: its rows into `whole` (set up from the first sweep's columns), its
@@ -387,6 +388,7 @@ struct ProfileFigures {
 void add_overall(const Sweep& sw, const fs::path& root, ReportTable& whole, bool& first,
                  ProfileFigures& f) {
   const CsvTable o = read_csv(sw.overall);
+  if (o.truncated_row) f.cut.push_back(rel(sw.overall, root));
   if (first) {
     whole = csv_table(o, "Whole-model inference time (ms) per sweep and input size");
     whole.header.insert(whole.header.begin(), "sweep");
@@ -411,8 +413,9 @@ void add_overall(const Sweep& sw, const fs::path& root, ReportTable& whole, bool
 
 // One sweep's layers CSV: each conv layer's time under the algorithm that ran (a layer of the
 // `find` sweep that ran winograd counts as winograd), the fastest of the sweeps that ran it.
-void add_layers(const fs::path& layers, ProfileFigures& f) {
+void add_layers(const fs::path& layers, const fs::path& root, ProfileFigures& f) {
   const CsvTable l = read_csv(layers);
+  if (l.truncated_row) f.cut.push_back(rel(layers, root));
   const std::size_t l_model = l.require("model"), l_algo = l.require("algorithm"),
                     l_size = l.require("input_size"), l_layer = l.require("layer"),
                     l_ms = l.require("mean_ms"), l_conv = l.require("is_conv"),
@@ -466,7 +469,13 @@ ReportSection profile_section(const std::vector<Sweep>& sweeps, const fs::path& 
     check_interrupt();
     for (const auto& h : sweep_hosts(sw.overall.parent_path() / "run.json")) hosts.insert(h);
     add_overall(sw, root, whole, first, f);
-    if (!sw.layers.empty()) add_layers(sw.layers, f);
+    if (!sw.layers.empty()) add_layers(sw.layers, root, f);
+  }
+  if (!f.cut.empty()) {
+    s.paragraphs.push_back(fmt::format(
+        "Note: the last row of {} was cut (the run was killed while writing it) and is left out: "
+        "those sweeps may stop short of their last size or layer.",
+        fmt::join(f.cut, ", ")));
   }
   if (hosts.size() > 1) {
     s.paragraphs.push_back(fmt::format(
