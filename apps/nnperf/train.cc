@@ -103,6 +103,25 @@ void refuse_cnn_flags(const CLI::App& sub) {
   }
 }
 
+// The --iters driver's own flags (and, for the MLP, the CNNs' shape flags): refused in epoch
+// training rather than silently ignored.
+void refuse_driver_flags(const CLI::App& sub, bool mlp, bool profile_one_step) {
+  const char* driver = "applies to the --iters driver, not to epoch training (its outputs go to --out-dir)";
+  const char* cnn = "applies to the CNNs, not --model mlp (the MLP's inputs are the data's 28x28 images)";
+  std::vector<std::pair<const char*, const char*>> flags{
+      {"--label", driver}, {"--grad-accum-steps", driver}, {"--log-dir", driver}};
+  if (!profile_one_step) {
+    flags.emplace_back("--warmup-iters", "applies to the --iters driver and --profile-one-step, not to epoch training");
+  }
+  if (mlp) {
+    for (const char* f : {"--input-size", "--in-channels", "--num-classes"}) flags.emplace_back(f, cnn);
+    flags.emplace_back("--deterministic", "applies to the CNNs (the MLP's kernels give the same bits on every run)");
+  }
+  for (const auto& [flag, why] : flags) {
+    if (sub.count(flag) > 0) throw UsageError(fmt::format("{}: {}", flag, why));
+  }
+}
+
 OnBadImage parse_on_bad_image(const std::string& s) {
   if (s == "fail") return OnBadImage::kFail;
   if (s == "skip") return OnBadImage::kSkip;
@@ -112,6 +131,7 @@ OnBadImage parse_on_bad_image(const std::string& s) {
 // A registered CNN for epochs (nn-perf train.py): its recipe's defaults where a flag was not given.
 int run_cnn(Flags& f, const CLI::App& sub) {
   refuse_mlp_flags(sub, f.model);
+  refuse_driver_flags(sub, /*mlp=*/false, f.profile_one_step);
   finish_train_flags(f.train);
   const TrainRunOptions& t = f.train.run;
   const auto given = [&](const char* flag) { return sub.count(flag) > 0; };
@@ -172,6 +192,7 @@ int run_train(Flags& f, const CLI::App& sub) {
   if (f.iters > 0) return run_driver(f, sub);
   if (find_model(f.model).name != std::string("mlp")) return run_cnn(f, sub);
   refuse_cnn_flags(sub);
+  refuse_driver_flags(sub, /*mlp=*/true, false);
   finish_train_flags(f.train);
   TrainRunOptions& o = f.train.run;
   o.out_dir = f.out_dir;  // empty: run_training makes a new runs/mlp_<timestamp>

@@ -52,6 +52,32 @@ TEST(CnnTrainCli, StepLogHasEveryStepWithItsRate) {
   // The epoch's train loss is the mean of its steps' losses (equal batches).
   const CsvTable m = read_csv(dir / "a" / "training_metrics.csv");
   EXPECT_NEAR(m.number(1, m.require("train_loss")), mean_epoch2, 1e-6 * mean_epoch2);
+  // Appended only to a step log: another CSV is refused before anything is written; a log inside
+  // the new output folder is opened once the folder exists.
+  std::ofstream(dir / "other.csv") << "x,y\n1,2\n";
+  auto bad = test::run_nnperf(fmt::format("train {} --epochs 1 --step-log '{}' --out-dir '{}'", kTiny,
+                                          (dir / "other.csv").string(), (dir / "b").string()));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("holds another file (first line 'x,y', expected 'step,loss,lr')"), std::string::npos)
+      << bad.err;
+  EXPECT_FALSE(fs::exists(dir / "b"));
+  EXPECT_EQ(test::read_text(dir / "other.csv"), "x,y\n1,2\n");
+  bad = test::run_nnperf(fmt::format("train {} --epochs 1 --step-log '{}' --out-dir '{}'", kTiny,
+                                     (dir / "c" / "steps.csv").string(), (dir / "c").string()));
+  ASSERT_EQ(bad.exit_code, 0) << bad.err;
+  EXPECT_EQ(read_csv(dir / "c" / "steps.csv").rows.size(), 4u);
+  // The driver's flags and a warm-up longer than the run: refused, and said.
+  for (const char* flag : {"--label x", "--grad-accum-steps 2", "--log-dir logs", "--warmup-iters 2"}) {
+    bad = test::run_nnperf(fmt::format("train {} --epochs 1 {} --out-dir '{}'", kTiny, flag, (dir / "d").string()));
+    EXPECT_EQ(bad.exit_code, 2) << flag;
+    EXPECT_NE(bad.err.find("not to epoch training"), std::string::npos) << bad.err;
+  }
+  bad = test::run_nnperf(fmt::format("train {} --epochs 1 --warmup 100 --out-dir '{}'", kTiny, (dir / "e").string()));
+  ASSERT_EQ(bad.exit_code, 0) << bad.err;
+  EXPECT_NE(bad.err.find("--warmup 100 is not shorter than the whole run (4 steps): the learning rate only "
+                         "reaches 0.004"),
+            std::string::npos)
+      << bad.err;
   // Refused for the MLP, as every CNN-only flag.
   const auto mlp = test::run_nnperf(fmt::format("train --synthetic --step-log '{}'", log.string()));
   EXPECT_EQ(mlp.exit_code, 2);
@@ -146,6 +172,10 @@ TEST(CnnTrainCli, RefusedCheckpointsNameTheProblem) {
        "weights-only"},
       {fmt::format("{} --epochs 2 --resume '{}'", kTiny, (dir / "cut.ckpt").string()), "cut.ckpt"},
       {fmt::format("{} --epochs 2 --resume '{}'", kTiny, (dir / "none.ckpt").string()), "--resume"},
+      // Another resolution or learning rate would mix two runs in one metrics file.
+      {fmt::format("{} --epochs 2 --resume '{}' --input-size 16", kTiny, ckpt),
+       "input_side 8, this run has 16 (give the same --input-size)"},
+      {fmt::format("{} --epochs 2 --resume '{}' --lr 0.05", kTiny, ckpt), "base_lr 0.1, this run has 0.05"},
   };
   for (const auto& c : cases) {
     const fs::path out = dir / "refused";

@@ -44,6 +44,27 @@ void validate_cuda(const CnnTrainOptions& o) {
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
 }
 
+constexpr const char* kStepLogHeader = "step,loss,lr";
+
+// --step-log appends: to a new or empty file, or to an earlier step log; never under another
+// CSV's header, and never to a device or a folder.
+void check_step_log(const fs::path& path) {
+  if (path.empty()) return;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  if (!fs::is_regular_file(path, ec)) {
+    throw UsageError(fmt::format("--step-log {}: not a regular file", path.string()));
+  }
+  std::ifstream in(path);
+  std::string first;
+  std::getline(in, first);
+  if (fs::file_size(path, ec) > 0 && first != kStepLogHeader) {
+    throw UsageError(fmt::format("--step-log {}: holds another file (first line '{}', expected '{}'); "
+                                 "rows would be appended under it: choose another file",
+                                 path.string(), first.substr(0, 60), kStepLogHeader));
+  }
+}
+
 void validate(const CnnTrainOptions& o) {
   if (o.deterministic && o.algorithm.find("find") != std::string::npos) {
     throw UsageError(fmt::format(
@@ -82,6 +103,7 @@ void validate(const CnnTrainOptions& o) {
                                        : "no such checkpoint file"));
     }
   }
+  check_step_log(o.step_log);
   if (!o.init_weights.empty()) {
     std::error_code ec;
     if (!o.resume.empty())
@@ -139,14 +161,17 @@ struct Session {
     schedule.base_lr = o.optimizer.lr;
     schedule.warmup_steps = o.warmup_steps;
     schedule.total_steps = int64_t{o.epochs} * steps_per_epoch(o);
-    if (!o.step_log.empty()) {
-      step_log = std::make_unique<std::ofstream>(o.step_log, std::ios::app);
-      if (!*step_log) {
-        fail("--step-log {}: cannot open for writing: {}", o.step_log.string(),
-             std::error_code(errno, std::generic_category()).message());
-      }
-      if (step_log->tellp() == 0) *step_log << "step,loss,lr\n";
+  }
+  // Opened once the output folder exists (the log may live in it); appends to a log of the same
+  // columns (validate refused any other file).
+  void open_step_log(const fs::path& path) {
+    if (path.empty()) return;
+    step_log = std::make_unique<std::ofstream>(path, std::ios::app);
+    if (!*step_log) {
+      fail("--step-log {}: cannot open for writing: {}", path.string(),
+           std::error_code(errno, std::generic_category()).message());
     }
+    if (step_log->tellp() == 0) *step_log << kStepLogHeader << "\n";
   }
   static Graph build(const CnnTrainOptions& o, const ModelEntry& m, const ImageData& d) {
     ModelOptions mo;
@@ -246,6 +271,8 @@ nlohmann::json checkpoint_meta(const CnnTrainOptions& o, const Session& s, const
           {"best_acc", st.best_acc},
           {"best_epoch", st.best_epoch},
           {"batch_size", o.batch_size},
+          {"input_side", s.data.side()},
+          {"base_lr", o.optimizer.lr},
           {"seed", o.seed},
           {"total_steps", s.schedule.total_steps},
           {"warmup_steps", o.warmup_steps},
@@ -273,6 +300,9 @@ void check_resume_meta(const nlohmann::json& m, const CnnTrainOptions& o, const 
   same("seed", o.seed, "--seed");
   same("total_steps", s.schedule.total_steps, "--epochs");
   same("warmup_steps", o.warmup_steps, "--warmup");
+  // Checkpoints written before input_side and base_lr were recorded lack them.
+  if (m.contains("input_side")) same("input_side", s.data.side(), "--input-size");
+  if (m.contains("base_lr")) same("base_lr", o.optimizer.lr, "--lr");
 }
 
 RunState resume(const CnnTrainOptions& o, Session& s) {
@@ -522,6 +552,11 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
   const MemoryContext memory(fmt::format("{} at --batch-size {} on {}x{}x{} images", m.name,
                                          o.batch_size, data.channels(), data.side(), data.side()));
   Session s(o, m, data, threads);
+  if (s.schedule.warmup_steps >= s.schedule.total_steps && s.schedule.total_steps > 0 && !o.profile_one_step) {
+    warn("--warmup {} is not shorter than the whole run ({} steps): the learning rate only reaches {:.3g} "
+         "(of --lr {}) and never decays (give a smaller --warmup)",
+         o.warmup_steps, s.schedule.total_steps, s.schedule.lr_at(s.schedule.total_steps - 1), o.optimizer.lr);
+  }
   if (!o.init_weights.empty()) {
     restore_weights(read_checkpoint(o.init_weights), s.graph, s.model.name,
                     o.init_weights.string());
@@ -534,6 +569,7 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
   // Claimed only now: a run refused above leaves nothing behind.
   r.out_dir =
       prepare_output_dir(o.out_dir, "runs/" + std::string(m.name), "--out-dir", o.overwrite);
+  s.open_step_log(o.step_log);
   const nlohmann::json context = run_context(o, s, threads);
   write_run_json(r.out_dir, o.command_line, context);
   progress.line(fmt::format("data: {} ({}, {} train, {} test, {}x{}x{}); {}", data.source,
