@@ -22,15 +22,7 @@ int run(Flags& f) {
   f.o.data_dir = f.data;
   f.o.progress = parse_progress_mode(f.progress);
   f.o.command_line = command_line();
-  if (!f.algorithms.empty()) {
-    f.o.algorithms.clear();
-    std::size_t pos = 0;
-    while (pos <= f.algorithms.size()) {
-      const std::size_t comma = std::min(f.algorithms.find(',', pos), f.algorithms.size());
-      f.o.algorithms.push_back(f.algorithms.substr(pos, comma - pos));
-      pos = comma + 1;
-    }
-  }
+  if (!f.algorithms.empty()) f.o.algorithms = split_list(f.algorithms);
   const LabResult r = run_lab(f.o);
   fmt::print("report: {}\n", r.report_html.string());
   fmt::print("        {}\n", r.report_markdown.string());
@@ -55,7 +47,8 @@ const Registrar reg{Command{
       sub.add_flag("--synthetic", f->o.synthetic, "Synthetic data instead of a data set");
       sub.add_option("--model", f->o.model, "The CNN to profile")->capture_default_str();
       sub.add_option("--algorithms", f->algorithms,
-                     "Convolution algorithms to profile (default: gemm,winograd,find)");
+                     "Convolution algorithms to profile (default: gemm,winograd,find)")
+          ->check(list_items());
       sub.add_option("--progress", f->progress, "auto | lines | quiet")->capture_default_str();
       return [f] { return run(*f); };
     }}};

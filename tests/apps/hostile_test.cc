@@ -124,6 +124,10 @@ TEST(Hostile, ParserErrorsSayWhatWasExpectedAndNameTheCommandAsTyped) {
             "--sizes: expected an integer in [1, 65536], got 'x'"},
            {"sweep plan --profile --models resnet18 --algorithms gemm --sizes 32,40,32 --out-dir x",
             "--sizes 32,40,32: 32 is given twice"},
+           {"lab --synthetic --algorithms gemm,gemm", "--algorithms: 'gemm,gemm' lists gemm twice"},
+           {"lab --synthetic --algorithms gemm,foo", "--algorithms: unknown convolution algorithm 'foo'"},
+           {"lab --synthetic --data /tmp", "--data /tmp --synthetic: give one of them"},
+           {"mlp-bench --synthetic --data /tmp", "--data /tmp --synthetic: give one of them"},
            // Numbers are decimal: strtod alone would read 0x10 as 16.
            {"train --lr 0x10", "--lr: expected a number > 0, got '0x10'"},
            {"train --lr inf", "--lr: expected a number > 0, got 'inf'"}}) {

@@ -143,7 +143,14 @@ LabResult run_lab(const LabOptions& o) {
   if (o.algorithms.empty())
     throw UsageError("--algorithms: expected at least one convolution algorithm");
   for (const std::string& a : o.algorithms) {
-    if (a != "guess" && a != "find") find_conv(a);
+    try {
+      if (a != "guess" && a != "find") (void)find_conv(a);
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("--algorithms: {}", e.what()));
+    }
+  }
+  if (o.synthetic && !o.data_dir.empty()) {
+    throw UsageError(fmt::format("--data {} --synthetic: give one of them (real data or synthetic)", o.data_dir.string()));
   }
   if (!o.synthetic) {  // the data every training stage reads: a missing or corrupt file now
     const fs::path dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;

@@ -274,6 +274,9 @@ ConsistencyData consistency_data(const MlpBenchOptions& o) {
   const bool named = !o.data_dir.empty() || std::getenv("NNPERF_DATA") != nullptr;
   const auto dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
   std::error_code ec;
+  if (o.synthetic && !o.data_dir.empty()) {
+    throw UsageError(fmt::format("--data {} --synthetic: give one of them (real data or synthetic)", o.data_dir.string()));
+  }
   if (!o.synthetic && named && !std::filesystem::is_directory(dir, ec)) {
     throw UsageError(fmt::format("{} {}: no such folder (expected MNIST-format IDX files; or "
                                  "--synthetic)",
