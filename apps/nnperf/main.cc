@@ -83,7 +83,7 @@ int run_action(const std::function<int()>& action) {
     return rc;
   } catch (const InterruptedError& e) {
     fmt::print(stderr, "nnperf: interrupted: {}{}\n", e.what(), settled(RunEnd::kInterrupted));
-    return 130;
+    return interrupt_exit_code();
   } catch (const UsageError& e) {
     fmt::print(stderr, "nnperf: error: {}{}\n", e.what(), settled(RunEnd::kFailed));
     return 2;

@@ -612,11 +612,11 @@ TEST(Hostile, DivergenceBlamesTheLearningRateOnlyWhenItIsTheCause) {
 
 // Starts `args` in the background, sends SIGINT (twice when `twice`) after `after_s` seconds and
 // prints "<exit code> <seconds from the first signal to exit>".
-test::CommandResult interrupted(const std::string& args, double after_s, bool twice) {
+test::CommandResult interrupted(const std::string& args, double after_s, bool twice, const char* sig = "INT") {
   return run_command(fmt::format(
-      "'{}' {} >/dev/null 2>&1 & pid=$!; sleep {}; t0=$(date +%s.%N); kill -INT $pid; {} wait $pid; rc=$?; "
+      "'{}' {} >/dev/null 2>&1 & pid=$!; sleep {}; t0=$(date +%s.%N); kill -{} $pid; {} wait $pid; rc=$?; "
       "t1=$(date +%s.%N); echo \"$rc $(awk \"BEGIN {{ print $t1 - $t0 }}\")\"",
-      NNPERF_BINARY, args, after_s, twice ? "sleep 0.05; kill -INT $pid 2>/dev/null;" : ""));
+      NNPERF_BINARY, args, after_s, sig, twice ? fmt::format("sleep 0.05; kill -{} $pid 2>/dev/null;", sig) : ""));
 }
 
 TEST(Hostile, CtrlCStopsWithinASecondAlsoDuringFindPlanning) {
@@ -651,6 +651,14 @@ TEST(Hostile, CtrlCStopsWithinASecondAlsoDuringFindPlanning) {
   ASSERT_EQ(std::sscanf(r2.out.c_str(), "%d %lf", &rc, &secs), 2) << r2.out;
   EXPECT_EQ(rc, 130);
   EXPECT_LT(secs, 0.5);
+  // SIGTERM (a batch system's stop) is handled the same way and exits 128 + 15.
+  const auto r3 = interrupted(fmt::format("profile --model vgg16 --algorithm find --find-exhaustive --stage sanity "
+                                          "--sizes 224 --threads 1 --progress quiet --output-dir '{}'",
+                                          (dir / "p3").string()),
+                              1.5, false, "TERM");
+  ASSERT_EQ(std::sscanf(r3.out.c_str(), "%d %lf", &rc, &secs), 2) << r3.out;
+  EXPECT_EQ(rc, 143);
+  EXPECT_LT(secs, limit);
 }
 
 // --- 7. Labels say what ran ----------------------------------------------------------------------

@@ -1,7 +1,8 @@
 // Ctrl-C, handled the same way by every command: the first SIGINT (or SIGTERM) sets a flag that the
 // long loops poll at their safe points (between graph nodes, between timed runs, between find's
 // candidates, between rounds of a measurement), so the run stops within a fraction of a second
-// with every row already written intact and exits 130; a second one exits at once.
+// with every row already written intact and exits 128 + the signal (130 for SIGINT, 143 for
+// SIGTERM); a second one exits at once.
 #pragma once
 
 namespace nnperf {
@@ -11,6 +12,8 @@ void install_interrupt_handlers();
 // Sets the flag as the first signal would (tests, and programs that stop themselves).
 void request_interrupt();
 bool interrupt_requested();
+// 128 + the first signal's number (130 when the flag was set by request_interrupt).
+int interrupt_exit_code();
 // Throws InterruptedError when the flag is set: call at a safe point.
 void check_interrupt();
 // Clears the flag (tests).
