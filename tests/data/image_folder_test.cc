@@ -437,10 +437,29 @@ TEST(ImageFolder, RefusalsNameThePath) {
   EXPECT_NE(e.find("need 1 <= input size <= resize"), std::string::npos) << e;
 }
 
+TEST(ImageFolder, OneClassIsRefusedAndWhatIsNotAnImageIsSaid) {
+  TempDir tmp("nnperf-imgdir");
+  const fs::path root = tmp / "one";
+  make_class(root / "train", "cat", 2, 1);
+  std::string e = error_of([&] { load_image_folder(root, "train", {.resize = 8, .input_size = 8}); });
+  EXPECT_NE(e.find("train: one class folder (cat): a classifier needs at least two classes"), std::string::npos) << e;
+  // Images one level too deep and other files are named in a warning, not silently dropped.
+  make_class(root / "train", "dog", 2, 2);
+  make_class(root / "train" / "dog", "nested", 1, 3);
+  std::ofstream(root / "train" / "dog" / "notes.txt") << "x";
+  testing::internal::CaptureStderr();
+  const ImageFolderData d = load_image_folder(root, "train", {.resize = 8, .input_size = 8});
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(d.data.size(), 4);
+  EXPECT_NE(err.find("dog: 2 entries ignored (nested/, notes.txt): images are read from the class folder "
+                     "itself"), std::string::npos) << err;
+}
+
 TEST(ImageFolder, MemoryBudgetIsCheckedBeforeDecoding) {
   TempDir tmp("nnperf-imgdir");
   const fs::path root = tmp / "mini";
-  make_class(root / "train", "a", 2, 1);
+  make_class(root / "train", "a", 1, 1);
+  make_class(root / "train", "b", 1, 2);
   const char* old = std::getenv("NNPERF_MEMORY_LIMIT");
   const std::string keep = old != nullptr ? old : "";
   setenv("NNPERF_MEMORY_LIMIT", "1M", 1);

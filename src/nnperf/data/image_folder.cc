@@ -45,17 +45,6 @@ std::vector<std::string> class_folders(const fs::path& dir) {
   return out;
 }
 
-std::vector<fs::path> image_files(const fs::path& dir) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    if (is_image_name(e.path()) && !e.is_directory(ec)) out.push_back(e.path());
-  }
-  if (ec) fail("{}: cannot list: {}", dir.string(), ec.message());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 std::string list_or_none(const std::vector<std::string>& names) {
   if (names.empty()) return "none";
   std::vector<std::string> shown;
@@ -64,6 +53,32 @@ std::string list_or_none(const std::vector<std::string>& names) {
   return fmt::format("{}{}", fmt::join(shown, ", "),
                      names.size() > 10 ? fmt::format(" and {} more", names.size() - 10) : "");
 }
+
+// The class folder's images (its own files; sub-folders are not searched). What else the folder
+// holds is said in one warning, so that images nested one level too deep are not lost unnoticed.
+std::vector<fs::path> image_files(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::vector<std::string> ignored;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (is_image_name(e.path()) && !e.is_directory(ec)) {
+      out.push_back(e.path());
+    } else {
+      ignored.push_back(e.path().filename().string() + (e.is_directory(ec) ? "/" : ""));
+    }
+  }
+  if (ec) fail("{}: cannot list: {}", dir.string(), ec.message());
+  std::sort(out.begin(), out.end());
+  if (!ignored.empty()) {
+    std::sort(ignored.begin(), ignored.end());
+    warn("{}: {} ignored ({}): images are read from the class folder itself, as *.jpg, *.jpeg or "
+         "*.png, not from its sub-folders",
+         dir.string(), ignored.size() == 1 ? std::string("1 entry") : fmt::format("{} entries", ignored.size()),
+         list_or_none(ignored));
+  }
+  return out;
+}
+
 
 void check_same_classes(const fs::path& train_dir, const std::vector<std::string>& train,
                         const fs::path& split_dir, const std::vector<std::string>& split) {
@@ -104,6 +119,10 @@ ImageFolderData load_image_folder(const fs::path& dir, const std::string& split,
   if (out.classes.empty()) {
     fail("{}: no class folders (expected {}/<class>/*.{{jpg,jpeg,png}})", split_dir.string(),
          split_dir.string());
+  }
+  if (out.classes.size() == 1) {
+    fail("{}: one class folder ({}): a classifier needs at least two classes", split_dir.string(),
+         quote_input(out.classes.front(), 60));
   }
   const fs::path train_dir = dir / "train";
   if (split != "train" && fs::is_directory(train_dir, ec)) {

@@ -549,6 +549,11 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
   Progress progress(o.progress);
   const ImageData data = load_image_data(o.data);
   check_data_fits(o, data);
+  if (!data.skipped.empty()) {
+    warn("--on-bad-image skip: {} left out (listed in final_results.json), the first: {}: {}",
+         data.skipped.size() == 1 ? std::string("1 image") : fmt::format("{} images", data.skipped.size()),
+         data.skipped.front().path, data.skipped.front().reason);
+  }
   const MemoryContext memory(fmt::format("{} at --batch-size {} on {}x{}x{} images", m.name,
                                          o.batch_size, data.channels(), data.side(), data.side()));
   Session s(o, m, data, threads);
