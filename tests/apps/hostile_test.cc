@@ -493,6 +493,25 @@ TEST(Hostile, ACutLayersRowIsNotedInTheRooflineAndTheReportAndAbsurdTimesRefused
   }
 }
 
+TEST(Hostile, TheReportListsRunsThatDidNotFinish) {
+  TempDir dir;
+  // A training run stopped before its final results, and a profile sweep with one size of two.
+  ASSERT_EQ(nnperf(fmt::format("train {} --epochs 2 --out-dir '{}'", kTiny, (dir / "t").string())).exit_code, 0);
+  fs::remove(dir / "t" / "final_results.json");
+  ASSERT_EQ(nnperf(small_sweep(dir / "p")).exit_code, 0);
+  const fs::path overall = dir / "p" / "resnet18_gemm_overall.csv";
+  const std::string text = read_text(overall);
+  const std::size_t second = text.find('\n', text.find('\n') + 1) + 1;  // header and the first row
+  { std::FILE* f = std::fopen(overall.c_str(), "wb"); std::fwrite(text.data(), 1, second, f); std::fclose(f); }
+  const auto r = nnperf(fmt::format("report '{}'", dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;  // was: "no nnperf results found"
+  const std::string md = read_text(dir / "report.md");
+  EXPECT_NE(md.find("2 runs did not finish"), std::string::npos) << md;
+  EXPECT_NE(md.find("- t: a training run without final\\_results.json (2 epochs in training\\_metrics.csv)"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("- p: the profile sweep of resnet18 with gemm has 1 of its 2 sizes"), std::string::npos) << md;
+}
+
 // --- 4. No made-up numbers -------------------------------------------------------------------
 
 TEST(Hostile, NonsenseNumbersAreRefusedNamingTheFlag) {

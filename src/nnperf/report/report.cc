@@ -13,6 +13,7 @@
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
 #include "nnperf/io/json_read.h"
+#include "nnperf/io/records.h"
 
 namespace nnperf {
 
@@ -77,6 +78,50 @@ void add_figure(ReportSection& s, const fs::path& svg, std::string caption) {
 }
 
 // ---------------------------------------------------------------- machine
+
+// Runs that claimed their folder (run.json) but never wrote what a finished run writes:
+// interrupted, failed or still running. Their partial files are not presented as results, so
+// they are listed, with how far each got.
+std::vector<std::string> incomplete_runs(const std::vector<fs::path>& run_jsons, const fs::path& root) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  const auto rows = [](const fs::path& csv) -> int64_t {
+    try {
+      return static_cast<int64_t>(read_csv(csv).rows.size());
+    } catch (const Error&) {
+      return -1;
+    }
+  };
+  for (const fs::path& p : run_jsons) {
+    RunJson j;
+    try {
+      j = parse_run_json(read_file(p), p.string());
+    } catch (const Error&) {
+      continue;  // the machine section says which run.json it cannot read
+    }
+    const fs::path d = p.parent_path();
+    const std::string where = rel(d, root);
+    if (j.job == "train" && !fs::exists(d / "final_results.json", ec)) {
+      const int64_t epochs = fs::exists(d / "training_metrics.csv", ec) ? rows(d / "training_metrics.csv") : 0;
+      out.push_back(fmt::format("{}: a training run without final_results.json ({} in training_metrics.csv)",
+                                where, epochs == 1 ? std::string("1 epoch") : fmt::format("{} epochs", std::max<int64_t>(epochs, 0))));
+    } else if (j.job == "activations" && !fs::exists(d / "summary.csv", ec)) {
+      out.push_back(fmt::format("{}: an activation study without summary.csv (its finished runs appear "
+                                "under Training runs)", where));
+    } else if (j.job == "mlp-bench" && !fs::exists(d / "mlp_bench.json", ec)) {
+      out.push_back(fmt::format("{}: an MLP benchmark without mlp_bench.json", where));
+    } else if (j.job == "profile" && !j.sizes.empty()) {
+      const fs::path overall = d / fmt::format("{}_{}_overall.csv", j.model, j.algorithm);
+      const int64_t done = fs::exists(overall, ec) ? rows(overall) : 0;
+      if (done < static_cast<int64_t>(j.sizes.size())) {
+        out.push_back(fmt::format("{}: the profile sweep of {} with {} has {} of its {} sizes (resume with "
+                                  "--resume)", where, j.model, j.algorithm, std::max<int64_t>(done, 0),
+                                  j.sizes.size()));
+      }
+    }
+  }
+  return out;
+}
 
 ReportSection machine_section(const std::vector<fs::path>& run_jsons, const fs::path& root) {
   ReportSection s;
@@ -705,7 +750,7 @@ ReportDocument build_report(const fs::path& dir) {
   doc.title =
       fmt::format("{}{}", kTitlePrefix, fs::absolute(dir).lexically_normal().filename().string());
   doc.intro.push_back(
-      fmt::format("Rebuilt by `nnperf report` from the files saved under {}; nothing was re-run. "
+      fmt::format("Rebuilt by nnperf report from the files saved under {}; nothing was re-run. "
                   "Every time is a "
                   "measured median or mean as its table says; FLOPs are counted (2 per "
                   "multiply-add), GFLOP/s and GB/s "
@@ -719,6 +764,19 @@ ReportDocument build_report(const fs::path& dir) {
   for (const auto& p : studies) doc.sections.push_back(activation_section(p, dir));
   if (!complexity.empty()) doc.sections.push_back(complexity_section(complexity, dir));
   if (!trainings.empty()) doc.sections.push_back(training_section(trainings, dir));
+  if (const auto unfinished = incomplete_runs(runs, dir); !unfinished.empty()) {
+    ReportSection s;
+    s.title = "Runs that did not finish";
+    s.paragraphs.push_back(fmt::format(
+        "{} started (wrote run.json) but never wrote what a finished run writes: interrupted, "
+        "failed or still running. Of what they wrote, only rows complete in themselves (a profile "
+        "sweep's finished sizes) appear above.",
+        unfinished.size() == 1 ? std::string("This run") : fmt::format("These {} runs", unfinished.size())));
+    for (const auto& u : unfinished) s.paragraphs.push_back("- " + u);
+    doc.intro.push_back(fmt::format("{} did not finish: see \"Runs that did not finish\".",
+                                    unfinished.size() == 1 ? std::string("One run") : fmt::format("{} runs", unfinished.size())));
+    doc.sections.push_back(std::move(s));
+  }
   if (doc.sections.empty()) {
     throw UsageError(
         fmt::format("{}: no nnperf results found (peaks.json, roofline.json, profile sweeps, "
