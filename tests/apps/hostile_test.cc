@@ -512,6 +512,28 @@ TEST(Hostile, TheReportListsRunsThatDidNotFinish) {
   EXPECT_NE(md.find("- p: the profile sweep of resnet18 with gemm has 1 of its 2 sizes"), std::string::npos) << md;
 }
 
+TEST(Hostile, TheReportRefusesSavedResultsNoRunCouldHaveWritten) {
+  TempDir dir;
+  const auto bench = [](const std::string& median) {
+    return R"({"context": {"model": "mlp"}, "records": [{"impl": "naive", "batch_size": 32, "step": "train", )"
+           R"("time_ms_median": )" + median + R"(, "time_ms_min": 1, "time_ms_max": 2}]})";
+  };
+  fs::create_directories(dir / "b");
+  for (const auto& [content, needle] : std::vector<std::pair<std::string, std::string>>{
+           {bench("-1"), "records[0].time_ms_median': expected a positive time in ms, found -1"},
+           {bench("\"fast\""), "records[0].time_ms_median"},
+           {R"({"context": {}})", "expected a non-empty array 'records'"}}) {
+    std::ofstream(dir / "b" / "mlp_bench.json", std::ios::trunc) << content;
+    expect_refused(nnperf(fmt::format("report '{}'", dir.path().string())), needle, content);
+  }
+  fs::remove_all(dir / "b");
+  fs::create_directories(dir / "t");
+  std::ofstream(dir / "t" / "final_results.json") << R"({"final_test_acc": 7, "hyperparameters": {}})";
+  expect_refused(nnperf(fmt::format("report '{}'", dir.path().string())),
+                 "final_test_acc': expected a fraction in [0, 1], found 7", "accuracy 7");
+  EXPECT_FALSE(fs::exists(dir / "report.md"));
+}
+
 // --- 4. No made-up numbers -------------------------------------------------------------------
 
 TEST(Hostile, NonsenseNumbersAreRefusedNamingTheFlag) {

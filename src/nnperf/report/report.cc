@@ -556,7 +556,19 @@ ReportSection mlp_bench_section(const fs::path& path, const fs::path& root) {
               "max (ms)",       "GFLOP/s", "images/s", "speedup vs naive", "speedup vs blas"};
   t.numeric = {false, true, false, true, true, true, true, true, true, true};
   std::map<std::pair<int64_t, std::string>, std::pair<double, std::string>> best;
-  for (const auto& r : doc.value("records", nlohmann::json::array())) {
+  const auto records = doc.find("records");
+  if (records == doc.end() || !records->is_array() || records->empty()) {
+    fail("{}: expected a non-empty array 'records' (one per implementation, batch and step)", path.string());
+  }
+  for (std::size_t i = 0; i < records->size(); ++i) {
+    const nlohmann::json& r = (*records)[i];
+    const JsonPath rat = at.at(fmt::format("records[{}]", i));
+    (void)json_string(r, "impl", rat);
+    (void)json_integer(r, "batch_size", rat);
+    for (const char* key : {"time_ms_median", "time_ms_min", "time_ms_max"}) {
+      const double v = json_number(r, key, rat);
+      if (!(v > 0) || !std::isfinite(v)) fail("{}: expected a positive time in ms, found {}", rat.at(key).str(), v);
+    }
     t.rows.push_back({str(r, "impl"), str(r, "batch_size"), str(r, "step"),
                       g4(num(r, "time_ms_median")), g4(num(r, "time_ms_min")),
                       g4(num(r, "time_ms_max")), g4(num(r, "gflops_per_s")),
@@ -665,7 +677,25 @@ ReportSection training_section(const std::vector<fs::path>& files, const fs::pat
   t.numeric = {false, false, true, true, true, true, true, true, true, true};
   for (const fs::path& p : files) {
     const nlohmann::json j = read_json(p);
-    const bool cnn = j.contains("model") && j.contains("context");
+    const JsonPath at{p.string(), ""};
+    if (!j.is_object()) fail("{}: expected an object (a run's final results)", p.string());
+    // Accuracies are fractions, rates and times not negative: a file that says otherwise is not
+    // shown as a result.
+    for (const char* key : {"final_test_acc", "best_test_acc", "data_wait_fraction"}) {
+      if (const auto v = json_optional_number(j, key, at); v && !(*v >= 0 && *v <= 1)) {
+        fail("{}: expected a fraction in [0, 1], found {}", at.at(key).str(), *v);
+      }
+    }
+    for (const char* key : {"imgs_per_sec", "measured_sec", "final_test_loss"}) {
+      if (const auto v = json_optional_number(j, key, at); v && !(*v >= 0 && std::isfinite(*v))) {
+        fail("{}: expected a finite number >= 0, found {}", at.at(key).str(), *v);
+      }
+    }
+    // CNN runs name their model; the MLP's final results (train and the activation study) do not.
+    const bool cnn = j.contains("model");
+    if (cnn && (!j["model"].is_string() || j["model"].get<std::string>().empty())) {
+      fail("{}: expected the model's name", at.at("model").str());
+    }
     const nlohmann::json hp = cnn ? j["context"].value("recipe", nlohmann::json::object())
                                   : j.value("hyperparameters", nlohmann::json::object());
     const std::string model = cnn ? str(j, "model") : "mlp " + str(j, "activation");
