@@ -21,6 +21,16 @@ struct Flags {
   ConvBenchOptions o;
 };
 
+// 1, with one line saying so, when every algorithm was skipped: nothing was measured (the JSON
+// still records the reasons); else 0.
+int measured_status(const nlohmann::json& records) {
+  for (const auto& r : records) {
+    if (r["status"] == "ok") return 0;
+  }
+  fmt::print(stderr, "nnperf: error: no algorithm ran on this problem: every one was skipped (reasons above)\n");
+  return 1;
+}
+
 int run_gemm(const Flags& f) {
   GemmBenchOptions g;
   g.device = f.device == "cuda" ? Device::kCuda : Device::kCpu;
@@ -51,7 +61,7 @@ int run_gemm(const Flags& f) {
                    : "-");
   }
   if (!f.json.empty()) write_json_atomic(f.json, j);
-  return 0;
+  return measured_status(j["records"]);
 }
 
 // bench conv2d --device cuda: cuDNN's algorithms of --pass (runs/conv_tools.h bench_conv_cuda).
@@ -79,7 +89,7 @@ int run_conv_cuda(const Flags& f, const ConvProblem& p) {
                r["max_abs_err"].get<double>(), r["worst_bound_ratio"].get<double>());
   }
   if (!f.json.empty()) write_json_atomic(f.json, j);
-  return 0;
+  return measured_status(j["records"]);
 }
 
 int run(Flags& f) {
@@ -120,7 +130,7 @@ int run(Flags& f) {
                r["gflops_per_s"].get<double>(), r["percent_of_peak"].get<double>());
   }
   if (!f.json.empty()) write_json_atomic(f.json, j);
-  return 0;
+  return measured_status(j["records"]);
 }
 
 const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int()> {

@@ -87,7 +87,15 @@ int run(Flags& f, const CLI::App& sub) {
   }
   if (f.test) f.o.stage = "sanity";
   if (f.quick) f.o.stage = "quick";
-  if (!f.sizes.empty()) f.o.sizes = parse_sizes(f.sizes);
+  if (!f.sizes.empty()) {
+    for (const char* flag : {"--num-sizes", "--min-size", "--max-size"}) {
+      if (sub.count(flag) > 0) {
+        throw UsageError(fmt::format("{}: describes the range --min-size..--max-size; --sizes {} lists the "
+                                     "sizes itself (give one or the other)", flag, f.sizes));
+      }
+    }
+    f.o.sizes = parse_sizes(f.sizes);
+  }
   f.o.output_dir = f.output_dir;
   f.o.layers = !f.no_layers;
   f.o.device = f.device == "cuda" ? Device::kCuda : Device::kCpu;

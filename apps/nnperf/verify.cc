@@ -2,6 +2,8 @@
 // the float64 reference; PASS/FAIL/SKIP per algorithm, exit 1 on any FAIL.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <limits>
 
 #include "command.h"
@@ -47,6 +49,12 @@ int run(const Flags& f) {
       fmt::print("    {}\n    repro: nnperf verify conv2d --algorithm {} --problem {} --seed {} --threads {}\n",
                  r.reason, r.algorithm, p.str(), f.seed, f.threads);
     }
+  }
+  const bool none_checked = std::all_of(results.begin(), results.end(), [](const auto& r) { return r.status == "SKIP"; });
+  if (none_checked) {
+    fmt::print(stderr, "nnperf: error: no algorithm was checked on this problem: every one was skipped "
+                       "(reasons above)\n");
+    return 1;
   }
   return failed > 0 ? 1 : 0;
 }

@@ -128,6 +128,13 @@ TEST(Hostile, ParserErrorsSayWhatWasExpectedAndNameTheCommandAsTyped) {
            {"lab --synthetic --algorithms gemm,foo", "--algorithms: unknown convolution algorithm 'foo'"},
            {"lab --synthetic --data /tmp", "--data /tmp --synthetic: give one of them"},
            {"mlp-bench --synthetic --data /tmp", "--data /tmp --synthetic: give one of them"},
+           {"profile --model resnet18 --sizes 16 --num-sizes 4", "--num-sizes: describes the range --min-size..--max-size"},
+           {"train --model resnet18 --synthetic --init-weights /dev/null", "--init-weights /dev/null: not a regular file"},
+           // Nothing measured or checked is a failure, not a success with an empty table.
+           {"verify conv2d --problem mb1ic16ih16oc16kh3sh2ph1 --algorithm winograd",
+            "no algorithm was checked on this problem: every one was skipped"},
+           {"bench conv2d --problem mb1ic16ih16oc16kh3sh2ph1 --algorithms winograd --measure 1",
+            "no algorithm ran on this problem: every one was skipped"},
            // Numbers are decimal: strtod alone would read 0x10 as 16.
            {"train --lr 0x10", "--lr: expected a number > 0, got '0x10'"},
            {"train --lr inf", "--lr: expected a number > 0, got 'inf'"}}) {

@@ -100,7 +100,8 @@ void validate(const CnnTrainOptions& o) {
                                    fs::is_directory(o.resume, ec)
                                        ? "is a folder; expected a checkpoint file in it "
                                          "(<model>_best.ckpt or epoch_NNN.ckpt)"
-                                       : "no such checkpoint file"));
+                                       : fs::exists(o.resume, ec) ? "not a regular file; expected a checkpoint file"
+                                                                  : "no such checkpoint file"));
     }
   }
   check_step_log(o.step_log);
@@ -112,7 +113,8 @@ void validate(const CnnTrainOptions& o) {
       throw UsageError(fmt::format("--init-weights {}: {}", o.init_weights.string(),
                                    fs::is_directory(o.init_weights, ec)
                                        ? "is a folder; expected a weights file"
-                                       : "no such weights file"));
+                                       : fs::exists(o.init_weights, ec) ? "not a regular file; expected a weights file"
+                                                                        : "no such weights file"));
     }
   }
 }
