@@ -130,6 +130,8 @@ TEST(Hostile, ParserErrorsSayWhatWasExpectedAndNameTheCommandAsTyped) {
            {"mlp-bench --synthetic --data /tmp", "--data /tmp --synthetic: give one of them"},
            {"profile --model resnet18 --sizes 16 --num-sizes 4", "--num-sizes: describes the range --min-size..--max-size"},
            {"train --model resnet18 --synthetic --init-weights /dev/null", "--init-weights /dev/null: not a regular file"},
+           {"profile --model resnet18 --pass train --stage sanity --sizes 64,32 --output-dir x",
+            "at input size 32 layer4.0.bn1's output is 1x1 per channel, and BatchNorm cannot train"},
            // Nothing measured or checked is a failure, not a success with an empty table.
            {"verify conv2d --problem mb1ic16ih16oc16kh3sh2ph1 --algorithm winograd",
             "no algorithm was checked on this problem: every one was skipped"},

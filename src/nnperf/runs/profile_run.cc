@@ -254,6 +254,24 @@ void check_largest_size_memory(const ProfileOptions& o, const ModelEntry& model)
   check_memory(bytes < 9e18 ? static_cast<int64_t>(bytes) : -1, what);
 }
 
+// Training normalises each BatchNorm channel over batch x height x width values: one value (batch
+// 1 where a layer's output is 1x1) has no variance. Refused before the sweep, from the smallest
+// size's shapes, not at that size's turn.
+void check_train_batch(const ProfileOptions& o, const ModelEntry& model) {
+  if (o.pass != "train" || o.batch_size > 1) return;
+  const int64_t smallest = *std::min_element(o.sizes.begin(), o.sizes.end());
+  const ModelComplexity c = model_complexity(model.name, smallest, o.batch_size, {}, {});
+  for (const LayerComplexity& l : c.layers) {
+    const Shape& s = l.output_shape;
+    if (l.type == "BatchNorm2d" && s.rank() == 4 && s[2] * s[3] <= 1) {
+      throw UsageError(fmt::format(
+          "--pass train --batch-size {}: at input size {} {}'s output is {}x{} per channel, and BatchNorm "
+          "cannot train on one value per channel; give --batch-size 2 or more, or larger --sizes",
+          o.batch_size, smallest, l.name, s[2], s[3]));
+    }
+  }
+}
+
 void validate_sweep(ProfileOptions& o, const ModelEntry& model) {
   if (o.resume && o.overwrite) {
     throw UsageError("--resume and --overwrite: give one (continue the sweep, or replace it)");
@@ -282,6 +300,7 @@ void validate_sweep(ProfileOptions& o, const ModelEntry& model) {
     }
   }
   check_largest_size_memory(o, model);
+  check_train_batch(o, model);
   if (o.machine.empty()) o.machine = hostname();
   if (o.machine.find('/') != std::string::npos || o.machine == "." || o.machine == "..") {
     throw UsageError(fmt::format(
