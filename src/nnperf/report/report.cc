@@ -66,9 +66,19 @@ ReportTable csv_table(const CsvTable& t, std::string caption) {
   return out;
 }
 
+// A folder's own name, also when given as "." or with a trailing separator.
+std::string folder_name(const fs::path& dir) {
+  std::error_code ec;
+  fs::path a = fs::absolute(dir, ec).lexically_normal();
+  if (!a.has_filename()) a = a.parent_path();
+  return a.filename().string();
+}
+
+// `p` relative to the report's folder; the folder itself by its name (not ".").
 std::string rel(const fs::path& p, const fs::path& root) {
   std::error_code ec;
   const fs::path r = fs::relative(p, root, ec);
+  if (!ec && r == ".") return folder_name(root);
   return ec || r.empty() ? p.string() : r.generic_string();
 }
 
@@ -778,7 +788,7 @@ ReportDocument build_report(const fs::path& dir) {
   }
   ReportDocument doc;
   doc.title =
-      fmt::format("{}{}", kTitlePrefix, fs::absolute(dir).lexically_normal().filename().string());
+      fmt::format("{}{}", kTitlePrefix, folder_name(dir));
   doc.intro.push_back(
       fmt::format("Rebuilt by nnperf report from the files saved under {}; nothing was re-run. "
                   "Every time is a "

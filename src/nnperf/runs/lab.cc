@@ -8,6 +8,7 @@
 #include "nnperf/analysis/peaks.h"
 #include "nnperf/analysis/roofline.h"
 #include "nnperf/core/error.h"
+#include "nnperf/core/threads.h"
 #include "nnperf/data/dataset.h"
 #include "nnperf/core/interrupt.h"
 #include "nnperf/io/csv.h"
@@ -157,6 +158,7 @@ LabResult run_lab(const LabOptions& o) {
     check_same_sample_shape(load_mnist(dir, "train"), load_mnist(dir, "t10k"), dir.string());
   }
   LabResult result;
+  (void)set_threads(o.threads);  // run.json records the threads the stages use
   const fs::path out = prepare_output_dir(o.out_dir, "results/lab", "--out-dir", o.overwrite);
   result.out_dir = out;
   write_run_json(
