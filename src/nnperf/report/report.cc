@@ -133,6 +133,23 @@ std::vector<std::string> incomplete_runs(const std::vector<fs::path>& run_jsons,
   return out;
 }
 
+// The unfinished runs' section, and a line of the intro pointing to it; nothing when all finished.
+void add_unfinished_section(ReportDocument& doc, const std::vector<fs::path>& run_jsons, const fs::path& root) {
+  const std::vector<std::string> unfinished = incomplete_runs(run_jsons, root);
+  if (unfinished.empty()) return;
+  ReportSection s;
+  s.title = "Runs that did not finish";
+  s.paragraphs.push_back(fmt::format(
+      "{} started (wrote run.json) but never wrote what a finished run writes: interrupted, "
+      "failed or still running. Of what they wrote, only rows complete in themselves (a profile "
+      "sweep's finished sizes) appear above.",
+      unfinished.size() == 1 ? std::string("This run") : fmt::format("These {} runs", unfinished.size())));
+  for (const auto& u : unfinished) s.paragraphs.push_back("- " + u);
+  doc.intro.push_back(fmt::format("{} did not finish: see \"Runs that did not finish\".",
+                                  unfinished.size() == 1 ? std::string("One run") : fmt::format("{} runs", unfinished.size())));
+  doc.sections.push_back(std::move(s));
+}
+
 ReportSection machine_section(const std::vector<fs::path>& run_jsons, const fs::path& root) {
   ReportSection s;
   s.title = "Machine and build";
@@ -804,19 +821,7 @@ ReportDocument build_report(const fs::path& dir) {
   for (const auto& p : studies) doc.sections.push_back(activation_section(p, dir));
   if (!complexity.empty()) doc.sections.push_back(complexity_section(complexity, dir));
   if (!trainings.empty()) doc.sections.push_back(training_section(trainings, dir));
-  if (const auto unfinished = incomplete_runs(runs, dir); !unfinished.empty()) {
-    ReportSection s;
-    s.title = "Runs that did not finish";
-    s.paragraphs.push_back(fmt::format(
-        "{} started (wrote run.json) but never wrote what a finished run writes: interrupted, "
-        "failed or still running. Of what they wrote, only rows complete in themselves (a profile "
-        "sweep's finished sizes) appear above.",
-        unfinished.size() == 1 ? std::string("This run") : fmt::format("These {} runs", unfinished.size())));
-    for (const auto& u : unfinished) s.paragraphs.push_back("- " + u);
-    doc.intro.push_back(fmt::format("{} did not finish: see \"Runs that did not finish\".",
-                                    unfinished.size() == 1 ? std::string("One run") : fmt::format("{} runs", unfinished.size())));
-    doc.sections.push_back(std::move(s));
-  }
+  add_unfinished_section(doc, runs, dir);
   if (doc.sections.empty()) {
     throw UsageError(
         fmt::format("{}: no nnperf results found (peaks.json, roofline.json, profile sweeps, "
