@@ -415,8 +415,8 @@ class SweepOutputs {
     progress.line(fmt::format(
         "{} {} size {}: median {:.3f} ms (min {:.3f}, max {:.3f}){}{}{}", model_, o_.algorithm,
         r.size, w.median, w.min, w.max,
-        o_.layers ? fmt::format(", layers sum {:.3f} ms ({:+.1f}% vs whole)", r.layers_sum,
-                                100 * (r.layers_sum / w.mean - 1))
+        o_.layers ? fmt::format(", layers' means sum to {:.3f} ms ({:+.1f}% vs the whole model's mean {:.3f})",
+                                r.layers_sum, 100 * (r.layers_sum / w.mean - 1), w.mean)
                   : "",
         !pw.energy_j ? ""
         : o_.batch_size == 1
