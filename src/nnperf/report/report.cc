@@ -622,7 +622,11 @@ ReportSection mlp_bench_section(const fs::path& path, const fs::path& root) {
                  : fmt::format("{} of {} implementations drift from the reference loss curve.", bad,
                                checked));
   }
-  t.note = "GFLOP/s: counted FLOPs per iteration / median time (decimal).";
+  t.note = fmt::format(
+      "GFLOP/s: FLOPs per iteration / median time (decimal); FLOPs here: {}. A roofline of the "
+      "same run counts the complexity model's FLOPs (also the optimizer and the element-wise "
+      "layers), so its GFLOP/s differ by those.",
+      ctx.contains("flops_convention") ? str(ctx, "flops_convention") : std::string("counted by mlp-bench"));
   s.tables.push_back(std::move(t));
   add_figure(s, path.parent_path() / "plots" / "iteration_time.svg",
              "Time per training iteration (ms) per implementation and batch size");
