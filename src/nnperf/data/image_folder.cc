@@ -95,6 +95,50 @@ void check_same_classes(const fs::path& train_dir, const std::vector<std::string
       list_or_none(only_train), split_dir.string(), list_or_none(only_split));
 }
 
+// The split's class folders, checked: at least two, and the same as train's.
+std::vector<std::string> split_classes(const fs::path& dir, const std::string& split) {
+  const fs::path split_dir = dir / split;
+  std::error_code ec;
+  if (!fs::is_directory(split_dir, ec)) {
+    fail("{}: folder not found (expected {}/{{train,val}}/<class>/*.{{jpg,jpeg,png}})",
+         split_dir.string(), dir.string());
+  }
+  std::vector<std::string> classes = class_folders(split_dir);
+  if (classes.empty()) {
+    fail("{}: no class folders (expected {}/<class>/*.{{jpg,jpeg,png}})", split_dir.string(),
+         split_dir.string());
+  }
+  if (classes.size() == 1) {
+    fail("{}: one class folder ({}): a classifier needs at least two classes", split_dir.string(),
+         quote_input(classes.front(), 60));
+  }
+  const fs::path train_dir = dir / "train";
+  if (split != "train" && fs::is_directory(train_dir, ec)) {
+    check_same_classes(train_dir, class_folders(train_dir), split_dir, classes);
+  }
+  return classes;
+}
+
+// Every class's image files (the first max_per_class of each by name when > 0) and their labels.
+void list_images(const fs::path& split_dir, const std::vector<std::string>& classes, int64_t max_per_class,
+                 std::vector<fs::path>& files, std::vector<int32_t>& labels) {
+  for (std::size_t k = 0; k < classes.size(); ++k) {
+    const fs::path class_dir = split_dir / classes[k];
+    std::vector<fs::path> f = image_files(class_dir);
+    if (f.empty()) {
+      fail("{}: no images (expected *.jpg, *.jpeg or *.png files; an empty class cannot be learnt)",
+           class_dir.string());
+    }
+    if (max_per_class > 0 && static_cast<int64_t>(f.size()) > max_per_class) {
+      f.resize(static_cast<std::size_t>(max_per_class));
+    }
+    for (fs::path& p : f) {
+      files.push_back(std::move(p));
+      labels.push_back(static_cast<int32_t>(k));
+    }
+  }
+}
+
 }  // namespace
 
 ImageFolderData load_image_folder(const fs::path& dir, const std::string& split,
@@ -109,43 +153,11 @@ ImageFolderData load_image_folder(const fs::path& dir, const std::string& split,
     fail("{}: max images per class must be 0 (all) or positive, got {}", split_dir.string(),
          options.max_per_class);
   }
-  std::error_code ec;
-  if (!fs::is_directory(split_dir, ec)) {
-    fail("{}: folder not found (expected {}/{{train,val}}/<class>/*.{{jpg,jpeg,png}})",
-         split_dir.string(), dir.string());
-  }
   ImageFolderData out;
-  out.classes = class_folders(split_dir);
-  if (out.classes.empty()) {
-    fail("{}: no class folders (expected {}/<class>/*.{{jpg,jpeg,png}})", split_dir.string(),
-         split_dir.string());
-  }
-  if (out.classes.size() == 1) {
-    fail("{}: one class folder ({}): a classifier needs at least two classes", split_dir.string(),
-         quote_input(out.classes.front(), 60));
-  }
-  const fs::path train_dir = dir / "train";
-  if (split != "train" && fs::is_directory(train_dir, ec)) {
-    check_same_classes(train_dir, class_folders(train_dir), split_dir, out.classes);
-  }
-
+  out.classes = split_classes(dir, split);
   std::vector<fs::path> files;
   std::vector<int32_t> labels;
-  for (std::size_t k = 0; k < out.classes.size(); ++k) {
-    const fs::path class_dir = split_dir / out.classes[k];
-    std::vector<fs::path> f = image_files(class_dir);
-    if (f.empty()) {
-      fail("{}: no images (expected *.jpg, *.jpeg or *.png files; an empty class cannot be learnt)",
-           class_dir.string());
-    }
-    if (options.max_per_class > 0 && static_cast<int64_t>(f.size()) > options.max_per_class) {
-      f.resize(static_cast<std::size_t>(options.max_per_class));
-    }
-    for (fs::path& p : f) {
-      files.push_back(std::move(p));
-      labels.push_back(static_cast<int32_t>(k));
-    }
-  }
+  list_images(split_dir, out.classes, options.max_per_class, files, labels);
 
   const auto n = static_cast<int64_t>(files.size());
   const int64_t s = options.input_size;
