@@ -80,7 +80,7 @@ def parse_args(argv=None):
                          "nnperf's loader)")
     ap.add_argument("--drop-last", action="store_true",
                     help="epoch mode: leave out each epoch's last partial batch (as nnperf's GPU "
-                         "trainer)")
+                         "trainer did before it trained short batches)")
     ap.add_argument("--cudnn-benchmark", action="store_true", help="torch.backends.cudnn.benchmark")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", default=None, metavar="FILE")

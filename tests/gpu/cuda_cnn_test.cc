@@ -386,6 +386,69 @@ TEST(CudaCnnTrainer, TrainingStepsMatchTheCpuTrainer) {
   expect_same_training("mobilenet_v2", Shape{4, 3, 32, 32}, 1e-3);
 }
 
+// An epoch's short last batch on a trainer planned for input[0] images: steps of input[0], then
+// short_n, then input[0] again, each against the CPU Trainer's on the same images and the GPU's
+// weights of that step (copied over: one ReLU input of another sign in a step moves its
+// gradients, and so the weights after it, by up to a few percent) where the model has no Dropout
+// (expect_same_step; the CPU replans for the short batch), else checked finite; the short step
+// also layer by layer (within 1e-4) on a CPU graph planned at its size, and its convolutions on
+// plans of their own.
+void expect_short_batch_training(const std::string& model, const Shape& input, int64_t short_n,
+                                 double grad) {
+  SCOPED_TRACE(model);
+  OptimizerOptions sgd;
+  sgd.name = "sgd";
+  sgd.lr = 0.01;
+  sgd.momentum = 0.9;
+  const Shape short_shape{short_n, input[1], input[2], input[3]};
+  Graph cpu_graph = built(model, 5), gpu_graph = built(model, 5), local = built(model, 5);
+  plan_model(find_model(model), gpu_graph, input, gpu_host_ctx());
+  plan_model(find_model(model), local, short_shape, training_ctx());
+  CudaCnnTrainer gpu(gpu_graph, sgd, "fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1", 0.0f,
+                     /*deterministic=*/true);
+  Trainer cpu(cpu_graph, make_optimizer(sgd), training_ctx());
+  const Tensor x = test::random_tensor(input, 31);
+  Tensor xs(short_shape);
+  std::copy(x.data(), x.data() + xs.numel(), xs.data());
+  std::vector<int32_t> labels(static_cast<std::size_t>(input[0]));
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>((7 * i + 2) % 10);
+  const bool dropout = has_dropout(gpu_graph);
+  const auto step = [&](const Tensor& images, std::span<const int32_t> l) {
+    gpu.download_params();
+    const std::vector<Param> from = gpu_graph.params(), to = local.params(), c = cpu_graph.params();
+    for (std::size_t i = 0; i < from.size(); ++i) {  // in place: the graphs keep their tensors
+      const std::span<const float> w = span_of(*from[i].value);
+      std::copy(w.begin(), w.end(), to[i].value->data());
+      std::copy(w.begin(), w.end(), c[i].value->data());
+    }
+    if (!dropout) return expect_same_step(model, cpu, cpu_graph, gpu, images, l, grad);
+    const BatchResult r = gpu.step(span_of(images), l);
+    EXPECT_EQ(r.count, static_cast<int64_t>(l.size()));
+    EXPECT_TRUE(std::isfinite(r.mean_loss()));
+  };
+  step(x, labels);
+  EXPECT_EQ(gpu.short_batch(), 0);
+  step(xs, std::span(labels).first(static_cast<std::size_t>(short_n)));
+  EXPECT_EQ(gpu.short_batch(), short_n);
+  const std::string table = layer_by_layer_mismatches(local, gpu, xs, 1e-4);
+  EXPECT_EQ(table, "") << "the short batch layer by layer, differing by more than 1e-4:\n" << table;
+  for (int n = 1; n < gpu_graph.size(); ++n) {  // the named algorithms serve both sizes
+    EXPECT_EQ(gpu.short_batch_algorithms(n), gpu.algorithms(n)) << gpu_graph.name(n);
+  }
+  step(x, labels);  // the planned batch's plans again
+  const std::vector<float> too_many(static_cast<std::size_t>(x.numel() / input[0] * (input[0] + 1)));
+  EXPECT_THROW(gpu.step(too_many, std::vector<int32_t>(static_cast<std::size_t>(input[0] + 1), 0)),
+               Error);
+}
+
+TEST(CudaCnnTrainer, AShortLastBatchTrainsAsTheCpuTrainerDoes) {
+  if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
+  // BatchNorm over 3 x 2 x 2 values in ResNet-18's last stage; Add, the adaptive pool, Linear.
+  expect_short_batch_training("resnet18", Shape{4, 3, 64, 64}, 3, 1e-3);
+  // One image: Linear at m = 1, Dropout's mask for one image, max pools.
+  expect_short_batch_training("vgg16", Shape{2, 3, 32, 32}, 1, 1e-3);
+}
+
 // Evaluation (BatchNorm on running statistics, a short batch) against the CPU Trainer on the GPU's
 // weights after two steps, and the optimizer state carried to a second trainer (as a resumed run
 // does through a checkpoint): its next step the first trainer's.

@@ -162,7 +162,7 @@ struct Session {
                plan_context(o, threads));
     schedule.base_lr = o.optimizer.lr;
     schedule.warmup_steps = o.warmup_steps;
-    schedule.total_steps = int64_t{o.epochs} * steps_per_epoch(o);
+    schedule.total_steps = int64_t{o.epochs} * train_loader.batches_per_epoch();
   }
   // Opened once the output folder exists (the log may live in it); appends to a log of the same
   // columns (validate refused any other file).
@@ -196,10 +196,6 @@ struct Session {
     ctx.time_conv = time_conv_ms;
     ctx.time_conv_backward = time_conv_backward_ms;
     return ctx;
-  }
-  int64_t steps_per_epoch(const CnnTrainOptions& o) const {
-    return o.device == Device::kCuda ? data.train.size() / o.batch_size
-                                     : train_loader.batches_per_epoch();
   }
   // --device cuda, once the graph holds the run's starting weights (and the CPU optimizer a
   // resumed run's state): the GPU trainer takes both over.
@@ -352,7 +348,6 @@ CnnEpochRecord train_epoch(Session& s, int epoch, int epochs, Progress& progress
   const int64_t t0 = now_ns();
   while (s.train_loader.next(s.x, s.labels)) {
     check_interrupt();
-    if (s.gpu && static_cast<int64_t>(s.labels.size()) < s.batch_size) continue;  // see run.json
     acc += s.step(s.x, s.labels);
     if (progress.is_bar()) {
       progress.update(fmt::format("epoch {}/{}", epoch, epochs), ++done,
@@ -395,16 +390,25 @@ void checkpoint_epoch(const CnnTrainOptions& o, Session& s, RunState& st, CnnEpo
   }
 }
 
-// What ran on the GPU: the device, each convolution's cuDNN algorithms, the images per epoch left
-// out (the last partial batch).
-nlohmann::json gpu_context(const CnnTrainOptions& o, const Session& s) {
+// Each convolution's cuDNN algorithms for the planned batch, or (short) for the short batch last
+// trained.
+nlohmann::json conv_algorithms(const Session& s, bool short_batch) {
   nlohmann::json algorithms = nlohmann::json::object();
   for (int n = 1; n < s.graph.size(); ++n) {
-    if (const std::string a = s.gpu->algorithms(n); !a.empty()) algorithms[s.graph.name(n)] = a;
+    const std::string a = short_batch ? s.gpu->short_batch_algorithms(n) : s.gpu->algorithms(n);
+    if (!a.empty()) algorithms[s.graph.name(n)] = a;
   }
+  return algorithms;
+}
+
+// What ran on the GPU: the device, each convolution's cuDNN algorithms, and an epoch's last,
+// short batch (its own plans: their algorithms are known once it has run, in final_results.json).
+nlohmann::json gpu_context(const CnnTrainOptions& o, const Session& s) {
+  nlohmann::json last = {{"images", s.data.train.size() % o.batch_size}};
+  if (s.gpu->short_batch() > 0) last["conv_algorithms"] = conv_algorithms(s, true);
   return {{"device", cuda::device_summary()},
-          {"conv_algorithms", algorithms},
-          {"images_left_out_per_epoch", s.data.train.size() % o.batch_size}};
+          {"conv_algorithms", conv_algorithms(s, false)},
+          {"short_last_batch", last}};
 }
 
 nlohmann::json run_context(const CnnTrainOptions& o, const Session& s, int threads) {
@@ -453,7 +457,9 @@ nlohmann::json run_context(const CnnTrainOptions& o, const Session& s, int threa
 }
 
 // --profile-one-step: unrecorded steps, then one step recorded per layer and phase (on the GPU by
-// CUDA events), written as one_step.json, one_step_trace.json and one_step_layers.csv.
+// CUDA events), written as one_step.json, one_step_trace.json and one_step_layers.csv. Every step
+// here is of --batch-size images (an epoch's short last batch is passed over): the recorded one is
+// of the size asked for, and the steps before it warm the same plans.
 nlohmann::json profile_one_step(const CnnTrainOptions& o, Session& s, const fs::path& dir,
                                 const nlohmann::json& context) {
   const int64_t before = int64_t{o.warmup_iters} + o.profile_iter - 1;
@@ -465,7 +471,7 @@ nlohmann::json profile_one_step(const CnnTrainOptions& o, Session& s, const fs::
         s.train_loader.start_epoch(++epoch);
         s.train_loader.next(s.x, s.labels);
       }
-    } while (s.gpu && static_cast<int64_t>(s.labels.size()) < s.batch_size);  // full batches
+    } while (static_cast<int64_t>(s.labels.size()) < s.batch_size);
   };
   for (int64_t i = 0; i < before; ++i) {
     check_interrupt();
@@ -583,9 +589,12 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
                             data.format, data.train.size(), data.test.size(), data.channels(),
                             data.side(), data.side(), s.schedule.describe()));
   if (s.gpu) {
-    progress.line(fmt::format(
-        "GPU: {}; full batches only: {} of each epoch's {} images (its shuffled last) left out",
-        cuda::device_summary(), data.train.size() % o.batch_size, data.train.size()));
+    const int64_t rest = data.train.size() % o.batch_size;
+    progress.line(fmt::format("GPU: {}{}", cuda::device_summary(),
+                              rest == 0 ? std::string()
+                                        : fmt::format("; each epoch's last batch of {} images "
+                                                      "gets cuDNN plans of its own",
+                                                      rest)));
   }
   if (o.profile_one_step) {
     const nlohmann::json phases = profile_one_step(o, s, r.out_dir, context);
@@ -614,7 +623,7 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
   s.to_host();
   write_checkpoint(weights, capture_weights(s.graph, {{"model", m.name}, {"dataset", data.name}}));
   summarize(r, st);
-  outputs.finish(final_results(r, s, st, context));
+  outputs.finish(final_results(r, s, st, s.gpu ? run_context(o, s, threads) : context));
   return r;
 }
 

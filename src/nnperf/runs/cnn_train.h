@@ -34,8 +34,8 @@ struct CnnTrainOptions {
   bool augment = true;
   std::string algorithm = "guess";  // conv algorithm: a name, guess or find
   // kCuda: every step on the GPU (train/cuda_cnn.h), `algorithm` in cuDNN's names
-  // (parse_cuda_conv_choice); full batches only (the trainer is planned for one batch size: an
-  // epoch's last, partial batch is left out and said so); evaluation and checkpoints as on the CPU.
+  // (parse_cuda_conv_choice); every image trained, an epoch's last, short batch with cuDNN plans
+  // of its own (CudaCnnTrainer::step); evaluation and checkpoints as on the CPU.
   Device device = Device::kCpu;
   bool deterministic = false;  // --device cuda: only algorithms cuDNN marks deterministic
   int save_every = 0;               // epoch_NNN checkpoints every N epochs (0: none)

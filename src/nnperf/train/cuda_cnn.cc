@@ -133,6 +133,13 @@ struct CudaCnnTrainer::Param {
   cuda::Buffer value, grad, s1, s2;  // s1: momentum buffer or Adam's m; s2: Adam's v
 };
 
+// A conv node's cuDNN plans for one batch size.
+struct CudaCnnTrainer::ConvPlans {
+  std::unique_ptr<cudnn::ConvForward> fwd;
+  std::unique_ptr<cudnn::ConvBackward> bwd_data, bwd_weights;
+  std::string alg_fwd, alg_data, alg_weights;
+};
+
 struct CudaCnnTrainer::Node {
   Kind kind = Kind::kFlatten;
   cuda::Buffer out, grad;
@@ -141,24 +148,31 @@ struct CudaCnnTrainer::Node {
   struct Sum {
     float* dst;        // the producer's gradient
     const float* src;  // the edge's scratch buffer
-    int64_t n;
+    int64_t n, planned_n;
   };
   std::vector<Sum> accumulate;
+  // The sizes the kernels are given, for the batch set_batch set (numel, mb, and shape, pool and
+  // gemm where the kind uses them), and their values at the planned batch.
   int64_t numel = 0, mb = 0;
-  std::unique_ptr<cudnn::ConvForward> fwd;
-  std::unique_ptr<cudnn::ConvBackward> bwd_data, bwd_weights;
-  std::string alg_fwd, alg_data, alg_weights;
+  BatchNormShape shape{};
+  PoolShape pool{};
+  GemmShape gemm{};
+  struct Sizes {
+    int64_t numel = 0, mb = 0;
+    BatchNormShape shape{};
+    PoolShape pool{};
+    GemmShape gemm{};
+  } planned;
+  std::unique_ptr<ConvPlans> conv, short_conv;  // the planned batch's, the short batch's
+  ConvPlans* plans = nullptr;                   // the one for the current batch
   Param* w = nullptr;  // conv/linear weight; BatchNorm gamma
   Param* b = nullptr;  // bias; BatchNorm beta
   BatchNorm2d* bn = nullptr;
   cuda::Buffer running_mean, running_var, save_mean, save_inv;  // save_*: doubles, 2 floats each
   cuda::Buffer eval_scale, eval_shift;  // BatchNorm on running statistics, as one affine map
-  BatchNormShape shape{};
-  PoolShape pool{};
   bool count_include_pad = true;
   cuda::Buffer argmax;  // int32 bit patterns, one per output
   const ActivationKernel* act = nullptr;
-  GemmShape gemm{};
   float keep = 1.0f;    // Dropout: 1 - p
   cuda::Buffer mask;    // Dropout: the last training forward's mask, 0 or 1 / keep
 };
@@ -170,8 +184,9 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
       opt_(optimizer),
       lr_(static_cast<float>(optimizer.lr)),
       label_smoothing_(label_smoothing),
-      deterministic_(deterministic) {
-  const CudaConvChoice choice = parse_cuda_conv_choice(conv_algorithm);
+      deterministic_(deterministic),
+      choice_(parse_cuda_conv_choice(conv_algorithm)) {
+  const CudaConvChoice& choice = choice_;
   if (deterministic && (choice.forward == "find" || choice.backward_data == "find" ||
                         choice.backward_weights == "find")) {
     throw UsageError(fmt::format(
@@ -199,36 +214,41 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
   nodes_.resize(static_cast<std::size_t>(graph.size()));
   nodes_[0] = std::make_unique<Node>();
   nodes_[0]->numel = graph.input_shape().numel();
+  nodes_[0]->mb = mb_;
+  nodes_[0]->planned = {nodes_[0]->numel, mb_, {}, {}, {}};
   nodes_[0]->out = cuda::Buffer(count(graph.input_shape()));
-  for (int n = 1; n < graph.size(); ++n) plan_node(n, choice);
+  for (int n = 1; n < graph.size(); ++n) plan_node(n);
   route_gradients();
+  batch_ = mb_;
 }
 
 CudaCnnTrainer::~CudaCnnTrainer() = default;
 
-// A conv node's cuDNN plans, each pass's algorithm as `choice` asks, chosen on the node's own
-// buffers (x: its input's output).
-void CudaCnnTrainer::plan_conv(Node& m, Conv2d& c, const std::string& name,
-                               const CudaConvChoice& choice, const float* x, const Shape& in,
-                               const Shape& out) {
-  const ConvProblem p = c.problem();
-  m.fwd = std::make_unique<cudnn::ConvForward>(
+// A conv node's cuDNN plans at batch mb, each pass's algorithm as --algorithm asks, chosen on the
+// node's own buffers (x: its input's output; their first mb images).
+std::unique_ptr<CudaCnnTrainer::ConvPlans> CudaCnnTrainer::plan_conv(Node& m, int n, int64_t mb) {
+  auto& c = dynamic_cast<Conv2d&>(graph_.layer(n));
+  ConvProblem p = c.problem();
+  p.mb = mb;
+  const float* x = nodes_[static_cast<std::size_t>(m.inputs[0])]->out.data();
+  auto r = std::make_unique<ConvPlans>();
+  r->fwd = std::make_unique<cudnn::ConvForward>(
       p, std::span<const float>(c.weight().data(), count(c.weight().shape())));
-  m.alg_fwd =
-      choose_cudnn_forward(*m.fwd, p, name, choice.forward, false, x, m.out.data()).algorithm;
-  m.bwd_data = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardData);
-  m.bwd_weights = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardWeights);
-  cuda::Buffer dx(count(in));
-  m.alg_data = choose_backward(*m.bwd_data, p, ConvPass::kBackwardData, choice.backward_data,
-                               deterministic_, m.w->value.data(), m.grad.data(), dx.data());
-  m.alg_weights =
-      choose_backward(*m.bwd_weights, p, ConvPass::kBackwardWeights, choice.backward_weights,
+  r->alg_fwd = choose_cudnn_forward(*r->fwd, p, graph_.name(n), choice_.forward, false, x,
+                                    m.out.data())
+                   .algorithm;
+  r->bwd_data = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardData);
+  r->bwd_weights = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardWeights);
+  cuda::Buffer dx(static_cast<std::size_t>(p.src_numel()));
+  r->alg_data = choose_backward(*r->bwd_data, p, ConvPass::kBackwardData, choice_.backward_data,
+                                deterministic_, m.w->value.data(), m.grad.data(), dx.data());
+  r->alg_weights =
+      choose_backward(*r->bwd_weights, p, ConvPass::kBackwardWeights, choice_.backward_weights,
                       deterministic_, x, m.grad.data(), m.w->grad.data());
-  m.shape = {out[0], out[1], out[2] * out[3]};
-  if (!c.has_bias()) m.b = nullptr;
+  return r;
 }
 
-void CudaCnnTrainer::plan_node(int n, const CudaConvChoice& choice) {
+void CudaCnnTrainer::plan_node(int n) {
   auto node = std::make_unique<Node>();
   Node& m = *node;
   Layer& layer = graph_.layer(n);
@@ -251,11 +271,13 @@ void CudaCnnTrainer::plan_node(int n, const CudaConvChoice& choice) {
   }
   m.w = mine.size() > 0 ? mine[0] : nullptr;
   m.b = mine.size() > 1 ? mine[1] : nullptr;
-  const float* x = nodes_[static_cast<std::size_t>(m.inputs[0])]->out.data();
   const Shape& in = graph_.output_shape(m.inputs[0]);
   switch (m.kind) {
     case Kind::kConv:
-      plan_conv(m, dynamic_cast<Conv2d&>(layer), graph_.name(n), choice, x, in, shape);
+      m.shape = {shape[0], shape[1], shape[2] * shape[3]};
+      if (!dynamic_cast<Conv2d&>(layer).has_bias()) m.b = nullptr;
+      m.conv = plan_conv(m, n, mb_);
+      m.plans = m.conv.get();
       break;
     case Kind::kBatchNorm: {
       m.bn = &dynamic_cast<BatchNorm2d&>(layer);
@@ -298,7 +320,28 @@ void CudaCnnTrainer::plan_node(int n, const CudaConvChoice& choice) {
     case Kind::kRelu6:
       break;
   }
+  m.planned = {m.numel, m.mb, m.shape, m.pool, m.gemm};
   nodes_[static_cast<std::size_t>(n)] = std::move(node);
+}
+
+void CudaCnnTrainer::set_batch(int64_t mb) {
+  if (mb == batch_) return;
+  // Every batch-dependent size is a multiple of the planned batch (or 0 where unused).
+  const auto scaled = [&](int64_t planned) { return planned / mb_ * mb; };
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    Node& m = *nodes_[n];
+    m.numel = scaled(m.planned.numel);
+    m.mb = mb;
+    m.shape.mb = scaled(m.planned.shape.mb);
+    m.pool.planes = scaled(m.planned.pool.planes);
+    m.gemm.m = scaled(m.planned.gemm.m);
+    for (Node::Sum& a : m.accumulate) a.n = scaled(a.planned_n);
+    if (m.kind != Kind::kConv || n == 0) continue;
+    if (mb != mb_ && mb != short_mb_) m.short_conv = plan_conv(m, static_cast<int>(n), mb);
+    m.plans = mb == mb_ ? m.conv.get() : m.short_conv.get();
+  }
+  if (mb != mb_) short_mb_ = mb;
+  batch_ = mb;
 }
 
 // Graph's routing (Graph::gradient_routing) on device buffers: a node's first consumer in
@@ -322,7 +365,8 @@ void CudaCnnTrainer::route_gradients() {
       }
       float* t = scratch_[static_cast<std::size_t>(route)].data();
       m.d_src.push_back(t);
-      m.accumulate.push_back({producer.grad.data(), t, static_cast<int64_t>(producer.grad.size())});
+      const auto n = static_cast<int64_t>(producer.grad.size());
+      m.accumulate.push_back({producer.grad.data(), t, n, n});
     }
   }
 }
@@ -341,7 +385,7 @@ void CudaCnnTrainer::forward_node(int n, bool training) {
   float* y = m.out.data();
   switch (m.kind) {
     case Kind::kConv:
-      m.fwd->run_with(m.alg_fwd, x, m.w->value.data(), y);
+      m.plans->fwd->run_with(m.plans->alg_fwd, x, m.w->value.data(), y);
       if (m.b != nullptr) cuda_kernels::channel_affine(m.shape, y, nullptr, m.b->value.data(), y);
       break;
     case Kind::kBatchNorm:
@@ -404,7 +448,7 @@ void CudaCnnTrainer::forward_node(int n, bool training) {
         break;
       }
       cuda_kernels::dropout_forward(x, y, m.mask.data(), m.numel, m.keep, dropout_seed(n),
-                                    static_cast<uint64_t>(steps_ * m.numel));
+                                    static_cast<uint64_t>(steps_ * m.planned.numel));
       break;
   }
 }
@@ -416,8 +460,8 @@ void CudaCnnTrainer::backward_node(int n) {
   float* dx = m.d_src[0];
   switch (m.kind) {
     case Kind::kConv:
-      if (dx != nullptr) m.bwd_data->run_on(m.alg_data, m.w->value.data(), dy, dx);
-      m.bwd_weights->run_on(m.alg_weights, x, dy, m.w->grad.data());
+      if (dx != nullptr) m.plans->bwd_data->run_on(m.plans->alg_data, m.w->value.data(), dy, dx);
+      m.plans->bwd_weights->run_on(m.plans->alg_weights, x, dy, m.w->grad.data());
       if (m.b != nullptr) cuda_kernels::channel_sum(m.shape, dy, m.b->grad.data());
       break;
     case Kind::kBatchNorm:
@@ -524,29 +568,31 @@ void CudaCnnTrainer::update() {
 }
 
 BatchResult CudaCnnTrainer::step(std::span<const float> x, std::span<const int32_t> labels) {
-  NNPERF_CHECK(static_cast<int64_t>(x.size()) == nodes_[0]->numel, "{} input values, planned {}",
-               x.size(), nodes_[0]->numel);
-  NNPERF_CHECK(static_cast<int64_t>(labels.size()) == mb_, "{} labels for a batch of {}",
-               labels.size(), mb_);
+  const auto mb = static_cast<int64_t>(labels.size());
+  const int64_t per_image = nodes_[0]->planned.numel / mb_;
+  NNPERF_CHECK(mb >= 1 && mb <= mb_ && static_cast<int64_t>(x.size()) == mb * per_image,
+               "{} input values and {} labels for a planned batch of {} x {}", x.size(), mb, mb_,
+               per_image);
   for (const int32_t l : labels) {
     if (l < 0 || l >= classes_) fail("label {} outside [0, {})", l, classes_);
   }
-  nodes_[0]->out.upload(x);
-  label_bits_.assign(static_cast<std::size_t>(mb_), 0.0f);  // int32 bit patterns in floats
+  set_batch(mb);
+  nodes_[0]->out.upload_prefix(x);
+  label_bits_.assign(static_cast<std::size_t>(mb), 0.0f);  // int32 bit patterns in floats
   std::memcpy(label_bits_.data(), labels.data(), labels.size() * sizeof(int32_t));
-  labels_.upload(label_bits_);
+  labels_.upload_prefix(label_bits_);
   mark(StepPhase::kForward, true);
   forward(true);
   mark(StepPhase::kForward, false);
   mark(StepPhase::kLoss, true);
   Node& last = *nodes_.back();
   const LossResult r = cuda_kernels::softmax_cross_entropy(
-      last.out.data(), reinterpret_cast<const int32_t*>(labels_.data()), mb_, classes_,
-      last.grad.data(), 1.0f / static_cast<float>(mb_), label_smoothing_);
+      last.out.data(), reinterpret_cast<const int32_t*>(labels_.data()), mb, classes_,
+      last.grad.data(), 1.0f / static_cast<float>(mb), label_smoothing_);
   mark(StepPhase::kLoss, false);
   if (!std::isfinite(r.loss_sum)) {
     throw DivergenceError(fmt::format("training diverged at step {}: loss is {} on the GPU",
-                                      steps_ + 1, r.loss_sum / static_cast<double>(mb_)));
+                                      steps_ + 1, r.loss_sum / static_cast<double>(mb)));
   }
   mark(StepPhase::kBackward, true);
   backward();
@@ -555,7 +601,7 @@ BatchResult CudaCnnTrainer::step(std::span<const float> x, std::span<const int32
   update();
   mark(StepPhase::kOptimizer, false);
   cuda::synchronize();
-  return BatchResult{r.loss_sum, r.correct, mb_};
+  return BatchResult{r.loss_sum, r.correct, mb};
 }
 
 // BatchNorm in evaluation: y = gamma (x - running mean) / sqrt(running var + eps) + beta as
@@ -581,7 +627,7 @@ void CudaCnnTrainer::prepare_evaluation() {
 
 BatchResult CudaCnnTrainer::evaluate(std::span<const float> x, std::span<const int32_t> labels) {
   const auto n = static_cast<int64_t>(labels.size());
-  const int64_t per_image = nodes_[0]->numel / mb_;
+  const int64_t per_image = nodes_[0]->planned.numel / mb_;
   NNPERF_CHECK(n >= 1 && n <= mb_ && static_cast<int64_t>(x.size()) == n * per_image,
                "{} input values and {} labels for a planned batch of {} x {}", x.size(), n, mb_,
                per_image);
@@ -589,6 +635,7 @@ BatchResult CudaCnnTrainer::evaluate(std::span<const float> x, std::span<const i
     if (l < 0 || l >= classes_) fail("label {} outside [0, {})", l, classes_);
   }
   if (eval_ready_at_ != steps_) prepare_evaluation();
+  set_batch(mb_);
   // A short batch fills the first n images; the rest keep their last contents, which no image's
   // result depends on in evaluation (every layer works per image).
   eval_input_.resize(static_cast<std::size_t>(nodes_[0]->numel));
@@ -656,21 +703,28 @@ void CudaCnnTrainer::download_params() {
   }
 }
 
+// A node buffer's part that holds the current batch.
+std::vector<float> CudaCnnTrainer::batch_part(const Node& m, cuda::Buffer Node::*buffer) {
+  std::vector<float> v = cuda::to_host(m.*buffer);
+  v.resize(static_cast<std::size_t>(m.numel));
+  return v;
+}
+
 std::vector<float> CudaCnnTrainer::node_output(int n) const {
   NNPERF_CHECK(n >= 0 && n < static_cast<int>(nodes_.size()), "node {} of {}", n, nodes_.size());
-  return cuda::to_host(nodes_[static_cast<std::size_t>(n)]->out);
+  return batch_part(*nodes_[static_cast<std::size_t>(n)], &Node::out);
 }
 
 std::vector<float> CudaCnnTrainer::node_grad(int n) const {
   NNPERF_CHECK(n >= 1 && n < static_cast<int>(nodes_.size()), "node {} of {}", n, nodes_.size());
-  return cuda::to_host(nodes_[static_cast<std::size_t>(n)]->grad);
+  return batch_part(*nodes_[static_cast<std::size_t>(n)], &Node::grad);
 }
 
 std::vector<float> CudaCnnTrainer::dropout_mask(int n) const {
   NNPERF_CHECK(n >= 1 && n < static_cast<int>(nodes_.size()) &&
                    nodes_[static_cast<std::size_t>(n)]->kind == Kind::kDropout,
                "node {} is not a Dropout", n);
-  return cuda::to_host(nodes_[static_cast<std::size_t>(n)]->mask);
+  return batch_part(*nodes_[static_cast<std::size_t>(n)], &Node::mask);
 }
 
 std::vector<float> CudaCnnTrainer::param_grad(std::size_t i) const {
@@ -681,7 +735,15 @@ std::vector<float> CudaCnnTrainer::param_grad(std::size_t i) const {
 std::string CudaCnnTrainer::algorithms(int node) const {
   const Node& m = *nodes_[static_cast<std::size_t>(node)];
   if (m.kind != Kind::kConv) return "";
-  return fmt::format("fwd={},bwd_data={},bwd_weights={}", m.alg_fwd, m.alg_data, m.alg_weights);
+  return fmt::format("fwd={},bwd_data={},bwd_weights={}", m.conv->alg_fwd, m.conv->alg_data,
+                     m.conv->alg_weights);
+}
+
+std::string CudaCnnTrainer::short_batch_algorithms(int node) const {
+  const Node& m = *nodes_[static_cast<std::size_t>(node)];
+  if (m.kind != Kind::kConv || !m.short_conv) return "";
+  const ConvPlans& c = *m.short_conv;
+  return fmt::format("fwd={},bwd_data={},bwd_weights={}", c.alg_fwd, c.alg_data, c.alg_weights);
 }
 
 }  // namespace nnperf

@@ -58,9 +58,13 @@ class CudaCnnTrainer {
   CudaCnnTrainer(const CudaCnnTrainer&) = delete;
   CudaCnnTrainer& operator=(const CudaCnnTrainer&) = delete;
 
-  // One step on a batch of the planned shape ([mb, C, H, W], host memory) and labels in
-  // [0, classes); returns once the device has finished. Throws DivergenceError when the loss is
-  // not finite.
+  // One step on n <= the planned batch of images ([n, C, H, W], host memory) and their labels in
+  // [0, classes); returns once the device has finished. A batch shorter than the planned one (an
+  // epoch's last) trains on its n images only: every kernel works on the buffers' first n images
+  // (BatchNorm's statistics, the loss's mean over n), and the convolutions get cuDNN plans of
+  // their own for that size, made at its first step as the constructor made the planned size's
+  // (the same --algorithm; find times cuDNN's algorithms again at that shape) and kept until a
+  // step of another short size. Throws DivergenceError when the loss is not finite.
   BatchResult step(std::span<const float> x, std::span<const int32_t> labels);
   // Evaluation on n <= the planned batch of images ([n, C, H, W], host memory): BatchNorm on its
   // running statistics; the loss (with the trainer's label smoothing) and accuracy computed on the
@@ -81,8 +85,11 @@ class CudaCnnTrainer {
   // (Graph::params() order), read back from the device (for checks against the CPU Trainer).
   std::vector<float> node_output(int n) const;
   std::vector<float> node_grad(int n) const;  // dL/d node n's output, of the last backward
+  // Node outputs, gradients and masks are those of the last step's (or evaluation's) batch: its
+  // images only, when it was short.
   // Dropout node n's mask of the last training forward (0 or 1 / (1 - p) per element): draws
-  // (step - 1) * elements onwards of the node's seed, kernels/counter_rng.h.
+  // (step - 1) * E onwards of the node's seed (kernels/counter_rng.h), E the node's elements at
+  // the planned batch (a short batch uses the start of its step's range).
   std::vector<float> dropout_mask(int n) const;
   std::vector<float> param_grad(std::size_t i) const;
   // Hooks around every node's forward and backward and around the step's four phases, called as
@@ -92,15 +99,22 @@ class CudaCnnTrainer {
     layer_hook_ = layers;
     step_hook_ = phases;
   }
-  // The cuDNN algorithms chosen per conv node: "fwd=..,bwd_data=..,bwd_weights=..".
+  // The cuDNN algorithms chosen per conv node: "fwd=..,bwd_data=..,bwd_weights=..", for the
+  // planned batch; short_batch_algorithms for the short batch last trained ("" before one), and
+  // its size (0 before one).
   std::string algorithms(int node) const;
+  std::string short_batch_algorithms(int node) const;
+  int64_t short_batch() const { return short_mb_; }
 
  private:
   struct Node;
   struct Param;
-  void plan_node(int n, const CudaConvChoice& choice);
-  void plan_conv(Node& m, Conv2d& conv, const std::string& name, const CudaConvChoice& choice,
-                 const float* x, const Shape& in, const Shape& out);
+  struct ConvPlans;
+  void plan_node(int n);
+  std::unique_ptr<ConvPlans> plan_conv(Node& m, int n, int64_t mb);
+  // Sizes every node's kernels for a batch of mb <= the planned one (see step()).
+  void set_batch(int64_t mb);
+  static std::vector<float> batch_part(const Node& m, cuda::Buffer Node::*buffer);
   void route_gradients();
   void forward(bool training);
   void forward_node(int n, bool training);
@@ -114,7 +128,10 @@ class CudaCnnTrainer {
   OptimizerOptions opt_;
   float lr_, label_smoothing_;
   bool deterministic_;
+  CudaConvChoice choice_;
   int64_t steps_ = 0, mb_ = 0, classes_ = 0;
+  int64_t batch_ = 0;     // the batch the nodes are sized for now (set_batch)
+  int64_t short_mb_ = 0;  // the size the nodes' short-batch conv plans were made for (0: none)
   int64_t eval_ready_at_ = -1;  // steps_ when BatchNorm's evaluation maps were last computed
   std::vector<float> eval_input_;
   GraphHook* layer_hook_ = nullptr;
