@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "nnperf/analysis/roofline.h"
 #include "nnperf/core/error.h"
 #include "test_util.h"
 
@@ -529,6 +530,40 @@ TEST(NcuJson, ZeroBytesAndZeroTimeAreFlaggedNotInfinite) {
   EXPECT_EQ(doc["records"][0]["bound"], "compute");  // 20 FLOPs, no DRAM traffic
   EXPECT_EQ(doc["records"][0]["attainable_gflops"].get<double>(), kPeakGflops);
   EXPECT_NO_THROW((void)doc.dump());
+}
+
+// ffma collected without fmul and fadd: fp32 FLOPs (2 fma + mul + add) cannot be computed. The
+// import says once which counters are missing, and the roofline's note counts the launches left
+// out by what they lack.
+TEST(NcuMissing, AFlopCounterSetCollectedInPartIsNamedOnce) {
+  auto rows = minimal("0", "1");
+  rows.resize(3);  // DRAM, time, ffma
+  auto second = minimal("1", "2");
+  second.resize(3);
+  rows.insert(rows.end(), second.begin(), second.end());
+  const NcuImport imp = parse_ncu_csv(details(rows), "t.csv");
+  ASSERT_EQ(imp.launches.size(), 2u);
+  EXPECT_TRUE(std::isnan(imp.launches[0].flops));
+  EXPECT_TRUE(has_flag(imp.launches[0], "fp32_flops_missing"));
+  int named = 0;
+  for (const std::string& w : imp.warnings) {
+    if (w.find("fp32 FLOPs are 2 fma + mul + add") == std::string::npos) continue;
+    ++named;
+    EXPECT_NE(w.find("has sm__sass_thread_inst_executed_op_ffma_pred_on.sum but not "
+                     "sm__sass_thread_inst_executed_op_fmul_pred_on.sum, "
+                     "sm__sass_thread_inst_executed_op_fadd_pred_on.sum"),
+              std::string::npos)
+        << w;
+  }
+  EXPECT_EQ(named, 1);
+  // A complete set says nothing of the kind.
+  for (const std::string& w : parse_ncu_csv(details(minimal("0", "1")), "t.csv").warnings)
+    EXPECT_EQ(w.find("FLOPs are"), std::string::npos) << w;
+  std::vector<std::string> notes;
+  EXPECT_TRUE(ncu_roofline_points(imp, notes).empty());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("2 of 2 launches are not points (2 without FLOPs:"), std::string::npos)
+      << notes[0];
 }
 
 // ---- the independent reference ----

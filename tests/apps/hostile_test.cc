@@ -131,7 +131,11 @@ TEST(Hostile, ParserErrorsSayWhatWasExpectedAndNameTheCommandAsTyped) {
            {"profile --model resnet18 --sizes 16 --num-sizes 4", "--num-sizes: describes the range --min-size..--max-size"},
            {"train --model resnet18 --synthetic --init-weights /dev/null", "--init-weights /dev/null: not a regular file"},
            {"profile --model resnet18 --pass train --stage sanity --sizes 64,32 --output-dir x",
-            "at input size 32 layer4.0.bn1's output is 1x1 per channel, and BatchNorm cannot train"},
+            "at input size 32 resnet18's layer4.0.bn1 output is 1x1 per channel, and BatchNorm cannot train"},
+           {"sweep plan --profile --models resnet18 --algorithms gemm --pass train --sizes 64,32 --out-dir x",
+            "--pass train --batch-size 1: at input size 32 resnet18's layer4.0.bn1 output is 1x1"},
+           {"sweep plan --train --models resnet18 --batch-sizes 4,1 --input-size 32 --out-dir x",
+            "--batch-sizes 1: at input size 32 resnet18's layer4.0.bn1 output is 1x1 per channel"},
            // Nothing measured or checked is a failure, not a success with an empty table.
            {"verify conv2d --problem mb1ic16ih16oc16kh3sh2ph1 --algorithm winograd",
             "no algorithm was checked on this problem: every one was skipped"},

@@ -6,6 +6,7 @@
 #include "nnperf/analysis/ncu.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -920,8 +921,37 @@ void classify_metrics(const Reading& r, NcuImport& imp) {
   imp.utilisation_only = !has_counter && !r.pct_metrics.empty();
 }
 
+// A precision whose FLOP counters are only partly in the file (ffma without fmul and fadd, say):
+// its FLOPs (2 fma + mul + add) cannot be computed, so every launch's are missing; named here once.
+void flop_counter_warnings(const Reading& r, const std::string& path, NcuImport& imp) {
+  std::set<std::string, std::less<>> seen;
+  for (const RawLaunch& l : r.launches) {
+    for (const auto& [metric, cell] : l.cells) seen.insert(metric);
+  }
+  for (std::size_t p = 0; p < kPrecisionLetters.size(); ++p) {
+    std::vector<std::string> have, lack;
+    for (const char* op : kOps) {
+      std::string found;
+      for (const char* u : kUnitPrefixes) {
+        if (seen.count(flop_metric(u, kPrecisionLetters[p], op)) > 0) found = flop_metric(u, kPrecisionLetters[p], op);
+      }
+      if (found.empty()) {
+        lack.push_back(flop_metric(kUnitPrefixes[0], kPrecisionLetters[p], op));
+      } else {
+        have.push_back(found);
+      }
+    }
+    if (have.empty() || lack.empty()) continue;
+    add_warning(imp, fmt::format("{}: {} FLOPs are 2 fma + mul + add thread instructions; the file "
+                                 "has {} but not {}, so no launch has {} FLOPs ({})",
+                                 path, kPrecisionNames[p], fmt::join(have, ", "),
+                                 fmt::join(lack, ", "), kPrecisionNames[p], kMetricsHint));
+  }
+}
+
 void reading_warnings(const RecordReader& rd, const Reading& r, const std::string& path,
                       NcuImport& imp) {
+  flop_counter_warnings(r, path, imp);
   if (rd.skipped() > 0) {
     add_warning(imp, fmt::format("{}:{}: {} line(s) of ncu's own output (==PROF==, ==WARNING==) "
                                  "after the header were skipped",

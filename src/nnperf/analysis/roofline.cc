@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -417,10 +418,13 @@ std::vector<RooflinePoint> ncu_roofline_points(const NcuImport& import,
                                                std::vector<std::string>& notes) {
   std::vector<RooflinePoint> points;
   std::size_t skipped = 0;
+  std::array<std::size_t, 3> without{};  // FLOPs, DRAM bytes, time: n/a, zero or not collected
+  const auto usable = [](double v) { return std::isfinite(v) && v > 0; };
   for (const NcuLaunch& l : import.launches) {
-    if (!(std::isfinite(l.flops) && l.flops > 0 && std::isfinite(l.dram_bytes) &&
-          l.dram_bytes > 0 && std::isfinite(l.time_s) && l.time_s > 0)) {
+    const std::array<bool, 3> has = {usable(l.flops), usable(l.dram_bytes), usable(l.time_s)};
+    if (!(has[0] && has[1] && has[2])) {
       ++skipped;
+      for (std::size_t i = 0; i < has.size(); ++i) without[i] += has[i] ? 0 : 1;
       continue;
     }
     RooflinePoint p;
@@ -438,10 +442,15 @@ std::vector<RooflinePoint> ncu_roofline_points(const NcuImport& import,
     points.push_back(std::move(p));
   }
   if (skipped > 0) {
-    notes.push_back(
-        fmt::format("{}: {} of {} launches have no FLOPs, DRAM bytes or time (n/a, zero or not "
-                    "collected) and are not points",
-                    import.path, skipped, import.launches.size()));
+    constexpr std::array<const char*, 3> kWhat = {"FLOPs", "DRAM bytes", "time"};
+    std::vector<std::string> reasons;
+    for (std::size_t i = 0; i < without.size(); ++i) {
+      if (without[i] > 0) reasons.push_back(fmt::format("{} without {}", without[i], kWhat[i]));
+    }
+    notes.push_back(fmt::format(
+        "{}: {} of {} launches are not points ({}: n/a, zero or not collected; the import's "
+        "warnings say which counters are missing)",
+        import.path, skipped, import.launches.size(), fmt::join(reasons, ", ")));
   }
   return points;
 }

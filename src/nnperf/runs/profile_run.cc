@@ -254,23 +254,33 @@ void check_largest_size_memory(const ProfileOptions& o, const ModelEntry& model)
   check_memory(bytes < 9e18 ? static_cast<int64_t>(bytes) : -1, what);
 }
 
-// Training normalises each BatchNorm channel over batch x height x width values: one value (batch
-// 1 where a layer's output is 1x1) has no variance. Refused before the sweep, from the smallest
-// size's shapes, not at that size's turn.
+// One value (batch 1 where a layer's output is 1x1) has no variance. The profiler refuses it
+// before the sweep, from the smallest size's shapes, not at that size's turn.
 void check_train_batch(const ProfileOptions& o, const ModelEntry& model) {
-  if (o.pass != "train" || o.batch_size > 1) return;
-  const int64_t smallest = *std::min_element(o.sizes.begin(), o.sizes.end());
-  const ModelComplexity c = model_complexity(model.name, smallest, o.batch_size, {}, {});
+  if (o.pass != "train") return;
+  check_batchnorm_trains(model.name, *std::min_element(o.sizes.begin(), o.sizes.end()),
+                         o.batch_size, fmt::format("--pass train --batch-size {}", o.batch_size),
+                         "give --batch-size 2 or more, or larger --sizes");
+}
+
+}  // namespace
+
+void check_batchnorm_trains(const std::string& model, int64_t size, int64_t batch,
+                            const std::string& flags, const std::string& remedy) {
+  if (batch > 1) return;
+  const ModelComplexity c = model_complexity(model, size, batch, {}, {});
   for (const LayerComplexity& l : c.layers) {
     const Shape& s = l.output_shape;
     if (l.type == "BatchNorm2d" && s.rank() == 4 && s[2] * s[3] <= 1) {
       throw UsageError(fmt::format(
-          "--pass train --batch-size {}: at input size {} {}'s output is {}x{} per channel, and BatchNorm "
-          "cannot train on one value per channel; give --batch-size 2 or more, or larger --sizes",
-          o.batch_size, smallest, l.name, s[2], s[3]));
+          "{}: at input size {} {}'s {} output is {}x{} per channel, and BatchNorm cannot train on "
+          "one value per channel; {}",
+          flags, size, model, l.name, s[2], s[3], remedy));
     }
   }
 }
+
+namespace {
 
 void validate_sweep(ProfileOptions& o, const ModelEntry& model) {
   if (o.resume && o.overwrite) {

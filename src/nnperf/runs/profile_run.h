@@ -59,6 +59,13 @@ struct ProfileResult {
 void apply_stage(ProfileOptions& o);
 ProfileResult run_profile(ProfileOptions options);
 
+// Training normalises each BatchNorm channel over batch x height x width values: throws
+// UsageError "<flags>: at input size S <model>'s <node> output is 1x1 per channel, ...; <remedy>"
+// when one of `model`'s BatchNorm layers would see one value per channel at that size and batch
+// (none with a batch above 1). Read from the model's shapes; nothing is built or allocated.
+void check_batchnorm_trains(const std::string& model, int64_t size, int64_t batch,
+                            const std::string& flags, const std::string& remedy);
+
 // `nnperf status [DIR]`: one line per sweep folder found under DIR (recursively): model,
 // algorithm, sizes done / planned, state, last update.
 std::string profile_status(const std::filesystem::path& dir);

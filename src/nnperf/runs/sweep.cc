@@ -137,6 +137,11 @@ nlohmann::json profile_cells(const SweepPlanOptions& o) {
   const auto counts = count_models(o.models);
   for (const auto& m : o.models) {
     for (int64_t s : po.sizes) check_model_size(m, s, "--sizes");
+    if (train) {  // what each cell's profile would refuse, refused before any cell is queued
+      check_batchnorm_trains(m, *std::min_element(po.sizes.begin(), po.sizes.end()), o.batch_size,
+                             fmt::format("--pass train --batch-size {}", o.batch_size),
+                             "give --batch-size 2 or more, or larger --sizes");
+    }
     const FlopsModel& f = counts.at(m);
     for (const auto& a : o.algorithms) {
       for (std::size_t i0 = 0; i0 < po.sizes.size(); i0 += static_cast<std::size_t>(per_cell)) {
@@ -180,6 +185,8 @@ nlohmann::json train_cells(const SweepPlanOptions& o) {
     const int64_t size = o.input_size > 0 ? o.input_size : f.default_size;
     check_model_size(m, size, "--input-size");
     for (int64_t b : o.batch_sizes) {
+      check_batchnorm_trains(m, size, b, fmt::format("--batch-sizes {}", b),
+                             "give batch sizes of 2 or more, or a larger --input-size");
       for (int t : threads) {
         const std::string name = fmt::format("{}_b{}_t{}", m, b, t);
         nlohmann::json args = {"train", "--model", m, "--synthetic", "--iters", std::to_string(o.iters),
