@@ -27,6 +27,8 @@
 #include <vector>
 
 #include "nnperf/core/cpu.h"
+#include "nnperf/core/error.h"
+#include "nnperf/core/interrupt.h"
 #include "nnperf/core/workspace.h"
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/kernels/conv/fft_internal.h"
@@ -387,6 +389,21 @@ TEST(ConvFft, PlansAreMadeAtPackTime) {
     if (std::string(name) == "fft") {
       EXPECT_EQ(after_pack, before + 1);  // a transform size no other test uses
     }
+  }
+}
+
+// Packing a large layer's filters takes over a second (VGG-16's 64x64 filters as 226x226
+// spectra): Ctrl-C is honoured between output channels, the packing stops with InterruptedError.
+TEST(ConvFft, PackingStopsAtCtrlC) {
+  const ConvProblem p = parse_conv_problem("mb1ic4ih20oc3kh3ph1");
+  for (const char* name : kBoth) {
+    const ConvAlgorithm& algo = find_conv(name);
+    const std::vector<float> wei = test::random_vector(p.wei_numel(), 1200);
+    std::vector<float> packed(algo.packed_weights_floats(p));
+    request_interrupt();
+    EXPECT_THROW(algo.pack_weights(p, wei.data(), packed.data()), InterruptedError) << name;
+    clear_interrupt();
+    EXPECT_NO_THROW(algo.pack_weights(p, wei.data(), packed.data())) << name;
   }
 }
 

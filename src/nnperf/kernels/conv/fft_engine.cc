@@ -21,6 +21,7 @@
 
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
+#include "nnperf/core/interrupt.h"
 #include "nnperf/kernels/conv/conv_internal.h"
 #include "nnperf/kernels/conv/fft_internal.h"
 #include "nnperf/kernels/conv/fft_mac_impl.h"
@@ -305,6 +306,9 @@ void pack_weights(const ConvProblem& p, const Geometry& geo, const float* wei, f
   FftwComplex spec = alloc_complex(geo.freqs);
   const double scale = 1.0 / static_cast<double>(geo.th * geo.tw);
   for (int64_t o = 0; o < p.oc; ++o) {
+    // A safe point for Ctrl-C (one thread here, nothing shared half-written): the whole packing
+    // of a large layer (VGG-16's 64x64 filters as 226x226 spectra) takes over a second.
+    check_interrupt();
     const int64_t grp = o / ocg, ol = o % ocg;
     for (int64_t c = 0; c < icg; ++c) {
       float* buf = real.get();
