@@ -254,15 +254,6 @@ void check_largest_size_memory(const ProfileOptions& o, const ModelEntry& model)
   check_memory(bytes < 9e18 ? static_cast<int64_t>(bytes) : -1, what);
 }
 
-// One value (batch 1 where a layer's output is 1x1) has no variance. The profiler refuses it
-// before the sweep, from the smallest size's shapes, not at that size's turn.
-void check_train_batch(const ProfileOptions& o, const ModelEntry& model) {
-  if (o.pass != "train") return;
-  check_batchnorm_trains(model.name, *std::min_element(o.sizes.begin(), o.sizes.end()),
-                         o.batch_size, fmt::format("--pass train --batch-size {}", o.batch_size),
-                         "give --batch-size 2 or more, or larger --sizes");
-}
-
 }  // namespace
 
 void check_batchnorm_trains(const std::string& model, int64_t size, int64_t batch,
@@ -278,6 +269,15 @@ void check_batchnorm_trains(const std::string& model, int64_t size, int64_t batc
           flags, size, model, l.name, s[2], s[3], remedy));
     }
   }
+}
+
+// One value (batch 1 where a layer's output is 1x1) has no variance. The profiler refuses it
+// before the sweep, from the smallest size's shapes, not at that size's turn.
+void check_profile_train_batch(const std::string& model, const std::vector<int64_t>& sizes,
+                               int64_t batch) {
+  check_batchnorm_trains(model, *std::min_element(sizes.begin(), sizes.end()), batch,
+                         fmt::format("--pass train --batch-size {}", batch),
+                         "give --batch-size 2 or more, or larger --sizes");
 }
 
 namespace {
@@ -310,7 +310,7 @@ void validate_sweep(ProfileOptions& o, const ModelEntry& model) {
     }
   }
   check_largest_size_memory(o, model);
-  check_train_batch(o, model);
+  if (o.pass == "train") check_profile_train_batch(model.name, o.sizes, o.batch_size);
   if (o.machine.empty()) o.machine = hostname();
   if (o.machine.find('/') != std::string::npos || o.machine == "." || o.machine == "..") {
     throw UsageError(fmt::format(

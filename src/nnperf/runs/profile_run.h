@@ -65,6 +65,10 @@ ProfileResult run_profile(ProfileOptions options);
 // (none with a batch above 1). Read from the model's shapes; nothing is built or allocated.
 void check_batchnorm_trains(const std::string& model, int64_t size, int64_t batch,
                             const std::string& flags, const std::string& remedy);
+// The profiler's form of it (`profile --pass train`, and `sweep plan` for its cells): the smallest
+// of `sizes` at `batch`, the error naming --pass train --batch-size.
+void check_profile_train_batch(const std::string& model, const std::vector<int64_t>& sizes,
+                               int64_t batch);
 
 // `nnperf status [DIR]`: one line per sweep folder found under DIR (recursively): model,
 // algorithm, sizes done / planned, state, last update.

@@ -137,11 +137,8 @@ nlohmann::json profile_cells(const SweepPlanOptions& o) {
   const auto counts = count_models(o.models);
   for (const auto& m : o.models) {
     for (int64_t s : po.sizes) check_model_size(m, s, "--sizes");
-    if (train) {  // what each cell's profile would refuse, refused before any cell is queued
-      check_batchnorm_trains(m, *std::min_element(po.sizes.begin(), po.sizes.end()), o.batch_size,
-                             fmt::format("--pass train --batch-size {}", o.batch_size),
-                             "give --batch-size 2 or more, or larger --sizes");
-    }
+    // What each cell's profile would refuse, refused before any cell is queued.
+    if (train) check_profile_train_batch(m, po.sizes, o.batch_size);
     const FlopsModel& f = counts.at(m);
     for (const auto& a : o.algorithms) {
       for (std::size_t i0 = 0; i0 < po.sizes.size(); i0 += static_cast<std::size_t>(per_cell)) {

@@ -732,18 +732,18 @@ std::vector<float> CudaCnnTrainer::param_grad(std::size_t i) const {
   return cuda::to_host(params_[i]->grad);
 }
 
+// "fwd=..,bwd_data=..,bwd_weights=.." of a conv node's plans ("" for none).
+std::string CudaCnnTrainer::describe(const ConvPlans* c) {
+  if (c == nullptr) return "";
+  return fmt::format("fwd={},bwd_data={},bwd_weights={}", c->alg_fwd, c->alg_data, c->alg_weights);
+}
+
 std::string CudaCnnTrainer::algorithms(int node) const {
-  const Node& m = *nodes_[static_cast<std::size_t>(node)];
-  if (m.kind != Kind::kConv) return "";
-  return fmt::format("fwd={},bwd_data={},bwd_weights={}", m.conv->alg_fwd, m.conv->alg_data,
-                     m.conv->alg_weights);
+  return describe(nodes_[static_cast<std::size_t>(node)]->conv.get());
 }
 
 std::string CudaCnnTrainer::short_batch_algorithms(int node) const {
-  const Node& m = *nodes_[static_cast<std::size_t>(node)];
-  if (m.kind != Kind::kConv || !m.short_conv) return "";
-  const ConvPlans& c = *m.short_conv;
-  return fmt::format("fwd={},bwd_data={},bwd_weights={}", c.alg_fwd, c.alg_data, c.alg_weights);
+  return describe(nodes_[static_cast<std::size_t>(node)]->short_conv.get());
 }
 
 }  // namespace nnperf

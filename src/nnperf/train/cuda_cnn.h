@@ -115,6 +115,7 @@ class CudaCnnTrainer {
   // Sizes every node's kernels for a batch of mb <= the planned one (see step()).
   void set_batch(int64_t mb);
   static std::vector<float> batch_part(const Node& m, cuda::Buffer Node::*buffer);
+  static std::string describe(const ConvPlans* plans);
   void route_gradients();
   void forward(bool training);
   void forward_node(int n, bool training);
