@@ -2,13 +2,15 @@
 // GPU kernels (so `profile --device cuda` can run each), a folded BatchNorm is refused by name,
 // and without a device the executor refuses with the reason. With a device: the GPU forward
 // (cuDNN convs by guess, and by a named algorithm with its fallbacks recorded) equals the CPU
-// graph's on the same weights and input within float32 rounding, at odd sizes and batch sizes.
+// graph's on the same weights and input within float32 rounding, at odd sizes and batch sizes;
+// the layers' event times add up to their pass.
 #include "nnperf/nn/cuda_inference.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -166,6 +168,54 @@ TEST(CudaInference, ANamedAlgorithmRunsWhereServedAndFallsBackWithTheStatus) {
     }
   }
   EXPECT_THROW(CudaInference(g, "winograd", true), Error);
+}
+
+// The layers' times split their pass: one event after each node that queues work, so every node
+// gets a time >= 0, Flatten and Dropout get 0, and the times add up to the pass as a separate
+// pair of events around the same run() sees it (the pair's two records sit outside the split).
+TEST(CudaInference, NodeTimesSplitTheirPass) {
+  if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
+  Graph g = planned("vgg16", Shape{1, 3, 32, 32});  // Flatten and Dropout in its head
+  Tensor x(Shape{1, 3, 32, 32});
+  Rng rng(5);
+  rng.fill_uniform({x.data(), static_cast<std::size_t>(x.numel())}, -1.0f, 1.0f);
+  CudaInference gpu(g, "guess", false);
+  gpu.set_input({x.data(), static_cast<std::size_t>(x.numel())});
+  EXPECT_THROW(gpu.node_ms(), Error);  // no timed run yet
+  const std::unique_ptr<Timeline> timeline = cuda::make_event_timeline();
+  const std::unique_ptr<IntervalTimer> outer = cuda::make_event_timer(1);
+  gpu.set_timeline(timeline.get());
+  for (int round = 0; round < 3; ++round) {  // the timeline's events are reused
+    SCOPED_TRACE(round);
+    outer->begin(0);
+    gpu.run();
+    outer->end(0);
+    const std::vector<double> ms = gpu.node_ms();
+    std::vector<double> whole;
+    std::vector<int64_t> counts;
+    outer->resolve(whole, counts);
+    ASSERT_EQ(static_cast<int>(ms.size()), g.size());
+    double sum = 0;
+    int aliases = 0;
+    for (int n = 1; n < g.size(); ++n) {
+      const double t = ms[static_cast<std::size_t>(n)];
+      const std::string kind = g.layer(n).kind();
+      if (kind == "Flatten" || kind == "Dropout") {
+        EXPECT_EQ(t, 0.0) << g.name(n);
+        ++aliases;
+      } else {
+        EXPECT_GE(t, 0.0) << g.name(n);
+      }
+      sum += t;
+    }
+    EXPECT_GE(aliases, 1);
+    EXPECT_GT(sum, 0.0);
+    EXPECT_LE(sum, whole[0] * (1 + 1e-6) + 1e-6) << "the pair around the pass: " << whole[0];
+    EXPECT_GE(sum, 0.5 * whole[0]) << "the pair around the pass: " << whole[0];
+  }
+  gpu.set_timeline(nullptr);
+  gpu.run();
+  EXPECT_THROW(gpu.node_ms(), Error);  // that run was not timed
 }
 
 }  // namespace

@@ -279,11 +279,26 @@ void CudaInference::run_node(int n) {
 }
 
 void CudaInference::run() {
+  if (timeline_ != nullptr) marks_.assign(nodes_.size(), timeline_->mark());
   for (int n = 1; n < static_cast<int>(nodes_.size()); ++n) {
-    if (timer_ != nullptr) timer_->begin(n);
     run_node(n);
-    if (timer_ != nullptr) timer_->end(n);
+    if (timeline_ == nullptr) continue;
+    const auto i = static_cast<std::size_t>(n);
+    marks_[i] = alias(nodes_[i]->kind) ? marks_[i - 1] : timeline_->mark();
   }
+}
+
+std::vector<double> CudaInference::node_ms() {
+  if (timeline_ == nullptr || marks_.empty()) fail("CUDA inference: node_ms() without a timed run");
+  const std::vector<int64_t> t = timeline_->read();
+  std::vector<double> ms(marks_.size(), 0.0);
+  for (std::size_t n = 1; n < marks_.size(); ++n) {
+    ms[n] = static_cast<double>(t.at(static_cast<std::size_t>(marks_[n])) -
+                                t.at(static_cast<std::size_t>(marks_[n - 1]))) *
+            1e-6;
+  }
+  marks_.clear();
+  return ms;
 }
 
 std::vector<float> CudaInference::output() const {

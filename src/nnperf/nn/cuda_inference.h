@@ -45,10 +45,18 @@ class CudaInference {
 
   // Copies the input ([mb, C, H, W] as planned) to the device.
   void set_input(std::span<const float> host);
-  // begin(node) / end(node) around each node's kernels (nodes 1..size-1); null: none.
-  void set_timer(IntervalTimer* timer) { timer_ = timer; }
+  // Times the nodes of each run() on `timeline` (a CUDA event timeline; null: none): one mark
+  // before the first node and one after each node that queues work, so a node's time runs from
+  // the mark before it to its own, and the nodes' times add up to the whole timed pass with
+  // nothing left out and one event per node (not a begin/end pair: at batch 1 a pass is bound by
+  // the host's launches, and every event record lengthens it). Flatten and Dropout queue nothing:
+  // no mark, time 0.
+  void set_timeline(Timeline* timeline) { timeline_ = timeline; }
   // Queues one forward pass; returns without waiting for it.
   void run();
+  // After a run() with a timeline: waits for it (the one synchronisation) and returns each node's
+  // milliseconds, indexed by node ([0], the input, is 0).
+  std::vector<double> node_ms();
   // Waits for the queued work and returns the output node's values.
   std::vector<float> output() const;
 
@@ -63,7 +71,8 @@ class CudaInference {
   const Graph& graph_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<CudaNodeInfo> info_;
-  IntervalTimer* timer_ = nullptr;
+  Timeline* timeline_ = nullptr;
+  std::vector<int> marks_;  // per node: the index of the timeline mark that ends it
   std::size_t device_bytes_ = 0;
 };
 

@@ -175,28 +175,24 @@ void measure_whole_gpu(Sweep& sw, const ProfileOptions& o, SizeRecord& r,
   check_interrupt();
 }
 
-// The layers on the GPU: separate passes with events around every node's kernels, read after
-// one synchronisation per pass. The trace lays the last pass's layers end to end (one stream
-// runs them in order).
+// The layers on the GPU: separate passes with an event after every node's kernels (a node's
+// time runs from the event before it), read after one synchronisation per pass. The trace lays
+// the last pass's layers end to end (one stream runs them in order).
 void measure_layers_gpu(Sweep& sw, const ProfileOptions& o, SizeRecord& r,
                         const std::function<void(const std::string&)>& show) {
   const Graph& g = sw.graph;
-  const std::unique_ptr<IntervalTimer> timer = cuda::make_event_timer(g.size());
+  const std::unique_ptr<Timeline> timeline = cuda::make_event_timeline();
   std::vector<std::vector<double>> per_node(static_cast<std::size_t>(g.size()));
-  std::vector<double> ms;
-  std::vector<int64_t> counts;
-  sw.gpu->set_timer(timer.get());
+  sw.gpu->set_timeline(timeline.get());
   for (int i = 0; i < o.measure; ++i) {
     show(fmt::format("layers pass {}/{}", i + 1, o.measure));
-    ms.assign(per_node.size(), 0.0);
-    counts.assign(per_node.size(), 0);
     sw.gpu->run();
-    timer->resolve(ms, counts);
+    const std::vector<double> ms = sw.gpu->node_ms();
     for (int n = 1; n < g.size(); ++n)
       per_node[static_cast<std::size_t>(n)].push_back(ms[static_cast<std::size_t>(n)]);
     check_interrupt();
   }
-  sw.gpu->set_timer(nullptr);
+  sw.gpu->set_timeline(nullptr);
   double at_us = 0;
   for (int n = 1; n < g.size(); ++n) {
     const std::vector<double>& t = per_node[static_cast<std::size_t>(n)];
@@ -212,7 +208,7 @@ void measure_layers_gpu(Sweep& sw, const ProfileOptions& o, SizeRecord& r,
                         {"algorithm", c.algorithm_used},
                         {"phase", "forward"},
                         {"output", g.output_shape(n).str()},
-                        {"clock", "CUDA events; begin = the sum of the earlier layers' times"}}});
+                        {"clock", "CUDA events, one after each layer; begin = the earlier layers' times"}}});
     at_us += us;
   }
 }

@@ -352,8 +352,9 @@ nlohmann::json run_record(const ProfileOptions& o, const nlohmann::json& setup,
        o.device == Device::kCuda
            ? "whole model: CUDA events around each forward pass, all read after one "
              "synchronisation at the end, no per-layer events; layers: separate passes with "
-             "events around every node's kernels, one synchronisation per pass; percentages "
-             "against the sum of the layer means of those passes"
+             "one event after every node's kernels (a node's time runs from the event before "
+             "it), one synchronisation per pass; percentages against the sum of the layer means "
+             "of those passes"
            : "whole model: one steady-clock interval per forward pass, no per-layer hooks; "
              "layers: separate passes with a hook around every node; percentages against the "
              "sum of the layer means of those passes"}};
@@ -363,12 +364,15 @@ nlohmann::json run_record(const ProfileOptions& o, const nlohmann::json& setup,
                     power.unavailable_reason());
   }
   if (o.device == Device::kCuda) {
-    // What a node's events cost: the device time between two back-to-back events and the host
-    // time recording a pair (a launch-bound pass pays the second between kernels).
+    // What the layers' events cost: the device time between two back-to-back events and the
+    // host time recording a pair (a launch-bound pass pays the latter between kernels; each
+    // layer records one event, half a pair).
     const cuda::EventTimerOverhead e = cuda::measure_event_timer_overhead(200);
     r["event_timer"] = {{"empty_interval_ns", e.device_ms_empty_pair * 1e6},
                         {"pair_cost_ns", e.host_us_per_pair * 1e3},
-                        {"note", "per-layer times include it; nothing is subtracted"}};
+                        {"note",
+                         "each layer records one event (half a pair) and its time includes "
+                         "that cost; nothing is subtracted"}};
   }
   return r;
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <optional>
 
 #include "nnperf/core/error.h"
 #include "nnperf/gpu/cuda.h"
@@ -240,6 +241,9 @@ void grow(cuda::Buffer& workspace, std::size_t bytes) {
 struct ConvForward::Impl : Descriptors {
   void describe(const ConvProblem& problem, std::span<const float> weights);
   cuda::Buffer src, wei, dst, workspace;
+  // Each algorithm's workspace, asked of cuDNN once: the descriptors never change, and the query
+  // costs host time on every run otherwise (a pass at batch 1 is bound by the host's launches).
+  std::array<std::optional<std::size_t>, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> workspace_of;
   cudnnConvolutionFwdAlgo_t algo(std::string_view name) const {
     return static_cast<cudnnConvolutionFwdAlgo_t>(pass_algo_index(ConvPass::kForward, name));
   }
@@ -288,11 +292,16 @@ std::string ConvForward::why_not(std::string_view algorithm) {
 
 std::size_t ConvForward::workspace_bytes(std::string_view algorithm) {
   Api& a = usable();
-  std::size_t bytes = 0;
-  check(a.GetConvolutionForwardWorkspaceSize(a.handle, impl_->x, impl_->w, impl_->conv, impl_->y,
-                                             impl_->algo(algorithm), &bytes),
-        "cudnnGetConvolutionForwardWorkspaceSize");
-  return bytes;
+  const cudnnConvolutionFwdAlgo_t k = impl_->algo(algorithm);
+  std::optional<std::size_t>& known = impl_->workspace_of.at(static_cast<std::size_t>(k));
+  if (!known) {
+    std::size_t bytes = 0;
+    check(a.GetConvolutionForwardWorkspaceSize(a.handle, impl_->x, impl_->w, impl_->conv,
+                                               impl_->y, k, &bytes),
+          "cudnnGetConvolutionForwardWorkspaceSize");
+    known = bytes;
+  }
+  return *known;
 }
 
 std::vector<AlgoResult> ConvForward::guess() {
@@ -370,6 +379,8 @@ std::vector<float> ConvForward::output() {
 struct ConvBackward::Impl : Descriptors {
   ConvPass pass = ConvPass::kBackwardData;
   cuda::Buffer first, dy, out, workspace;  // first: w (data) or x (weights); out: dx or dw
+  // Each algorithm's workspace, asked of cuDNN once (as ConvForward::Impl::workspace_of).
+  std::vector<std::optional<std::size_t>> workspace_of;
   bool data() const { return pass == ConvPass::kBackwardData; }
   // The workspace query's status (CUDNN_STATUS_SUCCESS when the algorithm serves the problem).
   cudnnStatus_t query(std::string_view name, std::size_t* bytes) const {
@@ -431,9 +442,16 @@ std::string ConvBackward::why_not(std::string_view algorithm) {
 
 std::size_t ConvBackward::workspace_bytes(std::string_view algorithm) {
   usable();
-  std::size_t bytes = 0;
-  check(impl_->query(algorithm, &bytes), "cudnnGetConvolutionBackward*WorkspaceSize");
-  return bytes;
+  Impl& m = *impl_;
+  const auto k = static_cast<std::size_t>(pass_algo_index(m.pass, algorithm));
+  m.workspace_of.resize(algorithms(m.pass).size());
+  std::optional<std::size_t>& known = m.workspace_of.at(k);
+  if (!known) {
+    std::size_t bytes = 0;
+    check(m.query(algorithm, &bytes), "cudnnGetConvolutionBackward*WorkspaceSize");
+    known = bytes;
+  }
+  return *known;
 }
 
 std::vector<AlgoResult> ConvBackward::guess() {
