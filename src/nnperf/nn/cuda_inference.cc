@@ -135,6 +135,9 @@ CudaInference::CudaInference(const Graph& graph, const std::string& conv_algorit
   nodes_[0]->buffer = &nodes_[0]->out;
   device_bytes_ = static_cast<std::size_t>(nodes_[0]->numel) * sizeof(float);
   for (int n = 1; n < graph.size(); ++n) plan_node(n, conv_algorithm, strict);
+  std::size_t workspace = 0;  // the convolutions share one cuDNN workspace (cudnn_cuda.cc)
+  for (const CudaNodeInfo& i : info_) workspace = std::max(workspace, i.workspace_bytes);
+  device_bytes_ += workspace;
 }
 
 CudaInference::~CudaInference() = default;
@@ -210,8 +213,7 @@ void CudaInference::plan_node(int n, const std::string& conv_algorithm, bool str
   }
   device_bytes_ +=
       (m.out.size() + m.weight.size() + m.bias.size() + m.scale.size() + m.shift.size()) *
-          sizeof(float) +
-      info_[static_cast<std::size_t>(n)].workspace_bytes;
+      sizeof(float);
   nodes_[static_cast<std::size_t>(n)] = std::move(node);
 }
 

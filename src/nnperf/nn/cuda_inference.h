@@ -61,7 +61,8 @@ class CudaInference {
   std::vector<float> output() const;
 
   const CudaNodeInfo& node(int n) const { return info_[static_cast<std::size_t>(n)]; }
-  std::size_t device_bytes() const { return device_bytes_; }  // buffers, parameters, workspaces
+  // Buffers, parameters and the largest cuDNN workspace of its layers (they share one).
+  std::size_t device_bytes() const { return device_bytes_; }
 
  private:
   struct Node;

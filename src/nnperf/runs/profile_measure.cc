@@ -200,15 +200,16 @@ void measure_layers_gpu(Sweep& sw, const ProfileOptions& o, SizeRecord& r,
     r.layers.push_back({g.name(n), c, summarize(t)});
     r.layers_sum += r.layers.back().time.mean;
     const double us = t.back() * 1e3;
-    r.trace.push_back({g.name(n),
-                       c.layer_type,
-                       at_us,
-                       us,
-                       {{"layer", g.layer(n).describe()},
-                        {"algorithm", c.algorithm_used},
-                        {"phase", "forward"},
-                        {"output", g.output_shape(n).str()},
-                        {"clock", "CUDA events, one after each layer; begin = the earlier layers' times"}}});
+    r.trace.push_back(
+        {g.name(n),
+         c.layer_type,
+         at_us,
+         us,
+         {{"layer", g.layer(n).describe()},
+          {"algorithm", c.algorithm_used},
+          {"phase", "forward"},
+          {"output", g.output_shape(n).str()},
+          {"clock", "CUDA events, one after each layer; begin = the earlier layers' times"}}});
     at_us += us;
   }
 }

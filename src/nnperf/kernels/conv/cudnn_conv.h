@@ -85,8 +85,9 @@ class ConvForward {
   // problem's tensors, fastest first, with a workspace of at most `max_workspace_bytes`.
   std::vector<AlgoResult> find(std::size_t max_workspace_bytes);
   std::vector<AlgoResult> find_on(std::size_t max_workspace_bytes, const float* src, float* dst);
-  // Queues one forward pass (dst = conv(src, wei)) with `algorithm`; the workspace grows to the
-  // largest one asked for and is kept.
+  // Queues one forward pass (dst = conv(src, wei)) with `algorithm`. Every ConvForward and
+  // ConvBackward of the process shares one cuDNN workspace (they run on one stream), grown to the
+  // largest one asked for and kept; each algorithm's workspace size is asked of cuDNN once.
   void run(std::string_view algorithm);
   // The same on device buffers src [mb, ic, ih, iw] and dst [mb, oc, oh, ow]; run_with also
   // takes the weights from a device buffer (training, where they change every step).

@@ -230,17 +230,27 @@ int pass_algo_index(ConvPass pass, std::string_view name) {
                                to_string(pass), name, list));
 }
 
-void grow(cuda::Buffer& workspace, std::size_t bytes) {
-  if (workspace.size() * sizeof(float) < bytes) {
-    workspace = cuda::Buffer((bytes + sizeof(float) - 1) / sizeof(float));
-  }
+// One workspace for every convolution of the process, grown to the largest need and kept: all of
+// them are queued on one stream, so no two use it at once, and the largest need is held once (as
+// PyTorch's cuDNN workspace) instead of once per layer and pass. Growing frees the old buffer,
+// which waits for the work queued on it (cudaFree synchronises with the device).
+cuda::Buffer& shared_workspace() {
+  static cuda::Buffer workspace;
+  return workspace;
+}
+
+cuda::Buffer& workspace_of_at_least(std::size_t bytes) {
+  cuda::Buffer& w = shared_workspace();
+  if (w.size() * sizeof(float) < bytes)
+    w = cuda::Buffer((bytes + sizeof(float) - 1) / sizeof(float));
+  return w;
 }
 
 }  // namespace
 
 struct ConvForward::Impl : Descriptors {
   void describe(const ConvProblem& problem, std::span<const float> weights);
-  cuda::Buffer src, wei, dst, workspace;
+  cuda::Buffer src, wei, dst;
   // Each algorithm's workspace, asked of cuDNN once: the descriptors never change, and the query
   // costs host time on every run otherwise (a pass at batch 1 is bound by the host's launches).
   std::array<std::optional<std::size_t>, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> workspace_of;
@@ -296,8 +306,8 @@ std::size_t ConvForward::workspace_bytes(std::string_view algorithm) {
   std::optional<std::size_t>& known = impl_->workspace_of.at(static_cast<std::size_t>(k));
   if (!known) {
     std::size_t bytes = 0;
-    check(a.GetConvolutionForwardWorkspaceSize(a.handle, impl_->x, impl_->w, impl_->conv,
-                                               impl_->y, k, &bytes),
+    check(a.GetConvolutionForwardWorkspaceSize(a.handle, impl_->x, impl_->w, impl_->conv, impl_->y,
+                                               k, &bytes),
           "cudnnGetConvolutionForwardWorkspaceSize");
     known = bytes;
   }
@@ -331,14 +341,14 @@ std::vector<AlgoResult> ConvForward::find_on(std::size_t max_workspace_bytes, co
   for (const char* n : forward_algorithms()) {
     if (why_not(n).empty()) ws = std::max(ws, std::min(workspace_bytes(n), max_workspace_bytes));
   }
-  grow(impl_->workspace, ws);
+  cuda::Buffer& workspace = workspace_of_at_least(ws);
   int max = 0, got = 0;
   check(a.GetConvolutionForwardAlgorithmMaxCount(a.handle, &max),
         "cudnnGetConvolutionForwardAlgorithmMaxCount");
   std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<std::size_t>(std::max(max, 1)));
-  check(a.FindConvolutionForwardAlgorithmEx(
-            a.handle, impl_->x, x, impl_->w, impl_->wei.data(), impl_->conv, impl_->y, y, max, &got,
-            perf.data(), impl_->workspace.data(), impl_->workspace.size() * sizeof(float)),
+  check(a.FindConvolutionForwardAlgorithmEx(a.handle, impl_->x, x, impl_->w, impl_->wei.data(),
+                                            impl_->conv, impl_->y, y, max, &got, perf.data(),
+                                            workspace.data(), workspace.size() * sizeof(float)),
         "cudnnFindConvolutionForwardAlgorithmEx");
   return impl_->results(perf.data(), got);
 }
@@ -357,11 +367,10 @@ void ConvForward::run_with(std::string_view algorithm, const float* x, const flo
                            float* y) {
   Api& a = usable();
   const std::size_t ws = workspace_bytes(algorithm);
-  grow(impl_->workspace, ws);
+  cuda::Buffer& workspace = workspace_of_at_least(ws);
   const float one = 1.0f, zero = 0.0f;
   check(a.ConvolutionForward(a.handle, &one, impl_->x, x, impl_->w, wei, impl_->conv,
-                             impl_->algo(algorithm), impl_->workspace.data(), ws, &zero, impl_->y,
-                             y),
+                             impl_->algo(algorithm), workspace.data(), ws, &zero, impl_->y, y),
         "cudnnConvolutionForward");
 }
 
@@ -378,7 +387,7 @@ std::vector<float> ConvForward::output() {
 
 struct ConvBackward::Impl : Descriptors {
   ConvPass pass = ConvPass::kBackwardData;
-  cuda::Buffer first, dy, out, workspace;  // first: w (data) or x (weights); out: dx or dw
+  cuda::Buffer first, dy, out;  // first: w (data) or x (weights); out: dx or dw
   // Each algorithm's workspace, asked of cuDNN once (as ConvForward::Impl::workspace_of).
   std::vector<std::optional<std::size_t>> workspace_of;
   bool data() const { return pass == ConvPass::kBackwardData; }
@@ -492,20 +501,20 @@ std::vector<AlgoResult> ConvBackward::find_on(std::size_t max_workspace_bytes, c
       ws = std::max(ws, std::min(bytes, max_workspace_bytes));
     }
   }
-  grow(m.workspace, ws);
+  cuda::Buffer& workspace = workspace_of_at_least(ws);
   const int max = m.max_count();
   int got = 0;
-  const std::size_t have = m.workspace.size() * sizeof(float);
+  const std::size_t have = workspace.size() * sizeof(float);
   if (m.data()) {
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<std::size_t>(max));
     check(a.FindBwdDataAlgorithmEx(a.handle, m.w, first, m.y, dy, m.conv, m.x, out, max, &got,
-                                   perf.data(), m.workspace.data(), have),
+                                   perf.data(), workspace.data(), have),
           "cudnnFindConvolutionBackwardDataAlgorithmEx");
     return results_of(perf.data(), got, algorithms(m.pass));
   }
   std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<std::size_t>(max));
   check(a.FindBwdFilterAlgorithmEx(a.handle, m.x, first, m.y, dy, m.conv, m.w, out, max, &got,
-                                   perf.data(), m.workspace.data(), have),
+                                   perf.data(), workspace.data(), have),
         "cudnnFindConvolutionBackwardFilterAlgorithmEx");
   return results_of(perf.data(), got, algorithms(m.pass));
 }
@@ -521,18 +530,18 @@ void ConvBackward::run_on(std::string_view algorithm, const float* first, const 
   Api& a = usable();
   Impl& m = *impl_;
   const std::size_t ws = workspace_bytes(algorithm);
-  grow(m.workspace, ws);
+  cuda::Buffer& workspace = workspace_of_at_least(ws);
   const int k = pass_algo_index(m.pass, algorithm);
   const float one = 1.0f, zero = 0.0f;
   if (m.data()) {
     check(a.ConvolutionBackwardData(a.handle, &one, m.w, first, m.y, dy, m.conv,
-                                    static_cast<cudnnConvolutionBwdDataAlgo_t>(k),
-                                    m.workspace.data(), ws, &zero, m.x, out),
+                                    static_cast<cudnnConvolutionBwdDataAlgo_t>(k), workspace.data(),
+                                    ws, &zero, m.x, out),
           "cudnnConvolutionBackwardData");
   } else {
     check(a.ConvolutionBackwardFilter(a.handle, &one, m.x, first, m.y, dy, m.conv,
                                       static_cast<cudnnConvolutionBwdFilterAlgo_t>(k),
-                                      m.workspace.data(), ws, &zero, m.w, out),
+                                      workspace.data(), ws, &zero, m.w, out),
           "cudnnConvolutionBackwardFilter");
   }
 }
