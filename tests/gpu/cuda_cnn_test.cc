@@ -22,8 +22,11 @@
 #include "nnperf/core/rng.h"
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/models/registry.h"
+#include "nnperf/nn/conv2d.h"
 #include "nnperf/nn/dropout.h"
 #include "nnperf/nn/flatten.h"
+#include "nnperf/nn/linear.h"
+#include "nnperf/nn/pool.h"
 #include "nnperf/train/checkpoint.h"
 #include "nnperf/train/optimizer.h"
 #include "nnperf/train/trainer.h"
@@ -80,6 +83,30 @@ TEST(CudaCnnTrainer, CoversEveryRegisteredCnnAndRefusesAnUnknownLayerByName) {
   g.plan(Shape{2, 3}, training_ctx());
   EXPECT_EQ(cuda_training_unsupported(g),
             "layer odd (NoGpuLayer()): no GPU training kernel for NoGpuLayer yet");
+}
+
+// The memory the trainer checks before allocating, counted by hand for a small graph (runs
+// without a device): input [2,3,8,8] 384 values, conv out [2,4,8,8] 512 with 4*3*3*3+4 = 112
+// parameters, max-pool out [2,4,4,4] 128 plus its argmax, dropout 128 plus its mask, flatten
+// 128, linear out [2,10] 20 with 64*10+10 = 650 parameters.
+TEST(CudaCnnTrainer, TheMemoryCheckCountsOutputsGradientsParametersAndState) {
+  Graph g;
+  g.add("conv", std::make_unique<Conv2d>(3, 4, 3, 3, 1, 1), {Graph::kInput});
+  g.add("pool", std::make_unique<MaxPool2d>(2));
+  g.add("drop", std::make_unique<Dropout>(0.5));
+  g.add("flat", std::make_unique<Flatten>());
+  g.add("fc", std::make_unique<Linear>(64, 10));
+  g.plan(Shape{2, 3, 8, 8}, training_ctx());
+  const std::size_t outputs = 2 * (384 + 512 + 128 + 128 + 128 + 20) + 128 + 128;
+  const std::size_t params = 112 + 650;
+  OptimizerOptions o;
+  o.name = "sgd";
+  o.momentum = 0.0;
+  EXPECT_EQ(cuda_training_bytes(g, o), (outputs + 2 * params) * sizeof(float));
+  o.momentum = 0.9;
+  EXPECT_EQ(cuda_training_bytes(g, o), (outputs + 3 * params) * sizeof(float));
+  o.name = "adam";
+  EXPECT_EQ(cuda_training_bytes(g, o), (outputs + 4 * params) * sizeof(float));
 }
 
 TEST(CudaCnnTrainer, WithoutADeviceItRefusesWithTheReason) {

@@ -128,6 +128,21 @@ std::string cuda_training_unsupported(const Graph& graph) {
   return "";
 }
 
+std::size_t cuda_training_bytes(const Graph& graph, const OptimizerOptions& optimizer) {
+  std::size_t floats = 0;
+  for (int n = 0; n < graph.size(); ++n) {
+    const auto numel = static_cast<std::size_t>(graph.output_shape(n).numel());
+    floats += 2 * numel;  // output and its gradient
+    if (n == 0) continue;
+    const Layer& l = graph.layer(n);
+    const std::optional<Kind> kind = kind_of(l);
+    if (kind == Kind::kMaxPool || kind == Kind::kDropout) floats += numel;  // argmax or mask
+    const std::size_t states = optimizer.name == "adam" ? 2 : (optimizer.momentum != 0.0 ? 1 : 0);
+    floats += (2 + states) * static_cast<std::size_t>(l.num_params());  // value, grad, state
+  }
+  return floats * sizeof(float);
+}
+
 struct CudaCnnTrainer::Param {
   Tensor* host = nullptr;
   cuda::Buffer value, grad, s1, s2;  // s1: momentum buffer or Adam's m; s2: Adam's v
@@ -199,13 +214,12 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
   (void)make_optimizer(optimizer);  // the CPU optimizer's checks of the options
-  std::size_t need = 0;             // outputs and gradients; parameters and workspaces come on top
-  for (int n = 0; n < graph.size(); ++n) need += 2 * count(graph.output_shape(n)) * sizeof(float);
-  if (need > cuda::device_properties().free_bytes) {
-    throw Error(
-        fmt::format("training this batch needs {:.1f} GiB of device memory for "
-                    "activations and gradients; less is free",
-                    static_cast<double>(need) / (1 << 30)));
+  const std::size_t need = cuda_training_bytes(graph, optimizer);
+  if (const std::size_t free = cuda::device_properties().free_bytes; need > free) {
+    throw Error(fmt::format(
+        "training this batch needs at least {:.1f} GiB of device memory (activations, "
+        "gradients, parameters, optimizer state; cuDNN's workspace on top), {:.1f} GiB are free",
+        static_cast<double>(need) / (1 << 30), static_cast<double>(free) / (1 << 30)));
   }
   const Shape& out = graph.output_shape(graph.size() - 1);
   mb_ = out[0];

@@ -13,6 +13,7 @@
 // running statistics, Dropout off. Layers without GPU kernels are refused by name before anything
 // is allocated.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -32,6 +33,13 @@ class Conv2d;
 // "" when every node of `graph` can be trained on the GPU, else the refusal naming the first
 // that cannot (checked without a device).
 std::string cuda_training_unsupported(const Graph& graph);
+
+// The device memory the GPU trainer allocates for `graph` (planned for training) before cuDNN's
+// workspace and the gradient scratch buffers of nodes with several consumers: every node's output
+// and gradient, max-pool argmax and dropout masks, and each parameter's value, gradient and
+// optimizer state (SGD with momentum: one buffer, Adam: two). The trainer refuses a plan that
+// needs more than is free before allocating. Computed without a device.
+std::size_t cuda_training_bytes(const Graph& graph, const OptimizerOptions& optimizer);
 
 // The GPU trainer's convolution algorithms, as `--algorithm` gives them: guess, find (every pass
 // by cuDNN's timing), a forward algorithm's name (the backward passes by guess), or per pass
