@@ -129,6 +129,7 @@ std::string cuda_training_unsupported(const Graph& graph) {
 }
 
 std::size_t cuda_training_bytes(const Graph& graph, const OptimizerOptions& optimizer) {
+  const std::size_t states = optimizer.name == "adam" ? 2 : (optimizer.momentum != 0.0 ? 1 : 0);
   std::size_t floats = 0;
   for (int n = 0; n < graph.size(); ++n) {
     const auto numel = static_cast<std::size_t>(graph.output_shape(n).numel());
@@ -137,7 +138,6 @@ std::size_t cuda_training_bytes(const Graph& graph, const OptimizerOptions& opti
     const Layer& l = graph.layer(n);
     const std::optional<Kind> kind = kind_of(l);
     if (kind == Kind::kMaxPool || kind == Kind::kDropout) floats += numel;  // argmax or mask
-    const std::size_t states = optimizer.name == "adam" ? 2 : (optimizer.momentum != 0.0 ? 1 : 0);
     floats += (2 + states) * static_cast<std::size_t>(l.num_params());  // value, grad, state
   }
   return floats * sizeof(float);

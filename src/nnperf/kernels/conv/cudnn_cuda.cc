@@ -161,6 +161,25 @@ struct Descriptors {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
+  // Each algorithm's workspace (by its index in the pass's list), asked of cuDNN once: the
+  // descriptors never change, and the query costs host time on every run otherwise (a pass at
+  // batch 1 is bound by the host's launches).
+  std::array<std::optional<std::size_t>, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> workspace_of;
+  static_assert(static_cast<int>(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT) <=
+                    static_cast<int>(CUDNN_CONVOLUTION_FWD_ALGO_COUNT) &&
+                static_cast<int>(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT) <=
+                    static_cast<int>(CUDNN_CONVOLUTION_FWD_ALGO_COUNT));
+  // The workspace of algorithm k, from `query` (bytes -> cuDNN's status) the first time.
+  template <typename Query>
+  std::size_t remembered_workspace(int k, Query query, const char* what) {
+    std::optional<std::size_t>& known = workspace_of.at(static_cast<std::size_t>(k));
+    if (!known) {
+      std::size_t bytes = 0;
+      check(query(&bytes), what);
+      known = bytes;
+    }
+    return *known;
+  }
   Descriptors() = default;
   Descriptors(const Descriptors&) = delete;
   Descriptors& operator=(const Descriptors&) = delete;
@@ -251,9 +270,6 @@ cuda::Buffer& workspace_of_at_least(std::size_t bytes) {
 struct ConvForward::Impl : Descriptors {
   void describe(const ConvProblem& problem, std::span<const float> weights);
   cuda::Buffer src, wei, dst;
-  // Each algorithm's workspace, asked of cuDNN once: the descriptors never change, and the query
-  // costs host time on every run otherwise (a pass at batch 1 is bound by the host's launches).
-  std::array<std::optional<std::size_t>, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> workspace_of;
   cudnnConvolutionFwdAlgo_t algo(std::string_view name) const {
     return static_cast<cudnnConvolutionFwdAlgo_t>(pass_algo_index(ConvPass::kForward, name));
   }
@@ -302,16 +318,14 @@ std::string ConvForward::why_not(std::string_view algorithm) {
 
 std::size_t ConvForward::workspace_bytes(std::string_view algorithm) {
   Api& a = usable();
-  const cudnnConvolutionFwdAlgo_t k = impl_->algo(algorithm);
-  std::optional<std::size_t>& known = impl_->workspace_of.at(static_cast<std::size_t>(k));
-  if (!known) {
-    std::size_t bytes = 0;
-    check(a.GetConvolutionForwardWorkspaceSize(a.handle, impl_->x, impl_->w, impl_->conv, impl_->y,
-                                               k, &bytes),
-          "cudnnGetConvolutionForwardWorkspaceSize");
-    known = bytes;
-  }
-  return *known;
+  Impl& m = *impl_;
+  const cudnnConvolutionFwdAlgo_t k = m.algo(algorithm);
+  return m.remembered_workspace(
+      k,
+      [&](std::size_t* bytes) {
+        return a.GetConvolutionForwardWorkspaceSize(a.handle, m.x, m.w, m.conv, m.y, k, bytes);
+      },
+      "cudnnGetConvolutionForwardWorkspaceSize");
 }
 
 std::vector<AlgoResult> ConvForward::guess() {
@@ -388,8 +402,6 @@ std::vector<float> ConvForward::output() {
 struct ConvBackward::Impl : Descriptors {
   ConvPass pass = ConvPass::kBackwardData;
   cuda::Buffer first, dy, out;  // first: w (data) or x (weights); out: dx or dw
-  // Each algorithm's workspace, asked of cuDNN once (as ConvForward::Impl::workspace_of).
-  std::vector<std::optional<std::size_t>> workspace_of;
   bool data() const { return pass == ConvPass::kBackwardData; }
   // The workspace query's status (CUDNN_STATUS_SUCCESS when the algorithm serves the problem).
   cudnnStatus_t query(std::string_view name, std::size_t* bytes) const {
@@ -452,15 +464,10 @@ std::string ConvBackward::why_not(std::string_view algorithm) {
 std::size_t ConvBackward::workspace_bytes(std::string_view algorithm) {
   usable();
   Impl& m = *impl_;
-  const auto k = static_cast<std::size_t>(pass_algo_index(m.pass, algorithm));
-  m.workspace_of.resize(algorithms(m.pass).size());
-  std::optional<std::size_t>& known = m.workspace_of.at(k);
-  if (!known) {
-    std::size_t bytes = 0;
-    check(m.query(algorithm, &bytes), "cudnnGetConvolutionBackward*WorkspaceSize");
-    known = bytes;
-  }
-  return *known;
+  return m.remembered_workspace(
+      pass_algo_index(m.pass, algorithm),
+      [&](std::size_t* bytes) { return m.query(algorithm, bytes); },
+      "cudnnGetConvolutionBackward*WorkspaceSize");
 }
 
 std::vector<AlgoResult> ConvBackward::guess() {
