@@ -80,27 +80,39 @@ stage_mlp() {
   step "mlp-bench (again)" "$out/mlp.log" "${nn[@]}" mlp-bench --device cuda --impls cuda,cublas --batch-sizes 64,1024 --data "$data" --consistency-steps 0 --overhead-reps 0 --out-dir "$out/mlp_bench2"
 }
 # Whole models on the GPU: VGG-16 and ResNet-50 at batch 1 and 32, cuDNN's find, per-layer and
-# whole-model times by CUDA events, NVML energy per inference.
+# whole-model times by CUDA events, NVML energy per inference; per launch of $PROFILE_LAUNCHES
+# (default: graph eager): each pass one CUDA graph (profile_MODEL_mbB/) or kernel by kernel
+# (profile_eager_MODEL_mbB/).
 stage_profile() {
-  for model in vgg16 resnet50; do
-    for mb in 1 32; do
-      step "profile $model mb$mb" "$out/profile.log" "${nn[@]}" profile --device cuda --model "$model" --algorithm find --sizes 224 --batch-size "$mb" --warmup 5 --measure 20 --progress lines --output-dir "$out/profile_${model}_mb$mb"
+  local launch tag model mb
+  for launch in ${PROFILE_LAUNCHES:-graph eager}; do
+    tag=$([ "$launch" = eager ] && echo eager_ || true)
+    for model in vgg16 resnet50; do
+      for mb in 1 32; do
+        step "profile $launch $model mb$mb" "$out/profile.log" "${nn[@]}" profile --device cuda --launch "$launch" --model "$model" --algorithm find --sizes 224 --batch-size "$mb" --warmup 5 --measure 20 --progress lines --output-dir "$out/profile_${tag}${model}_mb$mb"
+      done
     done
   done
 }
+
 # Every distinct conv layer of VGG-16 and ResNet-50 (bench/conv_layers.txt) at batch 1 and 32
 # (or $CONV_BATCHES), each nnperf process cut after $CONV_STEP_TIMEOUT seconds (default 30):
 # PyTorch (cudnn.benchmark, TF32 off) over the list, then nnperf bench conv2d per layer (all of
-# cuDNN's forward algorithms, guess and find).
+# cuDNN's forward algorithms, guess and find); per launch of $CONV_LAUNCHES (default: eager
+# graph): eager calls into conv_mbB/, or each call captured once as a CUDA graph on both sides
+# (--launch graph, --cuda-graph) into conv_graph_mbB/.
 stage_conv() {
-  local mb model name count desc
-  for mb in ${CONV_BATCHES:-1 32}; do
-    step "conv_torch mb$mb" "$out/conv.log" python3 "$here/conv_torch.py" --device cuda --layers "$here/conv_layers.txt" --batch "$mb" --variants nchw --warmup 3 --measure 10 --json "$out/conv_torch_mb$mb.json"
-    mkdir -p "$out/conv_mb$mb"
-    grep -v '^#' "$here/conv_layers.txt" | while read -r model name count desc; do
-      [ -n "$desc" ] || continue
-      desc="mb${mb}$(echo "${desc}" | sed -E 's/^mb[0-9]+//')"
-      STEP_TIMEOUT=${CONV_STEP_TIMEOUT:-30} step "conv2d mb$mb $model $name" "$out/conv.log" "${nn[@]}" bench conv2d --device cuda --problem "$desc" --warmup 3 --measure 10 --json "$out/conv_mb$mb/${model}_${name}.json"
+  local mb model name count desc launch tag
+  for launch in ${CONV_LAUNCHES:-eager graph}; do
+    tag=$([ "$launch" = graph ] && echo graph_ || true)
+    for mb in ${CONV_BATCHES:-1 32}; do
+      step "conv_torch $launch mb$mb" "$out/conv.log" python3 "$here/conv_torch.py" --device cuda --layers "$here/conv_layers.txt" --batch "$mb" --variants nchw --warmup 3 --measure 10 $([ "$launch" = graph ] && echo --cuda-graph) --json "$out/conv_torch_${tag}mb$mb.json"
+      mkdir -p "$out/conv_${tag}mb$mb"
+      grep -v '^#' "$here/conv_layers.txt" | while read -r model name count desc; do
+        [ -n "$desc" ] || continue
+        desc="mb${mb}$(echo "${desc}" | sed -E 's/^mb[0-9]+//')"
+        STEP_TIMEOUT=${CONV_STEP_TIMEOUT:-30} step "conv2d $launch mb$mb $model $name" "$out/conv.log" "${nn[@]}" bench conv2d --device cuda --launch "$launch" --problem "$desc" --warmup 3 --measure 10 --json "$out/conv_${tag}mb$mb/${model}_${name}.json"
+      done
     done
   done
 }

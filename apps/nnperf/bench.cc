@@ -17,7 +17,7 @@ namespace nnperf::app {
 namespace {
 
 struct Flags {
-  std::string op, problem, algorithms, json, device = "cpu", pass = "forward";
+  std::string op, problem, algorithms, json, device = "cpu", pass = "forward", launch = "eager";
   ConvBenchOptions o;
 };
 
@@ -98,6 +98,9 @@ int run(Flags& f) {
   }
   check_output_file(f.json, "--json");  // before the measurements, not after
   if (!f.algorithms.empty()) f.o.algorithms = split_list(f.algorithms);
+  if (f.launch != "eager" && (f.op != "conv2d" || f.device != "cuda"))
+    throw UsageError("--launch: applies to bench conv2d --device cuda only");
+  f.o.cuda_graph = f.launch == "graph";
   if (f.op == "gemm") {
     if (f.pass != "forward") throw UsageError("--pass: applies to bench conv2d, not gemm");
     return run_gemm(f);
@@ -149,6 +152,12 @@ const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int(
   sub.add_option("--pass", f->pass,
                  "conv2d: forward, backward-data or backward-weights (that pass's algorithms)")
       ->check(CLI::IsMember({"forward", "backward-data", "backward-weights"}))
+      ->capture_default_str();
+  sub.add_option("--launch", f->launch,
+                 "conv2d --device cuda: eager (cuDNN called at every run) or graph (each "
+                 "algorithm's call captured once as a CUDA graph: the GPU's time without the "
+                 "call's host work)")
+      ->check(CLI::IsMember({"eager", "graph"}))
       ->capture_default_str();
   sub.add_option("--warmup", f->o.warmup, "Untimed runs per algorithm")->check(integer_in(0, 10000))->capture_default_str();
   sub.add_option("--measure", f->o.measure, "Timed runs per algorithm")->check(integer_in(1, 100000))->capture_default_str();

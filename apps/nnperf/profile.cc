@@ -22,7 +22,7 @@ namespace {
 
 struct Flags {
   ProfileOptions o;
-  std::string sizes, output_dir, progress = "auto", device = "cpu";
+  std::string sizes, output_dir, progress = "auto", device = "cpu", launch = "graph";
   bool no_layers = false;
   bool test = false, quick = false;  // the published profiler's stage flags
 };
@@ -99,6 +99,9 @@ int run(Flags& f, const CLI::App& sub) {
   f.o.output_dir = f.output_dir;
   f.o.layers = !f.no_layers;
   f.o.device = f.device == "cuda" ? Device::kCuda : Device::kCpu;
+  if (sub.count("--launch") > 0 && f.o.device != Device::kCuda)
+    throw UsageError("--launch: applies to --device cuda only (the CPU has no kernel launches)");
+  f.o.cuda_graph = f.launch == "graph";
   f.o.progress = parse_progress_mode(f.progress);
   f.o.command_line = command_line();
   const ProfileResult r = run_profile(f.o);
@@ -186,6 +189,12 @@ void add_what_flags(CLI::App& sub, Flags& f) {
                  "cpu, or cuda: the model on the GPU, convolutions by cuDNN, CUDA-event "
                  "timing, NVML energy (inference)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  sub.add_option("--launch", f.launch,
+                 "With --device cuda: graph (each pass captured once as a CUDA graph and "
+                 "launched in one call: the GPU's time, without the host's launch gaps) or "
+                 "eager (kernel by kernel, as a framework without graphs runs)")
+      ->check(CLI::IsMember({"graph", "eager"}))
       ->capture_default_str();
   sub.add_option("--pass", o.pass,
                  "inference (forward passes) or train (training steps: forward, loss, backward, "

@@ -220,7 +220,27 @@ def list_layers(size=224):
 # ---------------------------------------------------------------------------------------------
 # Timing
 # ---------------------------------------------------------------------------------------------
-def bench_problem(torch, p, variants, warmup, measure, seed, device="cpu"):
+def capture_graphs(torch, F, inputs, b, kw):
+    """Per variant, F.conv2d captured once into a CUDA graph (after warm-up calls on a side
+    stream, where cudnn.benchmark makes its choice), as torch.cuda.graphs' documentation does it:
+    {variant: (graph, its static output)}."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for xi, wi in inputs.values():
+            for _ in range(3):
+                F.conv2d(xi, wi, b, **kw)
+    torch.cuda.current_stream().wait_stream(side)
+    graphs = {}
+    for v, (xi, wi) in inputs.items():
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            y = F.conv2d(xi, wi, b, **kw)
+        graphs[v] = (g, y)
+    return graphs
+
+
+def bench_problem(torch, p, variants, warmup, measure, seed, device="cpu", cuda_graph=False):
     F = torch.nn.functional
     gen = torch.Generator().manual_seed(seed)
     x = torch.rand(p["mb"], p["ic"], p["ih"], p["iw"], generator=gen) * 2 - 1
@@ -240,6 +260,7 @@ def bench_problem(torch, p, variants, warmup, measure, seed, device="cpu"):
     times = {v: [] for v in variants}
     outs = {}
     with torch.inference_mode():
+        graphs = capture_graphs(torch, F, inputs, b, kw) if gpu and cuda_graph else {}
         for r in range(warmup + measure):
             events = {}
             for v in variants:
@@ -248,7 +269,11 @@ def bench_problem(torch, p, variants, warmup, measure, seed, device="cpu"):
                     events[v] = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                     events[v][0].record()
                 t0 = time.perf_counter()
-                y = F.conv2d(xi, wi, b, **kw)
+                if v in graphs:
+                    graphs[v][0].replay()
+                    y = graphs[v][1]
+                else:
+                    y = F.conv2d(xi, wi, b, **kw)
                 t = (time.perf_counter() - t0) * 1e3
                 if gpu:
                     events[v][1].record()
@@ -295,12 +320,17 @@ def main(argv=None):
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
                     help="cuda: cuDNN with torch.backends.cudnn.benchmark = True (its find), TF32 "
                          "off, no bias, CUDA events read once per round")
+    ap.add_argument("--cuda-graph", action="store_true",
+                    help="with --device cuda: each variant's call captured once as a CUDA graph "
+                         "and replayed (as nnperf bench conv2d --launch graph)")
     ap.add_argument("--json", default=None, metavar="FILE")
     ap.add_argument("--list-layers", action="store_true",
                     help="print the conv layer list of vgg16 and resnet50 (from torchvision) and exit")
     a = ap.parse_args(argv)
     if a.threads < 1 or a.warmup < 0 or a.measure < 1:
         ap.error("--threads and --measure must be >= 1, --warmup >= 0")
+    if a.cuda_graph and a.device != "cuda":
+        ap.error("--cuda-graph: applies to --device cuda only")
     variants = [v for v in a.variants.split(",") if v]
     bad = [v for v in variants if v not in VARIANTS]
     if bad or not variants:
@@ -341,11 +371,12 @@ def main(argv=None):
     if a.device == "cuda":
         ctx["cuda_device"] = torch.cuda.get_device_name(0)
         ctx["cudnn_version"] = torch.backends.cudnn.version()
+        ctx["launch"] = "graph" if a.cuda_graph else "eager"
     records = []
     print(f"torch {torch.__version__} ({ctx['cpu_capability']}), {a.threads} thread(s)")
     print(f"{'problem':38} {'variant':15} {'median_ms':>10} {'min_ms':>9} {'GFLOP/s':>8}")
     for p in parsed:
-        for r in bench_problem(torch, p, variants, a.warmup, a.measure, a.seed, a.device):
+        for r in bench_problem(torch, p, variants, a.warmup, a.measure, a.seed, a.device, a.cuda_graph):
             records.append(r)
             print(f"{r['problem']:38} {r['algorithm'][6:]:15} {r['time_ms_median']:10.3f} "
                   f"{r['time_ms_min']:9.3f} {r['gflops_per_s']:8.1f}", flush=True)

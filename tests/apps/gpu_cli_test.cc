@@ -288,6 +288,8 @@ TEST(GpuCli, ProfileOnTheGpuOrOneLineWhyNot) {
     EXPECT_NE(layers.find("implicit_gemm"), std::string::npos);
     const auto j = nlohmann::json::parse(test::read_text(out / "run.json"));
     EXPECT_EQ(j["device"], "cuda");
+    EXPECT_EQ(j["setup"]["launch"], "graph");  // the default
+    EXPECT_NE(j["timing"].get<std::string>().find("CUDA graph"), std::string::npos);
     EXPECT_GT(j["event_timer"]["empty_interval_ns"].get<double>(), 0.0);
     EXPECT_GT(j["event_timer"]["pair_cost_ns"].get<double>(), 0.0);
     // Energy: where NVML reads the board, every size has its energy per inference.
@@ -310,7 +312,19 @@ TEST(GpuCli, ProfileOnTheGpuOrOneLineWhyNot) {
       }
     }
   }
-  for (const char* bad : {"--pass train", "--fold-bn", "--algorithm winograd_x"}) {
+  if (cuda::available()) {  // kernel by kernel: said in run.json
+    const std::filesystem::path eager = dir.path() / "eager";
+    const auto e = run_nnperf(fmt::format(
+        "profile --device cuda --launch eager --model resnet18 --sizes 40 --warmup 1 --measure 2 "
+        "--algorithm guess --progress quiet --output-dir '{}'",
+        eager.string()));
+    ASSERT_EQ(e.exit_code, 0) << e.err;
+    const auto j = nlohmann::json::parse(test::read_text(eager / "run.json"));
+    EXPECT_EQ(j["setup"]["launch"], "eager");
+    EXPECT_NE(j["timing"].get<std::string>().find("kernel by kernel"), std::string::npos);
+  }
+  for (const char* bad :
+       {"--pass train", "--fold-bn", "--algorithm winograd_x", "--launch later"}) {
     const auto t = run_nnperf(fmt::format("profile --device cuda --model resnet18 --test {} "
                                           "--output-dir '{}'",
                                           bad, (dir.path() / "never").string()));

@@ -166,6 +166,12 @@ TEST(ProfileCli, BadInputIsRefusedWithTheValidChoices) {
   EXPECT_NE(r.err.find("/proc/nnperf-cannot-write"), std::string::npos) << r.err;
   r = run_nnperf("profile --stage huge");
   EXPECT_EQ(r.exit_code, 2);
+  r = run_nnperf(
+      fmt::format("profile --model resnet18 {} --sizes 32 --launch graph --output-dir '{}'", kFast,
+                  (dir.path() / "never").string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--launch: applies to --device cuda only"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "never"));
 }
 
 TEST(ProfileCli, ListsModelsWithParameterCountsAndAlgorithms) {

@@ -1,5 +1,6 @@
 // The CUDA backend: the GEMM rows `cuda` (our kernel) and `cublas` against the float64 reference
-// with the CPU rows' bound, at odd shapes, both transposes, alpha/beta and k = 0; the event timer.
+// with the CPU rows' bound, at odd shapes, both transposes, alpha/beta and k = 0; the event timer;
+// work captured into a CUDA graph.
 // On a machine without a usable CUDA device (every CI machine) each device case is reported as
 // skipped with the reason, and what must hold without a device is checked instead.
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 
 #include "nnperf/core/error.h"
 #include "nnperf/gpu/cuda.h"
+#include "nnperf/kernels/cuda_kernels.h"
 #include "nnperf/kernels/gemm/gemm.h"
 #include "test_util.h"
 
@@ -38,6 +40,10 @@ TEST(CudaBackend, WithoutADeviceEverythingSaysWhyInOneLine) {
   }
   EXPECT_THROW(cuda::Buffer(16), Error);
   EXPECT_THROW(cuda::make_event_timer(1), Error);
+  cuda::CapturedWork work;
+  EXPECT_THROW(work.capture([] {}), Error);
+  EXPECT_FALSE(work.captured());
+  EXPECT_THROW(work.launch(), Error);
   for (const char* name : {"cuda", "cublas"}) {
     const GemmAlgorithm& g = find_gemm(name);
     EXPECT_EQ(g.device, Device::kCuda);
@@ -149,6 +155,52 @@ TEST(CudaEventTimer, OneSynchronisationReadsEveryInterval) {
   EXPECT_GE(o.device_ms_empty_pair, 0.0);
   RecordProperty("host_us_per_event_pair", fmt::format("{:.2f}", o.host_us_per_pair));
   RecordProperty("device_ms_empty_pair", fmt::format("{:.4f}", o.device_ms_empty_pair));
+}
+
+// Work captured once runs at every launch (our kernel and cuBLAS, on the thread's stream), and
+// nothing runs at the capture; a capture that throws, or that meets a call which cannot be
+// captured (a synchronous copy), ends the capture, keeps nothing and leaves the stream usable.
+TEST(CudaGraph, CapturedWorkRunsAtEachLaunchAndAFailedCaptureLeavesTheStreamUsable) {
+  SKIP_WITHOUT_DEVICE();
+  const int64_t n = 64;
+  const std::vector<float> host = test::random_vector(n * n, 9);
+  cuda::Buffer a(host.size()), acc(host.size()), prod(host.size());
+  a.upload(host);
+  acc.upload(std::vector<float>(host.size(), 0.0f));
+  const GemmArgs g = gemm_args(GemmShape{false, false, n, n, n}, a.data(), n, a.data(), n,
+                               prod.data(), n, nullptr, 1);
+  cuda::CapturedWork work;
+  EXPECT_FALSE(work.captured());
+  EXPECT_THROW(work.launch(), Error);
+  work.capture([&] {
+    cuda_kernels::add(acc.data(), a.data(), acc.data(), n * n);  // acc += a
+    find_gemm("cublas").run(g);                                  // prod = a a
+  });
+  ASSERT_TRUE(work.captured());
+  EXPECT_GE(work.nodes(), 2u);
+  EXPECT_EQ(cuda::to_host(acc), std::vector<float>(host.size(), 0.0f));  // nothing ran yet
+  for (int i = 0; i < 3; ++i) work.launch();
+  const std::vector<float> sum = cuda::to_host(acc);
+  for (std::size_t i = 0; i < host.size(); ++i) ASSERT_FLOAT_EQ(sum[i], 3 * host[i]) << i;
+  const std::vector<float> p = cuda::to_host(prod);
+  for (int64_t j : {int64_t{0}, n + 3, n * n - 1}) {
+    double want = 0;
+    for (int64_t k = 0; k < n; ++k)
+      want += double{host[static_cast<std::size_t>(j / n * n + k)]} *
+              host[static_cast<std::size_t>(k * n + j % n)];
+    EXPECT_NEAR(p[static_cast<std::size_t>(j)], want, 1e-4 * n) << j;
+  }
+  EXPECT_THROW(work.capture([&] {
+    cuda_kernels::add(acc.data(), a.data(), acc.data(), n * n);
+    throw Error("stop");
+  }),
+               Error);
+  EXPECT_FALSE(work.captured());
+  EXPECT_THROW(work.capture([&] { acc.upload(host); }), Error);  // synchronous: not capturable
+  EXPECT_FALSE(work.captured());
+  cuda_kernels::add(acc.data(), a.data(), acc.data(), n * n);  // eager again: 3a + a
+  const std::vector<float> after = cuda::to_host(acc);
+  for (std::size_t i = 0; i < host.size(); ++i) ASSERT_FLOAT_EQ(after[i], 4 * host[i]) << i;
 }
 
 TEST(CudaBuffer, CopiesExactSizesOnlyAndRefusesAbsurdAllocations) {

@@ -25,8 +25,9 @@ namespace nnperf {
 namespace {
 
 // The find cache (plain C++, so tested on every machine with a stand-in find): one find per
-// problem, pass and workspace limit; a find that throws leaves nothing behind.
-TEST(CudnnConv, FindRunsOncePerProblemPassAndWorkspace) {
+// problem, pass, workspace limit and launch; a find that throws leaves nothing behind.
+TEST(CudnnConv, FindRunsOncePerProblemPassWorkspaceAndLaunch) {
+  using cudnn::Launch;
   const ConvProblem a = parse_conv_problem("mb3ic5ih11oc7kh3ph1");
   const ConvProblem b = parse_conv_problem("mb3ic5ih11oc7kh3sh2ph1");
   int finds = 0;
@@ -36,24 +37,28 @@ TEST(CudnnConv, FindRunsOncePerProblemPassAndWorkspace) {
                                           {"implicit_gemm", "CUDNN_STATUS_SUCCESS", 0.7, 0, true}};
   };
   const cudnn::FindCacheStats before = cudnn::find_cache_stats();
-  const auto first = cudnn::cached_find(a, ConvPass::kForward, 1 << 20, find);
+  const auto first = cudnn::cached_find(a, ConvPass::kForward, 1 << 20, Launch::kEager, find);
   ASSERT_EQ(first.size(), 2u);
   EXPECT_EQ(first[0].algorithm, "fft");
-  EXPECT_EQ(cudnn::cached_find(a, ConvPass::kForward, 1 << 20, find)[1].algorithm,
+  EXPECT_EQ(cudnn::cached_find(a, ConvPass::kForward, 1 << 20, Launch::kEager, find)[1].algorithm,
             "implicit_gemm");
   EXPECT_EQ(finds, 1);
-  (void)cudnn::cached_find(a, ConvPass::kBackwardData, 1 << 20, find);  // another pass
-  (void)cudnn::cached_find(a, ConvPass::kForward, 1 << 21, find);       // another limit
-  (void)cudnn::cached_find(b, ConvPass::kForward, 1 << 20, find);       // another problem
-  EXPECT_EQ(finds, 4);
+  (void)cudnn::cached_find(a, ConvPass::kBackwardData, 1 << 20, Launch::kEager, find);  // pass
+  (void)cudnn::cached_find(a, ConvPass::kForward, 1 << 21, Launch::kEager, find);       // limit
+  (void)cudnn::cached_find(b, ConvPass::kForward, 1 << 20, Launch::kEager, find);       // problem
+  (void)cudnn::cached_find(a, ConvPass::kForward, 1 << 20, Launch::kGraph, find);       // launch
+  EXPECT_EQ(finds, 5);
   const auto failing = []() -> std::vector<cudnn::AlgoResult> { throw Error("no device"); };
   const ConvProblem c = parse_conv_problem("mb1ic2ih9oc2kh1");
-  EXPECT_THROW((void)cudnn::cached_find(c, ConvPass::kForward, 1, failing), Error);
-  EXPECT_EQ(cudnn::cached_find(c, ConvPass::kForward, 1, find).size(), 2u);  // found now
-  EXPECT_EQ(finds, 5);
+  EXPECT_THROW((void)cudnn::cached_find(c, ConvPass::kForward, 1, Launch::kEager, failing), Error);
+  EXPECT_EQ(cudnn::cached_find(c, ConvPass::kForward, 1, Launch::kEager, find).size(),
+            2u);  // found now
+  EXPECT_EQ(finds, 6);
   const cudnn::FindCacheStats after = cudnn::find_cache_stats();
-  EXPECT_EQ(after.entries - before.entries, 5u);
+  EXPECT_EQ(after.entries - before.entries, 6u);
   EXPECT_EQ(after.hits - before.hits, 1u);
+  EXPECT_STREQ(cudnn::to_string(Launch::kEager), "eager");
+  EXPECT_STREQ(cudnn::to_string(Launch::kGraph), "graph");
 }
 
 TEST(CudnnConv, NamesTheEightAlgorithmsAndRefusesWithoutADevice) {
@@ -120,10 +125,23 @@ TEST_P(CudnnConvMatches, EveryServedAlgorithmWithinItsBound) {
   EXPECT_GT(served, 0);
   bool guessed = false, found = false;
   for (const auto& r : conv.guess()) guessed |= r.status == "CUDNN_STATUS_SUCCESS";
-  for (const auto& r : conv.find(std::size_t{1} << 28)) {
-    if (r.status == "CUDNN_STATUS_SUCCESS") {
-      found = true;
-      EXPECT_GT(r.ms, 0.0) << r.algorithm;
+  // find: the served candidates timed again by nnperf as launched (each call, or as a CUDA
+  // graph), fastest first, cuDNN's figure kept; the refused ones after them.
+  for (const cudnn::Launch launch : {cudnn::Launch::kEager, cudnn::Launch::kGraph}) {
+    SCOPED_TRACE(cudnn::to_string(launch));
+    double last_ms = 0;
+    bool refused_seen = false;
+    for (const auto& r : conv.find(std::size_t{1} << 28, launch)) {
+      if (r.status == "CUDNN_STATUS_SUCCESS") {
+        found = true;
+        EXPECT_FALSE(refused_seen) << r.algorithm << " ranked after a refused algorithm";
+        EXPECT_GT(r.ms, 0.0) << r.algorithm;
+        EXPECT_GT(r.cudnn_ms, 0.0) << r.algorithm;
+        EXPECT_GE(r.ms, last_ms) << r.algorithm;
+        last_ms = r.ms;
+      } else {
+        refused_seen = true;
+      }
     }
   }
   EXPECT_TRUE(guessed);

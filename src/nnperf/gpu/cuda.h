@@ -2,11 +2,14 @@
 // With the backend built (CMake -DNNPERF_CUDA=ON or AUTO with nvcc found) the functions are
 // defined in gpu/cuda_runtime_cuda.cc over the CUDA runtime; without it, in
 // gpu/cuda_runtime_nocuda.cc, where every query answers "built without the CUDA backend" and
-// anything that would touch a device throws that reason. Work is queued on one stream per thread
-// (the legacy default stream); timing is by CUDA events (make_event_timer).
+// anything that would touch a device throws that reason. Work is queued on the calling thread's
+// default stream (the backend is compiled with per-thread default streams, and cuDNN and cuBLAS
+// are set to it, so that it can be captured into a CUDA graph: CapturedWork); timing is by CUDA
+// events (make_event_timer).
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -110,6 +113,34 @@ std::unique_ptr<IntervalTimer> make_event_timer(int slots);
 // first (cudaEventElapsedTime between consecutive marks, summed; about 0.5 us resolution), then
 // starts over. make_event_timer's intervals are pairs of marks on one.
 std::unique_ptr<Timeline> make_event_timeline();
+
+// Work that one function queues, captured into a CUDA graph (cudaStreamBeginCapture on this
+// thread's stream, relaxed mode) and replayed by launch(): the host submits the whole of it in one
+// call, so a pass of many short kernels is no longer bound by their launches. Pointers, sizes and
+// algorithms are those of the capture: capture again after any of them changes. Event timeline
+// marks made during a capture become event-record nodes of the graph (they are recorded at each
+// launch).
+class CapturedWork {
+ public:
+  CapturedWork();
+  ~CapturedWork();
+  CapturedWork(const CapturedWork&) = delete;
+  CapturedWork& operator=(const CapturedWork&) = delete;
+  // Runs `queue` with this thread's stream capturing (nothing executes) and makes the result
+  // launchable, updating the last capture's executable graph in place where CUDA allows.
+  // Throws Error naming the CUDA call that failed (a call that cannot be captured ends the
+  // capture: the stream is usable again, and the last capture is dropped).
+  void capture(const std::function<void()>& queue);
+  bool captured() const;
+  // Queues the captured work once (asynchronously). Throws Error when nothing is captured.
+  void launch();
+  // The nodes of the last capture (kernels, memsets, event records...).
+  std::size_t nodes() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // cudaProfilerStart / cudaProfilerStop: the window a profiler started with
 // `--profile-from-start off` (ncu, nsys) collects; without one attached they do nothing.

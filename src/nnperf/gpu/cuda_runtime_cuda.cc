@@ -136,6 +136,13 @@ void synchronize() {
 
 namespace {
 
+// True while this thread's stream is being captured into a graph (CapturedWork).
+bool capturing() {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(cudaStreamPerThread, &status), "cudaStreamIsCapturing");
+  return status == cudaStreamCaptureStatusActive;
+}
+
 class EventTimeline final : public Timeline {
  public:
   EventTimeline() = default;
@@ -151,7 +158,12 @@ class EventTimeline final : public Timeline {
       check(cudaEventCreate(&e), "cudaEventCreate");
       events_.push_back(e);
     }
-    check(cudaEventRecord(events_[next_], nullptr), "cudaEventRecord");
+    if (capturing()) {  // a node of the graph being captured, recorded at each launch
+      check(cudaEventRecordWithFlags(events_[next_], cudaStreamPerThread, cudaEventRecordExternal),
+            "cudaEventRecordWithFlags (captured)");
+    } else {
+      check(cudaEventRecord(events_[next_], cudaStreamPerThread), "cudaEventRecord");
+    }
     return static_cast<int>(next_++);
   }
   // Summed from consecutive marks' intervals (each short, so its float milliseconds keep their
@@ -226,6 +238,74 @@ std::unique_ptr<IntervalTimer> make_event_timer(int slots) {
   if (slots < 1) throw Error("event timer: at least one slot");
   return std::make_unique<EventTimer>(slots);
 }
+
+struct CapturedWork::State {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  std::size_t nodes = 0;
+  void drop() {
+    if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    exec = nullptr;
+    graph = nullptr;
+    nodes = 0;
+  }
+  ~State() { drop(); }
+};
+
+CapturedWork::CapturedWork() : state_(std::make_unique<State>()) {}
+CapturedWork::~CapturedWork() = default;
+
+void CapturedWork::capture(const std::function<void()>& queue) {
+  require("CUDA graph capture");
+  State& s = *state_;
+  // Relaxed: a library's first-use allocation inside `queue` is allowed (it is not captured).
+  check(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeRelaxed),
+        "cudaStreamBeginCapture");
+  cudaGraph_t g = nullptr;
+  try {
+    queue();
+  } catch (...) {
+    (void)cudaStreamEndCapture(cudaStreamPerThread, &g);  // ends it whatever went wrong
+    if (g != nullptr) (void)cudaGraphDestroy(g);
+    (void)cudaGetLastError();  // the capture's error is not sticky: clear it
+    s.drop();
+    throw;
+  }
+  if (const cudaError_t rc = cudaStreamEndCapture(cudaStreamPerThread, &g); rc != cudaSuccess) {
+    (void)cudaGetLastError();
+    s.drop();
+    check(rc, "cudaStreamEndCapture (a queued call could not be captured)");
+  }
+  if (s.exec != nullptr) {  // the same work again (new event marks, same kernels): update in place
+    cudaGraphExecUpdateResultInfo info{};
+    if (cudaGraphExecUpdate(s.exec, g, &info) != cudaSuccess) {
+      (void)cudaGetLastError();
+      (void)cudaGraphExecDestroy(s.exec);
+      s.exec = nullptr;
+    }
+  }
+  if (s.exec == nullptr) {
+    if (const cudaError_t rc = cudaGraphInstantiate(&s.exec, g, 0); rc != cudaSuccess) {
+      (void)cudaGraphDestroy(g);
+      s.exec = nullptr;
+      s.drop();
+      check(rc, "cudaGraphInstantiate");
+    }
+  }
+  if (s.graph != nullptr) (void)cudaGraphDestroy(s.graph);
+  s.graph = g;
+  check(cudaGraphGetNodes(g, nullptr, &s.nodes), "cudaGraphGetNodes");
+}
+
+bool CapturedWork::captured() const { return state_->exec != nullptr; }
+
+void CapturedWork::launch() {
+  if (state_->exec == nullptr) throw Error("CUDA graph: launch() before a capture");
+  check(cudaGraphLaunch(state_->exec, cudaStreamPerThread), "cudaGraphLaunch");
+}
+
+std::size_t CapturedWork::nodes() const { return state_->nodes; }
 
 void profiler_start() { check(cudaProfilerStart(), "cudaProfilerStart"); }
 void profiler_stop() { check(cudaProfilerStop(), "cudaProfilerStop"); }

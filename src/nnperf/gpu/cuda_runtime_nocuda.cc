@@ -35,6 +35,13 @@ void Buffer::download(std::span<float>) const { fail(); }
 void synchronize() { fail(); }
 std::unique_ptr<IntervalTimer> make_event_timer(int) { fail(); }
 std::unique_ptr<Timeline> make_event_timeline() { fail(); }
+struct CapturedWork::State {};
+CapturedWork::CapturedWork() = default;
+CapturedWork::~CapturedWork() = default;
+void CapturedWork::capture(const std::function<void()>&) { fail(); }
+bool CapturedWork::captured() const { return false; }
+void CapturedWork::launch() { fail(); }
+std::size_t CapturedWork::nodes() const { return 0; }
 void profiler_start() { fail(); }
 void profiler_stop() { fail(); }
 EventTimerOverhead measure_event_timer_overhead(int) { fail(); }

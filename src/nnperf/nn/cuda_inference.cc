@@ -36,12 +36,13 @@ std::span<const float> span_of(const Tensor& t) {
 
 CudaNodeInfo choose_cudnn_forward(cudnn::ConvForward& conv, const ConvProblem& p,
                                   const std::string& name, const std::string& asked, bool strict,
-                                  const float* x, float* y) {
+                                  const float* x, float* y, cudnn::Launch launch) {
   CudaNodeInfo info;
   if (asked == "find") {
     constexpr std::size_t kWorkspace = std::size_t{1} << 30;
-    for (const cudnn::AlgoResult& r : cudnn::cached_find(
-             p, ConvPass::kForward, kWorkspace, [&] { return conv.find_on(kWorkspace, x, y); })) {
+    for (const cudnn::AlgoResult& r :
+         cudnn::cached_find(p, ConvPass::kForward, kWorkspace, launch,
+                            [&] { return conv.find_on(kWorkspace, x, y, launch); })) {
       if (r.status == "CUDNN_STATUS_SUCCESS") {
         info.algorithm = r.algorithm;
         break;
@@ -114,8 +115,9 @@ std::size_t cuda_activation_bytes(const Graph& graph) {
   return bytes;
 }
 
-CudaInference::CudaInference(const Graph& graph, const std::string& conv_algorithm, bool strict)
-    : graph_(graph) {
+CudaInference::CudaInference(const Graph& graph, const std::string& conv_algorithm, bool strict,
+                             bool cuda_graph)
+    : graph_(graph), cuda_graph_(cuda_graph) {
   if (const std::string why = cuda_unsupported(graph); !why.empty()) throw UsageError(why);
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
@@ -138,6 +140,11 @@ CudaInference::CudaInference(const Graph& graph, const std::string& conv_algorit
   std::size_t workspace = 0;  // the convolutions share one cuDNN workspace (cudnn_cuda.cc)
   for (const CudaNodeInfo& i : info_) workspace = std::max(workspace, i.workspace_bytes);
   device_bytes_ += workspace;
+  cudnn::reserve_workspace(workspace);  // now, not inside a capture
+  if (cuda_graph_) {
+    plain_ = std::make_unique<cuda::CapturedWork>();
+    timed_ = std::make_unique<cuda::CapturedWork>();
+  }
 }
 
 CudaInference::~CudaInference() = default;
@@ -163,7 +170,8 @@ void CudaInference::plan_node(int n, const std::string& conv_algorithm, bool str
       m.conv = std::make_unique<cudnn::ConvForward>(c.problem(), span_of(c.weight()));
       m.out = cuda::Buffer(static_cast<std::size_t>(m.numel));
       info_[static_cast<std::size_t>(n)] = choose_cudnn_forward(
-          *m.conv, c.problem(), name, conv_algorithm, strict, m.src[0], m.out.data());
+          *m.conv, c.problem(), name, conv_algorithm, strict, m.src[0], m.out.data(),
+          cuda_graph_ ? cudnn::Launch::kGraph : cudnn::Launch::kEager);
       device_bytes_ += static_cast<std::size_t>(c.problem().wei_numel()) * sizeof(float);
       if (c.has_bias()) {
         m.bias = cuda::to_device(span_of(c.bias()));
@@ -281,6 +289,24 @@ void CudaInference::run_node(int n) {
 }
 
 void CudaInference::run() {
+  if (!cuda_graph_) return queue_pass();
+  if (timeline_ != nullptr) {  // captured again: the marks are the timeline's next events
+    timed_->capture([this] { queue_pass(); });
+    timed_->launch();
+    return;
+  }
+  if (!plain_->captured() || plain_workspace_ != cudnn::workspace_address()) {
+    plain_->capture([this] { queue_pass(); });
+    plain_workspace_ = cudnn::workspace_address();
+  }
+  plain_->launch();
+}
+
+std::size_t CudaInference::graph_nodes() const {
+  return plain_ && plain_->captured() ? plain_->nodes() : 0;
+}
+
+void CudaInference::queue_pass() {
   if (timeline_ != nullptr) marks_.assign(nodes_.size(), timeline_->mark());
   for (int n = 1; n < static_cast<int>(nodes_.size()); ++n) {
     run_node(n);
@@ -288,6 +314,10 @@ void CudaInference::run() {
     const auto i = static_cast<std::size_t>(n);
     marks_[i] = alias(nodes_[i]->kind) ? marks_[i - 1] : timeline_->mark();
   }
+}
+
+bool CudaInference::marked(int n) const {
+  return n > 0 && !alias(nodes_.at(static_cast<std::size_t>(n))->kind);
 }
 
 std::vector<double> CudaInference::node_ms() {
@@ -301,6 +331,47 @@ std::vector<double> CudaInference::node_ms() {
   }
   marks_.clear();
   return ms;
+}
+
+double cuda_mark_cost_ms(bool cuda_graph) {
+  cuda::require("CUDA event cost");
+  constexpr int kKernels = 200, kRounds = 15;
+  constexpr int64_t kValues = 256;  // one block of cuda_kernels' launches
+  cuda::Buffer a = cuda::to_device(std::vector<float>(kValues, 1.0f));
+  cuda::Buffer y(kValues);
+  const std::unique_ptr<Timeline> marks = cuda::make_event_timeline();
+  const auto queue = [&](bool marked) {
+    for (int k = 0; k < kKernels; ++k) {
+      cuda_kernels::add(a.data(), a.data(), y.data(), kValues);
+      if (marked) marks->mark();
+    }
+  };
+  cuda::CapturedWork graphs[2];  // [0] without marks, [1] with
+  for (int m = 0; cuda_graph && m < 2; ++m) graphs[m].capture([&] { queue(m == 1); });
+  const std::unique_ptr<IntervalTimer> outer = cuda::make_event_timer(2);
+  std::vector<double> ms[2], sums;
+  std::vector<int64_t> counts;
+  for (int round = 0; round <= kRounds; ++round) {  // round 0 untimed
+    for (int m = 0; m < 2; ++m) {
+      outer->begin(m);
+      if (cuda_graph) {
+        graphs[m].launch();
+      } else {
+        queue(m == 1);
+      }
+      outer->end(m);
+    }
+    sums.assign(2, 0.0);
+    counts.assign(2, 0);
+    outer->resolve(sums, counts);
+    (void)marks->read();  // the round's marks (as a graph: the capture's, once)
+    for (int m = 0; round > 0 && m < 2; ++m) ms[m].push_back(sums[static_cast<std::size_t>(m)]);
+  }
+  const auto median = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  return std::max(0.0, (median(ms[1]) - median(ms[0])) / kKernels);
 }
 
 std::vector<float> CudaInference::output() const {

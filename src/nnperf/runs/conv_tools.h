@@ -34,6 +34,7 @@ struct ConvBenchOptions {
   uint64_t seed = 1;
   double peak_gflops = 0;  // per-thread FMA peak x threads; 0 = measure it (0.3 s)
   ConvPass pass = ConvPass::kForward;  // the pass's registry is timed
+  bool cuda_graph = false;  // --device cuda: each row's call launched as a captured CUDA graph
 };
 
 // {"context": {..., pass, guess}, "records": [{algorithm, problem, status, reason,

@@ -176,8 +176,9 @@ void measure_whole_gpu(Sweep& sw, const ProfileOptions& o, SizeRecord& r,
 }
 
 // The layers on the GPU: separate passes with an event after every node's kernels (a node's
-// time runs from the event before it), read after one synchronisation per pass. The trace lays
-// the last pass's layers end to end (one stream runs them in order).
+// time runs from the event before it, less the device time one event adds, floored at 0), read
+// after one synchronisation per pass. The trace lays the last pass's layers end to end (one
+// stream runs them in order).
 void measure_layers_gpu(Sweep& sw, const ProfileOptions& o, SizeRecord& r,
                         const std::function<void(const std::string&)>& show) {
   const Graph& g = sw.graph;
@@ -188,8 +189,12 @@ void measure_layers_gpu(Sweep& sw, const ProfileOptions& o, SizeRecord& r,
     show(fmt::format("layers pass {}/{}", i + 1, o.measure));
     sw.gpu->run();
     const std::vector<double> ms = sw.gpu->node_ms();
-    for (int n = 1; n < g.size(); ++n)
-      per_node[static_cast<std::size_t>(n)].push_back(ms[static_cast<std::size_t>(n)]);
+    for (int n = 1; n < g.size(); ++n) {
+      const double t = ms[static_cast<std::size_t>(n)];
+      per_node[static_cast<std::size_t>(n)].push_back(
+          sw.gpu->marked(n) ? std::max(0.0, t - sw.mark_cost_ms) : t);
+      r.layers_sum_raw += t / o.measure;
+    }
     check_interrupt();
   }
   sw.gpu->set_timeline(nullptr);
@@ -209,7 +214,9 @@ void measure_layers_gpu(Sweep& sw, const ProfileOptions& o, SizeRecord& r,
           {"algorithm", c.algorithm_used},
           {"phase", "forward"},
           {"output", g.output_shape(n).str()},
-          {"clock", "CUDA events, one after each layer; begin = the earlier layers' times"}}});
+          {"clock",
+           "CUDA events, one after each layer, its measured cost taken off; begin = the earlier "
+           "layers' times"}}});
     at_us += us;
   }
 }
@@ -228,7 +235,7 @@ SizeRecord measure_size(Sweep& sw, const ProfileOptions& o, int64_t size,
   plan_model(sw.model, sw.graph, Shape{o.batch_size, channels, size, size}, sw.ctx);
   if (o.device == Device::kCuda) {
     sw.gpu.reset();  // the last size's device memory first
-    sw.gpu = std::make_unique<CudaInference>(sw.graph, o.algorithm, o.strict);
+    sw.gpu = std::make_unique<CudaInference>(sw.graph, o.algorithm, o.strict, o.cuda_graph);
   }
   r.use = algorithm_use(sw.graph, o.algorithm, [&](int n) { return node_columns(sw, n); });
   Tensor x(Shape{o.batch_size, channels, size, size});

@@ -59,6 +59,8 @@ struct SizeRecord {
   AlgorithmUse use;
   std::vector<LayerRow> layers;  // empty without --layers
   double layers_sum = 0;
+  // On the GPU: the layers' sum before each layer's event cost (Sweep::mark_cost_ms) came off.
+  double layers_sum_raw = 0;
   std::vector<TraceSlice> trace;  // the last layer pass
 };
 
@@ -74,6 +76,9 @@ struct Sweep {
   std::unique_ptr<Trainer> trainer;  // --pass train
   std::vector<int32_t> labels;
   std::unique_ptr<CudaInference> gpu;  // --device cuda: the planned model on the device
+  // --device cuda: the device time one layer's event adds (cuda_mark_cost_ms, measured once in
+  // the sweep's launch mode), taken off each layer's time.
+  double mark_cost_ms = 0;
   // One pass: a forward, or a training step (on the CPU; the GPU's passes are queued by
   // measure_whole_gpu and measure_layers_gpu).
   void run(const Tensor& x) {

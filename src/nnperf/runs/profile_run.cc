@@ -88,6 +88,7 @@ nlohmann::json sweep_setup(const ProfileOptions& o, const ModelEntry& m, int thr
     setup["device"] = "cuda";
     setup["gpu"] = cuda::device_summary();
     setup["cudnn"] = cudnn::version();
+    setup["launch"] = o.cuda_graph ? "graph" : "eager";
   }
   return setup;
 }
@@ -332,7 +333,7 @@ PowerOptions power_options(const ProfileOptions& o) {
 }
 
 nlohmann::json run_record(const ProfileOptions& o, const nlohmann::json& setup,
-                          const ModelEntry& model, const PowerMonitor& power) {
+                          const ModelEntry& model, const PowerMonitor& power, double mark_cost_ms) {
   nlohmann::json r = {
       {"job", "profile"},
       {"setup", setup},
@@ -350,11 +351,16 @@ nlohmann::json run_record(const ProfileOptions& o, const nlohmann::json& setup,
       {"device", device_name(o.device)},
       {"timing",
        o.device == Device::kCuda
-           ? "whole model: CUDA events around each forward pass, all read after one "
-             "synchronisation at the end, no per-layer events; layers: separate passes with "
-             "one event after every node's kernels (a node's time runs from the event before "
-             "it), one synchronisation per pass; percentages against the sum of the layer means "
-             "of those passes"
+           ? std::string(o.cuda_graph
+                             ? "each pass launched as one CUDA graph (captured once; the layer "
+                               "passes' events are nodes of their graph); "
+                             : "each pass launched kernel by kernel (eager); ") +
+                 "whole model: CUDA events around each forward pass, all read after one "
+                 "synchronisation at the end, no per-layer events; layers: separate passes with "
+                 "one event after every node's kernels (a node's time runs from the event "
+                 "before it, less the device time one such event adds: event_timer), one "
+                 "synchronisation per pass; percentages against the sum of the layer means of "
+                 "those passes"
            : "whole model: one steady-clock interval per forward pass, no per-layer hooks; "
              "layers: separate passes with a hook around every node; percentages against the "
              "sum of the layer means of those passes"}};
@@ -364,15 +370,19 @@ nlohmann::json run_record(const ProfileOptions& o, const nlohmann::json& setup,
                     power.unavailable_reason());
   }
   if (o.device == Device::kCuda) {
-    // What the layers' events cost: the device time between two back-to-back events and the
-    // host time recording a pair (a launch-bound pass pays the latter between kernels; each
-    // layer records one event, half a pair).
+    // What the layers' events cost: the device time between two back-to-back events, the host
+    // time recording a pair (a launch-bound pass pays it between kernels), and the device time
+    // one event adds between two kernels (taken off each layer's time).
     const cuda::EventTimerOverhead e = cuda::measure_event_timer_overhead(200);
-    r["event_timer"] = {{"empty_interval_ns", e.device_ms_empty_pair * 1e6},
-                        {"pair_cost_ns", e.host_us_per_pair * 1e3},
-                        {"note",
-                         "each layer records one event (half a pair) and its time includes "
-                         "that cost; nothing is subtracted"}};
+    r["event_timer"] = {
+        {"empty_interval_ns", e.device_ms_empty_pair * 1e6},
+        {"pair_cost_ns", e.host_us_per_pair * 1e3},
+        {"layer_event_cost_ns", mark_cost_ms * 1e6},
+        {"note",
+         "each layer records one event after its kernels; the device time such an event adds "
+         "between two kernels (layer_event_cost_ns: 200 one-block kernels with and without an "
+         "event after each, in this launch mode) is taken off every layer's time, floored at 0; "
+         "the whole-model passes record none"}};
   }
   return r;
 }
@@ -427,11 +437,21 @@ class SweepOutputs {
                   std::to_string(r.use.other),
                   r.use.text()});
     progress.line(fmt::format(
-        "{} {} size {}: median {:.3f} ms (min {:.3f}, max {:.3f}){}{}{}", model_, o_.algorithm,
+        "{} {}{} size {}: median {:.3f} ms (min {:.3f}, max {:.3f}){}{}{}", model_, o_.algorithm,
+        o_.device != Device::kCuda ? ""
+        : o_.cuda_graph            ? " (CUDA graph)"
+                                   : " (eager launches)",
         r.size, w.median, w.min, w.max,
-        o_.layers ? fmt::format(", layers' means sum to {:.3f} ms ({:+.1f}% vs the whole model's mean {:.3f})",
-                                r.layers_sum, 100 * (r.layers_sum / w.mean - 1), w.mean)
-                  : "",
+        !o_.layers ? ""
+        : o_.device != Device::kCuda
+            ? fmt::format(
+                  ", layers' means sum to {:.3f} ms ({:+.1f}% vs the whole model's mean {:.3f})",
+                  r.layers_sum, 100 * (r.layers_sum / w.mean - 1), w.mean)
+            : fmt::format(
+                  ", layers' means sum to {:.3f} ms ({:+.1f}% vs the whole model's mean {:.3f}; "
+                  "{:+.1f}% before each layer's event cost came off)",
+                  r.layers_sum, 100 * (r.layers_sum / w.mean - 1), w.mean,
+                  100 * (r.layers_sum_raw / w.mean - 1)),
         !pw.energy_j ? ""
         : o_.batch_size == 1
             ? fmt::format(", {:.3f} J per inference", per_inf)
@@ -504,7 +524,8 @@ ProfileResult run_profile(ProfileOptions o) {
            PowerMonitor(power_options(o)),
            nullptr,
            {},
-           nullptr};
+           nullptr,
+           0.0};
   ModelOptions mo;
   mo.fold_bn = o.fold_bn;
   {
@@ -520,7 +541,9 @@ ProfileResult run_profile(ProfileOptions o) {
   }
   const nlohmann::json setup = sweep_setup(o, model, threads);
   const std::set<int64_t> done = open_sweep_folder(o, setup, overall_path, layers_path);
-  write_run_json(o.output_dir, o.command_line, run_record(o, setup, model, sw.power));
+  if (o.device == Device::kCuda && o.layers) sw.mark_cost_ms = cuda_mark_cost_ms(o.cuda_graph);
+  write_run_json(o.output_dir, o.command_line,
+                 run_record(o, setup, model, sw.power, sw.mark_cost_ms));
   SweepOutputs outputs(o, model.name, threads, overall_path, layers_path, stem);
 
   configure_sweep(sw, o, threads);

@@ -21,6 +21,9 @@ struct ProfileOptions {
   // kCuda: the model runs on the GPU (nn/cuda_inference.h), convolutions by cuDNN, timed by CUDA
   // events, energy from NVML; inference only.
   Device device = Device::kCpu;
+  // kCuda: each pass launched as one CUDA graph (--launch graph: the times are the GPU's, free of
+  // the host's launch gaps between kernels), or kernel by kernel (eager).
+  bool cuda_graph = true;
   std::string stage = "full";       // sanity | quick | full (sets sizes, warmup, measure)
   int num_sizes = -1;               // -1 = the stage's default
   std::vector<int64_t> sizes;       // explicit sizes (override the stage's)

@@ -38,28 +38,44 @@ inline bool available() { return unavailable_reason().empty(); }
 // cuDNN's version ("9.14.0"), or "" when it is not loaded.
 std::string version();
 
+// How the caller launches its convolutions, which find times the candidates as: each call made
+// at every run (its host work can leave the GPU waiting when kernels are short), or captured once
+// into a CUDA graph (cuda::CapturedWork: the GPU's time alone). The two can rank differently:
+// on an H200 at batch 1, implicit_precomp_gemm ran ResNet-50's 1x1 layers in 0.010-0.020 ms as a
+// graph and 0.08-0.28 ms called eagerly, where implicit_gemm took 0.03-0.11 ms.
+enum class Launch { kEager, kGraph };
+const char* to_string(Launch launch);
+
 // One algorithm as cudnnFindConvolutionForwardAlgorithmEx or
 // cudnnGetConvolutionForwardAlgorithm_v7 reports it.
 struct AlgoResult {
   std::string algorithm;
   std::string status;  // "CUDNN_STATUS_SUCCESS" or cuDNN's refusal
-  double ms = 0;       // find: cuDNN's own timing; guess: 0
+  double ms = 0;       // find: nnperf's timing of the call as launched (median of 5); guess: 0
   std::size_t workspace_bytes = 0;
   bool deterministic = false;  // cuDNN's CUDNN_DETERMINISTIC for this algorithm and problem
+  double cudnn_ms = 0;         // find: cuDNN's own timing (0 when not timed again)
 };
 
-// cuDNN's find ranking per problem, pass and workspace limit, kept for the process: `find` runs
-// only the first time a key is asked for (a model's repeated layer shapes are timed once, as the
-// CPU's find cache does); later askers get the same ranking. Thread-safe; `find` may throw, and
+// cuDNN's find ranking per problem, pass, workspace limit and launch, kept for the process: `find`
+// runs only the first time a key is asked for (a model's repeated layer shapes are timed once, as
+// the CPU's find cache does); later askers get the same ranking. Thread-safe; `find` may throw, and
 // then nothing is kept. Implemented in cudnn_find_cache.cc (no CUDA needed).
 std::vector<AlgoResult> cached_find(const ConvProblem& p, ConvPass pass,
-                                    std::size_t max_workspace_bytes,
+                                    std::size_t max_workspace_bytes, Launch launch,
                                     const std::function<std::vector<AlgoResult>()>& find);
 // How many rankings the cache holds, and how many askers it answered without running find.
 struct FindCacheStats {
   std::size_t entries = 0, hits = 0;
 };
 FindCacheStats find_cache_stats();
+
+// The workspace every ConvForward and ConvBackward of the process shares: grown now to at least
+// `bytes` (a plan's largest need, before a CUDA graph captures its convolutions), and its device
+// address (null before the first), which moves whenever a larger need regrows it: a graph
+// captured over the old one must be captured again.
+void reserve_workspace(std::size_t bytes);
+const void* workspace_address();
 
 // One problem on the device: descriptors and device tensors made once, then any algorithm run on
 // them. Throws Error naming cuDNN's status on a failed call; UsageError("--device cuda: ...")
@@ -82,9 +98,13 @@ class ConvForward {
   // cudnnGetConvolutionForwardAlgorithm_v7's ranking (heuristics, nothing run), best first.
   std::vector<AlgoResult> guess();
   // cudnnFindConvolutionForwardAlgorithmEx: every algorithm run and timed by cuDNN on this
-  // problem's tensors, fastest first, with a workspace of at most `max_workspace_bytes`.
-  std::vector<AlgoResult> find(std::size_t max_workspace_bytes);
-  std::vector<AlgoResult> find_on(std::size_t max_workspace_bytes, const float* src, float* dst);
+  // problem's tensors with a workspace of at most `max_workspace_bytes`; the ones it serves are
+  // then timed again by nnperf, launched as `launch` says (median of 5 rounds alternating them;
+  // cuDNN times each once and its figures misranked batch-1 layers either way), and ranked
+  // fastest first by that, the refused ones after.
+  std::vector<AlgoResult> find(std::size_t max_workspace_bytes, Launch launch = Launch::kEager);
+  std::vector<AlgoResult> find_on(std::size_t max_workspace_bytes, const float* src, float* dst,
+                                  Launch launch = Launch::kEager);
   // Queues one forward pass (dst = conv(src, wei)) with `algorithm`. Every ConvForward and
   // ConvBackward of the process shares one cuDNN workspace (they run on one stream), grown to the
   // largest one asked for and kept; each algorithm's workspace size is asked of cuDNN once.
@@ -119,12 +139,13 @@ class ConvBackward {
   std::string why_not(std::string_view algorithm);  // as ConvForward::why_not
   std::size_t workspace_bytes(std::string_view algorithm);
   std::vector<AlgoResult> guess();  // cudnnGetConvolutionBackward{Data,Filter}Algorithm_v7
-  std::vector<AlgoResult> find(std::size_t max_workspace_bytes);  // ...FindAlgorithmEx
+  std::vector<AlgoResult> find(std::size_t max_workspace_bytes,  // ...FindAlgorithmEx, re-timed
+                               Launch launch = Launch::kEager);
   void run(std::string_view algorithm);
   std::vector<float> output();  // dx or dw, once the queued work has finished
   // On the caller's device buffers: first (w or x), dy, and out (dx or dw, overwritten).
   std::vector<AlgoResult> find_on(std::size_t max_workspace_bytes, const float* first,
-                                  const float* dy, float* out);
+                                  const float* dy, float* out, Launch launch = Launch::kEager);
   void run_on(std::string_view algorithm, const float* first, const float* dy, float* out);
 
  private:

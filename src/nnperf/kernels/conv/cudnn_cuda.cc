@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <optional>
 
 #include "nnperf/core/error.h"
@@ -26,6 +28,7 @@ struct Api {
   decltype(&cudnnGetErrorString) GetErrorString = nullptr;
   decltype(&cudnnCreate) Create = nullptr;
   decltype(&cudnnDestroy) Destroy = nullptr;
+  decltype(&cudnnSetStream) SetStream = nullptr;
   decltype(&cudnnCreateTensorDescriptor) CreateTensorDescriptor = nullptr;
   decltype(&cudnnSetTensor4dDescriptor) SetTensor4dDescriptor = nullptr;
   decltype(&cudnnDestroyTensorDescriptor) DestroyTensorDescriptor = nullptr;
@@ -82,6 +85,7 @@ Api load() {
   resolve(a, a.GetVersion, "cudnnGetVersion");
   resolve(a, a.GetErrorString, "cudnnGetErrorString");
   resolve(a, a.Create, "cudnnCreate");
+  resolve(a, a.SetStream, "cudnnSetStream");
   resolve(a, a.Destroy, "cudnnDestroy");
   resolve(a, a.CreateTensorDescriptor, "cudnnCreateTensorDescriptor");
   resolve(a, a.SetTensor4dDescriptor, "cudnnSetTensor4dDescriptor");
@@ -121,6 +125,10 @@ Api load() {
   if (const cudnnStatus_t s = a.Create(&a.handle); s != CUDNN_STATUS_SUCCESS) {
     a.reason = fmt::format("cudnnCreate: {}", a.GetErrorString(s));
     a.handle = nullptr;
+  } else if (const cudnnStatus_t t = a.SetStream(a.handle, cudaStreamPerThread);
+             t != CUDNN_STATUS_SUCCESS) {
+    // The calling thread's default stream, as our kernels' (capturable into a CUDA graph).
+    a.reason = fmt::format("cudnnSetStream: {}", a.GetErrorString(t));
   }
   return a;
 }
@@ -237,6 +245,66 @@ std::vector<AlgoResult> results_of(const Perf* perf, int n, std::span<const char
   return out;
 }
 
+// cuDNN's find times each algorithm once, and on an H200 at batch 1 its ranking put
+// implicit_gemm first on VGG-16 and ResNet-50 layers where implicit_precomp_gemm ran in half its
+// time as a CUDA graph, and implicit_precomp_gemm first on 1x1 layers where it ran 2-4x slower
+// than implicit_gemm called eagerly (bench conv2d, 2026-11-26). So find's served candidates are
+// timed again as the caller launches them (`launch`: each call made between the events, or
+// captured once as a CUDA graph and launched), once untimed, then kFindRounds rounds alternating
+// them between CUDA events; ranked by the median, cuDNN's own figure kept in cudnn_ms.
+// Candidates needing more workspace than `limit` are left where cuDNN put them, after the timed
+// ones.
+constexpr int kFindRounds = 5;
+
+std::vector<AlgoResult> retimed(std::vector<AlgoResult> found, std::size_t limit, Launch launch,
+                                const std::function<void(std::string_view)>& run) {
+  std::vector<AlgoResult> timed, rest;
+  for (AlgoResult& r : found) {
+    const bool ok = r.status == "CUDNN_STATUS_SUCCESS" && r.workspace_bytes <= limit;
+    (ok ? timed : rest).push_back(std::move(r));
+  }
+  if (timed.empty()) return rest;
+  std::vector<std::unique_ptr<cuda::CapturedWork>> graphs;
+  for (const AlgoResult& r : timed) {
+    if (launch == Launch::kEager) {
+      run(r.algorithm);  // untimed
+      continue;
+    }
+    graphs.push_back(std::make_unique<cuda::CapturedWork>());
+    graphs.back()->capture([&] { run(r.algorithm); });
+    graphs.back()->launch();  // untimed
+  }
+  const int n = static_cast<int>(timed.size());
+  auto timer = cuda::make_event_timer(n);
+  std::vector<std::vector<double>> ms(timed.size());
+  std::vector<double> sums;
+  std::vector<int64_t> counts;
+  for (int round = 0; round < kFindRounds; ++round) {
+    for (int i = 0; i < n; ++i) {
+      timer->begin(i);
+      if (launch == Launch::kEager) {
+        run(timed[static_cast<std::size_t>(i)].algorithm);
+      } else {
+        graphs[static_cast<std::size_t>(i)]->launch();
+      }
+      timer->end(i);
+    }
+    sums.assign(timed.size(), 0.0);
+    counts.assign(timed.size(), 0);
+    timer->resolve(sums, counts);
+    for (std::size_t i = 0; i < timed.size(); ++i) ms[i].push_back(sums[i]);
+  }
+  for (std::size_t i = 0; i < timed.size(); ++i) {
+    std::sort(ms[i].begin(), ms[i].end());
+    timed[i].cudnn_ms = timed[i].ms;
+    timed[i].ms = ms[i][ms[i].size() / 2];
+  }
+  std::stable_sort(timed.begin(), timed.end(),
+                   [](const AlgoResult& a, const AlgoResult& b) { return a.ms < b.ms; });
+  for (AlgoResult& r : rest) timed.push_back(std::move(r));
+  return timed;
+}
+
 // The position of `name` in the pass's list; UsageError listing them when absent.
 int pass_algo_index(ConvPass pass, std::string_view name) {
   const auto names = algorithms(pass);
@@ -266,6 +334,13 @@ cuda::Buffer& workspace_of_at_least(std::size_t bytes) {
 }
 
 }  // namespace
+
+void reserve_workspace(std::size_t bytes) {
+  usable();
+  workspace_of_at_least(bytes);
+}
+
+const void* workspace_address() { return shared_workspace().data(); }
 
 struct ConvForward::Impl : Descriptors {
   void describe(const ConvProblem& problem, std::span<const float> weights);
@@ -342,14 +417,14 @@ std::vector<AlgoResult> ConvForward::guess() {
   return out;
 }
 
-std::vector<AlgoResult> ConvForward::find(std::size_t max_workspace_bytes) {
+std::vector<AlgoResult> ConvForward::find(std::size_t max_workspace_bytes, Launch launch) {
   if (impl_->src.size() == 0)
     fail("cuDNN conv {}: find() without its own tensors; use find_on", impl_->p.str());
-  return find_on(max_workspace_bytes, impl_->src.data(), impl_->dst.data());
+  return find_on(max_workspace_bytes, impl_->src.data(), impl_->dst.data(), launch);
 }
 
 std::vector<AlgoResult> ConvForward::find_on(std::size_t max_workspace_bytes, const float* x,
-                                             float* y) {
+                                             float* y, Launch launch) {
   Api& a = usable();
   std::size_t ws = 0;
   for (const char* n : forward_algorithms()) {
@@ -364,7 +439,8 @@ std::vector<AlgoResult> ConvForward::find_on(std::size_t max_workspace_bytes, co
                                             impl_->conv, impl_->y, y, max, &got, perf.data(),
                                             workspace.data(), workspace.size() * sizeof(float)),
         "cudnnFindConvolutionForwardAlgorithmEx");
-  return impl_->results(perf.data(), got);
+  return retimed(impl_->results(perf.data(), got), workspace.size() * sizeof(float), launch,
+                 [&](std::string_view algo) { run_on(algo, x, y); });
 }
 
 void ConvForward::run(std::string_view algorithm) {
@@ -491,14 +567,14 @@ std::vector<AlgoResult> ConvBackward::guess() {
   return out;
 }
 
-std::vector<AlgoResult> ConvBackward::find(std::size_t max_workspace_bytes) {
+std::vector<AlgoResult> ConvBackward::find(std::size_t max_workspace_bytes, Launch launch) {
   Impl& m = *impl_;
   if (m.dy.size() == 0) fail("cuDNN conv {}: find() without its own tensors; use find_on", m.p.str());
-  return find_on(max_workspace_bytes, m.first.data(), m.dy.data(), m.out.data());
+  return find_on(max_workspace_bytes, m.first.data(), m.dy.data(), m.out.data(), launch);
 }
 
 std::vector<AlgoResult> ConvBackward::find_on(std::size_t max_workspace_bytes, const float* first,
-                                              const float* dy, float* out) {
+                                              const float* dy, float* out, Launch launch) {
   Api& a = usable();
   Impl& m = *impl_;
   std::size_t ws = 0;
@@ -517,13 +593,15 @@ std::vector<AlgoResult> ConvBackward::find_on(std::size_t max_workspace_bytes, c
     check(a.FindBwdDataAlgorithmEx(a.handle, m.w, first, m.y, dy, m.conv, m.x, out, max, &got,
                                    perf.data(), workspace.data(), have),
           "cudnnFindConvolutionBackwardDataAlgorithmEx");
-    return results_of(perf.data(), got, algorithms(m.pass));
+    return retimed(results_of(perf.data(), got, algorithms(m.pass)), have, launch,
+                   [&](std::string_view algo) { run_on(algo, first, dy, out); });
   }
   std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<std::size_t>(max));
   check(a.FindBwdFilterAlgorithmEx(a.handle, m.x, first, m.y, dy, m.conv, m.w, out, max, &got,
                                    perf.data(), workspace.data(), have),
         "cudnnFindConvolutionBackwardFilterAlgorithmEx");
-  return results_of(perf.data(), got, algorithms(m.pass));
+  return retimed(results_of(perf.data(), got, algorithms(m.pass)), have, launch,
+                 [&](std::string_view algo) { run_on(algo, first, dy, out); });
 }
 
 void ConvBackward::run(std::string_view algorithm) {

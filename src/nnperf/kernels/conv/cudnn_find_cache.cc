@@ -1,4 +1,5 @@
-// cuDNN's find rankings kept per problem, pass and workspace limit (kernels/conv/cudnn_conv.h).
+// cuDNN's find rankings kept per problem, pass, workspace limit and launch
+// (kernels/conv/cudnn_conv.h).
 // Plain C++: the cache is tested on machines without cuDNN with a stand-in `find`.
 #include <fmt/format.h>
 
@@ -25,10 +26,13 @@ Cache& cache() {
 
 }  // namespace
 
+const char* to_string(Launch launch) { return launch == Launch::kGraph ? "graph" : "eager"; }
+
 std::vector<AlgoResult> cached_find(const ConvProblem& p, ConvPass pass,
-                                    std::size_t max_workspace_bytes,
+                                    std::size_t max_workspace_bytes, Launch launch,
                                     const std::function<std::vector<AlgoResult>()>& find) {
-  const std::string key = fmt::format("{}/{}/{}", p.str(), to_string(pass), max_workspace_bytes);
+  const std::string key =
+      fmt::format("{}/{}/{}/{}", p.str(), to_string(pass), max_workspace_bytes, to_string(launch));
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);  // held while finding: one timing at a time
   if (const auto it = c.rankings.find(key); it != c.rankings.end()) {

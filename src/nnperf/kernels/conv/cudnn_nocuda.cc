@@ -21,6 +21,8 @@ namespace {
 }  // namespace
 
 std::string version() { return ""; }
+void reserve_workspace(std::size_t) { refuse(); }
+const void* workspace_address() { return nullptr; }
 
 struct ConvForward::Impl {};
 ConvForward::ConvForward(const ConvProblem&, std::span<const float>, std::span<const float>) {
@@ -31,8 +33,10 @@ ConvForward::~ConvForward() = default;
 std::string ConvForward::why_not(std::string_view) { refuse(); }
 std::size_t ConvForward::workspace_bytes(std::string_view) { refuse(); }
 std::vector<AlgoResult> ConvForward::guess() { refuse(); }
-std::vector<AlgoResult> ConvForward::find(std::size_t) { refuse(); }
-std::vector<AlgoResult> ConvForward::find_on(std::size_t, const float*, float*) { refuse(); }
+std::vector<AlgoResult> ConvForward::find(std::size_t, Launch) { refuse(); }
+std::vector<AlgoResult> ConvForward::find_on(std::size_t, const float*, float*, Launch) {
+  refuse();
+}
 void ConvForward::run(std::string_view) { refuse(); }
 void ConvForward::run_on(std::string_view, const float*, float*) { refuse(); }
 void ConvForward::run_with(std::string_view, const float*, const float*, float*) { refuse(); }
@@ -48,10 +52,11 @@ ConvBackward::~ConvBackward() = default;
 std::string ConvBackward::why_not(std::string_view) { refuse(); }
 std::size_t ConvBackward::workspace_bytes(std::string_view) { refuse(); }
 std::vector<AlgoResult> ConvBackward::guess() { refuse(); }
-std::vector<AlgoResult> ConvBackward::find(std::size_t) { refuse(); }
+std::vector<AlgoResult> ConvBackward::find(std::size_t, Launch) { refuse(); }
 void ConvBackward::run(std::string_view) { refuse(); }
 std::vector<float> ConvBackward::output() { refuse(); }
-std::vector<AlgoResult> ConvBackward::find_on(std::size_t, const float*, const float*, float*) {
+std::vector<AlgoResult> ConvBackward::find_on(std::size_t, const float*, const float*, float*,
+                                              Launch) {
   refuse();
 }
 void ConvBackward::run_on(std::string_view, const float*, const float*, float*) { refuse(); }

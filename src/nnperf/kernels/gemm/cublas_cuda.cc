@@ -38,8 +38,8 @@ void check(cublasStatus_t s, const char* call) {
 }
 
 // One handle per thread (cuBLAS handles are not to be shared between host threads), created on
-// first use and kept for the thread's life. FP32 math mode: no TF32, so results are comparable with
-// the CPU rows' float32 bound.
+// first use and kept for the thread's life, queueing on the thread's default stream. FP32 math
+// mode: no TF32, so results are comparable with the CPU rows' float32 bound.
 cublasHandle_t handle() {
   struct Holder {
     cublasHandle_t h = nullptr;
@@ -51,6 +51,8 @@ cublasHandle_t handle() {
   if (holder.h == nullptr) {
     check(cublasCreate(&holder.h), "cublasCreate");
     check(cublasSetMathMode(holder.h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    // The thread's default stream, as our kernels' (capturable into a CUDA graph).
+    check(cublasSetStream(holder.h, cudaStreamPerThread), "cublasSetStream");
   }
   return holder.h;
 }
