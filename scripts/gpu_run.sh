@@ -98,7 +98,7 @@ stage_profile() {
 # Every distinct conv layer of VGG-16 and ResNet-50 (bench/conv_layers.txt) at batch 1 and 32
 # (or $CONV_BATCHES), each nnperf process cut after $CONV_STEP_TIMEOUT seconds (default 30):
 # PyTorch (cudnn.benchmark, TF32 off) over the list, then nnperf bench conv2d per layer (all of
-# cuDNN's forward algorithms, guess and find); per launch of $CONV_LAUNCHES (default: eager
+# cuDNN's forward algorithms, guess and find, and the graph API's engines); per launch of $CONV_LAUNCHES (default: eager
 # graph): eager calls into conv_mbB/, or each call captured once as a CUDA graph on both sides
 # (--launch graph, --cuda-graph) into conv_graph_mbB/.
 stage_conv() {
@@ -111,7 +111,7 @@ stage_conv() {
       grep -v '^#' "$here/conv_layers.txt" | while read -r model name count desc; do
         [ -n "$desc" ] || continue
         desc="mb${mb}$(echo "${desc}" | sed -E 's/^mb[0-9]+//')"
-        STEP_TIMEOUT=${CONV_STEP_TIMEOUT:-30} step "conv2d $launch mb$mb $model $name" "$out/conv.log" "${nn[@]}" bench conv2d --device cuda --launch "$launch" --problem "$desc" --warmup 3 --measure 10 --json "$out/conv_${tag}mb$mb/${model}_${name}.json"
+        STEP_TIMEOUT=${CONV_STEP_TIMEOUT:-30} step "conv2d $launch mb$mb $model $name" "$out/conv.log" "${nn[@]}" bench conv2d --device cuda --launch "$launch" --engines --problem "$desc" --warmup 3 --measure 10 --json "$out/conv_${tag}mb$mb/${model}_${name}.json"
       done
     done
   done

@@ -101,6 +101,8 @@ int run(Flags& f) {
   if (f.launch != "eager" && (f.op != "conv2d" || f.device != "cuda"))
     throw UsageError("--launch: applies to bench conv2d --device cuda only");
   f.o.cuda_graph = f.launch == "graph";
+  if (f.o.engines && (f.op != "conv2d" || f.device != "cuda"))
+    throw UsageError("--engines: applies to bench conv2d --device cuda only");
   if (f.op == "gemm") {
     if (f.pass != "forward") throw UsageError("--pass: applies to bench conv2d, not gemm");
     return run_gemm(f);
@@ -159,6 +161,9 @@ const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int(
                  "call's host work)")
       ->check(CLI::IsMember({"eager", "graph"}))
       ->capture_default_str();
+  sub.add_flag("--engines", f->o.engines,
+               "conv2d --device cuda, forward: also time the FP32 engine configurations of "
+               "cuDNN's graph API (rows engine:<index>.<n>), each checked like the eight");
   sub.add_option("--warmup", f->o.warmup, "Untimed runs per algorithm")->check(integer_in(0, 10000))->capture_default_str();
   sub.add_option("--measure", f->o.measure, "Timed runs per algorithm")->check(integer_in(1, 100000))->capture_default_str();
   sub.add_option("--threads", f->o.threads, "Threads (0 = all logical CPUs)")->check(threads_count())->capture_default_str();

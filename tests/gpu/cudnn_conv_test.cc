@@ -2,7 +2,8 @@
 // odd shapes, strides, padding, dilation and groups: every algorithm cuDNN serves for a problem
 // stays within c * k * eps * sum|x*w| + eps * |ref| with c = 4 for the GEMM-like algorithms and
 // c = 64 for FFT and Winograd (their transforms round more; provisional until measured on a lent
-// GPU), and the heuristic (guess) and the search (find) each name at least one served algorithm.
+// GPU), and the heuristic (guess) and the search (find) each name at least one served algorithm;
+// cuDNN's graph-API engine plans against the same reference.
 // The same for the backward-data and backward-weights algorithms, against the float64 backward
 // reference with the pass's reduction length (ocg*kh*kw, mb*oh*ow). Without a usable CUDA device
 // the cases report skipped with the reason, and the entries refuse.
@@ -93,8 +94,10 @@ TEST(CudnnConv, NamesTheEightAlgorithmsAndRefusesWithoutADevice) {
 // 4k for the direct and GEMM-based ones; 64 max(k, 64) for FFT and Winograd, whose transforms
 // add rounding that does not shrink with a short reduction (measured on an H200: Winograd
 // backward-weights over k = 16 terms, 512 channels 2x2, erred 1450 eps sum|terms|).
+// A graph-API engine does not say which kind it is: it gets the FFT/Winograd bound.
 double reduction_factor(std::string_view algorithm, double k) {
-  const bool fast = algorithm.starts_with("fft") || algorithm.starts_with("winograd");
+  const bool fast = algorithm.starts_with("fft") || algorithm.starts_with("winograd") ||
+                    algorithm.starts_with("engine:");
   return fast ? 64.0 * std::max(k, 64.0) : 4.0 * k;
 }
 
@@ -123,6 +126,23 @@ TEST_P(CudnnConvMatches, EveryServedAlgorithmWithinItsBound) {
     }
   }
   EXPECT_GT(served, 0);
+  // cuDNN's graph-API engines (FP32, no TF32): at least one plan for every problem here, each
+  // within the bound, its workspace known, an unknown configuration refused by name.
+  const std::vector<std::string> engines = conv.engines();
+  EXPECT_FALSE(engines.empty()) << conv.engines_reason();
+  for (const std::string& name : engines) {
+    ASSERT_EQ(conv.why_not(name), "") << name;
+    (void)conv.workspace_bytes(name);
+    conv.run(name);
+    const std::vector<float> y = conv.output();
+    const double c = reduction_factor(name, k);
+    ASSERT_EQ(y.size(), ref.size());
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      const double bound = c * test::kEps * abs_sum[i] + test::kEps * std::abs(ref[i]);
+      ASSERT_LE(std::abs(static_cast<double>(y[i]) - ref[i]), bound) << name << " output " << i;
+    }
+  }
+  EXPECT_NE(conv.why_not("engine:99999.0"), "");
   bool guessed = false, found = false;
   for (const auto& r : conv.guess()) guessed |= r.status == "CUDNN_STATUS_SUCCESS";
   // find: the served candidates timed again by nnperf as launched (each call, or as a CUDA

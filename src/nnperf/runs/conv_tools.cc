@@ -535,6 +535,8 @@ nlohmann::json bench_conv_cuda(const ConvProblem& p, const ConvBenchOptions& o) 
   check_problem(p, 2 * static_cast<int64_t>(sizeof(double)));  // the reference and its bound
   check_reference_cost(p);
   if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
+  if (o.engines && o.pass != ConvPass::kForward)
+    throw UsageError("--engines: cuDNN's graph-API engines are timed for the forward pass only");
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
   std::vector<std::string> names = o.algorithms;
@@ -550,6 +552,11 @@ nlohmann::json bench_conv_cuda(const ConvProblem& p, const ConvBenchOptions& o) 
   };
   if (o.pass == ConvPass::kForward) {
     cudnn::ConvForward conv(p, span(in.src), span(in.wei));
+    if (o.engines) {
+      const std::vector<std::string> engines = conv.engines();
+      if (engines.empty()) names.push_back("engine:none");  // a skipped row with the reason
+      names.insert(names.end(), engines.begin(), engines.end());
+    }
     return bench_cudnn_rows(conv, p, names, r, o);
   }
   cudnn::ConvBackward conv(p, o.pass,

@@ -97,6 +97,14 @@ class ConvForward {
   std::size_t workspace_bytes(std::string_view algorithm);
   // cudnnGetConvolutionForwardAlgorithm_v7's ranking (heuristics, nothing run), best first.
   std::vector<AlgoResult> guess();
+  // cuDNN's graph (backend) API for this problem: the FP32 engine configurations its heuristics
+  // propose (mode A, then the fallback list; no TF32 tensor cores, none compiled at run time),
+  // each an execution plan made once, named "engine:<global index>.<n>"; every call that takes
+  // an algorithm name takes these too (why_not, workspace_bytes, run, run_on, run_with). Made at
+  // the first call; engines_reason() says why there are none. Not among find's candidates
+  // (docs/gpu.md says why); bench conv2d --engines times them beside the eight.
+  std::vector<std::string> engines();
+  std::string engines_reason();
   // cudnnFindConvolutionForwardAlgorithmEx: every algorithm run and timed by cuDNN on this
   // problem's tensors with a workspace of at most `max_workspace_bytes`; the ones it serves are
   // then timed again by nnperf, launched as `launch` says (median of 5 rounds alternating them;

@@ -16,6 +16,7 @@
 #include "nnperf/core/error.h"
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
+#include "nnperf/kernels/conv/cudnn_internal.h"
 
 namespace nnperf::cudnn {
 
@@ -153,6 +154,12 @@ int narrow(int64_t v) { return static_cast<int>(v); }  // ConvProblem terms are 
 }  // namespace
 
 const std::string& unavailable_reason() { return api().reason; }
+
+namespace detail {
+void* library() { return api().lib; }
+cudnnHandle_t handle() { return usable().handle; }
+std::string status_name(cudnnStatus_t status) { return api().GetErrorString(status); }
+}  // namespace detail
 
 std::string version() {
   const Api& a = api();
@@ -345,6 +352,11 @@ const void* workspace_address() { return shared_workspace().data(); }
 struct ConvForward::Impl : Descriptors {
   void describe(const ConvProblem& problem, std::span<const float> weights);
   cuda::Buffer src, wei, dst;
+  std::unique_ptr<detail::EngineSet> engine_set;  // the graph API's plans, made on first use
+  const detail::EngineSet& engines() {
+    if (!engine_set) engine_set = std::make_unique<detail::EngineSet>(p);
+    return *engine_set;
+  }
   cudnnConvolutionFwdAlgo_t algo(std::string_view name) const {
     return static_cast<cudnnConvolutionFwdAlgo_t>(pass_algo_index(ConvPass::kForward, name));
   }
@@ -385,6 +397,7 @@ ConvForward::~ConvForward() = default;
 
 std::string ConvForward::why_not(std::string_view algorithm) {
   Api& a = usable();
+  if (detail::is_engine(algorithm)) return impl_->engines().why_not(algorithm);
   std::size_t bytes = 0;
   const cudnnStatus_t s = a.GetConvolutionForwardWorkspaceSize(
       a.handle, impl_->x, impl_->w, impl_->conv, impl_->y, impl_->algo(algorithm), &bytes);
@@ -394,6 +407,7 @@ std::string ConvForward::why_not(std::string_view algorithm) {
 std::size_t ConvForward::workspace_bytes(std::string_view algorithm) {
   Api& a = usable();
   Impl& m = *impl_;
+  if (detail::is_engine(algorithm)) return m.engines().workspace_bytes(algorithm);
   const cudnnConvolutionFwdAlgo_t k = m.algo(algorithm);
   return m.remembered_workspace(
       k,
@@ -401,6 +415,16 @@ std::size_t ConvForward::workspace_bytes(std::string_view algorithm) {
         return a.GetConvolutionForwardWorkspaceSize(a.handle, m.x, m.w, m.conv, m.y, k, bytes);
       },
       "cudnnGetConvolutionForwardWorkspaceSize");
+}
+
+std::vector<std::string> ConvForward::engines() {
+  usable();
+  return impl_->engines().names();
+}
+
+std::string ConvForward::engines_reason() {
+  usable();
+  return impl_->engines().reason();
 }
 
 std::vector<AlgoResult> ConvForward::guess() {
@@ -458,6 +482,10 @@ void ConvForward::run_with(std::string_view algorithm, const float* x, const flo
   Api& a = usable();
   const std::size_t ws = workspace_bytes(algorithm);
   cuda::Buffer& workspace = workspace_of_at_least(ws);
+  if (detail::is_engine(algorithm)) {
+    impl_->engines().run(algorithm, x, wei, y, workspace.data());
+    return;
+  }
   const float one = 1.0f, zero = 0.0f;
   check(a.ConvolutionForward(a.handle, &one, impl_->x, x, impl_->w, wei, impl_->conv,
                              impl_->algo(algorithm), workspace.data(), ws, &zero, impl_->y, y),

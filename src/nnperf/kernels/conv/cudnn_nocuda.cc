@@ -33,6 +33,8 @@ ConvForward::~ConvForward() = default;
 std::string ConvForward::why_not(std::string_view) { refuse(); }
 std::size_t ConvForward::workspace_bytes(std::string_view) { refuse(); }
 std::vector<AlgoResult> ConvForward::guess() { refuse(); }
+std::vector<std::string> ConvForward::engines() { refuse(); }
+std::string ConvForward::engines_reason() { refuse(); }
 std::vector<AlgoResult> ConvForward::find(std::size_t, Launch) { refuse(); }
 std::vector<AlgoResult> ConvForward::find_on(std::size_t, const float*, float*, Launch) {
   refuse();

@@ -1,0 +1,57 @@
+// Shared by the cuDNN translation units (cudnn_cuda.cc, cudnn_engines_cuda.cc; CUDA builds with
+// cudnn.h only): the loaded library and handle, and the graph-API engines of one forward problem.
+#pragma once
+#include <cudnn.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nnperf/kernels/conv/conv.h"
+
+namespace nnperf::cudnn::detail {
+
+// The loaded libcudnn (dlopen), or null when it is absent.
+void* library();
+// The process's handle, queueing on the calling thread's default stream; throws UsageError
+// ("--device cuda: <reason>") when cuDNN is unusable.
+cudnnHandle_t handle();
+// cuDNN's name for a status ("CUDNN_STATUS_NOT_SUPPORTED").
+std::string status_name(cudnnStatus_t status);
+
+// cuDNN's graph (backend) API for one FP32 NCHW forward convolution: an operation graph of the
+// problem, the engine configurations cuDNN's heuristics propose for it (mode A, then the fallback
+// list), less those whose numerical notes say tensor cores (TF32 for FP32 data), down-converted
+// inputs or reduced-precision reduction (so the math is FP32 FMA, as the legacy rows' and
+// PyTorch's with TF32 off) and those compiled at run time; each made into an execution plan once
+// and run by cudnnBackendExecute on the caller's buffers. Names: "engine:<global index>.<n>", n
+// counting that engine's configurations in the heuristics' order. Built from descriptors only:
+// nothing runs until run().
+class EngineSet {
+ public:
+  explicit EngineSet(const ConvProblem& p);
+  ~EngineSet();
+  EngineSet(const EngineSet&) = delete;
+  EngineSet& operator=(const EngineSet&) = delete;
+
+  // "" when the operation graph and the heuristics worked, else cuDNN's refusal (then no names).
+  const std::string& reason() const;
+  const std::vector<std::string>& names() const;
+  // "" when `name` is one of names(), else why not.
+  std::string why_not(std::string_view name) const;
+  std::size_t workspace_bytes(std::string_view name) const;
+  // y = conv(x, w) by that plan; workspace of at least workspace_bytes(name). Pointers must be
+  // 16-byte aligned (the tensors are described so; cudaMalloc's are).
+  void run(std::string_view name, const float* x, const float* w, float* y, void* workspace) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Whether `name` names a graph-API engine configuration ("engine:...").
+inline bool is_engine(std::string_view name) { return name.starts_with("engine:"); }
+
+}  // namespace nnperf::cudnn::detail
