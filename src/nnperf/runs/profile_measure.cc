@@ -244,6 +244,8 @@ SizeRecord measure_size(Sweep& sw, const ProfileOptions& o, int64_t size,
     sw.gpu->set_input({x.data(), static_cast<std::size_t>(x.numel())});
     measure_whole_gpu(sw, o, r, show);
     if (o.layers) measure_layers_gpu(sw, o, r, show);
+    r.device_bytes = sw.gpu->device_bytes();
+    r.graph_nodes = sw.gpu->graph_nodes();
     return r;
   }
   if (sw.trainer) {  // random labels over the model's classes

@@ -59,8 +59,11 @@ struct SizeRecord {
   AlgorithmUse use;
   std::vector<LayerRow> layers;  // empty without --layers
   double layers_sum = 0;
-  // On the GPU: the layers' sum before each layer's event cost (Sweep::mark_cost_ms) came off.
+  // On the GPU: the layers' sum before each layer's event cost (Sweep::mark_cost_ms) came off;
+  // the plan's device memory (buffers, parameters, the shared cuDNN workspace) and, launched as
+  // a graph, the nodes of the untimed pass's graph.
   double layers_sum_raw = 0;
+  std::size_t device_bytes = 0, graph_nodes = 0;
   std::vector<TraceSlice> trace;  // the last layer pass
 };
 

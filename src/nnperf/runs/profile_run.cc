@@ -439,8 +439,11 @@ class SweepOutputs {
     progress.line(fmt::format(
         "{} {}{} size {}: median {:.3f} ms (min {:.3f}, max {:.3f}){}{}{}", model_, o_.algorithm,
         o_.device != Device::kCuda ? ""
-        : o_.cuda_graph            ? " (CUDA graph)"
-                                   : " (eager launches)",
+        : o_.cuda_graph
+            ? fmt::format(" (CUDA graph of {} nodes, {:.0f} MiB on the device)", r.graph_nodes,
+                          static_cast<double>(r.device_bytes) / (1 << 20))
+            : fmt::format(" (eager launches, {:.0f} MiB on the device)",
+                          static_cast<double>(r.device_bytes) / (1 << 20)),
         r.size, w.median, w.min, w.max,
         !o_.layers ? ""
         : o_.device != Device::kCuda
