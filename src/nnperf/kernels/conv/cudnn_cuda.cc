@@ -65,9 +65,7 @@ struct Api {
 
 template <typename F>
 bool resolve(Api& a, F& f, const char* name) {
-  f = reinterpret_cast<F>(dlsym(a.lib, name));
-  if (f == nullptr && a.reason.empty()) a.reason = fmt::format("libcudnn has no {}", name);
-  return f != nullptr;
+  return detail::resolve(a.lib, f, name, a.reason);
 }
 
 Api load() {

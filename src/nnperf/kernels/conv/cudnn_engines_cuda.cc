@@ -2,7 +2,6 @@
 // descriptors built with cudnnBackend{Create,Set,Get,Finalize}, resolved by name from the
 // libcudnn that cudnn_cuda.cc loaded. Every refusal on the way is kept as a reason, never thrown
 // from the constructor: a problem cuDNN's graph API cannot describe still has the legacy rows.
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,12 +27,6 @@ struct BackendApi {
   std::string reason;  // "" when every entry point resolved
 };
 
-template <typename F>
-void resolve(BackendApi& b, F& f, const char* name) {
-  f = reinterpret_cast<F>(dlsym(library(), name));
-  if (f == nullptr && b.reason.empty()) b.reason = fmt::format("libcudnn has no {}", name);
-}
-
 const BackendApi& backend() {
   static const BackendApi b = [] {
     BackendApi a;
@@ -41,12 +34,13 @@ const BackendApi& backend() {
       a.reason = "no cuDNN";
       return a;
     }
-    resolve(a, a.Create, "cudnnBackendCreateDescriptor");
-    resolve(a, a.Destroy, "cudnnBackendDestroyDescriptor");
-    resolve(a, a.Set, "cudnnBackendSetAttribute");
-    resolve(a, a.Get, "cudnnBackendGetAttribute");
-    resolve(a, a.Finalize, "cudnnBackendFinalize");
-    resolve(a, a.Execute, "cudnnBackendExecute");
+    void* lib = library();
+    resolve(lib, a.Create, "cudnnBackendCreateDescriptor", a.reason);
+    resolve(lib, a.Destroy, "cudnnBackendDestroyDescriptor", a.reason);
+    resolve(lib, a.Set, "cudnnBackendSetAttribute", a.reason);
+    resolve(lib, a.Get, "cudnnBackendGetAttribute", a.reason);
+    resolve(lib, a.Finalize, "cudnnBackendFinalize", a.reason);
+    resolve(lib, a.Execute, "cudnnBackendExecute", a.reason);
     return a;
   }();
   return b;

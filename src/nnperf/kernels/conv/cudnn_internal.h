@@ -2,6 +2,7 @@
 // cudnn.h only): the loaded library and handle, and the graph-API engines of one forward problem.
 #pragma once
 #include <cudnn.h>
+#include <dlfcn.h>
 
 #include <cstddef>
 #include <memory>
@@ -20,6 +21,14 @@ void* library();
 cudnnHandle_t handle();
 // cuDNN's name for a status ("CUDNN_STATUS_NOT_SUPPORTED").
 std::string status_name(cudnnStatus_t status);
+
+// `f` = the entry point `name` of `lib`; when it is missing, `reason` (if still "") says so.
+template <typename F>
+bool resolve(void* lib, F& f, const char* name, std::string& reason) {
+  f = reinterpret_cast<F>(dlsym(lib, name));
+  if (f == nullptr && reason.empty()) reason = "libcudnn has no " + std::string(name);
+  return f != nullptr;
+}
 
 // cuDNN's graph (backend) API for one FP32 NCHW forward convolution: an operation graph of the
 // problem, the engine configurations cuDNN's heuristics propose for it (mode A, then the fallback
