@@ -42,7 +42,7 @@ std::string version();
 // at every run (its host work can leave the GPU waiting when kernels are short), or captured once
 // into a CUDA graph (cuda::CapturedWork: the GPU's time alone). The two can rank differently:
 // on an H200 at batch 1, implicit_precomp_gemm ran ResNet-50's 1x1 layers in 0.010-0.020 ms as a
-// graph and 0.08-0.28 ms called eagerly, where implicit_gemm took 0.03-0.11 ms.
+// graph and 0.08-0.28 ms called eagerly, where implicit_gemm or fft_tiling took 0.03-0.11 ms.
 enum class Launch { kEager, kGraph };
 const char* to_string(Launch launch);
 

@@ -251,9 +251,10 @@ std::vector<AlgoResult> results_of(const Perf* perf, int n, std::span<const char
 }
 
 // cuDNN's find times each algorithm once, and on an H200 at batch 1 its ranking put
-// implicit_gemm first on VGG-16 and ResNet-50 layers where implicit_precomp_gemm ran in half its
-// time as a CUDA graph, and implicit_precomp_gemm first on 1x1 layers where it ran 2-4x slower
-// than implicit_gemm called eagerly (bench conv2d, 2026-11-26). So find's served candidates are
+// implicit_gemm first on VGG-16 and ResNet-50 layers where implicit_precomp_gemm ran in up to half
+// its time as a CUDA graph; ranked as graphs, implicit_precomp_gemm came first on ResNet-50's 1x1
+// layers, where called eagerly it ran 2.3-3.6x slower than the fastest algorithm (bench conv2d,
+// 2026-11-26): the launch decides the ranking. So find's served candidates are
 // timed again as the caller launches them (`launch`: each call made between the events, or
 // captured once as a CUDA graph and launched), once untimed, then kFindRounds rounds alternating
 // them between CUDA events; ranked by the median, cuDNN's own figure kept in cudnn_ms.
