@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "nnperf/core/error.h"
 #include "nnperf/io/files.h"
@@ -71,6 +72,14 @@ class ReportFolder : public ::testing::Test {
                                        algo, (sweeps / algo).string()));
       ASSERT_EQ(r.exit_code, 0) << r.err;
     }
+    // The gemm sweep's files again as if measured on a GPU launched as CUDA graphs (run.json's
+    // setup says so): the report must not compare it as the same algorithm as the CPU's.
+    const std::filesystem::path gpu = dir_->path() / "gpu_gemm";
+    std::filesystem::copy(sweeps / "gemm", gpu);
+    nlohmann::json run = nlohmann::json::parse(test::read_text(gpu / "run.json"));
+    run["setup"]["device"] = "cuda";
+    run["setup"]["launch"] = "graph";
+    write_file_atomic(gpu / "run.json", run.dump());
     auto r = test::run_nnperf(
         fmt::format("roofline '{}' --peak-compute 0.05 --peak-bw 10 --out-dir '{}'",
                     sweeps.string(), (dir_->path() / "roofline").string()));
@@ -105,13 +114,21 @@ TEST_F(ReportFolder, SectionsFindingsAndEscapedNames) {
   ASSERT_NE(profile, d.sections.end());
   // Both sweeps share the model and size: the report says which algorithm won, whole model and per
   // shape.
-  bool whole = false, shape = false;
+  bool whole = false, shape = false, gpu = false;
   for (const auto& r : profile->recommendations) {
     whole = whole || r.find("is fastest for the whole model") != std::string::npos;
     shape = shape || r.find("3x3 stride 1 convolutions") != std::string::npos;
+    // The GPU copy is its own entry beside the CPU's gemm, named by device and launch.
+    if (r.find("gemm on cuda (graph)") != std::string::npos) {
+      std::size_t gemms = 0;
+      for (std::size_t at = r.find("gemm"); at != std::string::npos; at = r.find("gemm", at + 1))
+        ++gemms;
+      gpu = gemms >= 2;
+    }
   }
   EXPECT_TRUE(whole);
   EXPECT_TRUE(shape);
+  EXPECT_TRUE(gpu) << fmt::format("{}", fmt::join(profile->recommendations, " | "));
   const auto roof = std::find_if(d.sections.begin(), d.sections.end(), [](const ReportSection& s) {
     return s.title.rfind("Roofline", 0) == 0;
   });

@@ -407,22 +407,35 @@ struct Sweep {
   fs::path overall, layers;
 };
 
-// The machines a profile folder's rows were measured on: a merged sweep's "hosts", else the
-// run's own machine.hostname; none when run.json is missing or unreadable.
-std::vector<std::string> sweep_hosts(const fs::path& run_json) {
-  std::vector<std::string> out;
+// From a profile folder's run.json: the machines its rows were measured on (a merged sweep's
+// "hosts", else the run's own machine.hostname), and what they ran on as a suffix of the
+// algorithm's name, so that rows of one algorithm on the CPU and on the GPU, or launched as a
+// CUDA graph and kernel by kernel, are never compared as one: "" on the CPU, " on cuda (graph)"
+// or " on cuda (eager)" (a GPU sweep from before --launch existed ran eagerly). Nothing when
+// run.json is missing or unreadable.
+struct SweepInfo {
+  std::vector<std::string> hosts;
+  std::string label;
+};
+
+SweepInfo sweep_info(const fs::path& run_json) {
+  SweepInfo out;
   try {
     if (!fs::exists(run_json)) return out;
     const nlohmann::json j = read_json(run_json);
     if (j.contains("hosts") && j["hosts"].is_array()) {
       for (const auto& h : j["hosts"]) {
-        if (h.is_string()) out.push_back(h.get<std::string>());
+        if (h.is_string()) out.hosts.push_back(h.get<std::string>());
       }
     } else if (j.contains("machine") && j["machine"].is_object() && j["machine"].contains("hostname") &&
                j["machine"]["hostname"].is_string()) {
-      out.push_back(j["machine"]["hostname"].get<std::string>());
+      out.hosts.push_back(j["machine"]["hostname"].get<std::string>());
     }
+    const nlohmann::json setup = j.value("setup", nlohmann::json::object());
+    if (setup.is_object() && setup.value("device", "cpu") == "cuda")
+      out.label = fmt::format(" on cuda ({})", setup.value("launch", "eager"));
   } catch (const Error&) {
+  } catch (const nlohmann::json::exception&) {
   }
   return out;
 }
@@ -457,8 +470,8 @@ struct ProfileFigures {
 
 // One sweep's overall CSV: its rows into `whole` (set up from the first sweep's columns), its
 // medians into the figures.
-void add_overall(const Sweep& sw, const fs::path& root, ReportTable& whole, bool& first,
-                 ProfileFigures& f) {
+void add_overall(const Sweep& sw, const fs::path& root, const std::string& label,
+                 ReportTable& whole, bool& first, ProfileFigures& f) {
   const CsvTable o = read_csv(sw.overall);
   if (o.truncated_row) f.cut.push_back(rel(sw.overall, root));
   if (first) {
@@ -479,13 +492,15 @@ void add_overall(const Sweep& sw, const fs::path& root, ReportTable& whole, bool
     }
     const std::string key = fmt::format("{} batch {} at {}x{}", o.cell(r, c_model),
                                         o.cell(r, c_batch), o.cell(r, c_size), o.cell(r, c_size));
-    f.model_ms[key][o.cell(r, c_algo)] = o.number(r, c_med);
+    f.model_ms[key][o.cell(r, c_algo) + label] = o.number(r, c_med);
   }
 }
 
 // One sweep's layers CSV: each conv layer's time under the algorithm that ran (a layer of the
-// `find` sweep that ran winograd counts as winograd), the fastest of the sweeps that ran it.
-void add_layers(const fs::path& layers, const fs::path& root, ProfileFigures& f) {
+// `find` sweep that ran winograd counts as winograd) and the sweep's label (sweep_info), the
+// fastest of the sweeps that ran it.
+void add_layers(const fs::path& layers, const fs::path& root, const std::string& label,
+                ProfileFigures& f) {
   const CsvTable l = read_csv(layers);
   if (l.truncated_row) f.cut.push_back(rel(layers, root));
   const std::size_t l_model = l.require("model"), l_algo = l.require("algorithm"),
@@ -496,7 +511,8 @@ void add_layers(const fs::path& layers, const fs::path& root, ProfileFigures& f)
   for (std::size_t r = 0; r < l.rows.size(); ++r) {
     if (l.cell(r, l_conv) != "yes") continue;
     const std::string key = fmt::format("{} at {}", l.cell(r, l_model), l.cell(r, l_size));
-    const std::string algo = l.cell(r, l_used).empty() ? l.cell(r, l_algo) : l.cell(r, l_used);
+    const std::string algo =
+        (l.cell(r, l_used).empty() ? l.cell(r, l_algo) : l.cell(r, l_used)) + label;
     auto& slot = f.layer_ms[key][l.cell(r, l_layer)];
     const double ms = l.number(r, l_ms);
     if (!slot.count(algo) || ms < slot[algo]) slot[algo] = ms;
@@ -539,9 +555,10 @@ ReportSection profile_section(const std::vector<Sweep>& sweeps, const fs::path& 
   std::set<std::string> hosts;  // the machines the compared rows come from
   for (const Sweep& sw : sweeps) {
     check_interrupt();
-    for (const auto& h : sweep_hosts(sw.overall.parent_path() / "run.json")) hosts.insert(h);
-    add_overall(sw, root, whole, first, f);
-    if (!sw.layers.empty()) add_layers(sw.layers, root, f);
+    const SweepInfo info = sweep_info(sw.overall.parent_path() / "run.json");
+    hosts.insert(info.hosts.begin(), info.hosts.end());
+    add_overall(sw, root, info.label, whole, first, f);
+    if (!sw.layers.empty()) add_layers(sw.layers, root, info.label, f);
   }
   if (!f.cut.empty()) {
     s.paragraphs.push_back(fmt::format(
