@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -44,6 +45,9 @@ TEST(CudaBackend, WithoutADeviceEverythingSaysWhyInOneLine) {
   EXPECT_THROW(work.capture([] {}), Error);
   EXPECT_FALSE(work.captured());
   EXPECT_THROW(work.launch(), Error);
+  EXPECT_THROW(cuda::time_alternately(
+                   1, [](int) {}, false, 0, 1),
+               Error);
   for (const char* name : {"cuda", "cublas"}) {
     const GemmAlgorithm& g = find_gemm(name);
     EXPECT_EQ(g.device, Device::kCuda);
@@ -201,6 +205,32 @@ TEST(CudaGraph, CapturedWorkRunsAtEachLaunchAndAFailedCaptureLeavesTheStreamUsab
   cuda_kernels::add(acc.data(), a.data(), acc.data(), n * n);  // eager again: 3a + a
   const std::vector<float> after = cuda::to_host(acc);
   for (std::size_t i = 0; i < host.size(); ++i) ASSERT_FLOAT_EQ(after[i], 4 * host[i]) << i;
+}
+
+// Pieces timed alternately, called each time or launched as graphs: one figure per piece and
+// timed round, all positive, the larger piece slower; after_round runs after every round.
+TEST(CudaGraph, TimeAlternatelyGivesEveryPieceEveryTimedRound) {
+  SKIP_WITHOUT_DEVICE();
+  const int64_t small = 256, large = 1 << 24;
+  cuda::Buffer a(static_cast<std::size_t>(large)), y(a.size());
+  a.upload(std::vector<float>(a.size(), 1.0f));
+  for (const bool as_graph : {false, true}) {
+    SCOPED_TRACE(as_graph);
+    int rounds_seen = 0;
+    const std::vector<std::vector<double>> ms = cuda::time_alternately(
+        2, [&](int i) { cuda_kernels::add(a.data(), a.data(), y.data(), i == 0 ? small : large); },
+        as_graph, 2, 5, [&] { ++rounds_seen; });
+    EXPECT_EQ(rounds_seen, 7);
+    ASSERT_EQ(ms.size(), 2u);
+    for (const auto& piece : ms) {
+      ASSERT_EQ(piece.size(), 5u);
+      for (double t : piece) EXPECT_GT(t, 0.0);
+    }
+    std::vector<double> s0 = ms[0], s1 = ms[1];
+    std::sort(s0.begin(), s0.end());
+    std::sort(s1.begin(), s1.end());
+    EXPECT_LT(s0[2], s1[2]);  // 256 values against 16M (192 MB moved)
+  }
 }
 
 TEST(CudaBuffer, CopiesExactSizesOnlyAndRefusesAbsurdAllocations) {

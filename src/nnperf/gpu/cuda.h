@@ -142,6 +142,15 @@ class CapturedWork {
   std::unique_ptr<State> state_;
 };
 
+// Times n pieces of work alternately as the GPU runs them: `queue(i)` queues piece i. With
+// `as_graph` each piece is captured once into a CUDA graph (CapturedWork) and launched, else
+// `queue` is called at each run. `warmup` untimed rounds, then `rounds` timed ones; each piece
+// sits between two CUDA events, read after each round (one synchronisation per round, none between
+// pieces); `after_round`, when given, runs after each round's read. Returns ms[piece][timed round].
+std::vector<std::vector<double>> time_alternately(int n, const std::function<void(int)>& queue,
+                                                  bool as_graph, int warmup, int rounds,
+                                                  const std::function<void()>& after_round = {});
+
 // cudaProfilerStart / cudaProfilerStop: the window a profiler started with
 // `--profile-from-start off` (ncu, nsys) collects; without one attached they do nothing.
 void profiler_start();

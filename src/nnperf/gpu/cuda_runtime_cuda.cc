@@ -307,6 +307,39 @@ void CapturedWork::launch() {
 
 std::size_t CapturedWork::nodes() const { return state_->nodes; }
 
+std::vector<std::vector<double>> time_alternately(int n, const std::function<void(int)>& queue,
+                                                  bool as_graph, int warmup, int rounds,
+                                                  const std::function<void()>& after_round) {
+  require("CUDA timing");
+  if (n < 1 || warmup < 0 || rounds < 1) throw Error("time_alternately: n, rounds >= 1");
+  std::vector<std::unique_ptr<CapturedWork>> graphs;
+  for (int i = 0; as_graph && i < n; ++i) {
+    graphs.push_back(std::make_unique<CapturedWork>());
+    graphs.back()->capture([&] { queue(i); });
+  }
+  EventTimer timer(n);
+  std::vector<std::vector<double>> ms(static_cast<std::size_t>(n));
+  std::vector<double> sums;
+  std::vector<int64_t> counts;
+  for (int round = 0; round < warmup + rounds; ++round) {
+    for (int i = 0; i < n; ++i) {
+      timer.begin(i);
+      if (as_graph) {
+        graphs[static_cast<std::size_t>(i)]->launch();
+      } else {
+        queue(i);
+      }
+      timer.end(i);
+    }
+    sums.assign(ms.size(), 0.0);
+    counts.assign(ms.size(), 0);
+    timer.resolve(sums, counts);
+    if (after_round) after_round();
+    for (std::size_t i = 0; round >= warmup && i < ms.size(); ++i) ms[i].push_back(sums[i]);
+  }
+  return ms;
+}
+
 void profiler_start() { check(cudaProfilerStart(), "cudaProfilerStart"); }
 void profiler_stop() { check(cudaProfilerStop(), "cudaProfilerStop"); }
 

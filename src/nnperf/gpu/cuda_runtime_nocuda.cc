@@ -42,6 +42,10 @@ void CapturedWork::capture(const std::function<void()>&) { fail(); }
 bool CapturedWork::captured() const { return false; }
 void CapturedWork::launch() { fail(); }
 std::size_t CapturedWork::nodes() const { return 0; }
+std::vector<std::vector<double>> time_alternately(int, const std::function<void(int)>&, bool, int,
+                                                  int, const std::function<void()>&) {
+  fail();
+}
 void profiler_start() { fail(); }
 void profiler_stop() { fail(); }
 EventTimerOverhead measure_event_timer_overhead(int) { fail(); }

@@ -346,29 +346,12 @@ double cuda_mark_cost_ms(bool cuda_graph) {
       if (marked) marks->mark();
     }
   };
-  cuda::CapturedWork graphs[2];  // [0] without marks, [1] with
-  for (int m = 0; cuda_graph && m < 2; ++m) graphs[m].capture([&] { queue(m == 1); });
-  const std::unique_ptr<IntervalTimer> outer = cuda::make_event_timer(2);
-  std::vector<double> ms[2], sums;
-  std::vector<int64_t> counts;
-  for (int round = 0; round <= kRounds; ++round) {  // round 0 untimed
-    for (int m = 0; m < 2; ++m) {
-      outer->begin(m);
-      if (cuda_graph) {
-        graphs[m].launch();
-      } else {
-        queue(m == 1);
-      }
-      outer->end(m);
-    }
-    sums.assign(2, 0.0);
-    counts.assign(2, 0);
-    outer->resolve(sums, counts);
-    (void)marks->read();  // the round's marks (as a graph: the capture's, once)
-    for (int m = 0; round > 0 && m < 2; ++m) ms[m].push_back(sums[static_cast<std::size_t>(m)]);
-  }
+  // [0] without marks, [1] with; the marks are read after each round (as graphs: the capture's,
+  // once).
+  std::vector<std::vector<double>> ms = cuda::time_alternately(
+      2, [&](int m) { queue(m == 1); }, cuda_graph, 1, kRounds, [&] { (void)marks->read(); });
   const auto median = [](std::vector<double>& v) {
-    std::sort(v.begin(), v.end());
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
     return v[v.size() / 2];
   };
   return std::max(0.0, (median(ms[1]) - median(ms[0])) / kKernels);

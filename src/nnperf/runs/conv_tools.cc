@@ -431,42 +431,18 @@ std::vector<std::string> check_cudnn_rows(Conv& conv, const ConvProblem& p,
   return rows;
 }
 
-// Alternating rounds; each row bracketed by CUDA events, read after each round (one
-// synchronisation per round, none between rows). With o.cuda_graph each row's call is captured
-// once into a CUDA graph (after the check has run every row, so the shared workspace no longer
-// moves) and launched in one call. Milliseconds per row, the measured rounds.
+// Alternating rounds (cuda::time_alternately); each row bracketed by CUDA events, read after each
+// round (one synchronisation per round, none between rows). With o.cuda_graph each row's call is
+// captured once into a CUDA graph (after the check has run every row, so the shared workspace no
+// longer moves) and launched in one call. Milliseconds per row, the measured rounds.
 template <typename Conv>
 std::vector<std::vector<double>> time_cudnn_rows(Conv& conv, const std::vector<std::string>& rows,
                                                  const ConvBenchOptions& o) {
-  std::vector<std::vector<double>> ms(rows.size());
-  if (rows.empty()) return ms;
-  std::vector<std::unique_ptr<cuda::CapturedWork>> graphs;
-  for (std::size_t i = 0; o.cuda_graph && i < rows.size(); ++i) {
-    graphs.push_back(std::make_unique<cuda::CapturedWork>());
-    graphs.back()->capture([&] { conv.run(rows[i]); });
-  }
-  auto timer = cuda::make_event_timer(static_cast<int>(rows.size()));
-  std::vector<double> sums;
-  std::vector<int64_t> counts;
-  for (int r = 0; r < o.warmup + o.measure; ++r) {
-    check_interrupt();
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      timer->begin(static_cast<int>(i));
-      if (o.cuda_graph) {
-        graphs[i]->launch();
-      } else {
-        conv.run(rows[i]);
-      }
-      timer->end(static_cast<int>(i));
-    }
-    sums.assign(rows.size(), 0.0);
-    counts.assign(rows.size(), 0);
-    timer->resolve(sums, counts);
-    if (r >= o.warmup) {
-      for (std::size_t i = 0; i < rows.size(); ++i) ms[i].push_back(sums[i]);
-    }
-  }
-  return ms;
+  if (rows.empty()) return {};
+  check_interrupt();
+  return cuda::time_alternately(
+      static_cast<int>(rows.size()), [&](int i) { conv.run(rows[static_cast<std::size_t>(i)]); },
+      o.cuda_graph, o.warmup, o.measure, check_interrupt);
 }
 
 // The run's context: device, cuDNN, method, and cuDNN's own guess and find for the problem.

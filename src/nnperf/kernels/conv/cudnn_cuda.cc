@@ -257,9 +257,9 @@ std::vector<AlgoResult> results_of(const Perf* perf, int n, std::span<const char
 // 2026-11-26): the launch decides the ranking. So find's served candidates are
 // timed again as the caller launches them (`launch`: each call made between the events, or
 // captured once as a CUDA graph and launched), once untimed, then kFindRounds rounds alternating
-// them between CUDA events; ranked by the median, cuDNN's own figure kept in cudnn_ms.
-// Candidates needing more workspace than `limit` are left where cuDNN put them, after the timed
-// ones.
+// them between CUDA events (cuda::time_alternately); ranked by the median, cuDNN's own figure kept
+// in cudnn_ms. Candidates needing more workspace than `limit` are left where cuDNN put them, after
+// the timed ones.
 constexpr int kFindRounds = 5;
 
 std::vector<AlgoResult> retimed(std::vector<AlgoResult> found, std::size_t limit, Launch launch,
@@ -270,40 +270,15 @@ std::vector<AlgoResult> retimed(std::vector<AlgoResult> found, std::size_t limit
     (ok ? timed : rest).push_back(std::move(r));
   }
   if (timed.empty()) return rest;
-  std::vector<std::unique_ptr<cuda::CapturedWork>> graphs;
-  for (const AlgoResult& r : timed) {
-    if (launch == Launch::kEager) {
-      run(r.algorithm);  // untimed
-      continue;
-    }
-    graphs.push_back(std::make_unique<cuda::CapturedWork>());
-    graphs.back()->capture([&] { run(r.algorithm); });
-    graphs.back()->launch();  // untimed
-  }
-  const int n = static_cast<int>(timed.size());
-  auto timer = cuda::make_event_timer(n);
-  std::vector<std::vector<double>> ms(timed.size());
-  std::vector<double> sums;
-  std::vector<int64_t> counts;
-  for (int round = 0; round < kFindRounds; ++round) {
-    for (int i = 0; i < n; ++i) {
-      timer->begin(i);
-      if (launch == Launch::kEager) {
-        run(timed[static_cast<std::size_t>(i)].algorithm);
-      } else {
-        graphs[static_cast<std::size_t>(i)]->launch();
-      }
-      timer->end(i);
-    }
-    sums.assign(timed.size(), 0.0);
-    counts.assign(timed.size(), 0);
-    timer->resolve(sums, counts);
-    for (std::size_t i = 0; i < timed.size(); ++i) ms[i].push_back(sums[i]);
-  }
+  std::vector<std::vector<double>> ms = cuda::time_alternately(
+      static_cast<int>(timed.size()),
+      [&](int i) { run(timed[static_cast<std::size_t>(i)].algorithm); }, launch == Launch::kGraph,
+      1, kFindRounds);
   for (std::size_t i = 0; i < timed.size(); ++i) {
-    std::sort(ms[i].begin(), ms[i].end());
+    std::vector<double>& v = ms[i];
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
     timed[i].cudnn_ms = timed[i].ms;
-    timed[i].ms = ms[i][ms[i].size() / 2];
+    timed[i].ms = v[v.size() / 2];
   }
   std::stable_sort(timed.begin(), timed.end(),
                    [](const AlgoResult& a, const AlgoResult& b) { return a.ms < b.ms; });
