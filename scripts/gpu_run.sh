@@ -80,16 +80,20 @@ stage_mlp() {
   step "mlp-bench (again)" "$out/mlp.log" "${nn[@]}" mlp-bench --device cuda --impls cuda,cublas --batch-sizes 64,1024 --data "$data" --consistency-steps 0 --overhead-reps 0 --out-dir "$out/mlp_bench2"
 }
 # Whole models on the GPU: VGG-16 and ResNet-50 at batch 1 and 32, cuDNN's find, per-layer and
-# whole-model times by CUDA events, NVML energy per inference; per launch of $PROFILE_LAUNCHES
-# (default: graph eager): each pass one CUDA graph (profile_MODEL_mbB/) or kernel by kernel
-# (profile_eager_MODEL_mbB/).
+# whole-model times by CUDA events, NVML energy per inference; per entry of $PROFILE_LAUNCHES
+# (default: graph graph+engines eager): each pass one CUDA graph (profile_MODEL_mbB/), the same
+# with cuDNN's graph-API engines among find's candidates (profile_engines_MODEL_mbB/), or kernel
+# by kernel (profile_eager_MODEL_mbB/).
 stage_profile() {
-  local launch tag model mb
-  for launch in ${PROFILE_LAUNCHES:-graph eager}; do
-    tag=$([ "$launch" = eager ] && echo eager_ || true)
+  local entry launch tag model mb engines
+  for entry in ${PROFILE_LAUNCHES:-graph graph+engines eager}; do
+    launch=${entry%+engines}
+    engines=() tag=
+    [ "$launch" = eager ] && tag=eager_
+    [ "$entry" != "$launch" ] && engines=(--engines) tag=engines_
     for model in vgg16 resnet50; do
       for mb in 1 32; do
-        step "profile $launch $model mb$mb" "$out/profile.log" "${nn[@]}" profile --device cuda --launch "$launch" --model "$model" --algorithm find --sizes 224 --batch-size "$mb" --warmup 5 --measure 20 --progress lines --output-dir "$out/profile_${tag}${model}_mb$mb"
+        step "profile $entry $model mb$mb" "$out/profile.log" "${nn[@]}" profile --device cuda --launch "$launch" "${engines[@]}" --model "$model" --algorithm find --sizes 224 --batch-size "$mb" --warmup 5 --measure 20 --progress lines --output-dir "$out/profile_${tag}${model}_mb$mb"
       done
     done
   done
@@ -98,9 +102,10 @@ stage_profile() {
 # Every distinct conv layer of VGG-16 and ResNet-50 (bench/conv_layers.txt) at batch 1 and 32
 # (or $CONV_BATCHES), each nnperf process cut after $CONV_STEP_TIMEOUT seconds (default 30):
 # PyTorch (cudnn.benchmark, TF32 off) over the list, then nnperf bench conv2d per layer (all of
-# cuDNN's forward algorithms, guess and find, and the graph API's engines); per launch of $CONV_LAUNCHES (default: eager
-# graph): eager calls into conv_mbB/, or each call captured once as a CUDA graph on both sides
-# (--launch graph, --cuda-graph) into conv_graph_mbB/.
+# cuDNN's forward algorithms and the graph API's engines as rows; guess, and find with the
+# engines among its candidates); per launch of $CONV_LAUNCHES (default: eager graph): eager calls
+# into conv_mbB/, or each call captured once as a CUDA graph on both sides (--launch graph,
+# --cuda-graph) into conv_graph_mbB/.
 stage_conv() {
   local mb model name count desc launch tag
   for launch in ${CONV_LAUNCHES:-eager graph}; do

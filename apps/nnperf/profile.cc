@@ -102,6 +102,10 @@ int run(Flags& f, const CLI::App& sub) {
   if (sub.count("--launch") > 0 && f.o.device != Device::kCuda)
     throw UsageError("--launch: applies to --device cuda only (the CPU has no kernel launches)");
   f.o.cuda_graph = f.launch == "graph";
+  if (f.o.find_engines && (f.o.device != Device::kCuda || f.o.algorithm != "find"))
+    throw UsageError(
+        "--engines: adds cuDNN's graph-API engines to find's candidates; it needs --device cuda "
+        "and --algorithm find");
   f.o.progress = parse_progress_mode(f.progress);
   f.o.command_line = command_line();
   const ProfileResult r = run_profile(f.o);
@@ -196,6 +200,10 @@ void add_what_flags(CLI::App& sub, Flags& f) {
                  "eager (kernel by kernel, as a framework without graphs runs)")
       ->check(CLI::IsMember({"graph", "eager"}))
       ->capture_default_str();
+  sub.add_flag("--engines", o.find_engines,
+               "With --device cuda --algorithm find: cuDNN's graph-API engine configurations "
+               "(FP32, no TF32) are find's candidates beside its eight algorithms, each timed "
+               "as launched");
   sub.add_option("--pass", o.pass,
                  "inference (forward passes) or train (training steps: forward, loss, backward, "
                  "SGD update; per layer forward + backward, loss and update as rows)")

@@ -172,6 +172,20 @@ TEST(ProfileCli, BadInputIsRefusedWithTheValidChoices) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--launch: applies to --device cuda only"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "never"));
+  // --engines adds candidates to cuDNN's find: refused on the CPU and with a named algorithm,
+  // before anything is written (and before a device is looked for).
+  for (const char* args :
+       {"--algorithm find --engines", "--device cuda --algorithm guess --engines",
+        "--device cuda --algorithm implicit_gemm --engines"}) {
+    r = run_nnperf(fmt::format("profile --model resnet18 {} --sizes 32 {} --output-dir '{}'", kFast,
+                               args, (dir.path() / "never").string()));
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_EQ(r.err,
+              "nnperf: error: --engines: adds cuDNN's graph-API engines to find's candidates; it "
+              "needs --device cuda and --algorithm find\n")
+        << args;
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "never"));
+  }
 }
 
 TEST(ProfileCli, ListsModelsWithParameterCountsAndAlgorithms) {

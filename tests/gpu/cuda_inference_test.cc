@@ -97,14 +97,15 @@ TEST(CudaInference, WithoutADeviceItRefusesWithTheReason) {
 
 // The GPU's output against the CPU graph's: max |gpu - cpu| <= tol * max |cpu|.
 void expect_same_output(const std::string& model, const Shape& input, const std::string& algorithm,
-                        double tol) {
-  SCOPED_TRACE(fmt::format("{} {} {}", model, input.str(), algorithm));
+                        double tol, bool cuda_graph = false, bool find_engines = false) {
+  SCOPED_TRACE(fmt::format("{} {} {}{}{}", model, input.str(), algorithm,
+                           cuda_graph ? " graph" : "", find_engines ? " engines" : ""));
   Graph g = planned(model, input);
   Tensor x(input);
   Rng rng(3);
   rng.fill_uniform({x.data(), static_cast<std::size_t>(x.numel())}, -1.0f, 1.0f);
   const Tensor& cpu = g.forward(x);
-  CudaInference gpu(g, algorithm, false);
+  CudaInference gpu(g, algorithm, false, cuda_graph, find_engines);
   gpu.set_input({x.data(), static_cast<std::size_t>(x.numel())});
   gpu.run();
   gpu.run();  // twice: the second pass must not depend on the first's leftovers
@@ -141,6 +142,12 @@ TEST(CudaInference, ANamedAlgorithmRunsWhereServedAndFallsBackWithTheStatus) {
   if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
   expect_same_output("resnet18", Shape{2, 3, 32, 32}, "implicit_gemm", 1e-4);
   expect_same_output("resnet18", Shape{2, 3, 32, 32}, "find", 1e-4);
+  // find with cuDNN's graph-API engines among the candidates, ranked eagerly and as graphs;
+  // MobileNetV2 for grouped (depthwise) convolutions.
+  for (const bool cuda_graph : {false, true}) {
+    expect_same_output("resnet18", Shape{2, 3, 32, 32}, "find", 1e-4, cuda_graph, true);
+    expect_same_output("mobilenet_v2", Shape{2, 3, 35, 35}, "find", 1e-4, cuda_graph, true);
+  }
   // Winograd serves at most the 3x3 stride-1 layers (cuDNN 9 on Hopper serves its fused form
   // for none in FP32): each layer runs the named algorithm exactly where cuDNN's workspace query
   // accepts it for that layer, and falls back with cuDNN's status elsewhere.

@@ -26,8 +26,9 @@ namespace nnperf {
 namespace {
 
 // The find cache (plain C++, so tested on every machine with a stand-in find): one find per
-// problem, pass, workspace limit and launch; a find that throws leaves nothing behind.
-TEST(CudnnConv, FindRunsOncePerProblemPassWorkspaceAndLaunch) {
+// problem, pass and find options (workspace limit, launch, engines); a find that throws leaves
+// nothing behind.
+TEST(CudnnConv, FindRunsOncePerProblemPassAndOptions) {
   using cudnn::Launch;
   const ConvProblem a = parse_conv_problem("mb3ic5ih11oc7kh3ph1");
   const ConvProblem b = parse_conv_problem("mb3ic5ih11oc7kh3sh2ph1");
@@ -37,29 +38,41 @@ TEST(CudnnConv, FindRunsOncePerProblemPassWorkspaceAndLaunch) {
     return std::vector<cudnn::AlgoResult>{{"fft", "CUDNN_STATUS_SUCCESS", 0.5, 64, true},
                                           {"implicit_gemm", "CUDNN_STATUS_SUCCESS", 0.7, 0, true}};
   };
+  const auto opts = [](std::size_t limit, Launch launch, bool engines) {
+    cudnn::FindOptions o;
+    o.max_workspace_bytes = limit;
+    o.launch = launch;
+    o.engines = engines;
+    return o;
+  };
+  const cudnn::FindOptions base = opts(1 << 20, Launch::kEager, false);
   const cudnn::FindCacheStats before = cudnn::find_cache_stats();
-  const auto first = cudnn::cached_find(a, ConvPass::kForward, 1 << 20, Launch::kEager, find);
+  const auto first = cudnn::cached_find(a, ConvPass::kForward, base, find);
   ASSERT_EQ(first.size(), 2u);
   EXPECT_EQ(first[0].algorithm, "fft");
-  EXPECT_EQ(cudnn::cached_find(a, ConvPass::kForward, 1 << 20, Launch::kEager, find)[1].algorithm,
-            "implicit_gemm");
+  EXPECT_EQ(cudnn::cached_find(a, ConvPass::kForward, base, find)[1].algorithm, "implicit_gemm");
   EXPECT_EQ(finds, 1);
-  (void)cudnn::cached_find(a, ConvPass::kBackwardData, 1 << 20, Launch::kEager, find);  // pass
-  (void)cudnn::cached_find(a, ConvPass::kForward, 1 << 21, Launch::kEager, find);       // limit
-  (void)cudnn::cached_find(b, ConvPass::kForward, 1 << 20, Launch::kEager, find);       // problem
-  (void)cudnn::cached_find(a, ConvPass::kForward, 1 << 20, Launch::kGraph, find);       // launch
-  EXPECT_EQ(finds, 5);
+  (void)cudnn::cached_find(a, ConvPass::kBackwardData, base, find);  // pass
+  (void)cudnn::cached_find(a, ConvPass::kForward, opts(1 << 21, Launch::kEager, false), find);
+  (void)cudnn::cached_find(b, ConvPass::kForward, base, find);  // problem
+  (void)cudnn::cached_find(a, ConvPass::kForward, opts(1 << 20, Launch::kGraph, false), find);
+  (void)cudnn::cached_find(a, ConvPass::kForward, opts(1 << 20, Launch::kEager, true), find);
+  EXPECT_EQ(finds, 6);
   const auto failing = []() -> std::vector<cudnn::AlgoResult> { throw Error("no device"); };
   const ConvProblem c = parse_conv_problem("mb1ic2ih9oc2kh1");
-  EXPECT_THROW((void)cudnn::cached_find(c, ConvPass::kForward, 1, Launch::kEager, failing), Error);
-  EXPECT_EQ(cudnn::cached_find(c, ConvPass::kForward, 1, Launch::kEager, find).size(),
-            2u);  // found now
-  EXPECT_EQ(finds, 6);
+  const cudnn::FindOptions tiny = opts(1, Launch::kEager, false);
+  EXPECT_THROW((void)cudnn::cached_find(c, ConvPass::kForward, tiny, failing), Error);
+  EXPECT_EQ(cudnn::cached_find(c, ConvPass::kForward, tiny, find).size(), 2u);  // found now
+  EXPECT_EQ(finds, 7);
   const cudnn::FindCacheStats after = cudnn::find_cache_stats();
-  EXPECT_EQ(after.entries - before.entries, 6u);
+  EXPECT_EQ(after.entries - before.entries, 7u);
   EXPECT_EQ(after.hits - before.hits, 1u);
   EXPECT_STREQ(cudnn::to_string(Launch::kEager), "eager");
   EXPECT_STREQ(cudnn::to_string(Launch::kGraph), "graph");
+  EXPECT_EQ(cudnn::to_string(base), "1048576/eager");
+  EXPECT_EQ(cudnn::to_string(opts(1 << 30, Launch::kGraph, true)), "1073741824/graph/engines");
+  const cudnn::FindOptions defaults;
+  EXPECT_EQ(cudnn::to_string(defaults), "1073741824/eager");
 }
 
 TEST(CudnnConv, NamesTheEightAlgorithmsAndRefusesWithoutADevice) {
@@ -112,16 +125,19 @@ TEST_P(CudnnConvMatches, EveryServedAlgorithmWithinItsBound) {
   conv2d_reference(p, src.data(), wei.data(), nullptr, ref.data(), abs_sum.data());
   const double k = static_cast<double>(p.icg() * p.kh * p.kw);
   cudnn::ConvForward conv(p, src, wei);
-  // Runs `name` and checks every output against the reference within its bound.
-  const auto expect_within_bound = [&](const std::string& name) {
-    conv.run(name);
-    const std::vector<float> y = conv.output();
+  // Checks every output y of `name` against the reference within its bound.
+  const auto expect_output_within_bound = [&](const std::string& name,
+                                              const std::vector<float>& y) {
     const double c = reduction_factor(name, k);
     ASSERT_EQ(y.size(), ref.size());
     for (std::size_t i = 0; i < ref.size(); ++i) {
       const double bound = c * test::kEps * abs_sum[i] + test::kEps * std::abs(ref[i]);
       ASSERT_LE(std::abs(static_cast<double>(y[i]) - ref[i]), bound) << name << " output " << i;
     }
+  };
+  const auto expect_within_bound = [&](const std::string& name) {
+    conv.run(name);
+    expect_output_within_bound(name, conv.output());
   };
   int served = 0;
   for (const char* name : cudnn::forward_algorithms()) {
@@ -140,25 +156,53 @@ TEST_P(CudnnConvMatches, EveryServedAlgorithmWithinItsBound) {
     expect_within_bound(name);
   }
   EXPECT_NE(conv.why_not("engine:99999.0"), "");
+  // A plan keeps the variant pack of its last run: run on other buffers, it follows them.
+  if (!engines.empty()) {
+    const cuda::Buffer x2 = cuda::to_device(src);
+    cuda::Buffer y2(ref.size());
+    conv.run_on(engines[0], x2.data(), y2.data());
+    expect_output_within_bound(engines[0], cuda::to_host(y2));
+    expect_within_bound(engines[0]);  // and back to its own
+  }
   bool guessed = false, found = false;
   for (const auto& r : conv.guess()) guessed |= r.status == "CUDNN_STATUS_SUCCESS";
   // find: the served candidates timed again by nnperf as launched (each call, or as a CUDA
   // graph), fastest first, cuDNN's figure kept; the refused ones after them.
-  for (const cudnn::Launch launch : {cudnn::Launch::kEager, cudnn::Launch::kGraph}) {
-    SCOPED_TRACE(cudnn::to_string(launch));
-    double last_ms = 0;
-    bool refused_seen = false;
-    for (const auto& r : conv.find(std::size_t{1} << 28, launch)) {
-      if (r.status == "CUDNN_STATUS_SUCCESS") {
-        found = true;
-        EXPECT_FALSE(refused_seen) << r.algorithm << " ranked after a refused algorithm";
-        EXPECT_GT(r.ms, 0.0) << r.algorithm;
-        EXPECT_GT(r.cudnn_ms, 0.0) << r.algorithm;
-        EXPECT_GE(r.ms, last_ms) << r.algorithm;
-        last_ms = r.ms;
-      } else {
-        refused_seen = true;
+  // With engines, every engine configuration is among the candidates (timed, or refused with a
+  // status), cuDNN's own figure 0 for them; the first served one runs within its bound.
+  for (const bool with_engines : {false, true}) {
+    for (const cudnn::Launch launch : {cudnn::Launch::kEager, cudnn::Launch::kGraph}) {
+      SCOPED_TRACE(fmt::format("{}{}", cudnn::to_string(launch), with_engines ? ", engines" : ""));
+      cudnn::FindOptions o;
+      o.max_workspace_bytes = std::size_t{1} << 28;
+      o.launch = launch;
+      o.engines = with_engines;
+      double last_ms = 0;
+      bool refused_seen = false;
+      std::string first;
+      std::size_t engine_rows = 0;
+      for (const auto& r : conv.find(o)) {
+        const bool engine = r.algorithm.starts_with("engine:");
+        engine_rows += engine ? 1 : 0;
+        if (r.status == "CUDNN_STATUS_SUCCESS") {
+          found = true;
+          if (first.empty()) first = r.algorithm;
+          EXPECT_FALSE(refused_seen) << r.algorithm << " ranked after a refused algorithm";
+          EXPECT_GT(r.ms, 0.0) << r.algorithm;
+          if (engine) {
+            EXPECT_EQ(r.cudnn_ms, 0.0) << r.algorithm;
+          } else {
+            EXPECT_GT(r.cudnn_ms, 0.0) << r.algorithm;
+          }
+          EXPECT_GE(r.ms, last_ms) << r.algorithm;
+          last_ms = r.ms;
+        } else {
+          refused_seen = true;
+        }
       }
+      EXPECT_EQ(engine_rows, with_engines ? engines.size() : 0u);
+      ASSERT_FALSE(first.empty());
+      expect_within_bound(first);
     }
   }
   EXPECT_TRUE(guessed);
@@ -198,8 +242,11 @@ TEST_P(CudnnConvMatches, EveryServedBackwardAlgorithmWithinItsBound) {
     EXPECT_GT(served, 0) << to_string(pass);
     bool guessed = false, found = false;
     for (const auto& r : conv.guess()) guessed |= r.status == "CUDNN_STATUS_SUCCESS";
-    for (const auto& r : conv.find(std::size_t{1} << 28))
-      found |= r.status == "CUDNN_STATUS_SUCCESS";
+    cudnn::FindOptions o;
+    o.max_workspace_bytes = std::size_t{1} << 28;
+    for (const auto& r : conv.find(o)) found |= r.status == "CUDNN_STATUS_SUCCESS";
+    o.engines = true;  // the graph-API engines are forward candidates only
+    EXPECT_THROW((void)conv.find(o), Error) << to_string(pass);
     EXPECT_TRUE(guessed) << to_string(pass);
     EXPECT_TRUE(found) << to_string(pass);
   }

@@ -80,6 +80,11 @@ class ReportFolder : public ::testing::Test {
     run["setup"]["device"] = "cuda";
     run["setup"]["launch"] = "graph";
     write_file_atomic(gpu / "run.json", run.dump());
+    // And once more as if find's candidates had included cuDNN's graph-API engines.
+    const std::filesystem::path engines = dir_->path() / "gpu_gemm_engines";
+    std::filesystem::copy(sweeps / "gemm", engines);
+    run["setup"]["find_engines"] = true;
+    write_file_atomic(engines / "run.json", run.dump());
     auto r = test::run_nnperf(
         fmt::format("roofline '{}' --peak-compute 0.05 --peak-bw 10 --out-dir '{}'",
                     sweeps.string(), (dir_->path() / "roofline").string()));
@@ -114,11 +119,13 @@ TEST_F(ReportFolder, SectionsFindingsAndEscapedNames) {
   ASSERT_NE(profile, d.sections.end());
   // Both sweeps share the model and size: the report says which algorithm won, whole model and per
   // shape.
-  bool whole = false, shape = false, gpu = false;
+  bool whole = false, shape = false, gpu = false, engines = false;
   for (const auto& r : profile->recommendations) {
     whole = whole || r.find("is fastest for the whole model") != std::string::npos;
     shape = shape || r.find("3x3 stride 1 convolutions") != std::string::npos;
-    // The GPU copy is its own entry beside the CPU's gemm, named by device and launch.
+    // The GPU copies are entries of their own beside the CPU's gemm, named by device, launch and
+    // find's candidates.
+    engines = engines || r.find("gemm on cuda (graph, engines)") != std::string::npos;
     if (r.find("gemm on cuda (graph)") != std::string::npos) {
       std::size_t gemms = 0;
       for (std::size_t at = r.find("gemm"); at != std::string::npos; at = r.find("gemm", at + 1))
@@ -129,6 +136,7 @@ TEST_F(ReportFolder, SectionsFindingsAndEscapedNames) {
   EXPECT_TRUE(whole);
   EXPECT_TRUE(shape);
   EXPECT_TRUE(gpu) << fmt::format("{}", fmt::join(profile->recommendations, " | "));
+  EXPECT_TRUE(engines) << fmt::format("{}", fmt::join(profile->recommendations, " | "));
   const auto roof = std::find_if(d.sections.begin(), d.sections.end(), [](const ReportSection& s) {
     return s.title.rfind("Roofline", 0) == 0;
   });

@@ -36,13 +36,11 @@ std::span<const float> span_of(const Tensor& t) {
 
 CudaNodeInfo choose_cudnn_forward(cudnn::ConvForward& conv, const ConvProblem& p,
                                   const std::string& name, const std::string& asked, bool strict,
-                                  const float* x, float* y, cudnn::Launch launch) {
+                                  const float* x, float* y, const cudnn::FindOptions& find) {
   CudaNodeInfo info;
   if (asked == "find") {
-    constexpr std::size_t kWorkspace = std::size_t{1} << 30;
-    for (const cudnn::AlgoResult& r :
-         cudnn::cached_find(p, ConvPass::kForward, kWorkspace, launch,
-                            [&] { return conv.find_on(kWorkspace, x, y, launch); })) {
+    for (const cudnn::AlgoResult& r : cudnn::cached_find(
+             p, ConvPass::kForward, find, [&] { return conv.find_on(find, x, y); })) {
       if (r.status == "CUDNN_STATUS_SUCCESS") {
         info.algorithm = r.algorithm;
         break;
@@ -116,8 +114,8 @@ std::size_t cuda_activation_bytes(const Graph& graph) {
 }
 
 CudaInference::CudaInference(const Graph& graph, const std::string& conv_algorithm, bool strict,
-                             bool cuda_graph)
-    : graph_(graph), cuda_graph_(cuda_graph) {
+                             bool cuda_graph, bool find_engines)
+    : graph_(graph), cuda_graph_(cuda_graph), find_engines_(find_engines) {
   if (const std::string why = cuda_unsupported(graph); !why.empty()) throw UsageError(why);
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
@@ -169,9 +167,11 @@ void CudaInference::plan_node(int n, const std::string& conv_algorithm, bool str
       auto& c = dynamic_cast<Conv2d&>(layer);
       m.conv = std::make_unique<cudnn::ConvForward>(c.problem(), span_of(c.weight()));
       m.out = cuda::Buffer(static_cast<std::size_t>(m.numel));
+      cudnn::FindOptions find;
+      find.launch = cuda_graph_ ? cudnn::Launch::kGraph : cudnn::Launch::kEager;
+      find.engines = find_engines_;
       info_[static_cast<std::size_t>(n)] = choose_cudnn_forward(
-          *m.conv, c.problem(), name, conv_algorithm, strict, m.src[0], m.out.data(),
-          cuda_graph_ ? cudnn::Launch::kGraph : cudnn::Launch::kEager);
+          *m.conv, c.problem(), name, conv_algorithm, strict, m.src[0], m.out.data(), find);
       device_bytes_ += static_cast<std::size_t>(c.problem().wei_numel()) * sizeof(float);
       if (c.has_bias()) {
         m.bias = cuda::to_device(span_of(c.bias()));

@@ -22,7 +22,7 @@ namespace nnperf {
 
 namespace cudnn {
 class ConvForward;
-enum class Launch;
+struct FindOptions;
 }  // namespace cudnn
 namespace cuda {
 class CapturedWork;
@@ -44,11 +44,12 @@ class CudaInference {
   // by kernel: captured at the first run() (again whenever the shared cuDNN workspace moved),
   // and a timed run() captures its pass with the timeline's marks as event-record nodes, so the
   // nodes' times and the whole pass are both free of the host's launch gaps; find then ranks
-  // cuDNN's candidates as graphs too (cudnn::Launch).
+  // cuDNN's candidates as graphs too (cudnn::Launch). find_engines: find's candidates include
+  // cuDNN's graph-API engine configurations (cudnn::FindOptions::engines).
   // Throws UsageError without a device or cuDNN, Error naming a layer without a GPU kernel or
   // the device memory the plan needs when it exceeds what is free.
   CudaInference(const Graph& graph, const std::string& conv_algorithm, bool strict,
-                bool cuda_graph = false);
+                bool cuda_graph = false, bool find_engines = false);
   ~CudaInference();
   CudaInference(const CudaInference&) = delete;
   CudaInference& operator=(const CudaInference&) = delete;
@@ -91,7 +92,7 @@ class CudaInference {
   std::vector<CudaNodeInfo> info_;
   Timeline* timeline_ = nullptr;
   std::vector<int> marks_;  // per node: the index of the timeline mark that ends it
-  bool cuda_graph_ = false;
+  bool cuda_graph_ = false, find_engines_ = false;
   std::unique_ptr<cuda::CapturedWork> plain_, timed_;  // the passes as graphs, untimed and timed
   const void* plain_workspace_ = nullptr;              // the cuDNN workspace plain_ captured
   std::size_t device_bytes_ = 0;
@@ -99,12 +100,12 @@ class CudaInference {
 
 // The forward algorithm for one conv layer `name` (problem p): `asked` when cuDNN serves it, else
 // cuDNN's guess with the reason (an Error when strict); "find" runs
-// cudnnFindConvolutionForwardAlgorithmEx on x and y (device buffers of the layer's input and
-// output) the first time p is asked for in the process (cudnn::cached_find). Shared with GPU
-// training.
+// cudnnFindConvolutionForwardAlgorithmEx (and what `find` adds) on x and y (device buffers of the
+// layer's input and output) the first time p is asked for in the process (cudnn::cached_find).
+// Shared with GPU training.
 CudaNodeInfo choose_cudnn_forward(cudnn::ConvForward& conv, const ConvProblem& p,
                                   const std::string& name, const std::string& asked, bool strict,
-                                  const float* x, float* y, cudnn::Launch launch);
+                                  const float* x, float* y, const cudnn::FindOptions& find);
 
 // The device time one timeline mark adds between two kernels of a pass launched as
 // `cuda_graph` says (a graph of them, or kernel by kernel): 200 one-block kernels back to back

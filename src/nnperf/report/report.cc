@@ -411,8 +411,9 @@ struct Sweep {
 // "hosts", else the run's own machine.hostname), and what they ran on as a suffix of the
 // algorithm's name, so that rows of one algorithm on the CPU and on the GPU, or launched as a
 // CUDA graph and kernel by kernel, are never compared as one: "" on the CPU, " on cuda (graph)"
-// or " on cuda (eager)" (a GPU sweep from before --launch existed ran eagerly). Nothing when
-// run.json is missing or unreadable.
+// or " on cuda (eager)" (a GPU sweep from before --launch existed ran eagerly), with ", engines"
+// when find's candidates included cuDNN's graph-API engines. Nothing when run.json is missing or
+// unreadable.
 struct SweepInfo {
   std::vector<std::string> hosts;
   std::string label;
@@ -433,7 +434,8 @@ SweepInfo sweep_info(const fs::path& run_json) {
     }
     const nlohmann::json setup = j.value("setup", nlohmann::json::object());
     if (setup.is_object() && setup.value("device", "cpu") == "cuda")
-      out.label = fmt::format(" on cuda ({})", setup.value("launch", "eager"));
+      out.label = fmt::format(" on cuda ({}{})", setup.value("launch", "eager"),
+                              setup.value("find_engines", false) ? ", engines" : "");
   } catch (const Error&) {
   } catch (const nlohmann::json::exception&) {
   }

@@ -465,8 +465,10 @@ nlohmann::json cudnn_context(Conv& conv, const ConvBenchOptions& o) {
   });
   ctx["guess"] = first_ok != guess.end() ? first_ok->algorithm : "";
   nlohmann::json find = nlohmann::json::array();
-  for (const cudnn::AlgoResult& a : conv.find(
-           std::size_t{1} << 30, o.cuda_graph ? cudnn::Launch::kGraph : cudnn::Launch::kEager)) {
+  cudnn::FindOptions opts;
+  opts.launch = o.cuda_graph ? cudnn::Launch::kGraph : cudnn::Launch::kEager;
+  opts.engines = o.engines;  // forward only: bench_conv_cuda refuses it for the others
+  for (const cudnn::AlgoResult& a : conv.find(opts)) {
     find.push_back({{"algorithm", a.algorithm},
                     {"status", a.status},
                     {"ms", a.ms},

@@ -235,7 +235,8 @@ SizeRecord measure_size(Sweep& sw, const ProfileOptions& o, int64_t size,
   plan_model(sw.model, sw.graph, Shape{o.batch_size, channels, size, size}, sw.ctx);
   if (o.device == Device::kCuda) {
     sw.gpu.reset();  // the last size's device memory first
-    sw.gpu = std::make_unique<CudaInference>(sw.graph, o.algorithm, o.strict, o.cuda_graph);
+    sw.gpu = std::make_unique<CudaInference>(sw.graph, o.algorithm, o.strict, o.cuda_graph,
+                                             o.find_engines);
   }
   r.use = algorithm_use(sw.graph, o.algorithm, [&](int n) { return node_columns(sw, n); });
   Tensor x(Shape{o.batch_size, channels, size, size});

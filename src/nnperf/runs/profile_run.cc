@@ -89,6 +89,7 @@ nlohmann::json sweep_setup(const ProfileOptions& o, const ModelEntry& m, int thr
     setup["gpu"] = cuda::device_summary();
     setup["cudnn"] = cudnn::version();
     setup["launch"] = o.cuda_graph ? "graph" : "eager";
+    if (o.find_engines) setup["find_engines"] = true;  // absent otherwise, as before --engines
   }
   return setup;
 }
@@ -318,10 +319,12 @@ void validate_sweep(ProfileOptions& o, const ModelEntry& model) {
         "--machine '{}': expected a name for the default folder, without '/'", o.machine));
   }
   if (o.output_dir.empty()) {
-    o.output_dir = fs::path("results") / o.stage /
-                   fmt::format("{}_{}{}{}_{}", model.name, o.algorithm,
-                               o.pass == "train" ? "_train" : "",
-                               o.device == Device::kCuda ? "_cuda" : "", o.machine);
+    const bool cuda = o.device == Device::kCuda;
+    o.output_dir =
+        fs::path("results") / o.stage /
+        fmt::format("{}_{}{}{}{}{}_{}", model.name, o.algorithm, o.pass == "train" ? "_train" : "",
+                    cuda ? "_cuda" : "", cuda && !o.cuda_graph ? "_eager" : "",
+                    cuda && o.find_engines ? "_engines" : "", o.machine);
   }
 }
 

@@ -24,6 +24,9 @@ struct ProfileOptions {
   // kCuda: each pass launched as one CUDA graph (--launch graph: the times are the GPU's, free of
   // the host's launch gaps between kernels), or kernel by kernel (eager).
   bool cuda_graph = true;
+  // kCuda with algorithm "find": find's candidates include cuDNN's graph-API engine
+  // configurations (--engines; cudnn::FindOptions::engines).
+  bool find_engines = false;
   std::string stage = "full";       // sanity | quick | full (sets sizes, warmup, measure)
   int num_sizes = -1;               // -1 = the stage's default
   std::vector<int64_t> sizes;       // explicit sizes (override the stage's)

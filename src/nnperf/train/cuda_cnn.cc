@@ -48,11 +48,11 @@ std::size_t count(const Shape& s) { return static_cast<std::size_t>(s.numel()); 
 std::string choose_backward(cudnn::ConvBackward& c, const ConvProblem& p, ConvPass pass,
                             const std::string& asked, bool deterministic, const float* first,
                             const float* dy, float* out) {
-  constexpr std::size_t kWorkspace = std::size_t{1} << 30;
+  const cudnn::FindOptions find;  // 1 GiB of workspace at most; steps run eagerly
   const std::vector<cudnn::AlgoResult> ranked =
-      asked == "find" ? cudnn::cached_find(p, pass, kWorkspace, cudnn::Launch::kEager,
-                                           [&] { return c.find_on(kWorkspace, first, dy, out); })
-                      : c.guess();
+      asked == "find"
+          ? cudnn::cached_find(p, pass, find, [&] { return c.find_on(find, first, dy, out); })
+          : c.guess();
   const auto usable = [&](const cudnn::AlgoResult& r) {
     return r.status == "CUDNN_STATUS_SUCCESS" && (!deterministic || r.deterministic) &&
            c.why_not(r.algorithm).empty();
@@ -249,7 +249,7 @@ std::unique_ptr<CudaCnnTrainer::ConvPlans> CudaCnnTrainer::plan_conv(Node& m, in
   r->fwd = std::make_unique<cudnn::ConvForward>(
       p, std::span<const float>(c.weight().data(), count(c.weight().shape())));
   r->alg_fwd = choose_cudnn_forward(*r->fwd, p, graph_.name(n), choice_.forward, false, x,
-                                    m.out.data(), cudnn::Launch::kEager)  // steps run eagerly
+                                    m.out.data(), cudnn::FindOptions{})  // steps run eagerly
                    .algorithm;
   r->bwd_data = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardData);
   r->bwd_weights = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardWeights);

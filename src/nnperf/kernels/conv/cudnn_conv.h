@@ -46,6 +46,19 @@ std::string version();
 enum class Launch { kEager, kGraph };
 const char* to_string(Launch launch);
 
+// What find times, and how it launches the candidates.
+struct FindOptions {
+  std::size_t max_workspace_bytes = std::size_t{1} << 30;  // candidates needing more are not run
+  Launch launch = Launch::kEager;
+  // Forward only: cuDNN's graph-API engine configurations (ConvForward::engines) are candidates
+  // beside the eight legacy algorithms, timed by nnperf as launched (cuDNN's legacy find never
+  // runs them); a backward find refuses it. Off by default: docs/gpu.md says how far they have
+  // been checked on a GPU.
+  bool engines = false;
+};
+// The options as one key ("1073741824/graph", "1073741824/graph/engines"), for find's cache.
+std::string to_string(const FindOptions& o);
+
 // One algorithm as cudnnFindConvolutionForwardAlgorithmEx or
 // cudnnGetConvolutionForwardAlgorithm_v7 reports it.
 struct AlgoResult {
@@ -53,16 +66,17 @@ struct AlgoResult {
   std::string status;  // "CUDNN_STATUS_SUCCESS" or cuDNN's refusal
   double ms = 0;       // find: nnperf's timing of the call as launched (median of 5); guess: 0
   std::size_t workspace_bytes = 0;
-  bool deterministic = false;  // cuDNN's CUDNN_DETERMINISTIC for this algorithm and problem
-  double cudnn_ms = 0;         // find: cuDNN's own timing (0 when not timed again)
+  // cuDNN's CUDNN_DETERMINISTIC for this algorithm and problem (an engine: no NONDETERMINISTIC
+  // numerical note)
+  bool deterministic = false;
+  double cudnn_ms = 0;  // find: cuDNN's own timing (0 when not timed again, and for engines)
 };
 
-// cuDNN's find ranking per problem, pass, workspace limit and launch, kept for the process: `find`
+// cuDNN's find ranking per problem, pass and FindOptions, kept for the process: `find`
 // runs only the first time a key is asked for (a model's repeated layer shapes are timed once, as
 // the CPU's find cache does); later askers get the same ranking. Thread-safe; `find` may throw, and
 // then nothing is kept. Implemented in cudnn_find_cache.cc (no CUDA needed).
-std::vector<AlgoResult> cached_find(const ConvProblem& p, ConvPass pass,
-                                    std::size_t max_workspace_bytes, Launch launch,
+std::vector<AlgoResult> cached_find(const ConvProblem& p, ConvPass pass, const FindOptions& o,
                                     const std::function<std::vector<AlgoResult>()>& find);
 // How many rankings the cache holds, and how many askers it answered without running find.
 struct FindCacheStats {
@@ -101,18 +115,19 @@ class ConvForward {
   // propose (mode A, then the fallback list; no TF32 tensor cores, none compiled at run time),
   // each an execution plan made once, named "engine:<global index>.<n>"; every call that takes
   // an algorithm name takes these too (why_not, workspace_bytes, run, run_on, run_with). Made at
-  // the first call; engines_reason() says why there are none. Not among find's candidates
-  // (docs/gpu.md says why); bench conv2d --engines times them beside the eight.
+  // the first call; engines_reason() says why there are none. Candidates of find with
+  // FindOptions::engines; bench conv2d --engines times them beside the eight.
   std::vector<std::string> engines();
   std::string engines_reason();
   // cudnnFindConvolutionForwardAlgorithmEx: every algorithm run and timed by cuDNN on this
-  // problem's tensors with a workspace of at most `max_workspace_bytes`; the ones it serves are
-  // then timed again by nnperf, launched as `launch` says (median of 5 rounds alternating them;
-  // cuDNN times each once and its figures misranked batch-1 layers either way), and ranked
-  // fastest first by that, the refused ones after.
-  std::vector<AlgoResult> find(std::size_t max_workspace_bytes, Launch launch = Launch::kEager);
-  std::vector<AlgoResult> find_on(std::size_t max_workspace_bytes, const float* src, float* dst,
-                                  Launch launch = Launch::kEager);
+  // problem's tensors with a workspace of at most o.max_workspace_bytes; with o.engines, the
+  // engine configurations within that workspace join them (each run once first: one that fails
+  // keeps its error as status, untimed). The ones served are then timed again by nnperf,
+  // launched as o.launch says (median of 5 rounds alternating them; cuDNN times each once and
+  // its figures misranked batch-1 layers either way), and ranked fastest first by that, the
+  // refused ones after.
+  std::vector<AlgoResult> find(const FindOptions& o = {});
+  std::vector<AlgoResult> find_on(const FindOptions& o, const float* src, float* dst);
   // Queues one forward pass (dst = conv(src, wei)) with `algorithm`. Every ConvForward and
   // ConvBackward of the process shares one cuDNN workspace (they run on one stream), grown to the
   // largest one asked for and kept; each algorithm's workspace size is asked of cuDNN once.
@@ -147,13 +162,13 @@ class ConvBackward {
   std::string why_not(std::string_view algorithm);  // as ConvForward::why_not
   std::size_t workspace_bytes(std::string_view algorithm);
   std::vector<AlgoResult> guess();  // cudnnGetConvolutionBackward{Data,Filter}Algorithm_v7
-  std::vector<AlgoResult> find(std::size_t max_workspace_bytes,  // ...FindAlgorithmEx, re-timed
-                               Launch launch = Launch::kEager);
+  // ...FindAlgorithmEx, re-timed as ConvForward::find; o.engines refused (forward only).
+  std::vector<AlgoResult> find(const FindOptions& o = {});
   void run(std::string_view algorithm);
   std::vector<float> output();  // dx or dw, once the queued work has finished
   // On the caller's device buffers: first (w or x), dy, and out (dx or dw, overwritten).
-  std::vector<AlgoResult> find_on(std::size_t max_workspace_bytes, const float* first,
-                                  const float* dy, float* out, Launch launch = Launch::kEager);
+  std::vector<AlgoResult> find_on(const FindOptions& o, const float* first, const float* dy,
+                                  float* out);
   void run_on(std::string_view algorithm, const float* first, const float* dy, float* out);
 
  private:

@@ -327,17 +327,52 @@ struct ConvForward::Impl : Descriptors {
   void describe(const ConvProblem& problem, std::span<const float> weights);
   cuda::Buffer src, wei, dst;
   std::unique_ptr<detail::EngineSet> engine_set;  // the graph API's plans, made on first use
-  const detail::EngineSet& engines() {
+  detail::EngineSet& engines() {
     if (!engine_set) engine_set = std::make_unique<detail::EngineSet>(p);
     return *engine_set;
   }
   cudnnConvolutionFwdAlgo_t algo(std::string_view name) const {
     return static_cast<cudnnConvolutionFwdAlgo_t>(pass_algo_index(ConvPass::kForward, name));
   }
+  std::size_t workspace_bytes(cudnnConvolutionFwdAlgo_t k) {
+    Api& a = api();
+    return remembered_workspace(
+        k,
+        [&](std::size_t* bytes) {
+          return a.GetConvolutionForwardWorkspaceSize(a.handle, x, w, conv, y, k, bytes);
+        },
+        "cudnnGetConvolutionForwardWorkspaceSize");
+  }
   std::vector<AlgoResult> results(const cudnnConvolutionFwdAlgoPerf_t* perf, int n) const {
     return results_of(perf, n, forward_algorithms());
   }
+  AlgoResult engine_candidate(const std::string& name, std::size_t have, Launch launch,
+                              const float* src, float* dst);
 };
+
+// Engine `name` as a candidate of find within `have` bytes of workspace: run once on src and dst
+// (and captured once, for a graph launch), so that one cuDNN finalized but will not run, or a
+// capture refuses, keeps its error as status and is left untimed instead of failing the find.
+AlgoResult ConvForward::Impl::engine_candidate(const std::string& name, std::size_t have,
+                                               Launch launch, const float* src, float* dst) {
+  detail::EngineSet& e = engines();
+  AlgoResult r{name, "CUDNN_STATUS_SUCCESS", 0, e.workspace_bytes(name), e.deterministic(name)};
+  if (r.workspace_bytes > have) {
+    r.status =
+        fmt::format("needs {} bytes of workspace, more than find's {}", r.workspace_bytes, have);
+    return r;
+  }
+  const auto queue = [&] {
+    e.run(name, src, wei.data(), dst, workspace_of_at_least(r.workspace_bytes).data());
+  };
+  try {
+    queue();
+    if (launch == Launch::kGraph) cuda::CapturedWork().capture(queue);
+  } catch (const Error& err) {
+    r.status = err.what();
+  }
+  return r;
+}
 
 // The descriptors of problem p, and the weights uploaded.
 void ConvForward::Impl::describe(const ConvProblem& problem, std::span<const float> weights) {
@@ -379,16 +414,10 @@ std::string ConvForward::why_not(std::string_view algorithm) {
 }
 
 std::size_t ConvForward::workspace_bytes(std::string_view algorithm) {
-  Api& a = usable();
+  usable();
   Impl& m = *impl_;
   if (detail::is_engine(algorithm)) return m.engines().workspace_bytes(algorithm);
-  const cudnnConvolutionFwdAlgo_t k = m.algo(algorithm);
-  return m.remembered_workspace(
-      k,
-      [&](std::size_t* bytes) {
-        return a.GetConvolutionForwardWorkspaceSize(a.handle, m.x, m.w, m.conv, m.y, k, bytes);
-      },
-      "cudnnGetConvolutionForwardWorkspaceSize");
+  return m.workspace_bytes(m.algo(algorithm));
 }
 
 std::vector<std::string> ConvForward::engines() {
@@ -415,29 +444,40 @@ std::vector<AlgoResult> ConvForward::guess() {
   return out;
 }
 
-std::vector<AlgoResult> ConvForward::find(std::size_t max_workspace_bytes, Launch launch) {
+std::vector<AlgoResult> ConvForward::find(const FindOptions& o) {
   if (impl_->src.size() == 0)
     fail("cuDNN conv {}: find() without its own tensors; use find_on", impl_->p.str());
-  return find_on(max_workspace_bytes, impl_->src.data(), impl_->dst.data(), launch);
+  return find_on(o, impl_->src.data(), impl_->dst.data());
 }
 
-std::vector<AlgoResult> ConvForward::find_on(std::size_t max_workspace_bytes, const float* x,
-                                             float* y, Launch launch) {
+std::vector<AlgoResult> ConvForward::find_on(const FindOptions& o, const float* x, float* y) {
   Api& a = usable();
-  std::size_t ws = 0;
+  Impl& m = *impl_;
+  std::vector<std::string> names;
   for (const char* n : forward_algorithms()) {
-    if (why_not(n).empty()) ws = std::max(ws, std::min(workspace_bytes(n), max_workspace_bytes));
+    if (why_not(n).empty()) names.emplace_back(n);
   }
+  if (o.engines) {
+    const std::vector<std::string>& e = m.engines().names();
+    names.insert(names.end(), e.begin(), e.end());
+  }
+  std::size_t ws = 0;
+  for (const std::string& n : names)
+    ws = std::max(ws, std::min(workspace_bytes(n), o.max_workspace_bytes));
   cuda::Buffer& workspace = workspace_of_at_least(ws);
+  const std::size_t have = workspace.size() * sizeof(float);
   int max = 0, got = 0;
   check(a.GetConvolutionForwardAlgorithmMaxCount(a.handle, &max),
         "cudnnGetConvolutionForwardAlgorithmMaxCount");
   std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<std::size_t>(std::max(max, 1)));
-  check(a.FindConvolutionForwardAlgorithmEx(a.handle, impl_->x, x, impl_->w, impl_->wei.data(),
-                                            impl_->conv, impl_->y, y, max, &got, perf.data(),
-                                            workspace.data(), workspace.size() * sizeof(float)),
+  check(a.FindConvolutionForwardAlgorithmEx(a.handle, m.x, x, m.w, m.wei.data(), m.conv, m.y, y,
+                                            max, &got, perf.data(), workspace.data(), have),
         "cudnnFindConvolutionForwardAlgorithmEx");
-  return retimed(impl_->results(perf.data(), got), workspace.size() * sizeof(float), launch,
+  std::vector<AlgoResult> found = m.results(perf.data(), got);
+  for (const std::string& n : names) {
+    if (detail::is_engine(n)) found.push_back(m.engine_candidate(n, have, o.launch, x, y));
+  }
+  return retimed(std::move(found), have, o.launch,
                  [&](std::string_view algo) { run_on(algo, x, y); });
 }
 
@@ -454,15 +494,17 @@ void ConvForward::run_on(std::string_view algorithm, const float* x, float* y) {
 void ConvForward::run_with(std::string_view algorithm, const float* x, const float* wei,
                            float* y) {
   Api& a = usable();
-  const std::size_t ws = workspace_bytes(algorithm);
-  cuda::Buffer& workspace = workspace_of_at_least(ws);
+  Impl& m = *impl_;
   if (detail::is_engine(algorithm)) {
-    impl_->engines().run(algorithm, x, wei, y, workspace.data());
+    detail::EngineSet& e = m.engines();
+    e.run(algorithm, x, wei, y, workspace_of_at_least(e.workspace_bytes(algorithm)).data());
     return;
   }
+  const cudnnConvolutionFwdAlgo_t k = m.algo(algorithm);  // one lookup of the name
+  const std::size_t ws = m.workspace_bytes(k);
   const float one = 1.0f, zero = 0.0f;
-  check(a.ConvolutionForward(a.handle, &one, impl_->x, x, impl_->w, wei, impl_->conv,
-                             impl_->algo(algorithm), workspace.data(), ws, &zero, impl_->y, y),
+  check(a.ConvolutionForward(a.handle, &one, m.x, x, m.w, wei, m.conv, k,
+                             workspace_of_at_least(ws).data(), ws, &zero, m.y, y),
         "cudnnConvolutionForward");
 }
 
@@ -569,21 +611,24 @@ std::vector<AlgoResult> ConvBackward::guess() {
   return out;
 }
 
-std::vector<AlgoResult> ConvBackward::find(std::size_t max_workspace_bytes, Launch launch) {
+std::vector<AlgoResult> ConvBackward::find(const FindOptions& o) {
   Impl& m = *impl_;
   if (m.dy.size() == 0) fail("cuDNN conv {}: find() without its own tensors; use find_on", m.p.str());
-  return find_on(max_workspace_bytes, m.first.data(), m.dy.data(), m.out.data(), launch);
+  return find_on(o, m.first.data(), m.dy.data(), m.out.data());
 }
 
-std::vector<AlgoResult> ConvBackward::find_on(std::size_t max_workspace_bytes, const float* first,
-                                              const float* dy, float* out, Launch launch) {
+std::vector<AlgoResult> ConvBackward::find_on(const FindOptions& o, const float* first,
+                                              const float* dy, float* out) {
   Api& a = usable();
   Impl& m = *impl_;
+  if (o.engines)
+    fail("cuDNN conv {} {}: graph-API engines are find candidates of the forward pass only",
+         m.p.str(), to_string(m.pass));
   std::size_t ws = 0;
   for (const char* n : algorithms(m.pass)) {
     std::size_t bytes = 0;
     if (m.query(n, &bytes) == CUDNN_STATUS_SUCCESS) {
-      ws = std::max(ws, std::min(bytes, max_workspace_bytes));
+      ws = std::max(ws, std::min(bytes, o.max_workspace_bytes));
     }
   }
   cuda::Buffer& workspace = workspace_of_at_least(ws);
@@ -595,14 +640,14 @@ std::vector<AlgoResult> ConvBackward::find_on(std::size_t max_workspace_bytes, c
     check(a.FindBwdDataAlgorithmEx(a.handle, m.w, first, m.y, dy, m.conv, m.x, out, max, &got,
                                    perf.data(), workspace.data(), have),
           "cudnnFindConvolutionBackwardDataAlgorithmEx");
-    return retimed(results_of(perf.data(), got, algorithms(m.pass)), have, launch,
+    return retimed(results_of(perf.data(), got, algorithms(m.pass)), have, o.launch,
                    [&](std::string_view algo) { run_on(algo, first, dy, out); });
   }
   std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<std::size_t>(max));
   check(a.FindBwdFilterAlgorithmEx(a.handle, m.x, first, m.y, dy, m.conv, m.w, out, max, &got,
                                    perf.data(), workspace.data(), have),
         "cudnnFindConvolutionBackwardFilterAlgorithmEx");
-  return retimed(results_of(perf.data(), got, algorithms(m.pass)), have, launch,
+  return retimed(results_of(perf.data(), got, algorithms(m.pass)), have, o.launch,
                  [&](std::string_view algo) { run_on(algo, first, dy, out); });
 }
 

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "nnperf/core/error.h"
@@ -159,7 +160,7 @@ std::vector<Desc> heuristics(const Desc& graph, cudnnBackendHeurMode_t mode) {
 // A configuration's engine: its global index, and whether its notes allow it here.
 struct EngineFacts {
   int64_t index = -1;
-  bool fp32_fma = true, precompiled = true;
+  bool fp32_fma = true, precompiled = true, deterministic = true;
 };
 
 EngineFacts facts_of(const Desc& config) {
@@ -181,6 +182,7 @@ EngineFacts facts_of(const Desc& config) {
     f.fp32_fma &= note != CUDNN_NUMERICAL_NOTE_TENSOR_CORE &&
                   note != CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS &&
                   note != CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION;
+    f.deterministic &= note != CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC;
   }
   std::array<cudnnBackendBehaviorNote_t, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT> behavior{};
   check(backend().Get(e, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
@@ -193,18 +195,39 @@ EngineFacts facts_of(const Desc& config) {
   return f;
 }
 
+// x, w, y and the workspace, in the variant pack's order (the uids kUidX, kUidW, kUidY, then the
+// workspace attribute).
+using Pointers = std::array<void*, 4>;
+
+Desc variant_pack(const Pointers& p) {
+  std::array<int64_t, 3> uids{kUidX, kUidW, kUidY};
+  std::array<void*, 3> data{p[0], p[1], p[2]};
+  void* workspace = p[3];
+  Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids.data())
+      .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, data.data())
+      .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
+  pack.finalize("cudnnBackendFinalize (variant pack)");
+  return pack;
+}
+
 }  // namespace
 
 struct EngineSet::Impl {
   struct Plan {
     Desc plan;
     std::size_t workspace_bytes = 0;
+    bool deterministic = true;
+    std::optional<Desc> pack;  // the last run's variant pack, for `pointers`
+    Pointers pointers{};
   };
   std::string reason;
   std::vector<std::string> names;
   std::map<std::string, Plan, std::less<>> plans;
 
   void add_plans(const std::vector<Desc>& configs, std::map<int64_t, int>& seen);
+  std::string why_not(std::string_view name) const;
+  Plan& plan(std::string_view name);  // throws Error with why_not(name) when absent
 };
 
 // Each allowed configuration made into a plan; a plan cuDNN will not finalize is left out.
@@ -228,8 +251,12 @@ void EngineSet::Impl::add_plans(const std::vector<Desc>& configs, std::map<int64
           "cudnnBackendGetAttribute (plan workspace)");
     const std::string name = fmt::format("engine:{}.{}", f.index, seen[f.index]++);
     names.push_back(name);
-    plans.emplace(name,
-                  Plan{std::move(plan), static_cast<std::size_t>(std::max<int64_t>(bytes, 0))});
+    Plan entry{std::move(plan),
+               static_cast<std::size_t>(std::max<int64_t>(bytes, 0)),
+               f.deterministic,
+               std::nullopt,
+               {}};
+    plans.emplace(name, std::move(entry));
   }
 }
 
@@ -261,36 +288,42 @@ EngineSet::~EngineSet() = default;
 const std::string& EngineSet::reason() const { return impl_->reason; }
 const std::vector<std::string>& EngineSet::names() const { return impl_->names; }
 
-std::string EngineSet::why_not(std::string_view name) const {
-  if (impl_->plans.count(name) > 0) return "";
-  return impl_->reason.empty() ? fmt::format("no engine configuration {} for this problem", name)
-                               : impl_->reason;
+std::string EngineSet::Impl::why_not(std::string_view name) const {
+  if (plans.count(name) > 0) return "";
+  return reason.empty() ? fmt::format("no engine configuration {} for this problem", name) : reason;
 }
 
+EngineSet::Impl::Plan& EngineSet::Impl::plan(std::string_view name) {
+  const auto it = plans.find(name);
+  if (it == plans.end()) throw Error(std::string(name) + ": " + why_not(name));
+  return it->second;
+}
+
+std::string EngineSet::why_not(std::string_view name) const { return impl_->why_not(name); }
+
 std::size_t EngineSet::workspace_bytes(std::string_view name) const {
-  const auto it = impl_->plans.find(name);
-  if (it == impl_->plans.end()) throw Error(std::string(name) + ": " + why_not(name));
-  return it->second.workspace_bytes;
+  return impl_->plan(name).workspace_bytes;
+}
+
+bool EngineSet::deterministic(std::string_view name) const {
+  return impl_->plan(name).deterministic;
 }
 
 void EngineSet::run(std::string_view name, const float* x, const float* w, float* y,
-                    void* workspace) const {
-  const auto it = impl_->plans.find(name);
-  if (it == impl_->plans.end()) throw Error(std::string(name) + ": " + why_not(name));
-  for (const void* ptr :
-       {static_cast<const void*>(x), static_cast<const void*>(w), static_cast<const void*>(y)}) {
-    if (reinterpret_cast<std::uintptr_t>(ptr) % kAlignment != 0)
-      throw Error(
-          fmt::format("cuDNN {}: a tensor at {} is not {}-byte aligned", name, ptr, kAlignment));
+                    void* workspace) {
+  Impl::Plan& p = impl_->plan(name);
+  const Pointers pointers{const_cast<float*>(x), const_cast<float*>(w), y, workspace};
+  if (!p.pack || p.pointers != pointers) {
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (reinterpret_cast<std::uintptr_t>(pointers[i]) % kAlignment != 0)
+        throw Error(fmt::format("cuDNN {}: a tensor at {} is not {}-byte aligned", name,
+                                pointers[i], kAlignment));
+    }
+    p.pack.reset();
+    p.pack.emplace(variant_pack(pointers));
+    p.pointers = pointers;
   }
-  std::array<int64_t, 3> uids{kUidX, kUidW, kUidY};
-  std::array<void*, 3> pointers{const_cast<float*>(x), const_cast<float*>(w), y};
-  Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids.data())
-      .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers.data())
-      .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
-  pack.finalize("cudnnBackendFinalize (variant pack)");
-  check(backend().Execute(handle(), it->second.plan.get(), pack.get()), "cudnnBackendExecute");
+  check(backend().Execute(handle(), p.plan.get(), p.pack->get()), "cudnnBackendExecute");
 }
 
 }  // namespace nnperf::cudnn::detail

@@ -1,4 +1,4 @@
-// cuDNN's find rankings kept per problem, pass, workspace limit and launch
+// cuDNN's find rankings kept per problem, pass and find options
 // (kernels/conv/cudnn_conv.h).
 // Plain C++: the cache is tested on machines without cuDNN with a stand-in `find`.
 #include <fmt/format.h>
@@ -28,11 +28,14 @@ Cache& cache() {
 
 const char* to_string(Launch launch) { return launch == Launch::kGraph ? "graph" : "eager"; }
 
-std::vector<AlgoResult> cached_find(const ConvProblem& p, ConvPass pass,
-                                    std::size_t max_workspace_bytes, Launch launch,
+std::string to_string(const FindOptions& o) {
+  return fmt::format("{}/{}{}", o.max_workspace_bytes, to_string(o.launch),
+                     o.engines ? "/engines" : "");
+}
+
+std::vector<AlgoResult> cached_find(const ConvProblem& p, ConvPass pass, const FindOptions& o,
                                     const std::function<std::vector<AlgoResult>()>& find) {
-  const std::string key =
-      fmt::format("{}/{}/{}/{}", p.str(), to_string(pass), max_workspace_bytes, to_string(launch));
+  const std::string key = fmt::format("{}/{}/{}", p.str(), to_string(pass), to_string(o));
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);  // held while finding: one timing at a time
   if (const auto it = c.rankings.find(key); it != c.rankings.end()) {

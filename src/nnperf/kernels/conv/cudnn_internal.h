@@ -51,9 +51,13 @@ class EngineSet {
   // "" when `name` is one of names(), else why not.
   std::string why_not(std::string_view name) const;
   std::size_t workspace_bytes(std::string_view name) const;
+  // Whether the engine has no NONDETERMINISTIC numerical note (the same bits every run).
+  bool deterministic(std::string_view name) const;
   // y = conv(x, w) by that plan; workspace of at least workspace_bytes(name). Pointers must be
-  // 16-byte aligned (the tensors are described so; cudaMalloc's are).
-  void run(std::string_view name, const float* x, const float* w, float* y, void* workspace) const;
+  // 16-byte aligned (the tensors are described so; cudaMalloc's are). Each plan keeps the variant
+  // pack (the pointers) of its last run and makes a new one only when they change, so repeated
+  // eager runs on the same buffers do no descriptor work. Not thread-safe (neither is its owner).
+  void run(std::string_view name, const float* x, const float* w, float* y, void* workspace);
 
  private:
   struct Impl;

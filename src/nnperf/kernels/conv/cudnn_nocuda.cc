@@ -35,10 +35,8 @@ std::size_t ConvForward::workspace_bytes(std::string_view) { refuse(); }
 std::vector<AlgoResult> ConvForward::guess() { refuse(); }
 std::vector<std::string> ConvForward::engines() { refuse(); }
 std::string ConvForward::engines_reason() { refuse(); }
-std::vector<AlgoResult> ConvForward::find(std::size_t, Launch) { refuse(); }
-std::vector<AlgoResult> ConvForward::find_on(std::size_t, const float*, float*, Launch) {
-  refuse();
-}
+std::vector<AlgoResult> ConvForward::find(const FindOptions&) { refuse(); }
+std::vector<AlgoResult> ConvForward::find_on(const FindOptions&, const float*, float*) { refuse(); }
 void ConvForward::run(std::string_view) { refuse(); }
 void ConvForward::run_on(std::string_view, const float*, float*) { refuse(); }
 void ConvForward::run_with(std::string_view, const float*, const float*, float*) { refuse(); }
@@ -54,11 +52,11 @@ ConvBackward::~ConvBackward() = default;
 std::string ConvBackward::why_not(std::string_view) { refuse(); }
 std::size_t ConvBackward::workspace_bytes(std::string_view) { refuse(); }
 std::vector<AlgoResult> ConvBackward::guess() { refuse(); }
-std::vector<AlgoResult> ConvBackward::find(std::size_t, Launch) { refuse(); }
+std::vector<AlgoResult> ConvBackward::find(const FindOptions&) { refuse(); }
 void ConvBackward::run(std::string_view) { refuse(); }
 std::vector<float> ConvBackward::output() { refuse(); }
-std::vector<AlgoResult> ConvBackward::find_on(std::size_t, const float*, const float*, float*,
-                                              Launch) {
+std::vector<AlgoResult> ConvBackward::find_on(const FindOptions&, const float*, const float*,
+                                              float*) {
   refuse();
 }
 void ConvBackward::run_on(std::string_view, const float*, const float*, float*) { refuse(); }
