@@ -162,8 +162,9 @@ const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int(
       ->check(CLI::IsMember({"eager", "graph"}))
       ->capture_default_str();
   sub.add_flag("--engines", f->o.engines,
-               "conv2d --device cuda, forward: also time the FP32 engine configurations of "
-               "cuDNN's graph API (rows engine:<index>.<n>), each checked like the eight");
+               "conv2d --device cuda: also time the pass's FP32 engine configurations of "
+               "cuDNN's graph API (rows engine:<index>.<n>), each checked like the legacy "
+               "algorithms, and let find rank them too");
   sub.add_option("--warmup", f->o.warmup, "Untimed runs per algorithm")->check(integer_in(0, 10000))->capture_default_str();
   sub.add_option("--measure", f->o.measure, "Timed runs per algorithm")->check(integer_in(1, 100000))->capture_default_str();
   sub.add_option("--threads", f->o.threads, "Threads (0 = all logical CPUs)")->check(threads_count())->capture_default_str();

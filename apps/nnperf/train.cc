@@ -30,6 +30,7 @@ struct Flags {
   int64_t warmup_steps = 500;
   int workers = 0, prefetch_factor = 2, save_every = 0, profile_iter = 1;
   bool no_augment = false, profile_one_step = false, no_nesterov = false, deterministic = false;
+  bool engines = false;
   int grad_accum_steps = 1;
   std::string resume, init_weights, on_bad_image = "fail", step_log;
 };
@@ -63,6 +64,7 @@ int run_driver(Flags& f, const CLI::App& sub) {
   d.log_dir = f.log_dir;
   d.grad_accum_steps = f.grad_accum_steps;
   d.deterministic = f.deterministic;
+  d.find_engines = f.engines;
   d.threads = f.train.run.threads;
   d.device = f.train.device == "cuda" ? Device::kCuda : Device::kCpu;
   d.label_smoothing = f.train.run.label_smoothing;
@@ -94,9 +96,10 @@ void refuse_mlp_flags(const CLI::App& sub, const std::string& model) {
 
 // Flags of CNN epoch training: refused for the MLP rather than silently ignored.
 void refuse_cnn_flags(const CLI::App& sub) {
-  for (const char* flag : {"--workers", "--prefetch-factor", "--no-augment", "--no-nesterov",
-                           "--save-every", "--resume", "--init-weights", "--profile-one-step",
-                           "--profile-iter", "--on-bad-image", "--warmup", "--algorithm", "--step-log"}) {
+  for (const char* flag :
+       {"--workers", "--prefetch-factor", "--no-augment", "--no-nesterov", "--save-every",
+        "--resume", "--init-weights", "--profile-one-step", "--profile-iter", "--on-bad-image",
+        "--warmup", "--algorithm", "--step-log", "--engines"}) {
     if (sub.count(flag) > 0) {
       throw UsageError(fmt::format("{}: applies to the CNNs, not --model mlp", flag));
     }
@@ -166,6 +169,7 @@ int run_cnn(Flags& f, const CLI::App& sub) {
   o.algorithm = f.algorithm;
   o.device = f.train.device == "cuda" ? Device::kCuda : Device::kCpu;
   o.deterministic = f.deterministic;
+  o.find_engines = f.engines;
   o.save_every = f.save_every;
   o.resume = f.resume;
   o.init_weights = f.init_weights;
@@ -189,6 +193,8 @@ int run_cnn(Flags& f, const CLI::App& sub) {
 }
 
 int run_train(Flags& f, const CLI::App& sub) {
+  if (f.engines && f.train.device != "cuda")
+    throw UsageError("--engines: applies to --device cuda (cuDNN's graph-API engines)");
   if (f.iters > 0) return run_driver(f, sub);
   if (find_model(f.model).name != std::string("mlp")) return run_cnn(f, sub);
   refuse_cnn_flags(sub);
@@ -261,6 +267,9 @@ void add_driver_flags(CLI::App& sub, Flags& f) {
   sub.add_flag("--deterministic", f.deterministic,
                "CNNs: refuse timing-dependent choices (--algorithm find); with --device cuda only "
                "algorithms cuDNN marks deterministic; recorded in metrics.csv or run.json");
+  sub.add_flag("--engines", f.engines,
+               "CNNs with --device cuda: the passes that use find also rank cuDNN's graph-API "
+               "engine configurations (FP32, no TF32)");
   sub.add_option("--log-dir", f.log_dir, "Driver: metrics.csv goes here (appended)")
       ->capture_default_str();
 }

@@ -77,30 +77,28 @@ TEST(BenchGemmCli, Conv2dCudnnRowsWithADeviceOrOneLineWhyNot) {
   }
 }
 
-// --engines adds cuDNN's graph-API engine plans as rows of the forward pass (checked and timed
-// like the eight, as graphs with --launch graph); refused in one line for another pass or device.
+// --engines adds cuDNN's graph-API engine plans of the pass as rows (checked and timed like the
+// legacy algorithms, as graphs with --launch graph); refused in one line on the CPU.
 TEST(BenchGemmCli, Conv2dEnginesRowsOrOneLineWhyNot) {
   auto r = run_nnperf("bench conv2d --problem mb1ic4ih6oc4kh3 --engines");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "nnperf: error: --engines: applies to bench conv2d --device cuda only\n");
-  r = run_nnperf(
-      "bench conv2d --problem mb1ic4ih6oc4kh3 --device cuda --engines --pass backward-data");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("forward pass only"), std::string::npos) << r.err;
   r = run_nnperf("bench conv2d --problem mb1ic4ih6oc4kh3 --launch graph");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--launch: applies to bench conv2d --device cuda only"), std::string::npos)
       << r.err;
   if (!cuda::available()) return;
-  for (const char* launch : {"eager", "graph"}) {
-    SCOPED_TRACE(launch);
-    r =
-        run_nnperf(fmt::format("bench conv2d --problem mb2ic6ih9oc10kh3ph1 --device cuda --engines "
-                               "--launch {} --measure 3",
-                               launch));
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.out.find("\nengine:"), std::string::npos) << r.out;
-    EXPECT_EQ(r.out.find("engine:none"), std::string::npos) << r.out;
+  for (const char* pass : {"forward", "backward-data", "backward-weights"}) {
+    for (const char* launch : {"eager", "graph"}) {
+      SCOPED_TRACE(fmt::format("{} {}", pass, launch));
+      r = run_nnperf(
+          fmt::format("bench conv2d --problem mb2ic6ih9oc10kh3ph1 --device cuda --engines "
+                      "--pass {} --launch {} --measure 3",
+                      pass, launch));
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      EXPECT_NE(r.out.find("\nengine:"), std::string::npos) << r.out;
+      EXPECT_EQ(r.out.find("engine:none"), std::string::npos) << r.out;
+    }
   }
 }
 

@@ -208,12 +208,15 @@ TEST(GpuCli, CnnOnTheGpuProfilesOneStepAndTracksTheCpu) {
 // Refused before any device, data or output folder, on every machine.
 TEST(GpuCli, CnnEpochTrainingRefusesWhatItCannotDoInOneLine) {
   test::TempDir dir;
-  for (const auto& [flags, want] :
-       std::vector<std::pair<std::string, std::string>>{
+  for (const auto& [flags, want] : std::vector<std::pair<std::string, std::string>>{
            {"--device cuda --algorithm winograd_x", "--algorithm winograd_x: the forward pass"},
            {"--deterministic --algorithm find", "--deterministic: --algorithm find chooses by"},
            {"--device cuda --deterministic --algorithm fwd=guess,bwd_data=find",
-            "--deterministic: --algorithm fwd=guess,bwd_data=find chooses by"}}) {
+            "--deterministic: --algorithm fwd=guess,bwd_data=find chooses by"},
+           {"--engines --algorithm find", "--engines: applies to --device cuda"},
+           {"--device cuda --engines --algorithm guess",
+            "--engines: adds cuDNN's graph-API engines to find's candidates; --algorithm guess "
+            "uses find for no pass"}}) {
     const auto r = run_nnperf(fmt::format("train --model resnet18 --synthetic {} --out-dir '{}'",
                                           flags, (dir.path() / "x").string()));
     EXPECT_EQ(r.exit_code, 2) << flags;

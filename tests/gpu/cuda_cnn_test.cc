@@ -554,5 +554,53 @@ TEST(CudaCnnTrainer, DeterministicTrainingUsesOnlyDeterministicAlgorithms) {
   EXPECT_THROW(CudaCnnTrainer(g, sgd, "find", 0.0f, true), UsageError);
 }
 
+// find with cuDNN's graph-API engines among the candidates of all three passes: a step trains
+// every layer as the CPU layer does (within 1e-3: an engine may be FFT- or Winograd-based, whose
+// error measured 10x the GEMM's), and algorithms() names what each pass runs.
+TEST(CudaCnnTrainer, FindWithEnginesTrainsEveryLayerAsTheCpu) {
+  if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
+  OptimizerOptions sgd;
+  sgd.name = "sgd";
+  sgd.lr = 0.01;
+  const Shape input{4, 3, 64, 64};
+  Graph gpu_graph = built("resnet18", 5), local = built("resnet18", 5);
+  plan_model(find_model("resnet18"), gpu_graph, input, gpu_host_ctx());
+  plan_model(find_model("resnet18"), local, input, training_ctx());
+  CudaCnnTrainer gpu(gpu_graph, sgd, "find", 0.0f, false, /*find_engines=*/true);
+  const Tensor x = test::random_tensor(input, 17);
+  std::vector<int32_t> labels(static_cast<std::size_t>(input[0]));
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    labels[i] = static_cast<int32_t>((5 * i + 3) % 10);
+  EXPECT_TRUE(std::isfinite(gpu.step(span_of(x), labels).mean_loss()));
+  const std::string table = layer_by_layer_mismatches(local, gpu, x, 1e-3);
+  EXPECT_EQ(table, "") << "layer by layer, differing by more than 1e-3:\n" << table;
+  int convs = 0;
+  for (int n = 1; n < gpu_graph.size(); ++n) {
+    const std::string a = gpu.algorithms(n);
+    if (a.empty()) continue;
+    ++convs;
+    EXPECT_NE(a.find("fwd="), std::string::npos) << gpu_graph.name(n) << ": " << a;
+    EXPECT_EQ(a.find("find"), std::string::npos) << gpu_graph.name(n) << ": " << a;
+  }
+  EXPECT_EQ(convs, 20);
+}
+
+TEST(CudaCnnTrainer, EnginesNeedAPassThatUsesFind) {
+  EXPECT_TRUE(parse_cuda_conv_choice("find", true).find_engines);
+  EXPECT_TRUE(parse_cuda_conv_choice("fwd=guess,bwd_weights=find", true).find_engines);
+  EXPECT_FALSE(parse_cuda_conv_choice("find").find_engines);
+  for (const char* none : {"guess", "implicit_gemm", "fwd=guess,bwd_data=algo_1"}) {
+    try {
+      (void)parse_cuda_conv_choice(none, true);
+      ADD_FAILURE() << none << " accepted with engines";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                fmt::format("--engines: adds cuDNN's graph-API engines to find's candidates; "
+                            "--algorithm {} uses find for no pass",
+                            none));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nnperf

@@ -225,10 +225,7 @@ TEST_P(CudnnConvMatches, EveryServedBackwardAlgorithmWithinItsBound) {
     const std::vector<double>& abs_sum = data ? abs_dx : abs_dw;
     const double k = static_cast<double>(data ? p.ocg() * p.kh * p.kw : p.mb * p.oh() * p.ow());
     cudnn::ConvBackward conv(p, pass, data ? w : x, dy);
-    int served = 0;
-    for (const char* name : cudnn::algorithms(pass)) {
-      if (!conv.why_not(name).empty()) continue;
-      ++served;
+    const auto expect_within_bound = [&](const std::string& name) {
       conv.run(name);
       const std::vector<float> got = conv.output();
       const double c = reduction_factor(name, k);
@@ -238,17 +235,39 @@ TEST_P(CudnnConvMatches, EveryServedBackwardAlgorithmWithinItsBound) {
         ASSERT_LE(std::abs(static_cast<double>(got[i]) - ref[i]), bound)
             << to_string(pass) << " " << name << " element " << i;
       }
+    };
+    int served = 0;
+    for (const char* name : cudnn::algorithms(pass)) {
+      if (!conv.why_not(name).empty()) continue;
+      ++served;
+      expect_within_bound(name);
     }
     EXPECT_GT(served, 0) << to_string(pass);
+    // The pass's graph-API engines: at least one plan, each within the bound.
+    const std::vector<std::string> engines = conv.engines();
+    EXPECT_FALSE(engines.empty()) << to_string(pass) << ": " << conv.engines_reason();
+    for (const std::string& name : engines) {
+      ASSERT_EQ(conv.why_not(name), "") << name;
+      expect_within_bound(name);
+    }
     bool guessed = false, found = false;
     for (const auto& r : conv.guess()) guessed |= r.status == "CUDNN_STATUS_SUCCESS";
     cudnn::FindOptions o;
     o.max_workspace_bytes = std::size_t{1} << 28;
     for (const auto& r : conv.find(o)) found |= r.status == "CUDNN_STATUS_SUCCESS";
-    o.engines = true;  // the graph-API engines are forward candidates only
-    EXPECT_THROW((void)conv.find(o), Error) << to_string(pass);
     EXPECT_TRUE(guessed) << to_string(pass);
     EXPECT_TRUE(found) << to_string(pass);
+    // find with the engines: each among the candidates; the first served one within its bound.
+    o.engines = true;
+    std::size_t engine_rows = 0;
+    std::string first;
+    for (const auto& r : conv.find(o)) {
+      engine_rows += r.algorithm.starts_with("engine:") ? 1 : 0;
+      if (first.empty() && r.status == "CUDNN_STATUS_SUCCESS") first = r.algorithm;
+    }
+    EXPECT_EQ(engine_rows, engines.size()) << to_string(pass);
+    ASSERT_FALSE(first.empty()) << to_string(pass);
+    expect_within_bound(first);
   }
 }
 

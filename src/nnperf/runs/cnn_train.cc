@@ -39,7 +39,7 @@ namespace {
 
 // --device cuda: cuDNN's algorithm names, no CPU-only modes, a device (before any data is read).
 void validate_cuda(const CnnTrainOptions& o) {
-  (void)parse_cuda_conv_choice(o.algorithm);
+  (void)parse_cuda_conv_choice(o.algorithm, o.find_engines);
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
 }
@@ -203,7 +203,7 @@ struct Session {
     if (const std::string why = cuda_training_unsupported(graph); !why.empty())
       throw UsageError(fmt::format("--model {} --device cuda: {}", model.name, why));
     gpu = std::make_unique<CudaCnnTrainer>(graph, o.optimizer, o.algorithm, o.label_smoothing,
-                                           o.deterministic);
+                                           o.deterministic, o.find_engines);
     gpu->load_optimizer_state(trainer.optimizer().state(), trainer.optimizer().steps());
   }
   int64_t steps() { return gpu ? gpu->steps() : trainer.optimizer().steps(); }
@@ -450,6 +450,7 @@ nlohmann::json run_context(const CnnTrainOptions& o, const Session& s, int threa
       {"prefetch_factor", o.prefetch_factor},
       {"conv_algorithm", o.algorithm},
       {"deterministic", o.deterministic},
+      {"find_engines", o.find_engines},
       {"resume", o.resume.string()},
       {"init_weights", o.init_weights.string()},
       {"device", s.gpu ? "cuda" : "cpu"},

@@ -38,6 +38,7 @@ struct CnnTrainOptions {
   // of its own (CudaCnnTrainer::step); evaluation and checkpoints as on the CPU.
   Device device = Device::kCpu;
   bool deterministic = false;  // --device cuda: only algorithms cuDNN marks deterministic
+  bool find_engines = false;   // --device cuda: find ranks cuDNN's graph-API engines too
   int save_every = 0;               // epoch_NNN checkpoints every N epochs (0: none)
   std::filesystem::path resume;
   std::filesystem::path init_weights;  // start from these weights instead of the initialiser

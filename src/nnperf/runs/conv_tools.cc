@@ -467,7 +467,7 @@ nlohmann::json cudnn_context(Conv& conv, const ConvBenchOptions& o) {
   nlohmann::json find = nlohmann::json::array();
   cudnn::FindOptions opts;
   opts.launch = o.cuda_graph ? cudnn::Launch::kGraph : cudnn::Launch::kEager;
-  opts.engines = o.engines;  // forward only: bench_conv_cuda refuses it for the others
+  opts.engines = o.engines;
   for (const cudnn::AlgoResult& a : conv.find(opts)) {
     find.push_back({{"algorithm", a.algorithm},
                     {"status", a.status},
@@ -513,8 +513,6 @@ nlohmann::json bench_conv_cuda(const ConvProblem& p, const ConvBenchOptions& o) 
   check_problem(p, 2 * static_cast<int64_t>(sizeof(double)));  // the reference and its bound
   check_reference_cost(p);
   if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
-  if (o.engines && o.pass != ConvPass::kForward)
-    throw UsageError("--engines: cuDNN's graph-API engines are timed for the forward pass only");
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
   std::vector<std::string> names = o.algorithms;
@@ -528,18 +526,22 @@ nlohmann::json bench_conv_cuda(const ConvProblem& p, const ConvBenchOptions& o) 
   const auto span = [](const Tensor& t) {
     return std::span<const float>(t.data(), static_cast<std::size_t>(t.numel()));
   };
+  // --engines: the pass's graph-API engines as rows, or one skipped row with the reason.
+  const auto with_engines = [&](auto& conv) {
+    if (!o.engines) return names;
+    std::vector<std::string> all = names;
+    const std::vector<std::string> engines = conv.engines();
+    if (engines.empty()) all.emplace_back("engine:none");
+    all.insert(all.end(), engines.begin(), engines.end());
+    return all;
+  };
   if (o.pass == ConvPass::kForward) {
     cudnn::ConvForward conv(p, span(in.src), span(in.wei));
-    if (o.engines) {
-      const std::vector<std::string> engines = conv.engines();
-      if (engines.empty()) names.push_back("engine:none");  // a skipped row with the reason
-      names.insert(names.end(), engines.begin(), engines.end());
-    }
-    return bench_cudnn_rows(conv, p, names, r, o);
+    return bench_cudnn_rows(conv, p, with_engines(conv), r, o);
   }
   cudnn::ConvBackward conv(p, o.pass,
                            o.pass == ConvPass::kBackwardData ? span(in.wei) : span(in.src), dy);
-  return bench_cudnn_rows(conv, p, names, r, o);
+  return bench_cudnn_rows(conv, p, with_engines(conv), r, o);
 }
 
 }  // namespace nnperf

@@ -35,7 +35,7 @@ struct ConvBenchOptions {
   double peak_gflops = 0;  // per-thread FMA peak x threads; 0 = measure it (0.3 s)
   ConvPass pass = ConvPass::kForward;  // the pass's registry is timed
   bool cuda_graph = false;  // --device cuda: each row's call launched as a captured CUDA graph
-  bool engines = false;     // --device cuda, forward: also cuDNN's graph-API engine plans as rows
+  bool engines = false;     // --device cuda: also the pass's cuDNN graph-API engine plans as rows
 };
 
 // {"context": {..., pass, guess}, "records": [{algorithm, problem, status, reason,

@@ -38,7 +38,7 @@ constexpr int64_t kDistinctBatches = 2;
 // --device cuda: cuDNN's algorithm names (parse_cuda_conv_choice), one micro-batch per step, a
 // device and cuDNN present.
 void validate_cuda(const TrainDriverOptions& o) {
-  (void)parse_cuda_conv_choice(o.algorithm);
+  (void)parse_cuda_conv_choice(o.algorithm, o.find_engines);
   if (o.grad_accum_steps != 1) {
     throw UsageError("--grad-accum-steps: one micro-batch per step on the GPU so far");
   }
@@ -182,7 +182,8 @@ int64_t gpu_steps(const TrainDriverOptions& o, const ModelEntry& m, Graph& graph
   if (const std::string why = cuda_training_unsupported(graph); !why.empty()) {
     throw UsageError(fmt::format("--model {} --device cuda: {}", m.name, why));
   }
-  CudaCnnTrainer trainer(graph, o.optimizer, o.algorithm, o.label_smoothing, o.deterministic);
+  CudaCnnTrainer trainer(graph, o.optimizer, o.algorithm, o.label_smoothing, o.deterministic,
+                         o.find_engines);
   int64_t t0 = now_ns();
   for (int i = 0; i < o.warmup_iters + o.iters; ++i) {
     check_interrupt();

@@ -37,6 +37,7 @@ struct TrainDriverOptions {
   // bits on every run at a fixed thread count (tested), so nothing else changes on the CPU; on the
   // GPU, cuDNN's non-deterministic backward algorithms are left out.
   bool deterministic = false;
+  bool find_engines = false;  // kCuda: find ranks cuDNN's graph-API engines too (CudaConvChoice)
   std::string label;
   std::filesystem::path log_dir = "logs";
   std::string command_line;

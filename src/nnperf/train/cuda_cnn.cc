@@ -46,9 +46,9 @@ std::size_t count(const Shape& s) { return static_cast<std::size_t>(s.numel()); 
 // first that guess (or find, once per problem: cudnn::cached_find) ranks; with `deterministic`,
 // only those cuDNN marks deterministic.
 std::string choose_backward(cudnn::ConvBackward& c, const ConvProblem& p, ConvPass pass,
-                            const std::string& asked, bool deterministic, const float* first,
-                            const float* dy, float* out) {
-  const cudnn::FindOptions find;  // 1 GiB of workspace at most; steps run eagerly
+                            const std::string& asked, bool deterministic,
+                            const cudnn::FindOptions& find, const float* first, const float* dy,
+                            float* out) {
   const std::vector<cudnn::AlgoResult> ranked =
       asked == "find"
           ? cudnn::cached_find(p, pass, find, [&] { return c.find_on(find, first, dy, out); })
@@ -78,9 +78,8 @@ std::string checked_name(const std::string& algorithm, const std::string& pass,
                                algorithm, pass, fmt::join(names, ", ")));
 }
 
-}  // namespace
-
-CudaConvChoice parse_cuda_conv_choice(const std::string& algorithm) {
+// The choice `algorithm` names, without --engines' check.
+CudaConvChoice parse_passes(const std::string& algorithm) {
   CudaConvChoice c;
   if (algorithm.find('=') == std::string::npos) {
     c.forward = checked_name(algorithm, "the forward pass", algorithm, cudnn::forward_algorithms());
@@ -110,6 +109,21 @@ CudaConvChoice parse_cuda_conv_choice(const std::string& algorithm) {
           algorithm));
     }
   }
+  return c;
+}
+
+}  // namespace
+
+CudaConvChoice parse_cuda_conv_choice(const std::string& algorithm, bool find_engines) {
+  CudaConvChoice c = parse_passes(algorithm);
+  if (find_engines && c.forward != "find" && c.backward_data != "find" &&
+      c.backward_weights != "find") {
+    throw UsageError(fmt::format(
+        "--engines: adds cuDNN's graph-API engines to find's candidates; --algorithm {} uses "
+        "find for no pass",
+        algorithm));
+  }
+  c.find_engines = find_engines;
   return c;
 }
 
@@ -194,13 +208,13 @@ struct CudaCnnTrainer::Node {
 
 CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
                                const std::string& conv_algorithm, float label_smoothing,
-                               bool deterministic)
+                               bool deterministic, bool find_engines)
     : graph_(graph),
       opt_(optimizer),
       lr_(static_cast<float>(optimizer.lr)),
       label_smoothing_(label_smoothing),
       deterministic_(deterministic),
-      choice_(parse_cuda_conv_choice(conv_algorithm)) {
+      choice_(parse_cuda_conv_choice(conv_algorithm, find_engines)) {
   const CudaConvChoice& choice = choice_;
   if (deterministic && (choice.forward == "find" || choice.backward_data == "find" ||
                         choice.backward_weights == "find")) {
@@ -248,17 +262,19 @@ std::unique_ptr<CudaCnnTrainer::ConvPlans> CudaCnnTrainer::plan_conv(Node& m, in
   auto r = std::make_unique<ConvPlans>();
   r->fwd = std::make_unique<cudnn::ConvForward>(
       p, std::span<const float>(c.weight().data(), count(c.weight().shape())));
+  cudnn::FindOptions find;  // 1 GiB of workspace at most; steps run eagerly
+  find.engines = choice_.find_engines;
   r->alg_fwd = choose_cudnn_forward(*r->fwd, p, graph_.name(n), choice_.forward, false, x,
-                                    m.out.data(), cudnn::FindOptions{})  // steps run eagerly
+                                    m.out.data(), find)
                    .algorithm;
   r->bwd_data = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardData);
   r->bwd_weights = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardWeights);
   cuda::Buffer dx(static_cast<std::size_t>(p.src_numel()));
   r->alg_data = choose_backward(*r->bwd_data, p, ConvPass::kBackwardData, choice_.backward_data,
-                                deterministic_, m.w->value.data(), m.grad.data(), dx.data());
+                                deterministic_, find, m.w->value.data(), m.grad.data(), dx.data());
   r->alg_weights =
       choose_backward(*r->bwd_weights, p, ConvPass::kBackwardWeights, choice_.backward_weights,
-                      deterministic_, x, m.grad.data(), m.w->grad.data());
+                      deterministic_, find, x, m.grad.data(), m.w->grad.data());
   return r;
 }
 

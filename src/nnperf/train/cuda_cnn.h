@@ -45,11 +45,15 @@ std::size_t cuda_training_bytes(const Graph& graph, const OptimizerOptions& opti
 // by cuDNN's timing), a forward algorithm's name (the backward passes by guess), or per pass
 // "fwd=NAME,bwd_data=NAME,bwd_weights=NAME" with any of the three left out (guess), each NAME one
 // of that pass's cuDNN algorithms, guess or find: the form CudaCnnTrainer::algorithms() reports.
+// find_engines (--engines): the passes that use find rank cuDNN's graph-API engine
+// configurations too (cudnn::FindOptions::engines).
 struct CudaConvChoice {
   std::string forward = "guess", backward_data = "guess", backward_weights = "guess";
+  bool find_engines = false;
 };
-// Throws UsageError naming `--algorithm` and the pass's algorithms for an unknown name.
-CudaConvChoice parse_cuda_conv_choice(const std::string& algorithm);
+// Throws UsageError naming `--algorithm` and the pass's algorithms for an unknown name, or
+// `--engines` when find_engines is asked and no pass uses find.
+CudaConvChoice parse_cuda_conv_choice(const std::string& algorithm, bool find_engines = false);
 
 class CudaCnnTrainer {
  public:
@@ -59,9 +63,11 @@ class CudaCnnTrainer {
   // the plan needs is not free. conv_algorithm: as parse_cuda_conv_choice; a named algorithm that
   // cuDNN cannot serve for a layer falls back to its guess (algorithms() says what runs).
   // deterministic: only algorithms cuDNN reports CUDNN_DETERMINISTIC for the layer (no find; the
-  // backward passes' atomics-based algo_0 and the filter's algo_3 are left out).
+  // backward passes' atomics-based algo_0 and the filter's algo_3 are left out). find_engines:
+  // as CudaConvChoice's.
   CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer, const std::string& conv_algorithm,
-                 float label_smoothing = 0.0f, bool deterministic = false);
+                 float label_smoothing = 0.0f, bool deterministic = false,
+                 bool find_engines = false);
   ~CudaCnnTrainer();
   CudaCnnTrainer(const CudaCnnTrainer&) = delete;
   CudaCnnTrainer& operator=(const CudaCnnTrainer&) = delete;

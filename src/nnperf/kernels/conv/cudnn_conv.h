@@ -50,10 +50,10 @@ const char* to_string(Launch launch);
 struct FindOptions {
   std::size_t max_workspace_bytes = std::size_t{1} << 30;  // candidates needing more are not run
   Launch launch = Launch::kEager;
-  // Forward only: cuDNN's graph-API engine configurations (ConvForward::engines) are candidates
-  // beside the eight legacy algorithms, timed by nnperf as launched (cuDNN's legacy find never
-  // runs them); a backward find refuses it. Off by default: docs/gpu.md says how far they have
-  // been checked on a GPU.
+  // cuDNN's graph-API engine configurations of the pass (ConvForward::engines,
+  // ConvBackward::engines) are candidates beside its legacy algorithms, timed by nnperf as
+  // launched (cuDNN's legacy find never runs them). Off by default: docs/gpu.md says how far they
+  // have been checked on a GPU.
   bool engines = false;
 };
 // The options as one key ("1073741824/graph", "1073741824/graph/engines"), for find's cache.
@@ -116,7 +116,7 @@ class ConvForward {
   // each an execution plan made once, named "engine:<global index>.<n>"; every call that takes
   // an algorithm name takes these too (why_not, workspace_bytes, run, run_on, run_with). Made at
   // the first call; engines_reason() says why there are none. Candidates of find with
-  // FindOptions::engines; bench conv2d --engines times them beside the eight.
+  // FindOptions::engines; bench conv2d --engines times them beside the legacy algorithms.
   std::vector<std::string> engines();
   std::string engines_reason();
   // cudnnFindConvolutionForwardAlgorithmEx: every algorithm run and timed by cuDNN on this
@@ -162,7 +162,12 @@ class ConvBackward {
   std::string why_not(std::string_view algorithm);  // as ConvForward::why_not
   std::size_t workspace_bytes(std::string_view algorithm);
   std::vector<AlgoResult> guess();  // cudnnGetConvolutionBackward{Data,Filter}Algorithm_v7
-  // ...FindAlgorithmEx, re-timed as ConvForward::find; o.engines refused (forward only).
+  // The pass's graph-API engine configurations, as ConvForward::engines (the operation graph of
+  // the backward-data or backward-filter convolution); every call that takes an algorithm name
+  // takes these too.
+  std::vector<std::string> engines();
+  std::string engines_reason();
+  // ...FindAlgorithmEx (and with o.engines the engines), re-timed as ConvForward::find.
   std::vector<AlgoResult> find(const FindOptions& o = {});
   void run(std::string_view algorithm);
   std::vector<float> output();  // dx or dw, once the queued work has finished

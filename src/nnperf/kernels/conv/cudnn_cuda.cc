@@ -314,6 +314,35 @@ cuda::Buffer& workspace_of_at_least(std::size_t bytes) {
   return w;
 }
 
+// The workspace find gives its candidates: the most any of `names` needs, up to `limit`.
+template <typename Bytes>
+std::size_t find_workspace(const std::vector<std::string>& names, std::size_t limit, Bytes bytes) {
+  std::size_t ws = 0;
+  for (const std::string& n : names) ws = std::max(ws, std::min(bytes(n), limit));
+  return ws;
+}
+
+// Engine `name` of `e` as a candidate of find within `have` bytes of workspace: run once on t
+// (and captured once, for a graph launch), so that one cuDNN finalized but will not run, or a
+// capture refuses, keeps its error as status and is left untimed instead of failing the find.
+AlgoResult engine_candidate(detail::EngineSet& e, const std::string& name, std::size_t have,
+                            Launch launch, const detail::EngineTensors& t) {
+  AlgoResult r{name, "CUDNN_STATUS_SUCCESS", 0, e.workspace_bytes(name), e.deterministic(name)};
+  if (r.workspace_bytes > have) {
+    r.status =
+        fmt::format("needs {} bytes of workspace, more than find's {}", r.workspace_bytes, have);
+    return r;
+  }
+  const auto queue = [&] { e.run(name, t, workspace_of_at_least(r.workspace_bytes).data()); };
+  try {
+    queue();
+    if (launch == Launch::kGraph) cuda::CapturedWork().capture(queue);
+  } catch (const Error& err) {
+    r.status = err.what();
+  }
+  return r;
+}
+
 }  // namespace
 
 void reserve_workspace(std::size_t bytes) {
@@ -328,7 +357,7 @@ struct ConvForward::Impl : Descriptors {
   cuda::Buffer src, wei, dst;
   std::unique_ptr<detail::EngineSet> engine_set;  // the graph API's plans, made on first use
   detail::EngineSet& engines() {
-    if (!engine_set) engine_set = std::make_unique<detail::EngineSet>(p);
+    if (!engine_set) engine_set = std::make_unique<detail::EngineSet>(p, ConvPass::kForward);
     return *engine_set;
   }
   cudnnConvolutionFwdAlgo_t algo(std::string_view name) const {
@@ -346,33 +375,7 @@ struct ConvForward::Impl : Descriptors {
   std::vector<AlgoResult> results(const cudnnConvolutionFwdAlgoPerf_t* perf, int n) const {
     return results_of(perf, n, forward_algorithms());
   }
-  AlgoResult engine_candidate(const std::string& name, std::size_t have, Launch launch,
-                              const float* src, float* dst);
 };
-
-// Engine `name` as a candidate of find within `have` bytes of workspace: run once on src and dst
-// (and captured once, for a graph launch), so that one cuDNN finalized but will not run, or a
-// capture refuses, keeps its error as status and is left untimed instead of failing the find.
-AlgoResult ConvForward::Impl::engine_candidate(const std::string& name, std::size_t have,
-                                               Launch launch, const float* src, float* dst) {
-  detail::EngineSet& e = engines();
-  AlgoResult r{name, "CUDNN_STATUS_SUCCESS", 0, e.workspace_bytes(name), e.deterministic(name)};
-  if (r.workspace_bytes > have) {
-    r.status =
-        fmt::format("needs {} bytes of workspace, more than find's {}", r.workspace_bytes, have);
-    return r;
-  }
-  const auto queue = [&] {
-    e.run(name, src, wei.data(), dst, workspace_of_at_least(r.workspace_bytes).data());
-  };
-  try {
-    queue();
-    if (launch == Launch::kGraph) cuda::CapturedWork().capture(queue);
-  } catch (const Error& err) {
-    r.status = err.what();
-  }
-  return r;
-}
 
 // The descriptors of problem p, and the weights uploaded.
 void ConvForward::Impl::describe(const ConvProblem& problem, std::span<const float> weights) {
@@ -461,10 +464,8 @@ std::vector<AlgoResult> ConvForward::find_on(const FindOptions& o, const float* 
     const std::vector<std::string>& e = m.engines().names();
     names.insert(names.end(), e.begin(), e.end());
   }
-  std::size_t ws = 0;
-  for (const std::string& n : names)
-    ws = std::max(ws, std::min(workspace_bytes(n), o.max_workspace_bytes));
-  cuda::Buffer& workspace = workspace_of_at_least(ws);
+  cuda::Buffer& workspace = workspace_of_at_least(find_workspace(
+      names, o.max_workspace_bytes, [&](const std::string& n) { return workspace_bytes(n); }));
   const std::size_t have = workspace.size() * sizeof(float);
   int max = 0, got = 0;
   check(a.GetConvolutionForwardAlgorithmMaxCount(a.handle, &max),
@@ -475,7 +476,8 @@ std::vector<AlgoResult> ConvForward::find_on(const FindOptions& o, const float* 
         "cudnnFindConvolutionForwardAlgorithmEx");
   std::vector<AlgoResult> found = m.results(perf.data(), got);
   for (const std::string& n : names) {
-    if (detail::is_engine(n)) found.push_back(m.engine_candidate(n, have, o.launch, x, y));
+    if (detail::is_engine(n))
+      found.push_back(engine_candidate(m.engines(), n, have, o.launch, {x, m.wei.data(), y}));
   }
   return retimed(std::move(found), have, o.launch,
                  [&](std::string_view algo) { run_on(algo, x, y); });
@@ -497,7 +499,7 @@ void ConvForward::run_with(std::string_view algorithm, const float* x, const flo
   Impl& m = *impl_;
   if (detail::is_engine(algorithm)) {
     detail::EngineSet& e = m.engines();
-    e.run(algorithm, x, wei, y, workspace_of_at_least(e.workspace_bytes(algorithm)).data());
+    e.run(algorithm, {x, wei, y}, workspace_of_at_least(e.workspace_bytes(algorithm)).data());
     return;
   }
   const cudnnConvolutionFwdAlgo_t k = m.algo(algorithm);  // one lookup of the name
@@ -522,7 +524,17 @@ std::vector<float> ConvForward::output() {
 struct ConvBackward::Impl : Descriptors {
   ConvPass pass = ConvPass::kBackwardData;
   cuda::Buffer first, dy, out;  // first: w (data) or x (weights); out: dx or dw
+  std::unique_ptr<detail::EngineSet> engine_set;  // the graph API's plans, made on first use
   bool data() const { return pass == ConvPass::kBackwardData; }
+  detail::EngineSet& engines() {
+    if (!engine_set) engine_set = std::make_unique<detail::EngineSet>(p, pass);
+    return *engine_set;
+  }
+  // The pass's tensors in the engines' roles: {dx, w, dy} or {x, dw, dy}.
+  detail::EngineTensors tensors(const float* first_, const float* dy_, float* out_) const {
+    return data() ? detail::EngineTensors{out_, first_, dy_}
+                  : detail::EngineTensors{first_, out_, dy_};
+  }
   // The workspace query's status (CUDNN_STATUS_SUCCESS when the algorithm serves the problem).
   cudnnStatus_t query(std::string_view name, std::size_t* bytes) const {
     Api& a = api();
@@ -574,8 +586,19 @@ ConvBackward::ConvBackward(const ConvProblem& p, ConvPass pass)
 
 ConvBackward::~ConvBackward() = default;
 
+std::vector<std::string> ConvBackward::engines() {
+  usable();
+  return impl_->engines().names();
+}
+
+std::string ConvBackward::engines_reason() {
+  usable();
+  return impl_->engines().reason();
+}
+
 std::string ConvBackward::why_not(std::string_view algorithm) {
   usable();
+  if (detail::is_engine(algorithm)) return impl_->engines().why_not(algorithm);
   std::size_t bytes = 0;
   const cudnnStatus_t s = impl_->query(algorithm, &bytes);
   return s == CUDNN_STATUS_SUCCESS ? "" : api().GetErrorString(s);
@@ -584,6 +607,7 @@ std::string ConvBackward::why_not(std::string_view algorithm) {
 std::size_t ConvBackward::workspace_bytes(std::string_view algorithm) {
   usable();
   Impl& m = *impl_;
+  if (detail::is_engine(algorithm)) return m.engines().workspace_bytes(algorithm);
   return m.remembered_workspace(
       pass_algo_index(m.pass, algorithm),
       [&](std::size_t* bytes) { return m.query(algorithm, bytes); },
@@ -621,33 +645,40 @@ std::vector<AlgoResult> ConvBackward::find_on(const FindOptions& o, const float*
                                               const float* dy, float* out) {
   Api& a = usable();
   Impl& m = *impl_;
-  if (o.engines)
-    fail("cuDNN conv {} {}: graph-API engines are find candidates of the forward pass only",
-         m.p.str(), to_string(m.pass));
-  std::size_t ws = 0;
+  std::vector<std::string> names;
   for (const char* n : algorithms(m.pass)) {
     std::size_t bytes = 0;
-    if (m.query(n, &bytes) == CUDNN_STATUS_SUCCESS) {
-      ws = std::max(ws, std::min(bytes, o.max_workspace_bytes));
-    }
+    if (m.query(n, &bytes) == CUDNN_STATUS_SUCCESS) names.emplace_back(n);
   }
-  cuda::Buffer& workspace = workspace_of_at_least(ws);
+  const std::size_t legacy = names.size();
+  if (o.engines) {
+    const std::vector<std::string>& e = m.engines().names();
+    names.insert(names.end(), e.begin(), e.end());
+  }
+  cuda::Buffer& workspace = workspace_of_at_least(find_workspace(
+      names, o.max_workspace_bytes, [&](const std::string& n) { return workspace_bytes(n); }));
   const int max = m.max_count();
   int got = 0;
   const std::size_t have = workspace.size() * sizeof(float);
+  std::vector<AlgoResult> found;
   if (m.data()) {
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<std::size_t>(max));
     check(a.FindBwdDataAlgorithmEx(a.handle, m.w, first, m.y, dy, m.conv, m.x, out, max, &got,
                                    perf.data(), workspace.data(), have),
           "cudnnFindConvolutionBackwardDataAlgorithmEx");
-    return retimed(results_of(perf.data(), got, algorithms(m.pass)), have, o.launch,
-                   [&](std::string_view algo) { run_on(algo, first, dy, out); });
+    found = results_of(perf.data(), got, algorithms(m.pass));
+  } else {
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<std::size_t>(max));
+    check(a.FindBwdFilterAlgorithmEx(a.handle, m.x, first, m.y, dy, m.conv, m.w, out, max, &got,
+                                     perf.data(), workspace.data(), have),
+          "cudnnFindConvolutionBackwardFilterAlgorithmEx");
+    found = results_of(perf.data(), got, algorithms(m.pass));
   }
-  std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<std::size_t>(max));
-  check(a.FindBwdFilterAlgorithmEx(a.handle, m.x, first, m.y, dy, m.conv, m.w, out, max, &got,
-                                   perf.data(), workspace.data(), have),
-        "cudnnFindConvolutionBackwardFilterAlgorithmEx");
-  return retimed(results_of(perf.data(), got, algorithms(m.pass)), have, o.launch,
+  for (std::size_t i = legacy; i < names.size(); ++i) {
+    found.push_back(
+        engine_candidate(m.engines(), names[i], have, o.launch, m.tensors(first, dy, out)));
+  }
+  return retimed(std::move(found), have, o.launch,
                  [&](std::string_view algo) { run_on(algo, first, dy, out); });
 }
 
@@ -661,6 +692,12 @@ void ConvBackward::run_on(std::string_view algorithm, const float* first, const 
                           float* out) {
   Api& a = usable();
   Impl& m = *impl_;
+  if (detail::is_engine(algorithm)) {
+    detail::EngineSet& e = m.engines();
+    e.run(algorithm, m.tensors(first, dy, out),
+          workspace_of_at_least(e.workspace_bytes(algorithm)).data());
+    return;
+  }
   const std::size_t ws = workspace_bytes(algorithm);
   cuda::Buffer& workspace = workspace_of_at_least(ws);
   const int k = pass_algo_index(m.pass, algorithm);

@@ -1,4 +1,4 @@
-// The graph-API engines of one forward convolution (cudnn_internal.h's EngineSet): backend
+// The graph-API engines of one convolution pass (cudnn_internal.h's EngineSet): backend
 // descriptors built with cudnnBackend{Create,Set,Get,Finalize}, resolved by name from the
 // libcudnn that cudnn_cuda.cc loaded. Every refusal on the way is kept as a reason, never thrown
 // from the constructor: a problem cuDNN's graph API cannot describe still has the legacy rows.
@@ -97,12 +97,8 @@ Desc tensor(int64_t uid, std::array<int64_t, 4> dims) {
   return t;
 }
 
-// x [mb, ic, ih, iw], w [oc, ic/g, kh, kw] (the graph API reads the groups from the shapes),
-// y [mb, oc, oh, ow]; cross-correlation in FP32.
-Desc operation_graph(const ConvProblem& p) {
-  const Desc x = tensor(kUidX, {p.mb, p.ic, p.ih, p.iw});
-  const Desc w = tensor(kUidW, {p.oc, p.icg(), p.kh, p.kw});
-  const Desc y = tensor(kUidY, {p.mb, p.oc, p.oh(), p.ow()});
+// The convolution descriptor of p: cross-correlation in FP32.
+Desc convolution(const ConvProblem& p) {
   const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
   const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
   const int64_t spatial = 2;
@@ -116,15 +112,68 @@ Desc operation_graph(const ConvProblem& p) {
       .set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride.data())
       .set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilation.data());
   conv.finalize("cudnnBackendFinalize (convolution)");
+  return conv;
+}
+
+// A pass's operation descriptor type and its attributes for x (or dx), w (or dw), y (or dy), the
+// convolution, alpha and beta.
+struct PassOperation {
+  cudnnBackendDescriptorType_t type;
+  cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+  const char* what;
+};
+
+PassOperation pass_operation(ConvPass pass) {
+  switch (pass) {
+    case ConvPass::kForward:
+      return {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+              "cudnnBackendFinalize (convolution forward)"};
+    case ConvPass::kBackwardData:
+      return {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+              "cudnnBackendFinalize (convolution backward data)"};
+    case ConvPass::kBackwardWeights:
+      break;
+  }
+  return {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA,
+          "cudnnBackendFinalize (convolution backward filter)"};
+}
+
+// The operation graph of one pass: x [mb, ic, ih, iw], w [oc, ic/g, kh, kw] (the graph API reads
+// the groups from the shapes), y [mb, oc, oh, ow], or their gradients in the pass's roles; alpha
+// 1, beta 0 (the output overwritten).
+Desc operation_graph(const ConvProblem& p, ConvPass pass) {
+  const Desc x = tensor(kUidX, {p.mb, p.ic, p.ih, p.iw});
+  const Desc w = tensor(kUidW, {p.oc, p.icg(), p.kh, p.kw});
+  const Desc y = tensor(kUidY, {p.mb, p.oc, p.oh(), p.ow()});
+  const Desc conv = convolution(p);
+  const PassOperation po = pass_operation(pass);
   const float alpha = 1.0f, beta = 0.0f;
-  Desc op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-  op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x)
-      .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w)
-      .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y)
-      .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv)
-      .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)
-      .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-  op.finalize("cudnnBackendFinalize (convolution forward)");
+  Desc op(po.type);
+  op.set(po.x, x)
+      .set(po.w, w)
+      .set(po.y, y)
+      .set(po.conv, conv)
+      .set(po.alpha, CUDNN_TYPE_FLOAT, 1, &alpha)
+      .set(po.beta, CUDNN_TYPE_FLOAT, 1, &beta);
+  op.finalize(po.what);
   cudnnHandle_t h = handle();
   Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
   graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, op)
@@ -195,8 +244,8 @@ EngineFacts facts_of(const Desc& config) {
   return f;
 }
 
-// x, w, y and the workspace, in the variant pack's order (the uids kUidX, kUidW, kUidY, then the
-// workspace attribute).
+// x, w, y (or their gradients) and the workspace, in the variant pack's order (the uids kUidX,
+// kUidW, kUidY, then the workspace attribute).
 using Pointers = std::array<void*, 4>;
 
 Desc variant_pack(const Pointers& p) {
@@ -260,14 +309,14 @@ void EngineSet::Impl::add_plans(const std::vector<Desc>& configs, std::map<int64
   }
 }
 
-EngineSet::EngineSet(const ConvProblem& p) : impl_(std::make_unique<Impl>()) {
+EngineSet::EngineSet(const ConvProblem& p, ConvPass pass) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   if (!backend().reason.empty()) {
     m.reason = backend().reason;
     return;
   }
   try {
-    const Desc graph = operation_graph(p);
+    const Desc graph = operation_graph(p, pass);
     std::map<int64_t, int> seen;  // configurations per engine so far
     for (const cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
       try {
@@ -309,10 +358,11 @@ bool EngineSet::deterministic(std::string_view name) const {
   return impl_->plan(name).deterministic;
 }
 
-void EngineSet::run(std::string_view name, const float* x, const float* w, float* y,
-                    void* workspace) {
+void EngineSet::run(std::string_view name, const EngineTensors& t, void* workspace) {
   Impl::Plan& p = impl_->plan(name);
-  const Pointers pointers{const_cast<float*>(x), const_cast<float*>(w), y, workspace};
+  // cuDNN takes every tensor as void*: the pass writes one of them (its output)
+  const Pointers pointers{const_cast<float*>(t.x), const_cast<float*>(t.w), const_cast<float*>(t.y),
+                          workspace};
   if (!p.pack || p.pointers != pointers) {
     for (std::size_t i = 0; i < 3; ++i) {
       if (reinterpret_cast<std::uintptr_t>(pointers[i]) % kAlignment != 0)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nnperf/kernels/conv/conv.h"
+#include "nnperf/kernels/conv/conv_backward.h"  // ConvPass
 
 namespace nnperf::cudnn::detail {
 
@@ -30,17 +31,26 @@ bool resolve(void* lib, F& f, const char* name, std::string& reason) {
   return f != nullptr;
 }
 
-// cuDNN's graph (backend) API for one FP32 NCHW forward convolution: an operation graph of the
-// problem, the engine configurations cuDNN's heuristics propose for it (mode A, then the fallback
-// list), less those whose numerical notes say tensor cores (TF32 for FP32 data), down-converted
-// inputs or reduced-precision reduction (so the math is FP32 FMA, as the legacy rows' and
-// PyTorch's with TF32 off) and those compiled at run time; each made into an execution plan once
-// and run by cudnnBackendExecute on the caller's buffers. Names: "engine:<global index>.<n>", n
-// counting that engine's configurations in the heuristics' order. Built from descriptors only:
-// nothing runs until run().
+// The three tensors of a convolution in a pass's roles: x (dx for backward-data), w (dw for
+// backward-weights), y (dy for both backward passes); the pass writes one of them.
+struct EngineTensors {
+  const float* x = nullptr;
+  const float* w = nullptr;
+  const float* y = nullptr;
+};
+
+// cuDNN's graph (backend) API for one pass of an FP32 NCHW convolution (forward, backward-data or
+// backward-weights): an operation graph of the pass, the engine configurations cuDNN's heuristics
+// propose for it (mode A, then the fallback list), less those whose numerical notes say tensor
+// cores (TF32 for FP32 data), down-converted inputs or reduced-precision reduction (so the math
+// is FP32 FMA, as the legacy algorithms' and PyTorch's with TF32 off) and those compiled at run
+// time; each made into an execution plan once and run by cudnnBackendExecute on the caller's
+// buffers, overwriting the pass's output (beta 0). Names: "engine:<global index>.<n>", n counting
+// that engine's configurations in the heuristics' order. Built from descriptors only: nothing
+// runs until run().
 class EngineSet {
  public:
-  explicit EngineSet(const ConvProblem& p);
+  EngineSet(const ConvProblem& p, ConvPass pass);
   ~EngineSet();
   EngineSet(const EngineSet&) = delete;
   EngineSet& operator=(const EngineSet&) = delete;
@@ -53,11 +63,11 @@ class EngineSet {
   std::size_t workspace_bytes(std::string_view name) const;
   // Whether the engine has no NONDETERMINISTIC numerical note (the same bits every run).
   bool deterministic(std::string_view name) const;
-  // y = conv(x, w) by that plan; workspace of at least workspace_bytes(name). Pointers must be
+  // The pass by that plan on t; workspace of at least workspace_bytes(name). Pointers must be
   // 16-byte aligned (the tensors are described so; cudaMalloc's are). Each plan keeps the variant
   // pack (the pointers) of its last run and makes a new one only when they change, so repeated
   // eager runs on the same buffers do no descriptor work. Not thread-safe (neither is its owner).
-  void run(std::string_view name, const float* x, const float* w, float* y, void* workspace);
+  void run(std::string_view name, const EngineTensors& t, void* workspace);
 
  private:
   struct Impl;

@@ -52,6 +52,8 @@ ConvBackward::~ConvBackward() = default;
 std::string ConvBackward::why_not(std::string_view) { refuse(); }
 std::size_t ConvBackward::workspace_bytes(std::string_view) { refuse(); }
 std::vector<AlgoResult> ConvBackward::guess() { refuse(); }
+std::vector<std::string> ConvBackward::engines() { refuse(); }
+std::string ConvBackward::engines_reason() { refuse(); }
 std::vector<AlgoResult> ConvBackward::find(const FindOptions&) { refuse(); }
 void ConvBackward::run(std::string_view) { refuse(); }
 std::vector<float> ConvBackward::output() { refuse(); }
