@@ -54,6 +54,109 @@ std::optional<std::string> pick_env(const nlohmann::json& doc, const std::string
   return std::nullopt;
 }
 
+// The cloudml fields' optional "measured" object, and its path.
+struct Measured {
+  const nlohmann::json* json = nullptr;
+  JsonPath at;
+};
+
+// FMA, one thread: the active level's compute ceiling, else the widest one scaled by lanes, else
+// measured.fma_gflops_per_s_1thread (at measured.simd), else peak_gflops / threads.
+double fma_gflops_per_core(const nlohmann::json& e, const JsonPath& at, const Measured& measured,
+                           double peak_gflops, const CpuInfo& cpu, SimdLevel level) {
+  const int want = simd_lanes(level);
+  double best_at_level = 0, best_scaled = 0;
+  int best_lanes = 0;
+  if (const nlohmann::json* cc = optional_array(e, "compute_ceilings", at)) {
+    for (std::size_t i = 0; i < cc->size(); ++i) {
+      const JsonPath ip = at.at("compute_ceilings").at(std::to_string(i));
+      const nlohmann::json& c = (*cc)[i];
+      if (!c.is_object()) fail("{}: expected an object", ip.str());
+      const std::string simd = json_string(c, "simd", ip);
+      const int64_t threads = json_integer(c, "threads", ip);
+      const double gflops = positive(json_number(c, "gflops", ip), ip.at("gflops"));
+      const int lanes = lanes_of(simd);
+      if (threads != 1 || lanes == 0) continue;
+      if (lanes == want) best_at_level = std::max(best_at_level, gflops);
+      if (lanes > best_lanes || (lanes == best_lanes && gflops * want / lanes > best_scaled)) {
+        best_lanes = lanes;
+        best_scaled = gflops * want / lanes;
+      }
+    }
+  }
+  if (best_at_level > 0) return best_at_level;
+  if (best_scaled > 0) return best_scaled;
+  const JsonPath& mp = measured.at;
+  if (measured.json != nullptr && measured.json->contains("fma_gflops_per_s_1thread")) {
+    const double g = positive(json_number(*measured.json, "fma_gflops_per_s_1thread", mp),
+                              mp.at("fma_gflops_per_s_1thread"));
+    int lanes = want;
+    if (measured.json->contains("simd")) {
+      lanes = lanes_of(json_string(*measured.json, "simd", mp));
+      if (lanes == 0) fail("{}: expected scalar, sse, avx2 or avx512", mp.at("simd").str());
+    }
+    return g * want / lanes;
+  }
+  int64_t threads = cpu.logical_cpus;
+  if (measured.json != nullptr && measured.json->contains("threads")) {
+    threads = json_integer(*measured.json, "threads", mp);
+    if (threads < 1) fail("{}: expected at least 1", mp.at("threads").str());
+  }
+  return peak_gflops / static_cast<double>(std::max<int64_t>(1, threads));
+}
+
+// DRAM into m: the triad plateau at one thread and at the most threads, else the older figures
+// (peak_gbps; measured.triad_gbytes_per_s when measured at one thread).
+void read_dram(const nlohmann::json& e, const JsonPath& at, const Measured& measured,
+               double peak_gbps, MachineModel& m) {
+  double dram1 = 0, dram_all = 0;
+  int64_t most_threads = 0;
+  if (const nlohmann::json* mc = optional_array(e, "memory_ceilings", at)) {
+    for (std::size_t i = 0; i < mc->size(); ++i) {
+      const JsonPath ip = at.at("memory_ceilings").at(std::to_string(i));
+      const nlohmann::json& c = (*mc)[i];
+      if (!c.is_object()) fail("{}: expected an object", ip.str());
+      const std::string lvl = json_string(c, "level", ip);
+      const int64_t threads = json_integer(c, "threads", ip);
+      const double gbps = positive(json_number(c, "gbps", ip), ip.at("gbps"));
+      if (lvl != "DRAM") continue;
+      if (threads == 1) dram1 = std::max(dram1, gbps);
+      if (threads > most_threads || (threads == most_threads && gbps > dram_all)) {
+        most_threads = threads;
+        dram_all = gbps;
+      }
+    }
+  }
+  if (dram_all <= 0) dram_all = peak_gbps;
+  const JsonPath& mp = measured.at;
+  if (dram1 <= 0 && measured.json != nullptr && measured.json->contains("triad_gbytes_per_s") &&
+      measured.json->contains("threads") && json_integer(*measured.json, "threads", mp) == 1) {
+    dram1 = positive(json_number(*measured.json, "triad_gbytes_per_s", mp),
+                     mp.at("triad_gbytes_per_s"));
+  }
+  // No one-thread figure: one core gets at most all of it, and is assumed to get the estimate's.
+  if (dram1 <= 0) dram1 = std::min(dram_all, kEstimateDramGbpsPerCore);
+  m.dram_gbps_per_core = dram1;
+  m.dram_gbps_total = std::max(dram_all, dram1);
+}
+
+// The caches the file names (`nnperf peaks` writes machine.caches) into m; the others stay.
+void read_caches(const nlohmann::json& e, const JsonPath& at, MachineModel& m) {
+  if (!e.contains("machine") || !e["machine"].is_object() || !e["machine"].contains("caches"))
+    return;
+  const JsonPath cp = at.at("machine");
+  const nlohmann::json& caches = json_object(e["machine"], "caches", cp);
+  const JsonPath cap = cp.at("caches");
+  auto size = [&](const char* name, long& out) {
+    if (const std::optional<double> v = json_optional_number(caches, name, cap); v && *v > 0) {
+      out = static_cast<long>(*v);
+    }
+  };
+  size("L1d", m.l1d_bytes);
+  size("L2", m.l2_bytes);
+  size("L3", m.l3_bytes);
+}
+
 }  // namespace
 
 MachineModel machine_model_from_peaks_json(const nlohmann::json& doc, const std::string& env,
@@ -76,102 +179,15 @@ MachineModel machine_model_from_peaks_json(const nlohmann::json& doc, const std:
   const JsonPath pg = at.at("peak_gflops");
   const double peak_gflops =
       positive(json_number(json_object(e, "peak_gflops", at), "fp32", pg), pg.at("fp32"));
-  const nlohmann::json* measured = nullptr;
-  const JsonPath mp = at.at("measured");
+  Measured measured{nullptr, at.at("measured")};
   if (e.contains("measured") && !e["measured"].is_null())
-    measured = &json_object(e, "measured", at);
+    measured.json = &json_object(e, "measured", at);
 
   MachineModel m = estimate_machine_model(cpu, level);  // caches and blas_simd as detected
   m.source = fmt::format("peaks.json {} env {}", path, quote_input(*key));
-
-  // FMA, one thread: the active level's compute ceiling, else the widest one scaled by lanes,
-  // else measured.fma_gflops_per_s_1thread (at measured.simd), else peak_gflops / threads.
-  const int want = simd_lanes(level);
-  double best_at_level = 0, best_scaled = 0;
-  int best_lanes = 0;
-  if (const nlohmann::json* cc = optional_array(e, "compute_ceilings", at)) {
-    for (std::size_t i = 0; i < cc->size(); ++i) {
-      const JsonPath ip = at.at("compute_ceilings").at(std::to_string(i));
-      const nlohmann::json& c = (*cc)[i];
-      if (!c.is_object()) fail("{}: expected an object", ip.str());
-      const std::string simd = json_string(c, "simd", ip);
-      const int64_t threads = json_integer(c, "threads", ip);
-      const double gflops = positive(json_number(c, "gflops", ip), ip.at("gflops"));
-      const int lanes = lanes_of(simd);
-      if (threads != 1 || lanes == 0) continue;
-      if (lanes == want) best_at_level = std::max(best_at_level, gflops);
-      if (lanes > best_lanes || (lanes == best_lanes && gflops * want / lanes > best_scaled)) {
-        best_lanes = lanes;
-        best_scaled = gflops * want / lanes;
-      }
-    }
-  }
-  if (best_at_level > 0) {
-    m.fma_gflops_per_core = best_at_level;
-  } else if (best_scaled > 0) {
-    m.fma_gflops_per_core = best_scaled;
-  } else if (measured != nullptr && measured->contains("fma_gflops_per_s_1thread")) {
-    const double g = positive(json_number(*measured, "fma_gflops_per_s_1thread", mp),
-                              mp.at("fma_gflops_per_s_1thread"));
-    int lanes = want;
-    if (measured->contains("simd")) {
-      const std::string simd = json_string(*measured, "simd", mp);
-      lanes = lanes_of(simd);
-      if (lanes == 0) fail("{}: expected scalar, sse, avx2 or avx512", mp.at("simd").str());
-    }
-    m.fma_gflops_per_core = g * want / lanes;
-  } else {
-    int64_t threads = cpu.logical_cpus;
-    if (measured != nullptr && measured->contains("threads")) {
-      threads = json_integer(*measured, "threads", mp);
-      if (threads < 1) fail("{}: expected at least 1", mp.at("threads").str());
-    }
-    m.fma_gflops_per_core = peak_gflops / static_cast<double>(std::max<int64_t>(1, threads));
-  }
-
-  // DRAM: the triad plateau at one thread and at the most threads, else the older figures.
-  double dram1 = 0, dram_all = 0;
-  int64_t most_threads = 0;
-  if (const nlohmann::json* mc = optional_array(e, "memory_ceilings", at)) {
-    for (std::size_t i = 0; i < mc->size(); ++i) {
-      const JsonPath ip = at.at("memory_ceilings").at(std::to_string(i));
-      const nlohmann::json& c = (*mc)[i];
-      if (!c.is_object()) fail("{}: expected an object", ip.str());
-      const std::string lvl = json_string(c, "level", ip);
-      const int64_t threads = json_integer(c, "threads", ip);
-      const double gbps = positive(json_number(c, "gbps", ip), ip.at("gbps"));
-      if (lvl != "DRAM") continue;
-      if (threads == 1) dram1 = std::max(dram1, gbps);
-      if (threads > most_threads || (threads == most_threads && gbps > dram_all)) {
-        most_threads = threads;
-        dram_all = gbps;
-      }
-    }
-  }
-  if (dram_all <= 0) dram_all = peak_gbps;
-  if (dram1 <= 0 && measured != nullptr && measured->contains("triad_gbytes_per_s") &&
-      measured->contains("threads") && json_integer(*measured, "threads", mp) == 1) {
-    dram1 = positive(json_number(*measured, "triad_gbytes_per_s", mp), mp.at("triad_gbytes_per_s"));
-  }
-  // No one-thread figure: one core gets at most all of it, and is assumed to get the estimate's.
-  if (dram1 <= 0) dram1 = std::min(dram_all, kEstimateDramGbpsPerCore);
-  m.dram_gbps_per_core = dram1;
-  m.dram_gbps_total = std::max(dram_all, dram1);
-
-  // Caches the file names (`nnperf peaks` writes machine.caches), else the detected ones.
-  if (e.contains("machine") && e["machine"].is_object() && e["machine"].contains("caches")) {
-    const JsonPath cp = at.at("machine");
-    const nlohmann::json& caches = json_object(e["machine"], "caches", cp);
-    const JsonPath cap = cp.at("caches");
-    auto size = [&](const char* name, long& out) {
-      if (const std::optional<double> v = json_optional_number(caches, name, cap); v && *v > 0) {
-        out = static_cast<long>(*v);
-      }
-    };
-    size("L1d", m.l1d_bytes);
-    size("L2", m.l2_bytes);
-    size("L3", m.l3_bytes);
-  }
+  m.fma_gflops_per_core = fma_gflops_per_core(e, at, measured, peak_gflops, cpu, level);
+  read_dram(e, at, measured, peak_gbps, m);
+  read_caches(e, at, m);
   return m;
 }
 
