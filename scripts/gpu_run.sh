@@ -122,14 +122,16 @@ stage_conv() {
   done
 }
 # CNN training on the GPU (the fixed-iteration driver), alternating with PyTorch's on the same
-# shapes (TF32 off, cudnn.benchmark as --algorithm find): ResNet-18 at batch 32 on 32x32 and
-# ResNet-50 at batch 32 on 224x224.
+# shapes (TF32 off, cudnn.benchmark as --algorithm find), then ours again with cuDNN's graph-API
+# engines among find's candidates (--engines, label gpu-engines): ResNet-18 at batch 32 on 32x32
+# and ResNet-50 at batch 32 on 224x224.
 stage_train() {
   local cfg
   for cfg in "resnet18 32 32" "resnet50 32 224"; do
     set -- $cfg
     step "train --device cuda $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu --log-dir "$out/train_logs"
     step "torch train $1 b$2 s$3" "$out/train.log" python3 "$here/train_torch.py" --device cuda --cudnn-benchmark --model "$1" --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --num-classes 1000 --in-channels 3
+    step "train --device cuda --engines $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --engines --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu-engines --log-dir "$out/train_logs"
   done
 }
 # CNN epoch training on the GPU on Fashion-MNIST (ResNet-18, batch 128, cuDNN's find, two
