@@ -7,8 +7,10 @@
 // the pool backward passes (and max pooling's argmax) equal to the CPU loops' results; Dropout's
 // masks equal to their host recomputation, its and ReLU6's backward exact. Without a device every
 // entry refuses with the reason.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -97,38 +99,53 @@ TEST(CudaCnnKernels, PoolsMatchTheReferences) {
   }
 }
 
-TEST(CudaCnnKernels, AffineClampAddAndConcatAreExact) {
-  SKIP_WITHOUT_DEVICE();
-  const BatchNormShape s{3, 5, 7};  // odd sizes
+// The affine map, clamp and Add on shape s with every array `offset` floats into its buffer: odd
+// planes and offsets take the one-by-one kernels, aligned arrays (and, for the affine map, planes
+// of a multiple of four) the float4 ones, whose last n % 4 elements go one by one.
+void expect_affine_clamp_add_exact(const BatchNormShape& s, std::size_t offset) {
+  SCOPED_TRACE(
+      fmt::format("mb {} channels {} plane {} offset {}", s.mb, s.channels, s.plane, offset));
   const int64_t n = s.mb * s.channels * s.plane;
-  const std::vector<float> x = test::random_vector(n, 1, -8.0f, 8.0f);
+  const auto at = [&](std::size_t i) { return i + offset; };
+  std::vector<float> x = test::random_vector(n + static_cast<int64_t>(offset), 1, -8.0f, 8.0f);
   const std::vector<float> scale = test::random_vector(s.channels, 2);
   const std::vector<float> shift = test::random_vector(s.channels, 3);
   const cuda::Buffer dx = to_device(x), dscale = to_device(scale), dshift = to_device(shift);
-  cuda::Buffer dy(static_cast<std::size_t>(n));
-  cuda_kernels::channel_affine(s, dx.data(), dscale.data(), dshift.data(), dy.data());
+  cuda::Buffer dy(x.size());
+  const float* xp = dx.data() + offset;
+  float* yp = dy.data() + offset;
+  cuda_kernels::channel_affine(s, xp, dscale.data(), dshift.data(), yp);
   std::vector<float> y = to_host(dy);
   for (int64_t i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(i);
     const auto c = static_cast<std::size_t>((i / s.plane) % s.channels);
-    ASSERT_EQ(y[static_cast<std::size_t>(i)],
-              std::fma(x[static_cast<std::size_t>(i)], scale[c], shift[c]));
+    ASSERT_EQ(y[at(k)], std::fma(x[at(k)], scale[c], shift[c])) << i;
   }
-  cuda_kernels::channel_affine(s, dx.data(), nullptr, dshift.data(), dy.data());  // a bias
+  cuda_kernels::channel_affine(s, xp, nullptr, dshift.data(), yp);  // a bias
   y = to_host(dy);
   for (int64_t i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(i);
     const auto c = static_cast<std::size_t>((i / s.plane) % s.channels);
-    ASSERT_EQ(y[static_cast<std::size_t>(i)], x[static_cast<std::size_t>(i)] + shift[c]);
+    ASSERT_EQ(y[at(k)], x[at(k)] + shift[c]) << i;
   }
-  cuda_kernels::clamp(dx.data(), dy.data(), n, 0.0f, 6.0f);
+  cuda_kernels::clamp(xp, yp, n, 0.0f, 6.0f);
   y = to_host(dy);
-  for (int64_t i = 0; i < n; ++i) {
-    ASSERT_EQ(y[static_cast<std::size_t>(i)],
-              std::min(std::max(x[static_cast<std::size_t>(i)], 0.0f), 6.0f));
+  for (std::size_t k = 0; k < static_cast<std::size_t>(n); ++k)
+    ASSERT_EQ(y[at(k)], std::min(std::max(x[at(k)], 0.0f), 6.0f)) << k;
+  cuda_kernels::add(xp, xp, yp, n);
+  y = to_host(dy);
+  for (std::size_t k = 0; k < static_cast<std::size_t>(n); ++k) ASSERT_EQ(y[at(k)], 2 * x[at(k)]);
+}
+
+TEST(CudaCnnKernels, AffineClampAddAndConcatAreExact) {
+  SKIP_WITHOUT_DEVICE();
+  // Odd planes (the affine map one by one; Add and clamp by fours with a tail of 1 and of 3:
+  // n = 105 and 7), planes of 8 and 12 (the affine map by fours: n = 48 and 108); each aligned and
+  // one float off (everything one by one).
+  for (const BatchNormShape& s : {BatchNormShape{3, 5, 7}, BatchNormShape{1, 1, 7},
+                                  BatchNormShape{2, 3, 8}, BatchNormShape{3, 3, 12}}) {
+    for (const std::size_t offset : {0, 1}) expect_affine_clamp_add_exact(s, offset);
   }
-  cuda_kernels::add(dx.data(), dx.data(), dy.data(), n);
-  y = to_host(dy);
-  for (int64_t i = 0; i < n; ++i)
-    ASSERT_EQ(y[static_cast<std::size_t>(i)], 2 * x[static_cast<std::size_t>(i)]);
   // Concat of [3, 2, 7] and [3, 3, 7] (as [mb, c, plane]) into [3, 5, 7].
   const int64_t mb = 3, plane = 7, c1 = 2, c2 = 3;
   const std::vector<float> a = test::random_vector(mb * c1 * plane, 4),

@@ -3,17 +3,19 @@
 // softmax cross-entropy with label smoothing, the SGD and Adam updates. Odd sizes throughout. On a
 // machine without a usable CUDA device the device cases report skipped with the reason, and the
 // entries are checked to refuse with it.
+#include "nnperf/kernels/cuda_kernels.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nnperf/core/error.h"
 #include "nnperf/gpu/cuda.h"
-#include "nnperf/kernels/cuda_kernels.h"
 #include "test_util.h"
 
 namespace nnperf {
@@ -42,19 +44,24 @@ class CudaActivation : public ::testing::TestWithParam<std::string> {};
 TEST_P(CudaActivation, ForwardAndBackwardMatchTheReference) {
   SKIP_WITHOUT_DEVICE();
   const ActivationKernel& a = find_activation(GetParam());
-  for (int64_t n : {1, 7, 1000, 100003}) {
-    SCOPED_TRACE(fmt::format("n = {}", n));
-    std::vector<float> x = test::random_vector(n, static_cast<uint64_t>(n), -8.0f, 8.0f);
+  // Aligned arrays run four elements at a time with a tail of n % 4; one float off, one by one.
+  for (const auto& [n, off] : std::vector<std::pair<int64_t, std::size_t>>{
+           {1, 0}, {7, 0}, {1000, 0}, {100003, 0}, {7, 1}, {1000, 1}}) {
+    SCOPED_TRACE(fmt::format("n = {}, offset {}", n, off));
+    std::vector<float> x =
+        test::random_vector(n + static_cast<int64_t>(off), static_cast<uint64_t>(n), -8.0f, 8.0f);
     // The edges: zero, tiny, the Mish/softplus threshold, large magnitudes.
     const float edges[] = {0.0f, 1e-30f, -1e-30f, 20.0f, 20.5f, -30.0f, 30.0f, 88.0f, -88.0f};
-    for (std::size_t i = 0; i < std::size(edges) && i < x.size(); ++i) x[i] = edges[i];
-    const std::vector<float> g = test::random_vector(n, static_cast<uint64_t>(n) + 1);
+    for (std::size_t i = 0; i < std::size(edges) && i + off < x.size(); ++i) x[i + off] = edges[i];
+    const std::vector<float> g =
+        test::random_vector(n + static_cast<int64_t>(off), static_cast<uint64_t>(n) + 1);
     cuda::Buffer dx = to_device(x), dy(x.size()), dg = to_device(g), dgx(x.size());
-    cuda_kernels::activation_forward(a, dx.data(), dy.data(), n);
-    cuda_kernels::activation_backward(a, dx.data(), dy.data(), dg.data(), dgx.data(), n);
+    cuda_kernels::activation_forward(a, dx.data() + off, dy.data() + off, n);
+    cuda_kernels::activation_backward(a, dx.data() + off, dy.data() + off, dg.data() + off,
+                                      dgx.data() + off, n);
     const std::vector<float> y = to_host(dy), gx = to_host(dgx);
     for (int64_t i = 0; i < n; ++i) {
-      const auto k = static_cast<std::size_t>(i);
+      const auto k = static_cast<std::size_t>(i) + off;
       const double ref = a.reference(x[k]);
       ASSERT_LE(std::fabs(y[k] - ref), a.abs_tol + a.rel_tol * std::fabs(ref))
           << a.name << " forward at x = " << x[k] << ": " << y[k] << " vs " << ref;

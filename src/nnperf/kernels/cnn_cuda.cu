@@ -1,6 +1,10 @@
 // The CNN-inference kernels of kernels/cuda_kernels.h: one thread per output element, grid-stride
 // loops, the windows and divisors of kernels/pool.cc (the same rules, written again for the
-// device), sums in float32 in the CPU loops' order (row by row, left to right).
+// device), sums in float32 in the CPU loops' order (row by row, left to right). The memory-bound
+// per-channel affine map and Add move aligned data four floats at a time (float4) and compute
+// channel indices in 32-bit arithmetic where the tensor allows: on an H200 at ResNet-50 batch 32,
+// BatchNorm moved 1.6 TB/s with a 64-bit division per element, against 2.7 TB/s for ReLU and
+// 3.1 TB/s for Add (the fourth GPU session's profile).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,12 +23,33 @@ using detail::first_index;
 using detail::grid_stride;
 using detail::launch_over;
 
-__global__ void affine_kernel(BatchNormShape s, const float* x, const float* scale,
+// y = x * scale[c] + shift[c] (x + shift[c] without a scale; fmaf(x, 1, b) rounds as x + b) with
+// `I` the index type: uint32_t when every index fits in 31 bits (a 32-bit division per element
+// instead of a 64-bit one), else int64_t.
+template <typename I>
+__global__ void affine_kernel(I n, I plane, I channels, const float* x, const float* scale,
                               const float* shift, float* y) {
-  const int64_t n = s.mb * s.channels * s.plane;
-  for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    const int64_t c = (i / s.plane) % s.channels;
-    y[i] = scale != nullptr ? fmaf(x[i], scale[c], shift[c]) : x[i] + shift[c];
+  const I stride = static_cast<I>(gridDim.x) * blockDim.x;
+  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const I c = (i / plane) % channels;
+    y[i] = fmaf(x[i], scale != nullptr ? scale[c] : 1.0f, shift[c]);
+  }
+}
+
+// The same four elements at a time, where a plane holds a multiple of four (so the four share
+// their channel), x and y are 16-byte aligned and n < 2^31.
+__global__ void affine4_kernel(uint32_t groups, uint32_t plane_groups, uint32_t channels,
+                               const float4* x, const float* scale, const float* shift, float4* y) {
+  const uint32_t stride = gridDim.x * blockDim.x;
+  for (uint32_t g = blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += stride) {
+    const uint32_t c = (g / plane_groups) % channels;
+    const float a = scale != nullptr ? scale[c] : 1.0f, b = shift[c];
+    float4 v = x[g];
+    v.x = fmaf(v.x, a, b);
+    v.y = fmaf(v.y, a, b);
+    v.z = fmaf(v.z, a, b);
+    v.w = fmaf(v.w, a, b);
+    y[g] = v;
   }
 }
 
@@ -100,6 +125,18 @@ __global__ void add_kernel(const float* a, const float* b, float* y, int64_t n) 
   for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = a[i] + b[i];
 }
 
+// The same with a, b and y 16-byte aligned: four at a time.
+__global__ void add4_kernel(const float* a, const float* b, float* y, int64_t n) {
+  detail::by_groups_of_four(
+      n,
+      [&](int64_t g) {
+        const float4 u = reinterpret_cast<const float4*>(a)[g];
+        const float4 v = reinterpret_cast<const float4*>(b)[g];
+        reinterpret_cast<float4*>(y)[g] = make_float4(u.x + v.x, u.y + v.y, u.z + v.z, u.w + v.w);
+      },
+      [&](int64_t k) { y[k] = a[k] + b[k]; });
+}
+
 __global__ void concat_kernel(const float* src, int64_t mb, int64_t src_per_image, float* dst,
                               int64_t dst_per_image, int64_t offset) {
   const int64_t n = mb * src_per_image;
@@ -113,7 +150,20 @@ __global__ void concat_kernel(const float* src, int64_t mb, int64_t src_per_imag
 
 void channel_affine(const BatchNormShape& s, const float* x, const float* scale, const float* shift,
                     float* y) {
-  launch_over(s.mb * s.channels * s.plane, "channel affine", affine_kernel, s, x, scale, shift, y);
+  const int64_t n = s.mb * s.channels * s.plane;
+  constexpr int64_t k31 = int64_t{1} << 31;
+  if (n >= k31) {
+    launch_over(n, "channel affine", affine_kernel<int64_t>, n, s.plane, s.channels, x, scale,
+                shift, y);
+  } else if (s.plane % 4 == 0 && detail::aligned16({x, y})) {
+    launch_over(n / 4, "channel affine", affine4_kernel, static_cast<uint32_t>(n / 4),
+                static_cast<uint32_t>(s.plane / 4), static_cast<uint32_t>(s.channels),
+                reinterpret_cast<const float4*>(x), scale, shift, reinterpret_cast<float4*>(y));
+  } else {
+    launch_over(n, "channel affine", affine_kernel<uint32_t>, static_cast<uint32_t>(n),
+                static_cast<uint32_t>(s.plane), static_cast<uint32_t>(s.channels), x, scale, shift,
+                y);
+  }
 }
 
 void maxpool2d_forward(const PoolShape& s, const float* x, float* y) {
@@ -133,6 +183,13 @@ void clamp(const float* x, float* y, int64_t n, float lo, float hi) {
 }
 
 void add(const float* a, const float* b, float* y, int64_t n) {
+  if (detail::aligned16({a, b, y})) {
+    cuda::ensure_device();
+    if (n <= 0) return;
+    add4_kernel<<<detail::blocks_for_groups(n), detail::kBlock>>>(a, b, y, n);
+    detail::launched("add");
+    return;
+  }
   launch_over(n, "add", add_kernel, a, b, y, n);
 }
 
