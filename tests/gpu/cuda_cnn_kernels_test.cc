@@ -205,10 +205,17 @@ TEST(CudaCnnKernels, PoolBackwardPassesEqualTheCpuLoops) {
   }
 }
 
+// BatchNorm's training forward and backward, and the per-channel sum (a convolution's bias
+// gradient), against the CPU kernels. The sums split each channel over blocks once it holds 2048
+// elements or more: 41 images of 50 (two splits of 1025, the boundary inside an image, 256
+// threads stepping over five images and 6 more elements at a time) and 4 images of 4099 (16
+// splits); planes of 1 step whole images.
 TEST(CudaCnnKernels, BatchNormTrainingMatchesTheCpuKernels) {
   SKIP_WITHOUT_DEVICE();
   for (const BatchNormShape s :
-       {BatchNormShape{3, 5, 7}, BatchNormShape{2, 4, 1}, BatchNormShape{1, 3, 300}}) {
+       {BatchNormShape{3, 5, 7}, BatchNormShape{2, 4, 1}, BatchNormShape{1, 3, 300},
+        BatchNormShape{41, 3, 50}, BatchNormShape{4, 3, 4099}, BatchNormShape{600, 2, 1}}) {
+    SCOPED_TRACE(fmt::format("mb {} channels {} plane {}", s.mb, s.channels, s.plane));
     const int64_t n = s.mb * s.channels * s.plane;
     const std::vector<float> x = test::random_vector(n, 1, -3.0f, 5.0f);  // a mean away from 0
     const std::vector<float> dy = test::random_vector(n, 2);
@@ -250,6 +257,17 @@ TEST(CudaCnnKernels, BatchNormTrainingMatchesTheCpuKernels) {
     near(to_host(dxg), dx, "dx");
     near(to_host(dgg), dg, "d_gamma");
     near(to_host(dbg), db, "d_beta");
+    cuda_kernels::channel_sum(s, dyg.data(), dbg.data());  // d_beta's sum on its own
+    std::vector<float> want(gamma.size());
+    for (int64_t c = 0; c < s.channels; ++c) {
+      double sum = 0.0;
+      for (int64_t img = 0; img < s.mb; ++img) {
+        for (int64_t j = 0; j < s.plane; ++j)
+          sum += dy[static_cast<std::size_t>((img * s.channels + c) * s.plane + j)];
+      }
+      want[static_cast<std::size_t>(c)] = static_cast<float>(sum);
+    }
+    near(to_host(dbg), want, "channel_sum");
   }
 }
 

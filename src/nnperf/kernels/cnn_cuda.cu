@@ -151,19 +151,14 @@ __global__ void concat_kernel(const float* src, int64_t mb, int64_t src_per_imag
 void channel_affine(const BatchNormShape& s, const float* x, const float* scale, const float* shift,
                     float* y) {
   const int64_t n = s.mb * s.channels * s.plane;
-  constexpr int64_t k31 = int64_t{1} << 31;
-  if (n >= k31) {
-    launch_over(n, "channel affine", affine_kernel<int64_t>, n, s.plane, s.channels, x, scale,
-                shift, y);
-  } else if (s.plane % 4 == 0 && detail::aligned16({x, y})) {
+  if (n < (int64_t{1} << 31) && s.plane % 4 == 0 && detail::aligned16({x, y})) {
     launch_over(n / 4, "channel affine", affine4_kernel, static_cast<uint32_t>(n / 4),
                 static_cast<uint32_t>(s.plane / 4), static_cast<uint32_t>(s.channels),
                 reinterpret_cast<const float4*>(x), scale, shift, reinterpret_cast<float4*>(y));
-  } else {
-    launch_over(n, "channel affine", affine_kernel<uint32_t>, static_cast<uint32_t>(n),
-                static_cast<uint32_t>(s.plane), static_cast<uint32_t>(s.channels), x, scale, shift,
-                y);
+    return;
   }
+  detail::launch_per_element(s, "channel affine", affine_kernel<uint32_t>, affine_kernel<int64_t>,
+                             x, scale, shift, y);
 }
 
 void maxpool2d_forward(const PoolShape& s, const float* x, float* y) {

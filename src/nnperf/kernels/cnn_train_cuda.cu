@@ -1,6 +1,10 @@
-// The CNN-training kernels of kernels/cuda_kernels.h. BatchNorm: one block per channel, float64
-// sums (two passes: the mean, then centred squares; for the backward, sum dy and dy * (x - mean))
-// reduced in shared memory, then the elementwise map in float64 as batchnorm.cc does. Pool
+// The CNN-training kernels of kernels/cuda_kernels.h. BatchNorm and the per-channel sum: float64
+// sums per channel (two passes: the mean, then centred squares; for the backward, sum dy and
+// dy * (x - mean)), each channel split over several blocks (bn_splits) whose partial sums land in
+// a scratch buffer and are added in split order (the same result every run), then a kernel per
+// channel for the statistics and one thread per element for the map, in float64 as batchnorm.cc
+// does. (One block per channel, as before, left ResNet-50's 64-channel layers at batch 32 on 64
+// blocks of a 132-SM GPU, with a 64-bit division per element.) Pool
 // backward passes gather instead of scatter: each input element adds, in output order, the
 // gradients of the outputs that chose it (max) or whose window holds it (average), the order the
 // CPU loops add them in, so the results equal the CPU's without atomics.
@@ -22,7 +26,6 @@ using detail::avg_divisor;
 using detail::first_index;
 using detail::grid_stride;
 using detail::kBlock;
-using detail::launch_blocks;
 using detail::launch_over;
 
 // Sum of v over the block's threads (kBlock of them), in shared memory; every thread gets it.
@@ -38,66 +41,163 @@ __device__ double block_sum(double v, double* shared) {
   return total;
 }
 
-// Element i (0 .. mb*plane) of channel c.
-__device__ int64_t at(const BatchNormShape& s, int64_t c, int64_t i) {
-  return ((i / s.plane) * s.channels + c) * s.plane + i % s.plane;
+// Blocks per channel for the per-channel sums: about kReductionBlocks blocks in all, none given
+// fewer than four elements per thread, at most kMaxSplits.
+constexpr int64_t kReductionBlocks = 1024, kMaxSplits = 64;
+
+int bn_splits(const BatchNormShape& s) {
+  const int64_t want = (kReductionBlocks + s.channels - 1) / std::max<int64_t>(s.channels, 1);
+  const int64_t most = (s.mb * s.plane) / (4 * kBlock);
+  return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, kMaxSplits));
 }
 
-__global__ void bn_forward_kernel(BatchNormShape s, const float* x, float* y, const float* gamma,
-                                  const float* beta, double eps, double momentum,
-                                  float* running_mean, float* running_var, double* save_mean,
-                                  double* save_inv) {
-  __shared__ double shared[kBlock];
-  const int64_t c = blockIdx.x, count = s.mb * s.plane;
-  double sum = 0.0;
-  for (int64_t i = threadIdx.x; i < count; i += kBlock) sum += x[at(s, c, i)];
-  const double mean = block_sum(sum, shared) / static_cast<double>(count);
-  double sq = 0.0;
-  for (int64_t i = threadIdx.x; i < count; i += kBlock) {
-    const double d = x[at(s, c, i)] - mean;
-    sq += d * d;
+// The grid of the partial-sum kernels: blockIdx.x the split, blockIdx.y the channel (at most
+// 65535 channels: a launch beyond is refused by CUDA, and reported).
+dim3 split_grid(const BatchNormShape& s, int splits) {
+  return dim3(static_cast<unsigned>(splits), static_cast<unsigned>(s.channels));
+}
+
+// The elements of channel c whose flat index (image-major over its mb * plane) lies in this
+// block's split of `splits` (blockIdx.x), walked by the block's threads kBlock apart: f(offset in
+// the NCHW tensor). One division per thread, none per element.
+template <typename F>
+__device__ void walk_split(const BatchNormShape& s, int64_t c, int splits, F f) {
+  const int64_t count = s.mb * s.plane, size = (count + splits - 1) / splits;
+  const int64_t lo = min(count, static_cast<int64_t>(blockIdx.x) * size),
+                hi = min(count, lo + size);
+  int64_t i = lo + threadIdx.x;
+  if (i >= hi) return;
+  int64_t n = i / s.plane, j = i % s.plane;
+  const int64_t dn = kBlock / s.plane, dj = kBlock % s.plane;
+  for (; i < hi; i += kBlock) {
+    f((n * s.channels + c) * s.plane + j);
+    n += dn;
+    j += dj;
+    if (j >= s.plane) {
+      j -= s.plane;
+      ++n;
+    }
   }
-  const double var = block_sum(sq, shared) / static_cast<double>(count);
-  const double inv = 1.0 / sqrt(var + eps);
-  if (threadIdx.x == 0) {
+}
+
+// Channel c's sum over its splits' partials (entry `part` of `width` per split), in split order.
+__device__ double split_total(const double* partial, int64_t c, int splits, int width, int part) {
+  double t = 0.0;
+  for (int k = 0; k < splits; ++k) t += partial[(c * splits + k) * width + part];
+  return t;
+}
+
+// Grid (splits, channels): each block's sum of x over its split, partial[c * splits + k].
+__global__ void channel_partial_sums(BatchNormShape s, int splits, const float* x,
+                                     double* partial) {
+  __shared__ double shared[kBlock];
+  const int64_t c = blockIdx.y;
+  double sum = 0.0;
+  walk_split(s, c, splits, [&](int64_t e) { sum += x[e]; });
+  sum = block_sum(sum, shared);
+  if (threadIdx.x == 0) partial[c * splits + blockIdx.x] = sum;
+}
+
+// The same grid: sum of (x - mean)^2, the mean from channel_partial_sums' partials.
+__global__ void centred_square_sums(BatchNormShape s, int splits, const float* x,
+                                    const double* partial_sum, double* partial_sq) {
+  __shared__ double shared[kBlock];
+  const int64_t c = blockIdx.y;
+  const double mean =
+      split_total(partial_sum, c, splits, 1, 0) / static_cast<double>(s.mb * s.plane);
+  double sq = 0.0;
+  walk_split(s, c, splits, [&](int64_t e) {
+    const double d = x[e] - mean;
+    sq += d * d;
+  });
+  sq = block_sum(sq, shared);
+  if (threadIdx.x == 0) partial_sq[c * splits + blockIdx.x] = sq;
+}
+
+// One thread per channel: the batch mean and biased variance, 1/sqrt(var + eps), the running
+// statistics (unbiased variance) updated in place.
+__global__ void bn_statistics(BatchNormShape s, int splits, const double* partial_sum,
+                              const double* partial_sq, double eps, double momentum,
+                              float* running_mean, float* running_var, double* save_mean,
+                              double* save_inv) {
+  const int64_t count = s.mb * s.plane;
+  for (int64_t c = first_index(); c < s.channels; c += grid_stride()) {
+    const double mean = split_total(partial_sum, c, splits, 1, 0) / static_cast<double>(count);
+    const double var = split_total(partial_sq, c, splits, 1, 0) / static_cast<double>(count);
     save_mean[c] = mean;
-    save_inv[c] = inv;
+    save_inv[c] = 1.0 / sqrt(var + eps);
     running_mean[c] = static_cast<float>((1.0 - momentum) * running_mean[c] + momentum * mean);
     const double unbiased = count > 1 ? var * count / (count - 1.0) : var;
     running_var[c] = static_cast<float>((1.0 - momentum) * running_var[c] + momentum * unbiased);
   }
-  const double sc = gamma[c] * inv, b = beta[c];
-  for (int64_t i = threadIdx.x; i < count; i += kBlock) {
-    const int64_t k = at(s, c, i);
-    y[k] = static_cast<float>((x[k] - mean) * sc + b);
+}
+
+// One thread per channel: db[c] = the channel's total (channel_sum).
+__global__ void channel_totals(int64_t channels, int splits, const double* partial, float* db) {
+  for (int64_t c = first_index(); c < channels; c += grid_stride())
+    db[c] = static_cast<float>(split_total(partial, c, splits, 1, 0));
+}
+
+// y = (x - mean) * gamma * inv + beta per element, in float64; `I` the index type (uint32_t when
+// every index fits in 31 bits: a 32-bit division for the channel).
+template <typename I>
+__global__ void bn_normalize(I n, I plane, I channels, const float* x, float* y, const float* gamma,
+                             const float* beta, const double* mean, const double* inv) {
+  const I stride = static_cast<I>(gridDim.x) * blockDim.x;
+  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const I c = (i / plane) % channels;
+    y[i] = static_cast<float>((x[i] - mean[c]) * (gamma[c] * inv[c]) + beta[c]);
   }
 }
 
-__global__ void bn_backward_kernel(BatchNormShape s, const float* x, const float* dy, float* dx,
-                                   const float* gamma, const double* save_mean,
-                                   const double* save_inv, float* d_gamma, float* d_beta) {
+// Grid (splits, channels): each block's sums of dy and of dy * (x - mean) over its split, in
+// partial[2 * (c * splits + k)] and the entry after it.
+__global__ void bn_backward_partial_sums(BatchNormShape s, int splits, const float* x,
+                                         const float* dy, const double* save_mean,
+                                         double* partial) {
   __shared__ double shared[kBlock];
-  const int64_t c = blockIdx.x, count = s.mb * s.plane;
-  const double mean = save_mean[c], inv = save_inv[c];
+  const int64_t c = blockIdx.y;
+  const double mean = save_mean[c];
   double sum_dy = 0.0, sum_dy_x = 0.0;
-  for (int64_t i = threadIdx.x; i < count; i += kBlock) {
-    const int64_t k = at(s, c, i);
-    sum_dy += dy[k];
-    sum_dy_x += static_cast<double>(dy[k]) * (x[k] - mean);
-  }
+  walk_split(s, c, splits, [&](int64_t e) {
+    sum_dy += dy[e];
+    sum_dy_x += static_cast<double>(dy[e]) * (x[e] - mean);
+  });
   sum_dy = block_sum(sum_dy, shared);
-  const double sum_dy_xhat = block_sum(sum_dy_x, shared) * inv;
+  sum_dy_x = block_sum(sum_dy_x, shared);
   if (threadIdx.x == 0) {
+    partial[2 * (c * splits + blockIdx.x)] = sum_dy;
+    partial[2 * (c * splits + blockIdx.x) + 1] = sum_dy_x;
+  }
+}
+
+// One thread per channel: d_gamma = sum dy * xhat, d_beta = sum dy, and both in float64 for dx
+// (sums[2c], sums[2c + 1]).
+__global__ void bn_backward_statistics(int64_t channels, int splits, const double* partial,
+                                       const double* save_inv, float* d_gamma, float* d_beta,
+                                       double* sums) {
+  for (int64_t c = first_index(); c < channels; c += grid_stride()) {
+    const double sum_dy = split_total(partial, c, splits, 2, 0);
+    const double sum_dy_xhat = split_total(partial, c, splits, 2, 1) * save_inv[c];
     d_gamma[c] = static_cast<float>(sum_dy_xhat);
     d_beta[c] = static_cast<float>(sum_dy);
+    sums[2 * c] = sum_dy;
+    sums[2 * c + 1] = sum_dy_xhat;
   }
-  if (dx == nullptr) return;
-  const double k = gamma[c] * inv;
-  const double p = -k * inv * (sum_dy_xhat / static_cast<double>(count));
-  const double q = -k * (sum_dy / static_cast<double>(count));
-  for (int64_t i = threadIdx.x; i < count; i += kBlock) {
-    const int64_t e = at(s, c, i);
-    dx[e] = static_cast<float>(k * dy[e] + p * (x[e] - mean) + q);
+}
+
+// dx = k dy + p (x - mean) + q per element (batchnorm.cc's backward), k = gamma inv,
+// p = -k inv mean(dy xhat), q = -k mean(dy).
+template <typename I>
+__global__ void bn_dx(I n, I plane, I channels, double count, const float* x, const float* dy,
+                      float* dx, const float* gamma, const double* save_mean,
+                      const double* save_inv, const double* sums) {
+  const I stride = static_cast<I>(gridDim.x) * blockDim.x;
+  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const I c = (i / plane) % channels;
+    const double inv = save_inv[c], k = gamma[c] * inv;
+    const double p = -k * inv * (sums[2 * c + 1] / count), q = -k * (sums[2 * c] / count);
+    dx[i] = static_cast<float>(k * dy[i] + p * (x[i] - save_mean[c]) + q);
   }
 }
 
@@ -222,13 +322,27 @@ __global__ void slice_kernel(const float* full, int64_t mb, int64_t part_per_ima
   }
 }
 
-__global__ void channel_sum_kernel(BatchNormShape s, const float* dy, float* db) {
-  __shared__ double shared[kBlock];
-  const int64_t c = blockIdx.x, count = s.mb * s.plane;
-  double sum = 0.0;
-  for (int64_t i = threadIdx.x; i < count; i += kBlock) sum += dy[at(s, c, i)];
-  sum = block_sum(sum, shared);
-  if (threadIdx.x == 0) db[c] = static_cast<float>(sum);
+// Device scratch for the per-channel partial sums: one buffer per host thread (the stream's
+// work is in order, so one call's partials are read before the next writes them), grown to the
+// largest need and kept; growing frees the old one (cudaFree waits for the device).
+double* scratch(std::size_t doubles) {
+  struct Holder {
+    double* p = nullptr;
+    std::size_t size = 0;
+    ~Holder() {
+      if (p != nullptr) (void)cudaFree(p);
+    }
+  };
+  thread_local Holder h;
+  if (h.size < doubles) {
+    if (h.p != nullptr) cuda::check(cudaFree(h.p), "cudaFree (batchnorm scratch)");
+    h.p = nullptr;
+    h.size = 0;
+    cuda::check(cudaMalloc(reinterpret_cast<void**>(&h.p), doubles * sizeof(double)),
+                "cudaMalloc (batchnorm scratch)");
+    h.size = doubles;
+  }
+  return h.p;
 }
 
 }  // namespace
@@ -255,20 +369,54 @@ void concat_slice(const float* full, int64_t mb, int64_t part_per_image, int64_t
 }
 
 void channel_sum(const BatchNormShape& s, const float* dy, float* db) {
-  launch_blocks(s.channels, "channel sum", channel_sum_kernel, s, dy, db);
+  cuda::ensure_device();
+  if (s.channels <= 0) return;
+  const int splits = bn_splits(s);
+  double* partial = scratch(static_cast<std::size_t>(s.channels * splits));
+  if (s.mb * s.plane > 0) {
+    channel_partial_sums<<<split_grid(s, splits), kBlock>>>(s, splits, dy, partial);
+    detail::launched("channel sum");
+  } else {
+    cuda::check(cudaMemsetAsync(partial, 0, s.channels * splits * sizeof(double)), "channel sum");
+  }
+  launch_over(s.channels, "channel sum", channel_totals, s.channels, splits, partial, db);
 }
 
 void batchnorm_train_forward(const BatchNormTrainArgs& a) {
   const BatchNormShape& s = a.shape;
-  launch_blocks(s.mb * s.plane > 0 ? s.channels : 0, "batchnorm forward", bn_forward_kernel, s, a.x,
-                a.y, a.gamma, a.beta, a.eps, a.momentum, a.running_mean, a.running_var, a.save_mean,
-                a.save_inv);
+  cuda::ensure_device();
+  if (s.channels <= 0 || s.mb * s.plane <= 0) return;
+  const int splits = bn_splits(s);
+  double* partial_sum = scratch(static_cast<std::size_t>(2 * s.channels * splits));
+  double* partial_sq = partial_sum + s.channels * splits;
+  const dim3 grid = split_grid(s, splits);
+  channel_partial_sums<<<grid, kBlock>>>(s, splits, a.x, partial_sum);
+  detail::launched("batchnorm forward (sums)");
+  centred_square_sums<<<grid, kBlock>>>(s, splits, a.x, partial_sum, partial_sq);
+  detail::launched("batchnorm forward (centred squares)");
+  launch_over(s.channels, "batchnorm forward (statistics)", bn_statistics, s, splits, partial_sum,
+              partial_sq, a.eps, a.momentum, a.running_mean, a.running_var, a.save_mean,
+              a.save_inv);
+  detail::launch_per_element(s, "batchnorm forward", bn_normalize<uint32_t>, bn_normalize<int64_t>,
+                             a.x, a.y, a.gamma, a.beta, a.save_mean, a.save_inv);
 }
 
 void batchnorm_backward(const BatchNormBackwardArgs& a) {
   const BatchNormShape& s = a.shape;
-  launch_blocks(s.mb * s.plane > 0 ? s.channels : 0, "batchnorm backward", bn_backward_kernel, s,
-                a.x, a.dy, a.dx, a.gamma, a.save_mean, a.save_inv, a.d_gamma, a.d_beta);
+  cuda::ensure_device();
+  if (s.channels <= 0 || s.mb * s.plane <= 0) return;
+  const int splits = bn_splits(s);
+  double* partial = scratch(static_cast<std::size_t>(2 * s.channels * splits + 2 * s.channels));
+  double* sums = partial + 2 * s.channels * splits;
+  bn_backward_partial_sums<<<split_grid(s, splits), kBlock>>>(s, splits, a.x, a.dy, a.save_mean,
+                                                              partial);
+  detail::launched("batchnorm backward (sums)");
+  launch_over(s.channels, "batchnorm backward (statistics)", bn_backward_statistics, s.channels,
+              splits, partial, a.save_inv, a.d_gamma, a.d_beta, sums);
+  if (a.dx == nullptr) return;
+  detail::launch_per_element(s, "batchnorm backward", bn_dx<uint32_t>, bn_dx<int64_t>,
+                             static_cast<double>(s.mb * s.plane), a.x, a.dy, a.dx, a.gamma,
+                             a.save_mean, a.save_inv, sums);
 }
 
 void maxpool2d_forward_argmax(const PoolShape& s, const float* x, float* y, int32_t* argmax) {

@@ -9,6 +9,7 @@
 #include <initializer_list>
 
 #include "nnperf/gpu/cuda_check.h"
+#include "nnperf/kernels/batchnorm.h"
 #include "nnperf/kernels/pool.h"
 
 namespace nnperf::cuda_kernels::detail {
@@ -54,6 +55,20 @@ void launch_over(int64_t n, const char* what, Kernel kernel, Args... args) {
   if (n <= 0) return;
   kernel<<<blocks_for(n), kBlock>>>(args...);
   launched(what);
+}
+
+// An element-wise kernel over the mb * channels * plane elements of s that finds each element's
+// channel by division: k32 (its uint32_t instance) where every index fits in 31 bits, a 32-bit
+// division per element, else k64 (int64_t). Both take (n, plane, channels, args...).
+template <typename K32, typename K64, typename... Args>
+void launch_per_element(const BatchNormShape& s, const char* what, K32 k32, K64 k64, Args... args) {
+  const int64_t n = s.mb * s.channels * s.plane;
+  if (n < (int64_t{1} << 31)) {
+    launch_over(n, what, k32, static_cast<uint32_t>(n), static_cast<uint32_t>(s.plane),
+                static_cast<uint32_t>(s.channels), args...);
+  } else {
+    launch_over(n, what, k64, n, s.plane, s.channels, args...);
+  }
 }
 
 // The same with one kBlock-thread block per item (a channel): `blocks` blocks, none when <= 0.
