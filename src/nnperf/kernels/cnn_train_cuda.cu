@@ -3,11 +3,10 @@
 // dy * (x - mean)), each channel split over several blocks (bn_splits) whose partial sums land in
 // a scratch buffer and are added in split order (the same result every run), then a kernel per
 // channel for the statistics and one thread per element for the map, in float64 as batchnorm.cc
-// does. (One block per channel, as before, left ResNet-50's 64-channel layers at batch 32 on 64
-// blocks of a 132-SM GPU, with a 64-bit division per element.) Pool
-// backward passes gather instead of scatter: each input element adds, in output order, the
-// gradients of the outputs that chose it (max) or whose window holds it (average), the order the
-// CPU loops add them in, so the results equal the CPU's without atomics.
+// does. (A block per channel would leave ResNet-50's 64-channel layers at batch 32 on 64 blocks of
+// a 132-SM GPU.) Pool backward passes gather instead of scatter: each input element adds, in
+// output order, the gradients of the outputs that chose it (max) or whose window holds it
+// (average), the order the CPU loops add them in, so the results equal the CPU's without atomics.
 #include <cuda_runtime.h>
 
 #include <algorithm>
