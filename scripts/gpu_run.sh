@@ -105,7 +105,8 @@ stage_profile() {
 # cuDNN's forward algorithms and the graph API's engines as rows; guess, and find with the
 # engines among its candidates); per launch of $CONV_LAUNCHES (default: eager graph): eager calls
 # into conv_mbB/, or each call captured once as a CUDA graph on both sides (--launch graph,
-# --cuda-graph) into conv_graph_mbB/.
+# --cuda-graph) into conv_graph_mbB/; then scripts/gpu_conv_table.py's table of the two per batch
+# and launch (conv_table_[graph_]mbB.md).
 stage_conv() {
   local mb model name count desc launch tag
   for launch in ${CONV_LAUNCHES:-eager graph}; do
@@ -118,6 +119,8 @@ stage_conv() {
         desc="mb${mb}$(echo "${desc}" | sed -E 's/^mb[0-9]+//')"
         STEP_TIMEOUT=${CONV_STEP_TIMEOUT:-30} step "conv2d $launch mb$mb $model $name" "$out/conv.log" "${nn[@]}" bench conv2d --device cuda --launch "$launch" --engines --problem "$desc" --warmup 3 --measure 10 --json "$out/conv_${tag}mb$mb/${model}_${name}.json"
       done
+      python3 "$here/gpu_conv_table.py" "$out" --batch "$mb" --launch "$launch" > "$out/conv_table_${tag}mb$mb.md" 2>> "$out/conv.log"
+      tail -2 "$out/conv_table_${tag}mb$mb.md" >> "$out/summary.txt"
     done
   done
 }
