@@ -1,7 +1,8 @@
 // Ctrl-C, handled the same way by every command: the first SIGINT (or SIGTERM) sets a flag that the
 // long loops poll at their safe points (between graph nodes, between timed runs, between find's
 // candidates, between rounds of a measurement, between output channels of the FFT algorithms'
-// weight packing), so the run stops within a fraction of a second with every row already written
+// weight packing, between layers and parts of a layer while a model's weights are initialised),
+// so the run stops within a fraction of a second with every row already written
 // intact and exits 128 + the signal (130 for SIGINT, 143 for SIGTERM); a second one exits at once.
 #pragma once
 

@@ -284,7 +284,7 @@ void Conv2d::init(Rng& rng) {
       // kaiming_uniform(a = sqrt(5)): gain sqrt(2 / 6), bound = gain * sqrt(3 / fan_in)
       // = 1 / sqrt(fan_in); PyTorch draws the bias from the same bound.
       const float bound = static_cast<float>(1.0 / std::sqrt(fan_in));
-      rng.fill_uniform(w, -bound, bound);
+      fill_in_parts(w, [&](std::span<float> part) { rng.fill_uniform(part, -bound, bound); });
       if (has_bias_) {
         rng.fill_uniform(std::span<float>(bias_.data(), static_cast<std::size_t>(oc_)), -bound,
                          bound);
@@ -294,7 +294,8 @@ void Conv2d::init(Rng& rng) {
     case ConvInit::kHeNormal:
     case ConvInit::kHeNormalFanOut: {
       const double fan = init_ == ConvInit::kHeNormal ? fan_in : fan_out;
-      rng.fill_normal(w, 0.0f, static_cast<float>(std::sqrt(2.0 / fan)));
+      const float stddev = static_cast<float>(std::sqrt(2.0 / fan));
+      fill_in_parts(w, [&](std::span<float> part) { rng.fill_normal(part, 0.0f, stddev); });
       if (has_bias_) bias_.zero();
       break;
     }

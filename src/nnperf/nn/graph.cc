@@ -282,7 +282,10 @@ GradientRouting Graph::gradient_routing() const {
 }
 
 void Graph::init(Rng& rng) {
-  for (int i = 1; i < size(); ++i) impl_->nodes[i].layer->init(rng);
+  for (int i = 1; i < size(); ++i) {
+    check_interrupt();  // Ctrl-C: a large model's initialisation takes a second or more
+    impl_->nodes[i].layer->init(rng);
+  }
 }
 
 std::vector<Param> Graph::params() {

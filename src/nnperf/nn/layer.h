@@ -1,11 +1,14 @@
 // Layers with explicit forward/backward pairs. A layer is planned once per input shape (validate,
 // pick algorithms, size workspaces); forward/backward then only compute.
 #pragma once
+#include <algorithm>
+#include <cstddef>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "nnperf/core/interrupt.h"
 #include "nnperf/core/rng.h"
 #include "nnperf/core/tensor.h"
 #include "nnperf/kernels/gemm/gemm.h"
@@ -77,5 +80,18 @@ class Layer {
   // the per-layer CSVs ("gemm=blocked m64n128k784"); empty for layers without a choice.
   virtual std::string dispatch() const { return {}; }
 };
+
+// Fills w by fill(part) over consecutive parts of at most 2^20 values, polling Ctrl-C before each:
+// a large layer's initialisation (VGG-16's first Linear, 103M weights) takes a good part of a
+// second, longer on a loaded machine. Rng draws one sequential stream, so the values are those of
+// one call.
+template <typename Fill>
+void fill_in_parts(std::span<float> w, Fill fill) {
+  constexpr std::size_t kPart = std::size_t{1} << 20;
+  for (std::size_t at = 0; at < w.size(); at += kPart) {
+    check_interrupt();
+    fill(w.subspan(at, std::min(kPart, w.size() - at)));
+  }
+}
 
 }  // namespace nnperf

@@ -111,13 +111,14 @@ void Linear::init(Rng& rng) {
   const double fan_in = static_cast<double>(in_);
   std::span<float> w(weight_.data(), static_cast<std::size_t>(weight_.numel()));
   if (init_ == LinearInit::kHeNormal) {
-    rng.fill_normal(w, 0.0f, static_cast<float>(std::sqrt(2.0 / fan_in)));
+    const float stddev = static_cast<float>(std::sqrt(2.0 / fan_in));
+    fill_in_parts(w, [&](std::span<float> part) { rng.fill_normal(part, 0.0f, stddev); });
     if (has_bias_) bias_.zero();
   } else {
     // kaiming_uniform(a = sqrt(5)): gain = sqrt(2 / (1 + 5)), bound = gain * sqrt(3 / fan_in)
     // = 1 / sqrt(fan_in); PyTorch draws the bias from the same bound.
     const float bound = static_cast<float>(1.0 / std::sqrt(fan_in));
-    rng.fill_uniform(w, -bound, bound);
+    fill_in_parts(w, [&](std::span<float> part) { rng.fill_uniform(part, -bound, bound); });
     if (has_bias_) {
       rng.fill_uniform(std::span<float>(bias_.data(), static_cast<std::size_t>(out_)), -bound,
                        bound);
