@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/counter_rng.h"
 #include "nnperf/kernels/cuda_kernels.h"
 #include "nnperf/kernels/cuda_launch.cuh"
@@ -323,25 +324,13 @@ __global__ void slice_kernel(const float* full, int64_t mb, int64_t part_per_ima
 
 // Device scratch for the per-channel partial sums: one buffer per host thread (the stream's
 // work is in order, so one call's partials are read before the next writes them), grown to the
-// largest need and kept; growing frees the old one (cudaFree waits for the device).
+// largest need and kept (cuda::Buffer: growing frees the old one, and cudaFree waits for the
+// device).
 double* scratch(std::size_t doubles) {
-  struct Holder {
-    double* p = nullptr;
-    std::size_t size = 0;
-    ~Holder() {
-      if (p != nullptr) (void)cudaFree(p);
-    }
-  };
-  thread_local Holder h;
-  if (h.size < doubles) {
-    if (h.p != nullptr) cuda::check(cudaFree(h.p), "cudaFree (batchnorm scratch)");
-    h.p = nullptr;
-    h.size = 0;
-    cuda::check(cudaMalloc(reinterpret_cast<void**>(&h.p), doubles * sizeof(double)),
-                "cudaMalloc (batchnorm scratch)");
-    h.size = doubles;
-  }
-  return h.p;
+  thread_local cuda::Buffer buffer;
+  const std::size_t floats = 2 * doubles;  // cudaMalloc's alignment suits doubles
+  if (buffer.size() < floats) buffer = cuda::Buffer(floats);
+  return reinterpret_cast<double*>(buffer.data());
 }
 
 }  // namespace
