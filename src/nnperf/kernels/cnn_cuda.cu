@@ -30,7 +30,7 @@ __global__ void affine_kernel(I n, I plane, I channels, const float* x, const fl
                               const float* shift, float* y) {
   const I stride = static_cast<I>(gridDim.x) * blockDim.x;
   for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const I c = (i / plane) % channels;
+    const I c = detail::channel_of(i, plane, channels);
     y[i] = fmaf(x[i], scale != nullptr ? scale[c] : 1.0f, shift[c]);
   }
 }
@@ -41,7 +41,7 @@ __global__ void affine4_kernel(uint32_t groups, uint32_t plane_groups, uint32_t 
                                const float4* x, const float* scale, const float* shift, float4* y) {
   const uint32_t stride = gridDim.x * blockDim.x;
   for (uint32_t g = blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += stride) {
-    const uint32_t c = (g / plane_groups) % channels;
+    const uint32_t c = detail::channel_of(g, plane_groups, channels);
     const float a = scale != nullptr ? scale[c] : 1.0f, b = shift[c];
     float4 v = x[g];
     v.x = fmaf(v.x, a, b);

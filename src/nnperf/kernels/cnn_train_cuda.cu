@@ -23,6 +23,7 @@ namespace nnperf::cuda_kernels {
 namespace {
 
 using detail::avg_divisor;
+using detail::bn_splits;
 using detail::first_index;
 using detail::grid_stride;
 using detail::kBlock;
@@ -41,43 +42,17 @@ __device__ double block_sum(double v, double* shared) {
   return total;
 }
 
-// Blocks per channel for the per-channel sums: about kReductionBlocks blocks in all, none given
-// fewer than four elements per thread, at most kMaxSplits.
-constexpr int64_t kReductionBlocks = 1024, kMaxSplits = 64;
-
-int bn_splits(const BatchNormShape& s) {
-  const int64_t want = (kReductionBlocks + s.channels - 1) / std::max<int64_t>(s.channels, 1);
-  const int64_t most = (s.mb * s.plane) / (4 * kBlock);
-  return static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, kMaxSplits));
-}
-
 // The grid of the partial-sum kernels: blockIdx.x the split, blockIdx.y the channel (at most
 // 65535 channels: a launch beyond is refused by CUDA, and reported).
 dim3 split_grid(const BatchNormShape& s, int splits) {
   return dim3(static_cast<unsigned>(splits), static_cast<unsigned>(s.channels));
 }
 
-// The elements of channel c whose flat index (image-major over its mb * plane) lies in this
-// block's split of `splits` (blockIdx.x), walked by the block's threads kBlock apart: f(offset in
-// the NCHW tensor). One division per thread, none per element.
+// The elements of channel c in this block's split (blockIdx.x) that this thread visits
+// (cuda_index.h's walk): f(offset in the NCHW tensor).
 template <typename F>
 __device__ void walk_split(const BatchNormShape& s, int64_t c, int splits, F f) {
-  const int64_t count = s.mb * s.plane, size = (count + splits - 1) / splits;
-  const int64_t lo = min(count, static_cast<int64_t>(blockIdx.x) * size),
-                hi = min(count, lo + size);
-  int64_t i = lo + threadIdx.x;
-  if (i >= hi) return;
-  int64_t n = i / s.plane, j = i % s.plane;
-  const int64_t dn = kBlock / s.plane, dj = kBlock % s.plane;
-  for (; i < hi; i += kBlock) {
-    f((n * s.channels + c) * s.plane + j);
-    n += dn;
-    j += dj;
-    if (j >= s.plane) {
-      j -= s.plane;
-      ++n;
-    }
-  }
+  detail::walk_split(s, c, splits, blockIdx.x, threadIdx.x, f);
 }
 
 // Channel c's sum over its splits' partials (entry `part` of `width` per split), in split order.
@@ -145,7 +120,7 @@ __global__ void bn_normalize(I n, I plane, I channels, const float* x, float* y,
                              const float* beta, const double* mean, const double* inv) {
   const I stride = static_cast<I>(gridDim.x) * blockDim.x;
   for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const I c = (i / plane) % channels;
+    const I c = detail::channel_of(i, plane, channels);
     y[i] = static_cast<float>((x[i] - mean[c]) * (gamma[c] * inv[c]) + beta[c]);
   }
 }
@@ -194,7 +169,7 @@ __global__ void bn_dx(I n, I plane, I channels, double count, const float* x, co
                       const double* save_inv, const double* sums) {
   const I stride = static_cast<I>(gridDim.x) * blockDim.x;
   for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const I c = (i / plane) % channels;
+    const I c = detail::channel_of(i, plane, channels);
     const double inv = save_inv[c], k = gamma[c] * inv;
     const double p = -k * inv * (sums[2 * c + 1] / count), q = -k * (sums[2 * c] / count);
     dx[i] = static_cast<float>(k * dy[i] + p * (x[i] - save_mean[c]) + q);

@@ -6,11 +6,7 @@
 #pragma once
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define NNPERF_HOST_DEVICE __host__ __device__
-#else
-#define NNPERF_HOST_DEVICE
-#endif
+#include "nnperf/kernels/host_device.h"
 
 namespace nnperf {
 

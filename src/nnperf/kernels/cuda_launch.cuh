@@ -1,6 +1,7 @@
 // Launch helpers shared by the .cu files of kernels/ (CUDA translation units only): one thread
 // per element (or per group of four, through float4) over grid-stride loops of kBlock-thread
-// blocks, and the check after each launch.
+// blocks, and the check after each launch. The index arithmetic they share with the host tests
+// is in cuda_index.h.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -10,15 +11,10 @@
 
 #include "nnperf/gpu/cuda_check.h"
 #include "nnperf/kernels/batchnorm.h"
+#include "nnperf/kernels/cuda_index.h"
 #include "nnperf/kernels/pool.h"
 
 namespace nnperf::cuda_kernels::detail {
-
-inline constexpr int kBlock = 256;
-
-inline unsigned blocks_for(int64_t n) {
-  return static_cast<unsigned>(std::clamp<int64_t>((n + kBlock - 1) / kBlock, 1, 65536));
-}
 
 inline void launched(const char* what) { cuda::check(cudaGetLastError(), what); }
 
@@ -35,17 +31,12 @@ inline bool aligned16(std::initializer_list<const void*> pointers) {
 
 // Element-wise over n floats of 16-byte-aligned arrays, vectorised: `group(g)` handles elements
 // 4g .. 4g+3 for every g < n / 4 (grid-stride), then `one(k)` each of the last n % 4 elements (at
-// most three, by the grid's first threads), all in one launch.
+// most three, by the grid's first threads), all in one launch (cuda_index.h's walk, launched
+// with blocks_for_groups(n) blocks).
 template <typename Group, typename One>
 __device__ void by_groups_of_four(int64_t n, Group group, One one) {
-  const int64_t groups = n / 4;
-  for (int64_t g = first_index(); g < groups; g += grid_stride()) group(g);
-  const int64_t k = groups * 4 + first_index();
-  if (k < n) one(k);
+  walk_groups_of_four(n, first_index(), grid_stride(), group, one);
 }
-
-// The grid for by_groups_of_four over n elements.
-inline unsigned blocks_for_groups(int64_t n) { return blocks_for(std::max<int64_t>(n / 4, 1)); }
 
 // Checks the device, then launches `kernel` over n elements (nothing when n <= 0) and checks the
 // launch; `what` names it in the error.
