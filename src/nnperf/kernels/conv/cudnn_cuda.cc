@@ -193,6 +193,20 @@ struct Descriptors {
     }
     return *known;
   }
+  ConvPass pass = ConvPass::kForward;
+  std::unique_ptr<detail::EngineSet> engine_set;  // the pass's graph-API plans, made on first use
+  detail::EngineSet& engines() {
+    if (!engine_set) engine_set = std::make_unique<detail::EngineSet>(p, pass);
+    return *engine_set;
+  }
+  // `names` (find's served legacy algorithms) and, with o.engines, the engines' names after them.
+  std::vector<std::string> with_engines(std::vector<std::string> names, const FindOptions& o) {
+    if (o.engines) {
+      const std::vector<std::string>& e = engines().names();
+      names.insert(names.end(), e.begin(), e.end());
+    }
+    return names;
+  }
   Descriptors() = default;
   Descriptors(const Descriptors&) = delete;
   Descriptors& operator=(const Descriptors&) = delete;
@@ -314,6 +328,9 @@ cuda::Buffer& workspace_of_at_least(std::size_t bytes) {
   return w;
 }
 
+// The shared workspace's address after growing it to at least `bytes`.
+void* workspace_for(std::size_t bytes) { return workspace_of_at_least(bytes).data(); }
+
 // The workspace find gives its candidates: the most any of `names` needs, up to `limit`.
 template <typename Bytes>
 std::size_t find_workspace(const std::vector<std::string>& names, std::size_t limit, Bytes bytes) {
@@ -333,7 +350,7 @@ AlgoResult engine_candidate(detail::EngineSet& e, const std::string& name, std::
         fmt::format("needs {} bytes of workspace, more than find's {}", r.workspace_bytes, have);
     return r;
   }
-  const auto queue = [&] { e.run(name, t, workspace_of_at_least(r.workspace_bytes).data()); };
+  const auto queue = [&] { e.run(name, t, workspace_for); };
   try {
     queue();
     if (launch == Launch::kGraph) cuda::CapturedWork().capture(queue);
@@ -341,6 +358,15 @@ AlgoResult engine_candidate(detail::EngineSet& e, const std::string& name, std::
     r.status = err.what();
   }
   return r;
+}
+
+// find's candidates after cuDNN's own: each engine among `names` (engine_candidate).
+void add_engine_candidates(std::vector<AlgoResult>& found, Descriptors& m,
+                           const std::vector<std::string>& names, std::size_t have, Launch launch,
+                           const detail::EngineTensors& t) {
+  for (const std::string& n : names) {
+    if (detail::is_engine(n)) found.push_back(engine_candidate(m.engines(), n, have, launch, t));
+  }
 }
 
 }  // namespace
@@ -355,11 +381,6 @@ const void* workspace_address() { return shared_workspace().data(); }
 struct ConvForward::Impl : Descriptors {
   void describe(const ConvProblem& problem, std::span<const float> weights);
   cuda::Buffer src, wei, dst;
-  std::unique_ptr<detail::EngineSet> engine_set;  // the graph API's plans, made on first use
-  detail::EngineSet& engines() {
-    if (!engine_set) engine_set = std::make_unique<detail::EngineSet>(p, ConvPass::kForward);
-    return *engine_set;
-  }
   cudnnConvolutionFwdAlgo_t algo(std::string_view name) const {
     return static_cast<cudnnConvolutionFwdAlgo_t>(pass_algo_index(ConvPass::kForward, name));
   }
@@ -456,14 +477,11 @@ std::vector<AlgoResult> ConvForward::find(const FindOptions& o) {
 std::vector<AlgoResult> ConvForward::find_on(const FindOptions& o, const float* x, float* y) {
   Api& a = usable();
   Impl& m = *impl_;
-  std::vector<std::string> names;
+  std::vector<std::string> served;
   for (const char* n : forward_algorithms()) {
-    if (why_not(n).empty()) names.emplace_back(n);
+    if (why_not(n).empty()) served.emplace_back(n);
   }
-  if (o.engines) {
-    const std::vector<std::string>& e = m.engines().names();
-    names.insert(names.end(), e.begin(), e.end());
-  }
+  const std::vector<std::string> names = m.with_engines(std::move(served), o);
   cuda::Buffer& workspace = workspace_of_at_least(find_workspace(
       names, o.max_workspace_bytes, [&](const std::string& n) { return workspace_bytes(n); }));
   const std::size_t have = workspace.size() * sizeof(float);
@@ -475,10 +493,7 @@ std::vector<AlgoResult> ConvForward::find_on(const FindOptions& o, const float* 
                                             max, &got, perf.data(), workspace.data(), have),
         "cudnnFindConvolutionForwardAlgorithmEx");
   std::vector<AlgoResult> found = m.results(perf.data(), got);
-  for (const std::string& n : names) {
-    if (detail::is_engine(n))
-      found.push_back(engine_candidate(m.engines(), n, have, o.launch, {x, m.wei.data(), y}));
-  }
+  add_engine_candidates(found, m, names, have, o.launch, {x, m.wei.data(), y});
   return retimed(std::move(found), have, o.launch,
                  [&](std::string_view algo) { run_on(algo, x, y); });
 }
@@ -498,8 +513,7 @@ void ConvForward::run_with(std::string_view algorithm, const float* x, const flo
   Api& a = usable();
   Impl& m = *impl_;
   if (detail::is_engine(algorithm)) {
-    detail::EngineSet& e = m.engines();
-    e.run(algorithm, {x, wei, y}, workspace_of_at_least(e.workspace_bytes(algorithm)).data());
+    m.engines().run(algorithm, {x, wei, y}, workspace_for);
     return;
   }
   const cudnnConvolutionFwdAlgo_t k = m.algo(algorithm);  // one lookup of the name
@@ -522,14 +536,8 @@ std::vector<float> ConvForward::output() {
 // ---- backward passes ----
 
 struct ConvBackward::Impl : Descriptors {
-  ConvPass pass = ConvPass::kBackwardData;
   cuda::Buffer first, dy, out;  // first: w (data) or x (weights); out: dx or dw
-  std::unique_ptr<detail::EngineSet> engine_set;  // the graph API's plans, made on first use
   bool data() const { return pass == ConvPass::kBackwardData; }
-  detail::EngineSet& engines() {
-    if (!engine_set) engine_set = std::make_unique<detail::EngineSet>(p, pass);
-    return *engine_set;
-  }
   // The pass's tensors in the engines' roles: {dx, w, dy} or {x, dw, dy}.
   detail::EngineTensors tensors(const float* first_, const float* dy_, float* out_) const {
     return data() ? detail::EngineTensors{out_, first_, dy_}
@@ -645,16 +653,12 @@ std::vector<AlgoResult> ConvBackward::find_on(const FindOptions& o, const float*
                                               const float* dy, float* out) {
   Api& a = usable();
   Impl& m = *impl_;
-  std::vector<std::string> names;
+  std::vector<std::string> served;
   for (const char* n : algorithms(m.pass)) {
     std::size_t bytes = 0;
-    if (m.query(n, &bytes) == CUDNN_STATUS_SUCCESS) names.emplace_back(n);
+    if (m.query(n, &bytes) == CUDNN_STATUS_SUCCESS) served.emplace_back(n);
   }
-  const std::size_t legacy = names.size();
-  if (o.engines) {
-    const std::vector<std::string>& e = m.engines().names();
-    names.insert(names.end(), e.begin(), e.end());
-  }
+  const std::vector<std::string> names = m.with_engines(std::move(served), o);
   cuda::Buffer& workspace = workspace_of_at_least(find_workspace(
       names, o.max_workspace_bytes, [&](const std::string& n) { return workspace_bytes(n); }));
   const int max = m.max_count();
@@ -674,10 +678,7 @@ std::vector<AlgoResult> ConvBackward::find_on(const FindOptions& o, const float*
           "cudnnFindConvolutionBackwardFilterAlgorithmEx");
     found = results_of(perf.data(), got, algorithms(m.pass));
   }
-  for (std::size_t i = legacy; i < names.size(); ++i) {
-    found.push_back(
-        engine_candidate(m.engines(), names[i], have, o.launch, m.tensors(first, dy, out)));
-  }
+  add_engine_candidates(found, m, names, have, o.launch, m.tensors(first, dy, out));
   return retimed(std::move(found), have, o.launch,
                  [&](std::string_view algo) { run_on(algo, first, dy, out); });
 }
@@ -693,9 +694,7 @@ void ConvBackward::run_on(std::string_view algorithm, const float* first, const 
   Api& a = usable();
   Impl& m = *impl_;
   if (detail::is_engine(algorithm)) {
-    detail::EngineSet& e = m.engines();
-    e.run(algorithm, m.tensors(first, dy, out),
-          workspace_of_at_least(e.workspace_bytes(algorithm)).data());
+    m.engines().run(algorithm, m.tensors(first, dy, out), workspace_for);
     return;
   }
   const std::size_t ws = workspace_bytes(algorithm);

@@ -358,11 +358,12 @@ bool EngineSet::deterministic(std::string_view name) const {
   return impl_->plan(name).deterministic;
 }
 
-void EngineSet::run(std::string_view name, const EngineTensors& t, void* workspace) {
+void EngineSet::run(std::string_view name, const EngineTensors& t,
+                    void* (*workspace)(std::size_t bytes)) {
   Impl::Plan& p = impl_->plan(name);
   // cuDNN takes every tensor as void*: the pass writes one of them (its output)
   const Pointers pointers{const_cast<float*>(t.x), const_cast<float*>(t.w), const_cast<float*>(t.y),
-                          workspace};
+                          workspace(p.workspace_bytes)};
   if (!p.pack || p.pointers != pointers) {
     for (std::size_t i = 0; i < 3; ++i) {
       if (reinterpret_cast<std::uintptr_t>(pointers[i]) % kAlignment != 0)

@@ -63,11 +63,12 @@ class EngineSet {
   std::size_t workspace_bytes(std::string_view name) const;
   // Whether the engine has no NONDETERMINISTIC numerical note (the same bits every run).
   bool deterministic(std::string_view name) const;
-  // The pass by that plan on t; workspace of at least workspace_bytes(name). Pointers must be
+  // The pass by that plan on t, its workspace from workspace(workspace_bytes(name)) (a device
+  // buffer of at least that many bytes; one lookup of the name for both). Pointers must be
   // 16-byte aligned (the tensors are described so; cudaMalloc's are). Each plan keeps the variant
   // pack (the pointers) of its last run and makes a new one only when they change, so repeated
   // eager runs on the same buffers do no descriptor work. Not thread-safe (neither is its owner).
-  void run(std::string_view name, const EngineTensors& t, void* workspace);
+  void run(std::string_view name, const EngineTensors& t, void* (*workspace)(std::size_t bytes));
 
  private:
   struct Impl;
