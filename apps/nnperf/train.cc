@@ -10,6 +10,7 @@
 #include "flags.h"
 #include "nnperf/core/error.h"
 #include "nnperf/io/run_info.h"
+#include "nnperf/kernels/conv/cudnn_batchnorm.h"
 #include "nnperf/models/registry.h"
 #include "nnperf/runs/cnn_train.h"
 #include "nnperf/runs/train_driver.h"
@@ -31,6 +32,7 @@ struct Flags {
   int workers = 0, prefetch_factor = 2, save_every = 0, profile_iter = 1;
   bool no_augment = false, profile_one_step = false, no_nesterov = false, deterministic = false;
   bool engines = false;
+  std::string batchnorm = "own";
   int grad_accum_steps = 1;
   std::string resume, init_weights, on_bad_image = "fail", step_log;
 };
@@ -65,6 +67,7 @@ int run_driver(Flags& f, const CLI::App& sub) {
   d.grad_accum_steps = f.grad_accum_steps;
   d.deterministic = f.deterministic;
   d.find_engines = f.engines;
+  d.batchnorm = f.batchnorm;
   d.threads = f.train.run.threads;
   d.device = f.train.device == "cuda" ? Device::kCuda : Device::kCpu;
   d.label_smoothing = f.train.run.label_smoothing;
@@ -99,7 +102,7 @@ void refuse_cnn_flags(const CLI::App& sub) {
   for (const char* flag :
        {"--workers", "--prefetch-factor", "--no-augment", "--no-nesterov", "--save-every",
         "--resume", "--init-weights", "--profile-one-step", "--profile-iter", "--on-bad-image",
-        "--warmup", "--algorithm", "--step-log", "--engines"}) {
+        "--warmup", "--algorithm", "--step-log", "--engines", "--batchnorm"}) {
     if (sub.count(flag) > 0) {
       throw UsageError(fmt::format("{}: applies to the CNNs, not --model mlp", flag));
     }
@@ -170,6 +173,7 @@ int run_cnn(Flags& f, const CLI::App& sub) {
   o.device = f.train.device == "cuda" ? Device::kCuda : Device::kCpu;
   o.deterministic = f.deterministic;
   o.find_engines = f.engines;
+  o.batchnorm = f.batchnorm;
   o.save_every = f.save_every;
   o.resume = f.resume;
   o.init_weights = f.init_weights;
@@ -195,6 +199,12 @@ int run_cnn(Flags& f, const CLI::App& sub) {
 int run_train(Flags& f, const CLI::App& sub) {
   if (f.engines && f.train.device != "cuda")
     throw UsageError("--engines: applies to --device cuda (cuDNN's graph-API engines)");
+  (void)cudnn::checked_batchnorm_algorithm("--batchnorm", f.batchnorm);
+  if (f.batchnorm != "own" && f.train.device != "cuda") {
+    throw UsageError(fmt::format(
+        "--batchnorm {}: applies to --device cuda (the CPU runs the project's BatchNorm)",
+        f.batchnorm));
+  }
   if (f.iters > 0) return run_driver(f, sub);
   if (find_model(f.model).name != std::string("mlp")) return run_cnn(f, sub);
   refuse_cnn_flags(sub);
@@ -270,6 +280,10 @@ void add_driver_flags(CLI::App& sub, Flags& f) {
   sub.add_flag("--engines", f.engines,
                "CNNs with --device cuda: the passes that use find also rank cuDNN's graph-API "
                "engine configurations (FP32, no TF32)");
+  sub.add_option("--batchnorm", f.batchnorm,
+                 "CNNs with --device cuda: BatchNorm's algorithm, own (nnperf's kernels, float64 "
+                 "statistics) or cudnn (cuDNN's, as PyTorch runs BatchNorm2d)")
+      ->capture_default_str();
   sub.add_option("--log-dir", f.log_dir, "Driver: metrics.csv goes here (appended)")
       ->capture_default_str();
 }

@@ -103,6 +103,9 @@ TEST(CnnTrainCli, EpochsCheckpointsAndRecords) {
   // 8 steps, warm-up 3, then cosine: the last step (7) is at p = (7 - 3) / 5 = 0.8 (float lr).
   EXPECT_NEAR(t.number(1, t.require("lr")), 0.1 * 0.5 * (1 + std::cos(M_PI * 0.8)), 1e-8);
   EXPECT_NEAR(t.number(0, t.require("lr")), 0.1 * 0.5 * (1 + std::cos(M_PI * 0.0)), 1e-8);
+  const nlohmann::json run = read_json(out / "run.json");
+  EXPECT_EQ(run["device"], "cpu");
+  EXPECT_EQ(run["batchnorm"], "own");  // the CPU's BatchNorm: the project's kernel
   const nlohmann::json fr = read_json(out / "final_results.json");
   EXPECT_EQ(fr["model"], "resnet18");
   EXPECT_EQ(fr["measured_epochs"], 2);

@@ -216,7 +216,12 @@ TEST(GpuCli, CnnEpochTrainingRefusesWhatItCannotDoInOneLine) {
            {"--engines --algorithm find", "--engines: applies to --device cuda"},
            {"--device cuda --engines --algorithm guess",
             "--engines: adds cuDNN's graph-API engines to find's candidates; --algorithm guess "
-            "uses find for no pass"}}) {
+            "uses find for no pass"},
+           {"--batchnorm cudnn", "--batchnorm cudnn: applies to --device cuda"},
+           {"--device cuda --batchnorm fused",
+            "--batchnorm fused: unknown BatchNorm algorithm; one of own, cudnn"},
+           {"--iters 2 --device cuda --batchnorm fused",
+            "--batchnorm fused: unknown BatchNorm algorithm; one of own, cudnn"}}) {
     const auto r = run_nnperf(fmt::format("train --model resnet18 --synthetic {} --out-dir '{}'",
                                           flags, (dir.path() / "x").string()));
     EXPECT_EQ(r.exit_code, 2) << flags;

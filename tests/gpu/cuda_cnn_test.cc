@@ -22,6 +22,7 @@
 #include "nnperf/core/rng.h"
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/models/registry.h"
+#include "nnperf/nn/batchnorm.h"
 #include "nnperf/nn/conv2d.h"
 #include "nnperf/nn/dropout.h"
 #include "nnperf/nn/flatten.h"
@@ -583,6 +584,58 @@ TEST(CudaCnnTrainer, FindWithEnginesTrainsEveryLayerAsTheCpu) {
     EXPECT_EQ(a.find("find"), std::string::npos) << gpu_graph.name(n) << ": " << a;
   }
   EXPECT_EQ(convs, 20);
+}
+
+// --batchnorm cudnn: a step with cuDNN's BatchNorm (float statistics) trains every layer as the
+// CPU layer does (float64 statistics) within 1e-4, the same bound as the own kernels' step, and
+// the running statistics it leaves are the CPU layers' after the same one update (cuDNN's running
+// variance unbiased, as torch.nn.BatchNorm2d's).
+TEST(CudaCnnTrainer, CudnnBatchNormTrainsEveryLayerAsTheCpu) {
+  if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
+  OptimizerOptions sgd;
+  sgd.name = "sgd";
+  sgd.lr = 0.01;
+  const Shape input{4, 3, 64, 64};
+  Graph gpu_graph = built("resnet18", 5), local = built("resnet18", 5);
+  plan_model(find_model("resnet18"), gpu_graph, input, gpu_host_ctx());
+  plan_model(find_model("resnet18"), local, input, training_ctx());
+  CudaCnnTrainer gpu(gpu_graph, sgd, "fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1", 0.0f,
+                     /*deterministic=*/true, false, "cudnn");
+  EXPECT_EQ(gpu.batchnorm(), "cudnn");
+  const Tensor x = test::random_tensor(input, 17);
+  std::vector<int32_t> labels(static_cast<std::size_t>(input[0]));
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    labels[i] = static_cast<int32_t>((5 * i + 3) % 10);
+  EXPECT_TRUE(std::isfinite(gpu.step(span_of(x), labels).mean_loss()));
+  const std::string table = layer_by_layer_mismatches(local, gpu, x, 1e-4);
+  EXPECT_EQ(table, "") << "layer by layer, differing by more than 1e-4:\n" << table;
+  gpu.download_params();
+  int bns = 0;
+  for (int n = 1; n < gpu_graph.size(); ++n) {
+    auto* g = dynamic_cast<BatchNorm2d*>(&gpu_graph.layer(n));
+    if (g == nullptr) continue;
+    ++bns;
+    auto& c = dynamic_cast<BatchNorm2d&>(local.layer(n));
+    EXPECT_LE(relative_diff(span_of(g->running_mean()), span_of(c.running_mean())), 1e-4)
+        << gpu_graph.name(n);
+    EXPECT_LE(relative_diff(span_of(g->running_var()), span_of(c.running_var())), 1e-4)
+        << gpu_graph.name(n);
+  }
+  EXPECT_EQ(bns, 20);
+}
+
+TEST(CudaCnnTrainer, BatchNormAlgorithmIsCheckedBeforeAnything) {
+  Graph g = built("resnet18", 5);
+  plan_model(find_model("resnet18"), g, Shape{2, 3, 32, 32}, gpu_host_ctx());
+  OptimizerOptions sgd;
+  sgd.name = "sgd";
+  try {
+    CudaCnnTrainer t(g, sgd, "guess", 0.0f, false, false, "fused");
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--batchnorm fused: unknown BatchNorm algorithm; one of own, cudnn");
+  }
 }
 
 TEST(CudaCnnTrainer, EnginesNeedAPassThatUsesFind) {

@@ -21,6 +21,7 @@
 #include "nnperf/io/out_dir.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/conv/conv.h"
+#include "nnperf/kernels/conv/cudnn_batchnorm.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/models/registry.h"
 #include "nnperf/profile/conv_timer.h"
@@ -40,6 +41,7 @@ namespace {
 // --device cuda: cuDNN's algorithm names, no CPU-only modes, a device (before any data is read).
 void validate_cuda(const CnnTrainOptions& o) {
   (void)parse_cuda_conv_choice(o.algorithm, o.find_engines);
+  (void)cudnn::checked_batchnorm_algorithm("--batchnorm", o.batchnorm);
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
 }
@@ -203,7 +205,7 @@ struct Session {
     if (const std::string why = cuda_training_unsupported(graph); !why.empty())
       throw UsageError(fmt::format("--model {} --device cuda: {}", model.name, why));
     gpu = std::make_unique<CudaCnnTrainer>(graph, o.optimizer, o.algorithm, o.label_smoothing,
-                                           o.deterministic, o.find_engines);
+                                           o.deterministic, o.find_engines, o.batchnorm);
     gpu->load_optimizer_state(trainer.optimizer().state(), trainer.optimizer().steps());
   }
   int64_t steps() { return gpu ? gpu->steps() : trainer.optimizer().steps(); }
@@ -451,6 +453,7 @@ nlohmann::json run_context(const CnnTrainOptions& o, const Session& s, int threa
       {"conv_algorithm", o.algorithm},
       {"deterministic", o.deterministic},
       {"find_engines", o.find_engines},
+      {"batchnorm", o.batchnorm},
       {"resume", o.resume.string()},
       {"init_weights", o.init_weights.string()},
       {"device", s.gpu ? "cuda" : "cpu"},

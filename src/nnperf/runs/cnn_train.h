@@ -39,6 +39,8 @@ struct CnnTrainOptions {
   Device device = Device::kCpu;
   bool deterministic = false;  // --device cuda: only algorithms cuDNN marks deterministic
   bool find_engines = false;   // --device cuda: find ranks cuDNN's graph-API engines too
+  // --device cuda: BatchNorm's algorithm, one of cudnn::batchnorm_algorithms() ("own", "cudnn")
+  std::string batchnorm = "own";
   int save_every = 0;               // epoch_NNN checkpoints every N epochs (0: none)
   std::filesystem::path resume;
   std::filesystem::path init_weights;  // start from these weights instead of the initialiser

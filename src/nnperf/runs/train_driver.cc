@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "nnperf/build_info.h"
+#include "nnperf/core/clock.h"
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
@@ -19,9 +20,9 @@
 #include "nnperf/io/files.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/conv/conv.h"
+#include "nnperf/kernels/conv/cudnn_batchnorm.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/models/registry.h"
-#include "nnperf/core/clock.h"
 #include "nnperf/profile/conv_timer.h"
 #include "nnperf/train/cuda_cnn.h"
 #include "nnperf/train/trainer.h"
@@ -39,6 +40,7 @@ constexpr int64_t kDistinctBatches = 2;
 // device and cuDNN present.
 void validate_cuda(const TrainDriverOptions& o) {
   (void)parse_cuda_conv_choice(o.algorithm, o.find_engines);
+  (void)cudnn::checked_batchnorm_algorithm("--batchnorm", o.batchnorm);
   if (o.grad_accum_steps != 1) {
     throw UsageError("--grad-accum-steps: one micro-batch per step on the GPU so far");
   }
@@ -183,7 +185,7 @@ int64_t gpu_steps(const TrainDriverOptions& o, const ModelEntry& m, Graph& graph
     throw UsageError(fmt::format("--model {} --device cuda: {}", m.name, why));
   }
   CudaCnnTrainer trainer(graph, o.optimizer, o.algorithm, o.label_smoothing, o.deterministic,
-                         o.find_engines);
+                         o.find_engines, o.batchnorm);
   int64_t t0 = now_ns();
   for (int i = 0; i < o.warmup_iters + o.iters; ++i) {
     check_interrupt();

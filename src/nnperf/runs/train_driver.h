@@ -38,6 +38,7 @@ struct TrainDriverOptions {
   // GPU, cuDNN's non-deterministic backward algorithms are left out.
   bool deterministic = false;
   bool find_engines = false;  // kCuda: find ranks cuDNN's graph-API engines too (CudaConvChoice)
+  std::string batchnorm = "own";  // kCuda: BatchNorm's algorithm (cudnn::batchnorm_algorithms)
   std::string label;
   std::filesystem::path log_dir = "logs";
   std::string command_line;

@@ -14,6 +14,7 @@
 
 #include "nnperf/core/error.h"
 #include "nnperf/gpu/cuda.h"
+#include "nnperf/kernels/conv/cudnn_batchnorm.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/kernels/cuda_kernels.h"
 #include "nnperf/kernels/elementwise.h"
@@ -22,9 +23,9 @@
 #include "nnperf/nn/activation.h"
 #include "nnperf/nn/batchnorm.h"
 #include "nnperf/nn/conv2d.h"
-#include "nnperf/nn/dropout.h"
 #include "nnperf/nn/cuda_inference.h"
 #include "nnperf/nn/cuda_layers.h"
+#include "nnperf/nn/dropout.h"
 #include "nnperf/nn/linear.h"
 
 namespace nnperf {
@@ -114,6 +115,25 @@ CudaConvChoice parse_passes(const std::string& algorithm) {
 
 }  // namespace
 
+namespace {
+
+// UsageError naming the first BatchNorm layer of `graph` that cuDNN's batch normalisation cannot
+// run (cudnn::batchnorm_why_not), checked before the trainer allocates.
+void require_cudnn_batchnorm(const Graph& graph) {
+  for (int n = 1; n < graph.size(); ++n) {
+    if (dynamic_cast<const BatchNorm2d*>(&graph.layer(n)) == nullptr) continue;
+    const Shape& s = graph.output_shape(n);
+    const std::string why =
+        cudnn::batchnorm_why_not({s[0], s[1], s.numel() / std::max<int64_t>(s[0] * s[1], 1)});
+    if (!why.empty()) {
+      throw UsageError(fmt::format("--batchnorm cudnn: layer {} ({}): {}", graph.name(n),
+                                   graph.layer(n).describe(), why));
+    }
+  }
+}
+
+}  // namespace
+
 CudaConvChoice parse_cuda_conv_choice(const std::string& algorithm, bool find_engines) {
   CudaConvChoice c = parse_passes(algorithm);
   if (find_engines && c.forward != "find" && c.backward_data != "find" &&
@@ -197,7 +217,8 @@ struct CudaCnnTrainer::Node {
   Param* w = nullptr;  // conv/linear weight; BatchNorm gamma
   Param* b = nullptr;  // bias; BatchNorm beta
   BatchNorm2d* bn = nullptr;
-  cuda::Buffer running_mean, running_var, save_mean, save_inv;  // save_*: doubles, 2 floats each
+  // save_*: per channel, two floats each: a double for the own kernels, a float for cuDNN's
+  cuda::Buffer running_mean, running_var, save_mean, save_inv;
   cuda::Buffer eval_scale, eval_shift;  // BatchNorm on running statistics, as one affine map
   bool count_include_pad = true;
   cuda::Buffer argmax;  // int32 bit patterns, one per output
@@ -208,13 +229,14 @@ struct CudaCnnTrainer::Node {
 
 CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
                                const std::string& conv_algorithm, float label_smoothing,
-                               bool deterministic, bool find_engines)
+                               bool deterministic, bool find_engines, const std::string& batchnorm)
     : graph_(graph),
       opt_(optimizer),
       lr_(static_cast<float>(optimizer.lr)),
       label_smoothing_(label_smoothing),
       deterministic_(deterministic),
-      choice_(parse_cuda_conv_choice(conv_algorithm, find_engines)) {
+      choice_(parse_cuda_conv_choice(conv_algorithm, find_engines)),
+      batchnorm_(cudnn::checked_batchnorm_algorithm("--batchnorm", batchnorm)) {
   const CudaConvChoice& choice = choice_;
   if (deterministic && (choice.forward == "find" || choice.backward_data == "find" ||
                         choice.backward_weights == "find")) {
@@ -227,6 +249,7 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
   }
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
+  if (batchnorm_ == "cudnn") require_cudnn_batchnorm(graph);
   (void)make_optimizer(optimizer);  // the CPU optimizer's checks of the options
   const std::size_t need = cuda_training_bytes(graph, optimizer);
   if (const std::size_t free = cuda::device_properties().free_bytes; need > free) {
@@ -423,6 +446,12 @@ void CudaCnnTrainer::forward_node(int n, bool training) {
         cuda_kernels::channel_affine(m.shape, x, m.eval_scale.data(), m.eval_shift.data(), y);
         break;
       }
+      if (batchnorm_ == "cudnn") {
+        cudnn::batchnorm_train_forward(
+            {m.shape, x, y, m.w->value.data(), m.b->value.data(), m.bn->eps(), m.bn->momentum(),
+             m.running_mean.data(), m.running_var.data(), m.save_mean.data(), m.save_inv.data()});
+        break;
+      }
       cuda_kernels::batchnorm_train_forward({m.shape, x, y, m.w->value.data(), m.b->value.data(),
                                              m.bn->eps(), m.bn->momentum(), m.running_mean.data(),
                                              m.running_var.data(),
@@ -495,6 +524,12 @@ void CudaCnnTrainer::backward_node(int n) {
       if (m.b != nullptr) cuda_kernels::channel_sum(m.shape, dy, m.b->grad.data());
       break;
     case Kind::kBatchNorm:
+      if (batchnorm_ == "cudnn") {
+        cudnn::batchnorm_backward({m.shape, x, dy, dx, m.w->value.data(), m.save_mean.data(),
+                                   m.save_inv.data(), m.bn->eps(), m.w->grad.data(),
+                                   m.b->grad.data()});
+        break;
+      }
       cuda_kernels::batchnorm_backward({m.shape, x, dy, dx, m.w->value.data(),
                                         reinterpret_cast<const double*>(m.save_mean.data()),
                                         reinterpret_cast<const double*>(m.save_inv.data()),

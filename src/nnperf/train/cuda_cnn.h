@@ -64,10 +64,12 @@ class CudaCnnTrainer {
   // cuDNN cannot serve for a layer falls back to its guess (algorithms() says what runs).
   // deterministic: only algorithms cuDNN reports CUDNN_DETERMINISTIC for the layer (no find; the
   // backward passes' atomics-based algo_0 and the filter's algo_3 are left out). find_engines:
-  // as CudaConvChoice's.
+  // as CudaConvChoice's. batchnorm: one of cudnn::batchnorm_algorithms(), "own" (the project's
+  // kernels, float64 statistics) or "cudnn" (cuDNN's, as PyTorch runs BatchNorm2d; UsageError
+  // before anything is allocated where a layer's shape is beyond it).
   CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer, const std::string& conv_algorithm,
                  float label_smoothing = 0.0f, bool deterministic = false,
-                 bool find_engines = false);
+                 bool find_engines = false, const std::string& batchnorm = "own");
   ~CudaCnnTrainer();
   CudaCnnTrainer(const CudaCnnTrainer&) = delete;
   CudaCnnTrainer& operator=(const CudaCnnTrainer&) = delete;
@@ -117,6 +119,8 @@ class CudaCnnTrainer {
   // planned batch; short_batch_algorithms for the short batch last trained ("" before one), and
   // its size (0 before one).
   std::string algorithms(int node) const;
+  // The BatchNorm algorithm the training steps run ("own" or "cudnn").
+  const std::string& batchnorm() const { return batchnorm_; }
   std::string short_batch_algorithms(int node) const;
   int64_t short_batch() const { return short_mb_; }
 
@@ -144,6 +148,7 @@ class CudaCnnTrainer {
   float lr_, label_smoothing_;
   bool deterministic_;
   CudaConvChoice choice_;
+  std::string batchnorm_;  // "own" or "cudnn"
   int64_t steps_ = 0, mb_ = 0, classes_ = 0;
   int64_t batch_ = 0;     // the batch the nodes are sized for now (set_batch)
   int64_t short_mb_ = 0;  // the size the nodes' short-batch conv plans were made for (0: none)

@@ -3,6 +3,7 @@
 // for messages and listings; everything that would touch cuDNN refuses with the reason.
 #include "nnperf/core/error.h"
 #include "nnperf/gpu/cuda.h"
+#include "nnperf/kernels/conv/cudnn_batchnorm.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
 
 namespace nnperf::cudnn {
@@ -62,5 +63,9 @@ std::vector<AlgoResult> ConvBackward::find_on(const FindOptions&, const float*, 
   refuse();
 }
 void ConvBackward::run_on(std::string_view, const float*, const float*, float*) { refuse(); }
+
+std::string batchnorm_why_not(const BatchNormShape&) { return unavailable_reason(); }
+void batchnorm_train_forward(const BatchNormForward&) { refuse(); }
+void batchnorm_backward(const BatchNormBackward&) { refuse(); }
 
 }  // namespace nnperf::cudnn
