@@ -2,7 +2,7 @@
 # The GPU machine's side of scripts/gpu_bundle.sh (copied into the bundle as run.sh): runs from
 # the repository root there; logs go to $OUT (or .gpu/out); the payload is unpacked into
 # $NNPERF_GPU_WORK (default /tmp/nnperf-gpu) when it is newer than the last unpacking.
-#   bash .gpu/run.sh [STAGE...]   stages: tests gemm mlp profile train cnn peaks real conv ncu
+#   bash .gpu/run.sh [STAGE...]   stages: tests gemm mlp profile bn train cnn peaks real conv ncu
 #   sanitize (default: all, in that order); $TEST_SUITES (an extended regex) picks the suites of
 #   stage tests. Every command is cut after $STEP_TIMEOUT seconds
 #   (default 120) and none starts after $DEADLINE seconds from the start (default 540), so one
@@ -124,6 +124,27 @@ stage_conv() {
     done
   done
 }
+# BatchNorm's training passes on ResNet-50's shapes at batch 32 (the stem's 64 x 112 x 112, the
+# stages' widest) by our kernels and cuDNN's (bench batchnorm: each row checked against the
+# float64 reference, bandwidth at the two-pass minimum) into bn/.
+stage_bn() {
+  local problem pass
+  mkdir -p "$out/bn"
+  for problem in mb32c64h112 mb32c256h56 mb32c512h28 mb32c1024h14 mb32c2048h7 mb1c64h112; do
+    for pass in forward backward; do
+      step "batchnorm $problem $pass" "$out/bn.log" "${nn[@]}" bench batchnorm --device cuda --problem "$problem" --pass "$pass" --warmup 5 --measure 20 --json "$out/bn/${problem}_${pass}.json"
+    done
+  done
+  # One line per shape and pass into summary.txt: each row's median and bandwidth.
+  python3 - "$out/bn" >> "$out/summary.txt" 2>> "$out/bn.log" <<'PY'
+import json, pathlib, sys
+for f in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
+    rows = json.loads(f.read_text())["records"]
+    print("bn", f.stem, "; ".join(
+        f"{r['algorithm']} {r['time_ms_median']:.3f} ms {r['gb_per_s']:.0f} GB/s"
+        if r["status"] == "ok" else f"{r['algorithm']} skipped" for r in rows))
+PY
+}
 # CNN training on the GPU (the fixed-iteration driver), alternating with PyTorch's on the same
 # shapes (TF32 off, cudnn.benchmark as --algorithm find), then ours again with cuDNN's graph-API
 # engines among find's candidates (--engines, label gpu-engines), then ours with cuDNN's
@@ -176,11 +197,11 @@ stage_sanitize() {
 }
 
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(tests gemm mlp profile train cnn peaks real conv ncu sanitize)
+[ ${#stages[@]} -eq 0 ] && stages=(tests gemm mlp profile bn train cnn peaks real conv ncu sanitize)
 for s in "${stages[@]}"; do
   case "$s" in
-    tests|gemm|mlp|profile|conv|train|cnn|peaks|real|ncu|sanitize) echo "--- stage $s at $((SECONDS - t_start))s" >> "$out/summary.txt"; "stage_$s" ;;
-    *) echo "run.sh: unknown stage '$s' (tests gemm mlp profile conv train cnn peaks real ncu sanitize)" >&2; exit 2 ;;
+    tests|gemm|mlp|profile|bn|conv|train|cnn|peaks|real|ncu|sanitize) echo "--- stage $s at $((SECONDS - t_start))s" >> "$out/summary.txt"; "stage_$s" ;;
+    *) echo "run.sh: unknown stage '$s' (tests gemm mlp profile bn conv train cnn peaks real ncu sanitize)" >&2; exit 2 ;;
   esac
 done
 cat "$out/summary.txt"

@@ -2,16 +2,19 @@
 // (alternating, median of --measure runs after --warmup) with GFLOP/s and % of the FMA peak.
 // `nnperf bench gemm --problem m4096n4096k4096 [--device cuda]`: the same for the GEMM rows of one
 // device, with each row's speed and largest difference relative to the vendor library.
+// `nnperf bench batchnorm --problem mb32c64h56w56 [--pass forward|backward] [--device cuda]`:
+// BatchNorm's training pass by every algorithm of the device, as bandwidth
+// (runs/batchnorm_bench.h).
 #include <fmt/format.h>
 
 #include "command.h"
+#include "flags.h"
 #include "nnperf/core/error.h"
 #include "nnperf/io/files.h"
 #include "nnperf/io/run_info.h"
+#include "nnperf/runs/batchnorm_bench.h"
 #include "nnperf/runs/conv_tools.h"
 #include "nnperf/runs/gemm_bench.h"
-
-#include "flags.h"
 
 namespace nnperf::app {
 namespace {
@@ -19,6 +22,7 @@ namespace {
 struct Flags {
   std::string op, problem, algorithms, json, device = "cpu", pass = "forward", launch = "eager";
   ConvBenchOptions o;
+  double peak_bw = 0;  // batchnorm: GB/s for percent_of_peak_bw
 };
 
 // 1, with one line saying so, when every algorithm was skipped: nothing was measured (the JSON
@@ -64,6 +68,47 @@ int run_gemm(const Flags& f) {
   return measured_status(j["records"]);
 }
 
+// bench batchnorm: the device's BatchNorm algorithms on one shape (runs/batchnorm_bench.h).
+int run_batchnorm(const Flags& f) {
+  if (f.pass != "forward" && f.pass != "backward")
+    throw UsageError(fmt::format("--pass {}: bench batchnorm takes forward or backward", f.pass));
+  BatchNormBenchOptions b;
+  b.device = f.device == "cuda" ? Device::kCuda : Device::kCpu;
+  b.backward = f.pass == "backward";
+  b.algorithms = f.o.algorithms;
+  b.warmup = f.o.warmup;
+  b.measure = f.o.measure;
+  b.threads = f.o.threads;
+  b.peak_gbps = f.peak_bw;
+  b.problem = f.problem;
+  const BatchNormShape s = parse_batchnorm_problem(f.problem);
+  const nlohmann::json j = bench_batchnorm(s, b);
+  const auto& ctx = j["context"];
+  fmt::print("problem {} ({} x {} x {}), {}, on the {}{}, {} thread(s); bytes: {}\n", f.problem,
+             s.mb, s.channels, s.plane, f.pass, f.device,
+             f.device == "cuda" ? " (" + ctx["cuda_device"].get<std::string>() + ")" : "",
+             ctx["threads"].get<int>(), ctx["bytes_rule"].get<std::string>());
+  fmt::print("{:<10} {:>11} {:>10} {:>10} {:>9} {:>9} {:>12}\n", "algorithm", "median_ms", "min_ms",
+             "max_ms", "GB/s", "%peak_bw", "max_rel_err");
+  for (const auto& r : j["records"]) {
+    if (r["status"] != "ok") {
+      fmt::print("{:<10} skipped: {}\n", r["algorithm"].get<std::string>(),
+                 r["reason"].get<std::string>());
+      continue;
+    }
+    fmt::print("{:<10} {:>11.4f} {:>10.4f} {:>10.4f} {:>9.1f} {:>9} {:>12.3g}\n",
+               r["algorithm"].get<std::string>(), r["time_ms_median"].get<double>(),
+               r["time_ms_min"].get<double>(), r["time_ms_max"].get<double>(),
+               r["gb_per_s"].get<double>(),
+               r.contains("percent_of_peak_bw")
+                   ? fmt::format("{:.1f}%", r["percent_of_peak_bw"].get<double>())
+                   : "-",
+               r["max_rel_err"].get<double>());
+  }
+  if (!f.json.empty()) write_json_atomic(f.json, j);
+  return measured_status(j["records"]);
+}
+
 // bench conv2d --device cuda: cuDNN's algorithms of --pass (runs/conv_tools.h bench_conv_cuda).
 int run_conv_cuda(const Flags& f, const ConvProblem& p) {
   const nlohmann::json j = bench_conv_cuda(p, f.o);
@@ -93,9 +138,11 @@ int run_conv_cuda(const Flags& f, const ConvProblem& p) {
 }
 
 int run(Flags& f) {
-  if (f.op != "conv2d" && f.op != "gemm") {
-    throw UsageError(fmt::format("bench '{}': expected conv2d or gemm", f.op));
+  if (f.op != "conv2d" && f.op != "gemm" && f.op != "batchnorm") {
+    throw UsageError(fmt::format("bench '{}': expected conv2d, gemm or batchnorm", f.op));
   }
+  if (f.peak_bw > 0 && f.op != "batchnorm")
+    throw UsageError("--peak-bw: applies to bench batchnorm (conv2d and gemm take --peak-gflops)");
   check_output_file(f.json, "--json");  // before the measurements, not after
   if (!f.algorithms.empty()) f.o.algorithms = split_list(f.algorithms);
   if (f.launch != "eager" && (f.op != "conv2d" || f.device != "cuda"))
@@ -107,6 +154,9 @@ int run(Flags& f) {
     if (f.pass != "forward") throw UsageError("--pass: applies to bench conv2d, not gemm");
     return run_gemm(f);
   }
+  if (f.op == "batchnorm") return run_batchnorm(f);
+  if (f.pass == "backward")
+    throw UsageError("--pass backward: conv2d takes forward, backward-data or backward-weights");
   f.o.pass = f.pass == "backward-data"      ? ConvPass::kBackwardData
              : f.pass == "backward-weights" ? ConvPass::kBackwardWeights
                                             : ConvPass::kForward;
@@ -141,19 +191,21 @@ int run(Flags& f) {
 const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int()> {
   sub.description("Time every supported algorithm of an op on one problem");
   auto f = std::make_shared<Flags>();
-  sub.add_option("op", f->op, "Operation: conv2d or gemm")->required();
+  sub.add_option("op", f->op, "Operation: conv2d, gemm or batchnorm")->required();
   sub.add_option("--problem", f->problem,
-                 "benchdnn-style descriptor, e.g. mb1ic64ih56oc64kh3ph1 (conv2d) or m4096n4096k4096_ta (gemm)")
+                 "benchdnn-style descriptor, e.g. mb1ic64ih56oc64kh3ph1 (conv2d), "
+                 "m4096n4096k4096_ta (gemm) or mb32c64h56w56 (batchnorm)")
       ->required();
   sub.add_option("--device", f->device,
                  "cpu, or cuda (gemm: the cuda and cublas rows; conv2d: cuDNN's algorithms of "
-                 "--pass)")
+                 "--pass; batchnorm: own and cudnn)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   sub.add_option("--algorithms", f->algorithms, "Comma-separated subset (default: all)")->check(list_items());
   sub.add_option("--pass", f->pass,
-                 "conv2d: forward, backward-data or backward-weights (that pass's algorithms)")
-      ->check(CLI::IsMember({"forward", "backward-data", "backward-weights"}))
+                 "conv2d: forward, backward-data or backward-weights (that pass's algorithms); "
+                 "batchnorm: forward or backward (training)")
+      ->check(CLI::IsMember({"forward", "backward-data", "backward-weights", "backward"}))
       ->capture_default_str();
   sub.add_option("--launch", f->launch,
                  "conv2d --device cuda: eager (cuDNN called at every run) or graph (each "
@@ -169,6 +221,9 @@ const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int(
   sub.add_option("--measure", f->o.measure, "Timed runs per algorithm")->check(integer_in(1, 100000))->capture_default_str();
   sub.add_option("--threads", f->o.threads, "Threads (0 = all logical CPUs)")->check(threads_count())->capture_default_str();
   sub.add_option("--peak-gflops", f->o.peak_gflops, "FMA peak for %peak (0 = measure per thread x threads)")
+      ->check(number_in(0, 1e9));
+  sub.add_option("--peak-bw", f->peak_bw,
+                 "batchnorm: memory bandwidth in GB/s for %peak_bw (e.g. peaks.json's DRAM figure)")
       ->check(number_in(0, 1e9));
   sub.add_option("--json", f->json, "Write {context, records} JSON here");
   return [f] { return run(*f); };
