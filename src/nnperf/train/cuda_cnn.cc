@@ -113,10 +113,6 @@ CudaConvChoice parse_passes(const std::string& algorithm) {
   return c;
 }
 
-}  // namespace
-
-namespace {
-
 // UsageError naming the first BatchNorm layer of `graph` that cuDNN's batch normalisation cannot
 // run (cudnn::batchnorm_why_not), checked before the trainer allocates.
 void require_cudnn_batchnorm(const Graph& graph) {
@@ -236,7 +232,8 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
       label_smoothing_(label_smoothing),
       deterministic_(deterministic),
       choice_(parse_cuda_conv_choice(conv_algorithm, find_engines)),
-      batchnorm_(cudnn::checked_batchnorm_algorithm("--batchnorm", batchnorm)) {
+      batchnorm_(cudnn::checked_batchnorm_algorithm("--batchnorm", batchnorm)),
+      cudnn_batchnorm_(batchnorm_ == "cudnn") {
   const CudaConvChoice& choice = choice_;
   if (deterministic && (choice.forward == "find" || choice.backward_data == "find" ||
                         choice.backward_weights == "find")) {
@@ -249,7 +246,7 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
   }
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
-  if (batchnorm_ == "cudnn") require_cudnn_batchnorm(graph);
+  if (cudnn_batchnorm_) require_cudnn_batchnorm(graph);
   (void)make_optimizer(optimizer);  // the CPU optimizer's checks of the options
   const std::size_t need = cuda_training_bytes(graph, optimizer);
   if (const std::size_t free = cuda::device_properties().free_bytes; need > free) {
@@ -432,6 +429,35 @@ void CudaCnnTrainer::forward(bool training) {
   }
 }
 
+// BatchNorm node m forward: in evaluation its running statistics as one affine map; in training
+// the batch statistics by the --batchnorm algorithm (the saved ones float64 for ours, float for
+// cuDNN's, in the same two-floats-per-channel buffers).
+void CudaCnnTrainer::batchnorm_forward(Node& m, const float* x, float* y, bool training) {
+  if (!training) {
+    cuda_kernels::channel_affine(m.shape, x, m.eval_scale.data(), m.eval_shift.data(), y);
+  } else if (cudnn_batchnorm_) {
+    cudnn::batchnorm_train_forward({m.shape, x, y, m.w->value.data(), m.b->value.data(),
+                                    m.bn->eps(), m.bn->momentum(), m.running_mean.data(),
+                                    m.running_var.data(), m.save_mean.data(), m.save_inv.data()});
+  } else {
+    cuda_kernels::batchnorm_train_forward(
+        {m.shape, x, y, m.w->value.data(), m.b->value.data(), m.bn->eps(), m.bn->momentum(),
+         m.running_mean.data(), m.running_var.data(), reinterpret_cast<double*>(m.save_mean.data()),
+         reinterpret_cast<double*>(m.save_inv.data()), 1});
+  }
+}
+
+void CudaCnnTrainer::batchnorm_backward(Node& m, const float* x, const float* dy, float* dx) {
+  if (cudnn_batchnorm_) {
+    cudnn::batchnorm_backward({m.shape, x, dy, dx, m.w->value.data(), m.save_mean.data(),
+                               m.save_inv.data(), m.bn->eps(), m.w->grad.data(), m.b->grad.data()});
+    return;
+  }
+  cuda_kernels::batchnorm_backward(
+      {m.shape, x, dy, dx, m.w->value.data(), reinterpret_cast<const double*>(m.save_mean.data()),
+       reinterpret_cast<const double*>(m.save_inv.data()), m.w->grad.data(), m.b->grad.data(), 1});
+}
+
 void CudaCnnTrainer::forward_node(int n, bool training) {
   Node& m = *nodes_[static_cast<std::size_t>(n)];
   const float* x = nodes_[static_cast<std::size_t>(m.inputs[0])]->out.data();
@@ -442,21 +468,7 @@ void CudaCnnTrainer::forward_node(int n, bool training) {
       if (m.b != nullptr) cuda_kernels::channel_affine(m.shape, y, nullptr, m.b->value.data(), y);
       break;
     case Kind::kBatchNorm:
-      if (!training) {
-        cuda_kernels::channel_affine(m.shape, x, m.eval_scale.data(), m.eval_shift.data(), y);
-        break;
-      }
-      if (batchnorm_ == "cudnn") {
-        cudnn::batchnorm_train_forward(
-            {m.shape, x, y, m.w->value.data(), m.b->value.data(), m.bn->eps(), m.bn->momentum(),
-             m.running_mean.data(), m.running_var.data(), m.save_mean.data(), m.save_inv.data()});
-        break;
-      }
-      cuda_kernels::batchnorm_train_forward({m.shape, x, y, m.w->value.data(), m.b->value.data(),
-                                             m.bn->eps(), m.bn->momentum(), m.running_mean.data(),
-                                             m.running_var.data(),
-                                             reinterpret_cast<double*>(m.save_mean.data()),
-                                             reinterpret_cast<double*>(m.save_inv.data()), 1});
+      batchnorm_forward(m, x, y, training);
       break;
     case Kind::kActivation:
       cuda_kernels::activation_forward(*m.act, x, y, m.numel);
@@ -524,16 +536,7 @@ void CudaCnnTrainer::backward_node(int n) {
       if (m.b != nullptr) cuda_kernels::channel_sum(m.shape, dy, m.b->grad.data());
       break;
     case Kind::kBatchNorm:
-      if (batchnorm_ == "cudnn") {
-        cudnn::batchnorm_backward({m.shape, x, dy, dx, m.w->value.data(), m.save_mean.data(),
-                                   m.save_inv.data(), m.bn->eps(), m.w->grad.data(),
-                                   m.b->grad.data()});
-        break;
-      }
-      cuda_kernels::batchnorm_backward({m.shape, x, dy, dx, m.w->value.data(),
-                                        reinterpret_cast<const double*>(m.save_mean.data()),
-                                        reinterpret_cast<const double*>(m.save_inv.data()),
-                                        m.w->grad.data(), m.b->grad.data(), 1});
+      batchnorm_backward(m, x, dy, dx);
       break;
     case Kind::kActivation:
       if (dx != nullptr)

@@ -137,6 +137,8 @@ class CudaCnnTrainer {
   void route_gradients();
   void forward(bool training);
   void forward_node(int n, bool training);
+  void batchnorm_forward(Node& m, const float* x, float* y, bool training);
+  void batchnorm_backward(Node& m, const float* x, const float* dy, float* dx);
   void mark(StepPhase phase, bool begin);
   void prepare_evaluation();
   void backward();
@@ -149,6 +151,7 @@ class CudaCnnTrainer {
   bool deterministic_;
   CudaConvChoice choice_;
   std::string batchnorm_;  // "own" or "cudnn"
+  bool cudnn_batchnorm_;   // batchnorm_ == "cudnn"
   int64_t steps_ = 0, mb_ = 0, classes_ = 0;
   int64_t batch_ = 0;     // the batch the nodes are sized for now (set_batch)
   int64_t short_mb_ = 0;  // the size the nodes' short-batch conv plans were made for (0: none)
