@@ -163,7 +163,9 @@ stage_train() {
 # CNN epoch training on the GPU on Fashion-MNIST (ResNet-18, batch 128, cuDNN's find, two
 # epochs, the first untimed), then PyTorch's on the same recipe (cudnn.benchmark, TF32 off, every
 # epoch's last batch of 96 trained on both sides); then one ResNet-50 step at batch 32
-# profiled per layer by CUDA events (--profile-one-step), with our BatchNorm and with cuDNN's.
+# profiled per layer by CUDA events (--profile-one-step), with our BatchNorm and with cuDNN's,
+# and PyTorch's step profiled per module the same way (train_layers_torch.py); each of ours beside
+# it per layer kind (gpu_train_layers_table.py: train_layers_<ours>.md, a line in summary.txt).
 stage_cnn() {
   step "train resnet18 cuda epochs" "$out/cnn.log" "${nn[@]}" train --model resnet18 --device cuda --data "$data" --epochs 2 --warmup-epochs 1 --batch-size 128 --workers 4 --algorithm find --progress lines --no-tensorboard --out-dir "$out/cnn_cuda"
   step "torch resnet18 cuda epochs" "$out/cnn.log" python3 "$here/train_torch.py" --device cuda --cudnn-benchmark --model resnet18 --data "$data" --epochs 2 --batch-size 128 --json "$out/cnn_torch.json"
@@ -171,6 +173,13 @@ stage_cnn() {
   rm -f "$out/cnn_cuda"/*.ckpt  # 45 MB each: not carried back
   step "one step resnet50 cuda" "$out/cnn.log" "${nn[@]}" train --model resnet50 --device cuda --synthetic --input-size 224 --batch-size 32 --limit-train 128 --limit-test 32 --profile-one-step --warmup-iters 5 --algorithm find --progress lines --no-tensorboard --out-dir "$out/one_step_resnet50"
   step "one step resnet50 cuda cudnn-bn" "$out/cnn.log" "${nn[@]}" train --model resnet50 --device cuda --batchnorm cudnn --synthetic --input-size 224 --batch-size 32 --limit-train 128 --limit-test 32 --profile-one-step --warmup-iters 5 --algorithm find --progress lines --no-tensorboard --out-dir "$out/one_step_resnet50_cudnn_bn"
+  step "torch one step resnet50 layers" "$out/cnn.log" python3 "$here/train_layers_torch.py" --model resnet50 --batch-size 32 --input-size 224 --device cuda --warmup-iters 5 --csv "$out/torch_layers_resnet50.csv" --json "$out/torch_layers_resnet50.json"
+  local d
+  for d in one_step_resnet50 one_step_resnet50_cudnn_bn; do
+    [ -s "$out/$d/one_step_layers.csv" ] && [ -s "$out/torch_layers_resnet50.csv" ] || continue
+    python3 "$here/gpu_train_layers_table.py" "$out/$d/one_step_layers.csv" "$out/torch_layers_resnet50.csv" --torch-json "$out/torch_layers_resnet50.json" > "$out/train_layers_$d.md" 2>> "$out/cnn.log" &&
+      tail -1 "$out/train_layers_$d.md" | sed "s/^/$d: /" >> "$out/summary.txt"
+  done
 }
 # The device's ceilings (FMA, L2 and device-memory bandwidth, SGEMM) into a peaks.json env.
 stage_peaks() { step peaks "$out/peaks.log" "${nn[@]}" peaks --device cuda --out "$out/peaks.json" --env gpu; }
