@@ -18,7 +18,9 @@ Every module with an `inplace` flag (ReLU) is set to inplace=False: full backwar
 module output modified in place. A module called several times in one forward (torchvision's
 Bottleneck reuses one ReLU) gets nnperf's names for its calls: relu, relu_1, relu_2 in call
 order; its backward calls are matched to them in reverse. What no leaf module does (the residual
-additions written as `out += identity`, torch.flatten) is in the phases but in no row.
+additions written as `out += identity`, torch.flatten) is in the phases but in no row, and so is
+the backward of a module whose input needs no gradient (the first convolution): PyTorch fires
+its full backward hooks before that backward runs (pytorch/pytorch#100528), so no row is written.
 
 Writes CSV rows node,name,kind,phase,start_ms,ms (node: the module's order of first call; kind:
 its class; start_ms from the step's first mark) and JSON {"peer": "torch", "version", "context",
@@ -64,6 +66,7 @@ class LayerHooks:
     def __init__(self, torch, model, marks):
         self.marks, self.rows, self.handles = marks, [], []
         self.order, self.calls, self.back_calls, self.open = {}, {}, {}, {}
+        self.no_input_grad = set()  # calls whose first input needs no gradient
         for name, m in model.named_modules():
             if name and not list(m.children()):
                 self.handles += [
@@ -88,6 +91,9 @@ class LayerHooks:
         def hook(module, *args):
             self.order.setdefault(name, len(self.order) + 1)
             call = self._call_name(name, phase)
+            first = args[0][0] if phase == "forward" and args and args[0] else None
+            if first is not None and not getattr(first, "requires_grad", True):
+                self.no_input_grad.add(call)
             self.open[(call, phase)] = (self.marks.mark(), self.order[name], type(module).__name__)
         return hook
 
@@ -98,6 +104,8 @@ class LayerHooks:
             k = n - 1 if phase == "forward" else n - self.back_calls.get(name, 0)
             call = name if k <= 0 else f"{name}_{k}"
             begun = self.open.pop((call, phase), None)
+            if phase == "backward" and call in self.no_input_grad:
+                begun = None  # the hooks fired before this backward ran: nothing measured
             if begun is not None:
                 start, node, kind = begun
                 self.rows.append((node, call, kind, phase, start, self.marks.mark()))
@@ -110,7 +118,8 @@ class LayerHooks:
 
 def self_test():
     """LayerHooks' naming and pairing on a stand-in model (no torch needed): a block that calls its
-    ReLU three times, forward in call order, backward in reverse, as autograd runs it."""
+    ReLU three times, forward in call order, backward in reverse, as autograd runs it; the first
+    layer's input needs no gradient, so its backward gets no row."""
 
     class Handle:
         def remove(self):
@@ -159,8 +168,12 @@ def self_test():
 
     hooks = LayerHooks(None, Model(), Marks(None, False))
     order = ["conv1", "bn1", "relu", "relu", "relu"]
-    for name in order:
-        mods[name].hooks["fwd_begin"](mods[name], ())
+    class Tensor:
+        def __init__(self, requires_grad):
+            self.requires_grad = requires_grad
+
+    for i, name in enumerate(order):
+        mods[name].hooks["fwd_begin"](mods[name], (Tensor(i > 0),))
         mods[name].hooks["fwd_end"](mods[name], (), None)
     for name in reversed(order):
         mods[name].hooks["bwd_begin"](mods[name], ())
@@ -170,12 +183,12 @@ def self_test():
             ("relu", "ReLU", "forward", 3), ("relu_1", "ReLU", "forward", 3),
             ("relu_2", "ReLU", "forward", 3), ("relu_2", "ReLU", "backward", 3),
             ("relu_1", "ReLU", "backward", 3), ("relu", "ReLU", "backward", 3),
-            ("bn1", "BatchNorm2d", "backward", 2), ("conv1", "Conv2d", "backward", 1)]
+            ("bn1", "BatchNorm2d", "backward", 2)]  # conv1's input needs no gradient: no row
     if got != want or any(r[5] <= r[4] for r in hooks.rows):
         print(f"train_layers_torch self-test: got {got}, want {want}")
         return 1
     print(f"train_layers_torch self-test: all {len(want)} rows named, paired and ordered as "
-          "nnperf names them")
+          "nnperf names them, none for a backward PyTorch does not bracket")
     return 0
 
 
