@@ -199,10 +199,11 @@ stage_ncu() {
   step ncu "$out/ncu.log" env "LD_LIBRARY_PATH=$ld" bash "$here/scripts/ncu_profile.sh" "$work/bin/nnperf" "$out/ncu" resnet18 1 224 "${peaks[@]}"
   step "ncu train step" "$out/ncu.log" env "LD_LIBRARY_PATH=$ld" bash "$here/scripts/ncu_profile.sh" --train-step "$work/bin/nnperf" "$out/ncu_train" resnet18 32 32 "${peaks[@]}"
 }
-# compute-sanitizer's memcheck over the kernel suites and a few GPU training steps.
+# compute-sanitizer's memcheck over the kernel suites (ours and cuDNN's BatchNorm) and a few GPU
+# training steps.
 stage_sanitize() {
   command -v compute-sanitizer > /dev/null || { echo "compute-sanitizer: not on PATH" >> "$out/summary.txt"; return; }
-  step memcheck "$out/sanitize.log" env "LD_LIBRARY_PATH=$ld" compute-sanitizer --tool memcheck --error-exitcode 3 "$work/bin/test_gpu" --gtest_filter='CudaKernels*:CudaCnnKernels*:Rows/CudaGemm*:Rows/CudaActivation*:CudaCnnTrainer.EvaluationAndOptimizerState*'
+  step memcheck "$out/sanitize.log" env "LD_LIBRARY_PATH=$ld" compute-sanitizer --tool memcheck --error-exitcode 3 "$work/bin/test_gpu" --gtest_filter='CudaKernels*:CudaCnnKernels*:CudnnBatchNorm*:Rows/CudaGemm*:Rows/CudaActivation*:CudaCnnTrainer.EvaluationAndOptimizerState*'
 }
 
 stages=("$@")
