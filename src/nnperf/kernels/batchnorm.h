@@ -18,7 +18,11 @@ struct BatchNormShape {
   int64_t mb = 0, channels = 0, plane = 0;
 };
 
-struct BatchNormTrainArgs {
+// The training forward's arguments; Stat is the saved statistics' type: double for nnperf's
+// kernels (BatchNormTrainArgs, here and in kernels/cuda_kernels.h), float for cuDNN's
+// (kernels/conv/cudnn_batchnorm.h, which ignores `threads`).
+template <typename Stat>
+struct BatchNormTrainArgsOf {
   BatchNormShape shape;
   const float* x = nullptr;
   float* y = nullptr;
@@ -27,10 +31,11 @@ struct BatchNormTrainArgs {
   double eps = 1e-5, momentum = 0.1;
   float* running_mean = nullptr;  // updated in place
   float* running_var = nullptr;
-  double* save_mean = nullptr;  // out: per channel, for the backward
-  double* save_inv = nullptr;   // out: 1/sqrt(var + eps)
+  Stat* save_mean = nullptr;  // out: per channel, for the backward
+  Stat* save_inv = nullptr;   // out: 1/sqrt(var + eps)
   int threads = 1;
 };
+using BatchNormTrainArgs = BatchNormTrainArgsOf<double>;
 
 struct BatchNormBackwardArgs {
   BatchNormShape shape;

@@ -34,19 +34,8 @@ std::string checked_batchnorm_algorithm(std::string_view flag, std::string_view 
 // take int, and PyTorch leaves such a tensor to its own kernels for the same reason).
 std::string batchnorm_why_not(const BatchNormShape& s);
 
-// Device pointers, queued on the calling thread's stream.
-struct BatchNormForward {
-  BatchNormShape shape;
-  const float* x = nullptr;
-  float* y = nullptr;
-  const float* gamma = nullptr;
-  const float* beta = nullptr;
-  double eps = 1e-5, momentum = 0.1;
-  float* running_mean = nullptr;  // updated in place
-  float* running_var = nullptr;
-  float* save_mean = nullptr;  // out: per channel, for the backward
-  float* save_inv = nullptr;   // out: 1/sqrt(var + eps)
-};
+// Device pointers, queued on the calling thread's stream; the saved statistics in float.
+using BatchNormForward = BatchNormTrainArgsOf<float>;
 // Training forward: y, the running statistics and the saved ones. Throws UsageError where
 // batchnorm_why_not says no, Error when cuDNN refuses the call.
 void batchnorm_train_forward(const BatchNormForward& a);
