@@ -555,25 +555,33 @@ TEST(CudaCnnTrainer, DeterministicTrainingUsesOnlyDeterministicAlgorithms) {
   EXPECT_THROW(CudaCnnTrainer(g, sgd, "find", 0.0f, true), UsageError);
 }
 
+// ResNet-18 at 4 x 3 x 64 x 64 for one GPU step checked layer by layer: the graph the GPU trainer
+// reads, a CPU training graph with the same weights, plain SGD, the input and its labels.
+struct OneStepCase {
+  OptimizerOptions sgd;
+  Shape input{4, 3, 64, 64};
+  Graph gpu_graph = built("resnet18", 5), local = built("resnet18", 5);
+  Tensor x = test::random_tensor(input, 17);
+  std::vector<int32_t> labels;
+  OneStepCase() {
+    sgd.name = "sgd";
+    sgd.lr = 0.01;
+    plan_model(find_model("resnet18"), gpu_graph, input, gpu_host_ctx());
+    plan_model(find_model("resnet18"), local, input, training_ctx());
+    for (int64_t i = 0; i < input[0]; ++i) labels.push_back(static_cast<int32_t>((5 * i + 3) % 10));
+  }
+};
+
 // find with cuDNN's graph-API engines among the candidates of all three passes: a step trains
 // every layer as the CPU layer does (within 1e-3: an engine may be FFT- or Winograd-based, whose
 // error measured 10x the GEMM's), and algorithms() names what each pass runs.
 TEST(CudaCnnTrainer, FindWithEnginesTrainsEveryLayerAsTheCpu) {
   if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
-  OptimizerOptions sgd;
-  sgd.name = "sgd";
-  sgd.lr = 0.01;
-  const Shape input{4, 3, 64, 64};
-  Graph gpu_graph = built("resnet18", 5), local = built("resnet18", 5);
-  plan_model(find_model("resnet18"), gpu_graph, input, gpu_host_ctx());
-  plan_model(find_model("resnet18"), local, input, training_ctx());
-  CudaCnnTrainer gpu(gpu_graph, sgd, "find", 0.0f, false, /*find_engines=*/true);
-  const Tensor x = test::random_tensor(input, 17);
-  std::vector<int32_t> labels(static_cast<std::size_t>(input[0]));
-  for (std::size_t i = 0; i < labels.size(); ++i)
-    labels[i] = static_cast<int32_t>((5 * i + 3) % 10);
-  EXPECT_TRUE(std::isfinite(gpu.step(span_of(x), labels).mean_loss()));
-  const std::string table = layer_by_layer_mismatches(local, gpu, x, 1e-3);
+  OneStepCase c;
+  Graph& gpu_graph = c.gpu_graph;
+  CudaCnnTrainer gpu(gpu_graph, c.sgd, "find", 0.0f, false, /*find_engines=*/true);
+  EXPECT_TRUE(std::isfinite(gpu.step(span_of(c.x), c.labels).mean_loss()));
+  const std::string table = layer_by_layer_mismatches(c.local, gpu, c.x, 1e-3);
   EXPECT_EQ(table, "") << "layer by layer, differing by more than 1e-3:\n" << table;
   int convs = 0;
   for (int n = 1; n < gpu_graph.size(); ++n) {
@@ -592,22 +600,13 @@ TEST(CudaCnnTrainer, FindWithEnginesTrainsEveryLayerAsTheCpu) {
 // variance unbiased, as torch.nn.BatchNorm2d's).
 TEST(CudaCnnTrainer, CudnnBatchNormTrainsEveryLayerAsTheCpu) {
   if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
-  OptimizerOptions sgd;
-  sgd.name = "sgd";
-  sgd.lr = 0.01;
-  const Shape input{4, 3, 64, 64};
-  Graph gpu_graph = built("resnet18", 5), local = built("resnet18", 5);
-  plan_model(find_model("resnet18"), gpu_graph, input, gpu_host_ctx());
-  plan_model(find_model("resnet18"), local, input, training_ctx());
-  CudaCnnTrainer gpu(gpu_graph, sgd, "fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1", 0.0f,
+  OneStepCase c;
+  Graph &gpu_graph = c.gpu_graph, &local = c.local;
+  CudaCnnTrainer gpu(gpu_graph, c.sgd, "fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1", 0.0f,
                      /*deterministic=*/true, false, "cudnn");
   EXPECT_EQ(gpu.batchnorm(), "cudnn");
-  const Tensor x = test::random_tensor(input, 17);
-  std::vector<int32_t> labels(static_cast<std::size_t>(input[0]));
-  for (std::size_t i = 0; i < labels.size(); ++i)
-    labels[i] = static_cast<int32_t>((5 * i + 3) % 10);
-  EXPECT_TRUE(std::isfinite(gpu.step(span_of(x), labels).mean_loss()));
-  const std::string table = layer_by_layer_mismatches(local, gpu, x, 1e-4);
+  EXPECT_TRUE(std::isfinite(gpu.step(span_of(c.x), c.labels).mean_loss()));
+  const std::string table = layer_by_layer_mismatches(local, gpu, c.x, 1e-4);
   EXPECT_EQ(table, "") << "layer by layer, differing by more than 1e-4:\n" << table;
   gpu.download_params();
   int bns = 0;
@@ -615,10 +614,10 @@ TEST(CudaCnnTrainer, CudnnBatchNormTrainsEveryLayerAsTheCpu) {
     auto* g = dynamic_cast<BatchNorm2d*>(&gpu_graph.layer(n));
     if (g == nullptr) continue;
     ++bns;
-    auto& c = dynamic_cast<BatchNorm2d&>(local.layer(n));
-    EXPECT_LE(relative_diff(span_of(g->running_mean()), span_of(c.running_mean())), 1e-4)
+    auto& cpu = dynamic_cast<BatchNorm2d&>(local.layer(n));
+    EXPECT_LE(relative_diff(span_of(g->running_mean()), span_of(cpu.running_mean())), 1e-4)
         << gpu_graph.name(n);
-    EXPECT_LE(relative_diff(span_of(g->running_var()), span_of(c.running_var())), 1e-4)
+    EXPECT_LE(relative_diff(span_of(g->running_var()), span_of(cpu.running_var())), 1e-4)
         << gpu_graph.name(n);
   }
   EXPECT_EQ(bns, 20);
