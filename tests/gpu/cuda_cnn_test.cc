@@ -117,7 +117,7 @@ TEST(CudaCnnTrainer, WithoutADeviceItRefusesWithTheReason) {
   OptimizerOptions sgd;
   sgd.name = "sgd";
   try {
-    CudaCnnTrainer t(g, sgd, "guess");
+    CudaCnnTrainer t(g, sgd, {});
     FAIL() << "planned without a device";
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()), "--device cuda: " + cuda::unavailable_reason());
@@ -380,8 +380,9 @@ void expect_same_training(const std::string& model, const Shape& input, double g
   for (const Param& p : cpu_graph.params()) w0.push_back(*p.value);
   plan_model(find_model(model), gpu_graph, input, gpu_host_ctx());
   plan_model(find_model(model), local, input, training_ctx());
-  CudaCnnTrainer gpu(gpu_graph, sgd, "fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1", 0.0f,
-                     /*deterministic=*/true);
+  CudaCnnTrainer gpu(gpu_graph, sgd,
+                     {.conv_algorithm = "fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1",
+                      .deterministic = true});
   Tensor x(input);
   Rng rng(9);
   rng.fill_uniform({x.data(), static_cast<std::size_t>(x.numel())}, -1.0f, 1.0f);
@@ -432,8 +433,9 @@ void expect_short_batch_training(const std::string& model, const Shape& input, i
   Graph cpu_graph = built(model, 5), gpu_graph = built(model, 5), local = built(model, 5);
   plan_model(find_model(model), gpu_graph, input, gpu_host_ctx());
   plan_model(find_model(model), local, short_shape, training_ctx());
-  CudaCnnTrainer gpu(gpu_graph, sgd, "fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1", 0.0f,
-                     /*deterministic=*/true);
+  CudaCnnTrainer gpu(gpu_graph, sgd,
+                     {.conv_algorithm = "fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1",
+                      .deterministic = true});
   Trainer cpu(cpu_graph, make_optimizer(sgd), training_ctx());
   const Tensor x = test::random_tensor(input, 31);
   Tensor xs(short_shape);
@@ -490,7 +492,8 @@ TEST(CudaCnnTrainer, EvaluationAndOptimizerStateMatchTheCpu) {
   const std::string gemm = "fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1";
   Graph g = built("resnet18", 5);
   plan_model(find_model("resnet18"), g, input, gpu_host_ctx());
-  CudaCnnTrainer gpu(g, sgd, gemm, 0.1f, /*deterministic=*/true);
+  CudaCnnTrainer gpu(g, sgd,
+                     {.conv_algorithm = gemm, .label_smoothing = 0.1f, .deterministic = true});
   const Tensor x = test::random_tensor(input, 21);
   const std::vector<int32_t> labels = {3, 1, 4, 1};
   for (int i = 0; i < 2; ++i) (void)gpu.step(span_of(x), labels);
@@ -516,7 +519,8 @@ TEST(CudaCnnTrainer, EvaluationAndOptimizerStateMatchTheCpu) {
   Graph g2 = built("resnet18", 7);
   plan_model(find_model("resnet18"), g2, input, training_ctx());
   restore_weights(weights, g2, "resnet18", "the GPU's weights");
-  CudaCnnTrainer resumed(g2, sgd, gemm, 0.1f, true);
+  CudaCnnTrainer resumed(g2, sgd,
+                         {.conv_algorithm = gemm, .label_smoothing = 0.1f, .deterministic = true});
   resumed.load_optimizer_state(view, gpu.steps());
   EXPECT_EQ(resumed.steps(), 2);
   const double a = gpu.step(span_of(x), labels).mean_loss();
@@ -541,7 +545,7 @@ TEST(CudaCnnTrainer, DeterministicTrainingUsesOnlyDeterministicAlgorithms) {
   sgd.name = "sgd";
   Graph g = built("resnet18", 1);
   plan_model(find_model("resnet18"), g, Shape{8, 3, 64, 64}, training_ctx());
-  CudaCnnTrainer t(g, sgd, "guess", 0.0f, /*deterministic=*/true);
+  CudaCnnTrainer t(g, sgd, {.deterministic = true});
   int convs = 0;
   for (int n = 1; n < g.size(); ++n) {
     const std::string a = t.algorithms(n);
@@ -552,7 +556,8 @@ TEST(CudaCnnTrainer, DeterministicTrainingUsesOnlyDeterministicAlgorithms) {
     EXPECT_EQ(a.find("bwd_weights=algo_3"), std::string::npos) << g.name(n) << ": " << a;
   }
   EXPECT_EQ(convs, 20);
-  EXPECT_THROW(CudaCnnTrainer(g, sgd, "find", 0.0f, true), UsageError);
+  EXPECT_THROW(CudaCnnTrainer(g, sgd, {.conv_algorithm = "find", .deterministic = true}),
+               UsageError);
 }
 
 // ResNet-18 at 4 x 3 x 64 x 64 for one GPU step checked layer by layer: the graph the GPU trainer
@@ -579,7 +584,7 @@ TEST(CudaCnnTrainer, FindWithEnginesTrainsEveryLayerAsTheCpu) {
   if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
   OneStepCase c;
   Graph& gpu_graph = c.gpu_graph;
-  CudaCnnTrainer gpu(gpu_graph, c.sgd, "find", 0.0f, false, /*find_engines=*/true);
+  CudaCnnTrainer gpu(gpu_graph, c.sgd, {.conv_algorithm = "find", .find_engines = true});
   EXPECT_TRUE(std::isfinite(gpu.step(span_of(c.x), c.labels).mean_loss()));
   const std::string table = layer_by_layer_mismatches(c.local, gpu, c.x, 1e-3);
   EXPECT_EQ(table, "") << "layer by layer, differing by more than 1e-3:\n" << table;
@@ -602,8 +607,10 @@ TEST(CudaCnnTrainer, CudnnBatchNormTrainsEveryLayerAsTheCpu) {
   if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
   OneStepCase c;
   Graph &gpu_graph = c.gpu_graph, &local = c.local;
-  CudaCnnTrainer gpu(gpu_graph, c.sgd, "fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1", 0.0f,
-                     /*deterministic=*/true, false, "cudnn");
+  CudaCnnTrainer gpu(gpu_graph, c.sgd,
+                     {.conv_algorithm = "fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1",
+                      .deterministic = true,
+                      .batchnorm = "cudnn"});
   EXPECT_EQ(gpu.batchnorm(), "cudnn");
   EXPECT_TRUE(std::isfinite(gpu.step(span_of(c.x), c.labels).mean_loss()));
   const std::string table = layer_by_layer_mismatches(local, gpu, c.x, 1e-4);
@@ -629,7 +636,7 @@ TEST(CudaCnnTrainer, BatchNormAlgorithmIsCheckedBeforeAnything) {
   OptimizerOptions sgd;
   sgd.name = "sgd";
   try {
-    CudaCnnTrainer t(g, sgd, "guess", 0.0f, false, false, "fused");
+    CudaCnnTrainer t(g, sgd, {.batchnorm = "fused"});
     ADD_FAILURE() << "accepted";
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()),

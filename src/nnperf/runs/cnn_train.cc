@@ -204,8 +204,10 @@ struct Session {
   void start_gpu(const CnnTrainOptions& o) {
     if (const std::string why = cuda_training_unsupported(graph); !why.empty())
       throw UsageError(fmt::format("--model {} --device cuda: {}", model.name, why));
-    gpu = std::make_unique<CudaCnnTrainer>(graph, o.optimizer, o.algorithm, o.label_smoothing,
-                                           o.deterministic, o.find_engines, o.batchnorm);
+    gpu = std::make_unique<CudaCnnTrainer>(
+        graph, o.optimizer,
+        CudaTrainOptions{o.algorithm, o.label_smoothing, o.deterministic, o.find_engines,
+                         o.batchnorm});
     gpu->load_optimizer_state(trainer.optimizer().state(), trainer.optimizer().steps());
   }
   int64_t steps() { return gpu ? gpu->steps() : trainer.optimizer().steps(); }

@@ -184,8 +184,9 @@ int64_t gpu_steps(const TrainDriverOptions& o, const ModelEntry& m, Graph& graph
   if (const std::string why = cuda_training_unsupported(graph); !why.empty()) {
     throw UsageError(fmt::format("--model {} --device cuda: {}", m.name, why));
   }
-  CudaCnnTrainer trainer(graph, o.optimizer, o.algorithm, o.label_smoothing, o.deterministic,
-                         o.find_engines, o.batchnorm);
+  CudaCnnTrainer trainer(
+      graph, o.optimizer,
+      {o.algorithm, o.label_smoothing, o.deterministic, o.find_engines, o.batchnorm});
   int64_t t0 = now_ns();
   for (int i = 0; i < o.warmup_iters + o.iters; ++i) {
     check_interrupt();

@@ -224,22 +224,21 @@ struct CudaCnnTrainer::Node {
 };
 
 CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
-                               const std::string& conv_algorithm, float label_smoothing,
-                               bool deterministic, bool find_engines, const std::string& batchnorm)
+                               const CudaTrainOptions& options)
     : graph_(graph),
       opt_(optimizer),
       lr_(static_cast<float>(optimizer.lr)),
-      label_smoothing_(label_smoothing),
-      deterministic_(deterministic),
-      choice_(parse_cuda_conv_choice(conv_algorithm, find_engines)),
-      batchnorm_(cudnn::checked_batchnorm_algorithm("--batchnorm", batchnorm)),
+      label_smoothing_(options.label_smoothing),
+      deterministic_(options.deterministic),
+      choice_(parse_cuda_conv_choice(options.conv_algorithm, options.find_engines)),
+      batchnorm_(cudnn::checked_batchnorm_algorithm("--batchnorm", options.batchnorm)),
       cudnn_batchnorm_(batchnorm_ == "cudnn") {
   const CudaConvChoice& choice = choice_;
-  if (deterministic && (choice.forward == "find" || choice.backward_data == "find" ||
-                        choice.backward_weights == "find")) {
+  if (deterministic_ && (choice.forward == "find" || choice.backward_data == "find" ||
+                         choice.backward_weights == "find")) {
     throw UsageError(fmt::format(
         "--deterministic: --algorithm {} chooses by timing, which can differ run to run",
-        conv_algorithm));
+        options.conv_algorithm));
   }
   if (const std::string why = cuda_training_unsupported(graph); !why.empty()) {
     throw UsageError("--device cuda: " + why);

@@ -55,21 +55,30 @@ struct CudaConvChoice {
 // `--engines` when find_engines is asked and no pass uses find.
 CudaConvChoice parse_cuda_conv_choice(const std::string& algorithm, bool find_engines = false);
 
+// How the GPU trainer runs a step, as `train --device cuda` gives it.
+struct CudaTrainOptions {
+  // --algorithm, as parse_cuda_conv_choice takes it; a named algorithm that cuDNN cannot serve
+  // for a layer falls back to its guess (CudaCnnTrainer::algorithms() says what runs).
+  std::string conv_algorithm = "guess";
+  float label_smoothing = 0.0f;
+  // --deterministic: only algorithms cuDNN reports CUDNN_DETERMINISTIC for the layer (no find;
+  // the backward passes' atomics-based algo_0 and the filter's algo_3 are left out).
+  bool deterministic = false;
+  bool find_engines = false;  // --engines: as CudaConvChoice's
+  // --batchnorm: one of cudnn::batchnorm_algorithms(), "own" (the project's kernels, float64
+  // statistics) or "cudnn" (cuDNN's, as PyTorch runs BatchNorm2d; UsageError before anything is
+  // allocated where a layer's shape is beyond it).
+  std::string batchnorm = "own";
+};
+
 class CudaCnnTrainer {
  public:
   // `graph` planned for training at the batch's shape (PlanContext::node_storage may be off: only
   // shapes, layers and parameters are read); it must outlive the trainer. Throws
   // UsageError for an unsupported layer or without a device/cuDNN, Error when the device memory
-  // the plan needs is not free. conv_algorithm: as parse_cuda_conv_choice; a named algorithm that
-  // cuDNN cannot serve for a layer falls back to its guess (algorithms() says what runs).
-  // deterministic: only algorithms cuDNN reports CUDNN_DETERMINISTIC for the layer (no find; the
-  // backward passes' atomics-based algo_0 and the filter's algo_3 are left out). find_engines:
-  // as CudaConvChoice's. batchnorm: one of cudnn::batchnorm_algorithms(), "own" (the project's
-  // kernels, float64 statistics) or "cudnn" (cuDNN's, as PyTorch runs BatchNorm2d; UsageError
-  // before anything is allocated where a layer's shape is beyond it).
-  CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer, const std::string& conv_algorithm,
-                 float label_smoothing = 0.0f, bool deterministic = false,
-                 bool find_engines = false, const std::string& batchnorm = "own");
+  // the plan needs is not free, UsageError for options that contradict each other or name
+  // nothing (all checked before anything is allocated).
+  CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer, const CudaTrainOptions& options);
   ~CudaCnnTrainer();
   CudaCnnTrainer(const CudaCnnTrainer&) = delete;
   CudaCnnTrainer& operator=(const CudaCnnTrainer&) = delete;
