@@ -143,6 +143,8 @@ int run(Flags& f) {
   }
   if (f.peak_bw > 0 && f.op != "batchnorm")
     throw UsageError("--peak-bw: applies to bench batchnorm (conv2d and gemm take --peak-gflops)");
+  if (f.o.peak_gflops > 0 && f.op == "batchnorm")
+    throw UsageError("--peak-gflops: bench batchnorm is bound by memory; give --peak-bw");
   check_output_file(f.json, "--json");  // before the measurements, not after
   if (!f.algorithms.empty()) f.o.algorithms = split_list(f.algorithms);
   if (f.launch != "eager" && (f.op != "conv2d" || f.device != "cuda"))

@@ -81,6 +81,8 @@ TEST(BenchBatchNormCli, RefusesBadProblemsOtherOpsFlagsAndSizesBeyondMemory) {
             "--algorithms: no BatchNorm algorithm 'cudnn' on the cpu; one of own"},
            {"batchnorm --problem mb2c3h4 --engines",
             "--engines: applies to bench conv2d --device cuda only"},
+           {"batchnorm --problem mb2c3h4 --peak-gflops 100",
+            "--peak-gflops: bench batchnorm is bound by memory; give --peak-bw"},
            {"conv2d --problem mb1ic4ih6oc4kh3 --peak-bw 10",
             "--peak-bw: applies to bench batchnorm (conv2d and gemm take --peak-gflops)"},
            {"conv2d --problem mb1ic4ih6oc4kh3 --pass backward",
