@@ -146,33 +146,34 @@ __global__ void bn_backward_partial_sums(BatchNormShape s, int splits, const flo
   }
 }
 
-// One thread per channel: d_gamma = sum dy * xhat, d_beta = sum dy, and both in float64 for dx
-// (sums[2c], sums[2c + 1]).
-__global__ void bn_backward_statistics(int64_t channels, int splits, const double* partial,
+// One thread per channel: d_gamma = sum dy * xhat, d_beta = sum dy, and dx's coefficients
+// (coef[3c .. 3c+2] = k, p, q of bn_dx, in float64 as batchnorm.cc computes them).
+__global__ void bn_backward_statistics(int64_t channels, int splits, double count,
+                                       const double* partial, const float* gamma,
                                        const double* save_inv, float* d_gamma, float* d_beta,
-                                       double* sums) {
+                                       double* coef) {
   for (int64_t c = first_index(); c < channels; c += grid_stride()) {
     const double sum_dy = split_total(partial, c, splits, 2, 0);
     const double sum_dy_xhat = split_total(partial, c, splits, 2, 1) * save_inv[c];
     d_gamma[c] = static_cast<float>(sum_dy_xhat);
     d_beta[c] = static_cast<float>(sum_dy);
-    sums[2 * c] = sum_dy;
-    sums[2 * c + 1] = sum_dy_xhat;
+    const double inv = save_inv[c], k = gamma[c] * inv;
+    coef[3 * c] = k;
+    coef[3 * c + 1] = -k * inv * (sum_dy_xhat / count);
+    coef[3 * c + 2] = -k * (sum_dy / count);
   }
 }
 
 // dx = k dy + p (x - mean) + q per element (batchnorm.cc's backward), k = gamma inv,
-// p = -k inv mean(dy xhat), q = -k mean(dy).
+// p = -k inv mean(dy xhat), q = -k mean(dy), each channel's k, p, q from bn_backward_statistics.
 template <typename I>
-__global__ void bn_dx(I n, I plane, I channels, double count, const float* x, const float* dy,
-                      float* dx, const float* gamma, const double* save_mean,
-                      const double* save_inv, const double* sums) {
+__global__ void bn_dx(I n, I plane, I channels, const float* x, const float* dy, float* dx,
+                      const double* save_mean, const double* coef) {
   const I stride = static_cast<I>(gridDim.x) * blockDim.x;
   for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     const I c = detail::channel_of(i, plane, channels);
-    const double inv = save_inv[c], k = gamma[c] * inv;
-    const double p = -k * inv * (sums[2 * c + 1] / count), q = -k * (sums[2 * c] / count);
-    dx[i] = static_cast<float>(k * dy[i] + p * (x[i] - save_mean[c]) + q);
+    dx[i] = static_cast<float>(coef[3 * c] * dy[i] + coef[3 * c + 1] * (x[i] - save_mean[c]) +
+                               coef[3 * c + 2]);
   }
 }
 
@@ -369,17 +370,17 @@ void batchnorm_backward(const BatchNormBackwardArgs& a) {
   cuda::ensure_device();
   if (s.channels <= 0 || s.mb * s.plane <= 0) return;
   const int splits = bn_splits(s);
-  double* partial = scratch(static_cast<std::size_t>(2 * s.channels * splits + 2 * s.channels));
-  double* sums = partial + 2 * s.channels * splits;
+  double* partial = scratch(static_cast<std::size_t>(2 * s.channels * splits + 3 * s.channels));
+  double* coef = partial + 2 * s.channels * splits;
   bn_backward_partial_sums<<<split_grid(s, splits), kBlock>>>(s, splits, a.x, a.dy, a.save_mean,
                                                               partial);
   detail::launched("batchnorm backward (sums)");
   launch_over(s.channels, "batchnorm backward (statistics)", bn_backward_statistics, s.channels,
-              splits, partial, a.save_inv, a.d_gamma, a.d_beta, sums);
+              splits, static_cast<double>(s.mb * s.plane), partial, a.gamma, a.save_inv, a.d_gamma,
+              a.d_beta, coef);
   if (a.dx == nullptr) return;
-  detail::launch_per_element(s, "batchnorm backward", bn_dx<uint32_t>, bn_dx<int64_t>,
-                             static_cast<double>(s.mb * s.plane), a.x, a.dy, a.dx, a.gamma,
-                             a.save_mean, a.save_inv, sums);
+  detail::launch_per_element(s, "batchnorm backward", bn_dx<uint32_t>, bn_dx<int64_t>, a.x, a.dy,
+                             a.dx, a.save_mean, coef);
 }
 
 void maxpool2d_forward_argmax(const PoolShape& s, const float* x, float* y, int32_t* argmax) {

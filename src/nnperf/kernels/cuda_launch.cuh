@@ -62,15 +62,6 @@ void launch_per_element(const BatchNormShape& s, const char* what, K32 k32, K64 
   }
 }
 
-// The same with one kBlock-thread block per item (a channel): `blocks` blocks, none when <= 0.
-template <typename Kernel, typename... Args>
-void launch_blocks(int64_t blocks, const char* what, Kernel kernel, Args... args) {
-  cuda::ensure_device();
-  if (blocks <= 0) return;
-  kernel<<<static_cast<unsigned>(blocks), kBlock>>>(args...);
-  launched(what);
-}
-
 // pool.h's avgpool_divisor on the device: output (oy, ox)'s window clipped to the padded input
 // (count_include_pad) or to the input.
 __device__ inline int64_t avg_divisor(const PoolShape& s, bool count_include_pad, int64_t oy,
