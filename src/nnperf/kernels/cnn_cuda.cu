@@ -177,14 +177,8 @@ void clamp(const float* x, float* y, int64_t n, float lo, float hi) {
 }
 
 void add(const float* a, const float* b, float* y, int64_t n) {
-  if (detail::aligned16({a, b, y})) {
-    cuda::ensure_device();
-    if (n <= 0) return;
-    add4_kernel<<<detail::blocks_for_groups(n), detail::kBlock>>>(a, b, y, n);
-    detail::launched("add");
-    return;
-  }
-  launch_over(n, "add", add_kernel, a, b, y, n);
+  detail::launch_elementwise(n, detail::aligned16({a, b, y}), "add", add4_kernel, add_kernel, a, b,
+                             y, n);
 }
 
 void concat_part(const float* src, int64_t mb, int64_t src_per_image, float* dst,

@@ -48,6 +48,22 @@ void launch_over(int64_t n, const char* what, Kernel kernel, Args... args) {
   launched(what);
 }
 
+// The same for an element-wise kernel with a float4 twin: `by_fours` (written with
+// by_groups_of_four, blocks_for_groups(n) blocks) when `aligned` (every array 16-byte aligned,
+// aligned16), else `by_ones`; both take args...
+template <typename K4, typename K1, typename... Args>
+void launch_elementwise(int64_t n, bool aligned, const char* what, K4 by_fours, K1 by_ones,
+                        Args... args) {
+  cuda::ensure_device();
+  if (n <= 0) return;
+  if (aligned) {
+    by_fours<<<blocks_for_groups(n), kBlock>>>(args...);
+  } else {
+    by_ones<<<blocks_for(n), kBlock>>>(args...);
+  }
+  launched(what);
+}
+
 // An element-wise kernel over the mb * channels * plane elements of s that finds each element's
 // channel by division: k32 (its uint32_t instance) where every index fits in 31 bits, a 32-bit
 // division per element, else k64 (int64_t). Both take (n, plane, channels, args...).

@@ -239,26 +239,14 @@ using detail::launched;
 }  // namespace
 
 void activation_forward(const ActivationKernel& a, const float* src, float* dst, int64_t n) {
-  cuda::ensure_device();
-  if (n <= 0) return;
-  if (detail::aligned16({src, dst})) {
-    act_forward4<<<detail::blocks_for_groups(n), kBlock>>>(act_of(a), src, dst, n);
-  } else {
-    act_forward<<<blocks_for(n), kBlock>>>(act_of(a), src, dst, n);
-  }
-  launched("activation forward");
+  detail::launch_elementwise(n, detail::aligned16({src, dst}), "activation forward", act_forward4,
+                             act_forward, act_of(a), src, dst, n);
 }
 
 void activation_backward(const ActivationKernel& a, const float* src, const float* /*dst*/,
                          const float* d_dst, float* d_src, int64_t n) {
-  cuda::ensure_device();
-  if (n <= 0) return;
-  if (detail::aligned16({src, d_dst, d_src})) {
-    act_backward4<<<detail::blocks_for_groups(n), kBlock>>>(act_of(a), src, d_dst, d_src, n);
-  } else {
-    act_backward<<<blocks_for(n), kBlock>>>(act_of(a), src, d_dst, d_src, n);
-  }
-  launched("activation backward");
+  detail::launch_elementwise(n, detail::aligned16({src, d_dst, d_src}), "activation backward",
+                             act_backward4, act_backward, act_of(a), src, d_dst, d_src, n);
 }
 
 void add_bias_rows(float* dst, const float* bias, int64_t mb, int64_t n, int64_t ld) {
