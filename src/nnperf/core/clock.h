@@ -5,6 +5,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -60,6 +61,26 @@ class CpuIntervalTimer final : public IntervalTimer {
  private:
   std::vector<int64_t> start_, acc_ns_, n_;
 };
+
+// Times n pieces of host work alternately (the CPU's twin of gpu/cuda.h's time_alternately):
+// `warmup` untimed rounds, then `rounds` timed ones, each calling run(0) .. run(n - 1) once under
+// the steady clock, `before_round` (when given: a Ctrl-C poll) first. Returns ms[piece][timed
+// round].
+inline std::vector<std::vector<double>> time_alternately_on_host(
+    int n, const std::function<void(int)>& run, int warmup, int rounds,
+    const std::function<void()>& before_round = {}) {
+  std::vector<std::vector<double>> ms(static_cast<std::size_t>(n));
+  for (int r = 0; r < warmup + rounds; ++r) {
+    if (before_round) before_round();
+    for (int i = 0; i < n; ++i) {
+      const int64_t t0 = now_ns();
+      run(i);
+      if (r >= warmup)
+        ms[static_cast<std::size_t>(i)].push_back(static_cast<double>(now_ns() - t0) * 1e-6);
+    }
+  }
+  return ms;
+}
 
 // Points on a clock's timeline, read together: mark() notes "now" and returns the mark's index
 // (0, 1, ...); read() returns every mark's time in ns from an origin of that clock and starts

@@ -222,21 +222,11 @@ void check_sizes(const BatchNormShape& s, const BatchNormBenchOptions& o, std::s
 // ms[row][timed run]: the rows alternately, --warmup untimed rounds first; the GPU's by CUDA
 // events read once per round.
 std::vector<std::vector<double>> time_rows(std::vector<Row>& rows, const BatchNormBenchOptions& o) {
-  if (o.device == Device::kCuda) {
-    return cuda::time_alternately(
-        static_cast<int>(rows.size()), [&](int i) { rows[static_cast<std::size_t>(i)].run(); },
-        false, o.warmup, o.measure, check_interrupt);
-  }
-  std::vector<std::vector<double>> ms(rows.size());
-  for (int r = 0; r < o.warmup + o.measure; ++r) {
-    check_interrupt();
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const int64_t t0 = now_ns();
-      rows[i].run();
-      if (r >= o.warmup) ms[i].push_back(static_cast<double>(now_ns() - t0) * 1e-6);
-    }
-  }
-  return ms;
+  const int n = static_cast<int>(rows.size());
+  const auto run = [&](int i) { rows[static_cast<std::size_t>(i)].run(); };
+  if (o.device == Device::kCuda)
+    return cuda::time_alternately(n, run, false, o.warmup, o.measure, check_interrupt);
+  return time_alternately_on_host(n, run, o.warmup, o.measure, check_interrupt);
 }
 
 // The record of a timed row: time, bandwidth at the two-pass minimum, errors against `want`.

@@ -275,16 +275,9 @@ nlohmann::json bench_conv(const ConvProblem& p, const ConvBenchOptions& o) {
   }
   nlohmann::json records = nlohmann::json::array();
   const auto rows = plan_rows(p, o, in, t, threads, records);
-  std::vector<std::vector<double>> ms(rows.size());
-  for (int r = 0; r < o.warmup + o.measure; ++r) {
-    check_interrupt();
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const int64_t t0 = now_ns();
-      rows[i]->run();
-      const double elapsed = static_cast<double>(now_ns() - t0) * 1e-6;
-      if (r >= o.warmup) ms[i].push_back(elapsed);
-    }
-  }
+  const std::vector<std::vector<double>> ms = time_alternately_on_host(
+      static_cast<int>(rows.size()), [&](int i) { rows[static_cast<std::size_t>(i)]->run(); },
+      o.warmup, o.measure, check_interrupt);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Summary s = summarize(ms[i]);
     const double gflops = p.flops() / (s.median * 1e-3) * 1e-9;
