@@ -6,8 +6,8 @@ of the same model, batch and input (torchvision's module names are nnperf's node
   gpu_train_layers_table.py OURS_CSV TORCH_CSV [--torch-json J] [--top 12]
 
 Prints markdown: per phase (forward, backward) and layer kind, the layers' summed ms on each
-side and the ratio, plus each phase's time outside any layer row (PyTorch: the residual
-additions and torch.flatten, which are no modules; both: the marks' gaps); then the layers where
+side and the ratio, plus each phase's time outside any layer row (the marks' gaps; on PyTorch's
+side also what no leaf module does, in models the peer does not patch); then the layers where
 nnperf spends the most time over PyTorch's; then one summary line (`train layers: ...`) for
 gpu_run.sh's summary.txt. Both sides' figures are hooked steps (a mark around every layer); the
 JSON's unhooked step time is quoted when given.

@@ -14,13 +14,17 @@ and around the four phases. On the GPU the marks are CUDA events read after one 
 at the end of the step (never one per layer); on the CPU perf_counter. Each mark costs an event
 record (about 2 us of device time between kernels), so the hooked step runs longer than step_ms.
 
-Every module with an `inplace` flag (ReLU) is set to inplace=False: full backward hooks refuse a
-module output modified in place. A module called several times in one forward (torchvision's
-Bottleneck reuses one ReLU) gets nnperf's names for its calls: relu, relu_1, relu_2 in call
-order; its backward calls are matched to them in reverse. What no leaf module does (the residual
-additions written as `out += identity`, torch.flatten) is in the phases but in no row, and so is
-the backward of a module whose input needs no gradient (the first convolution): PyTorch fires
-its full backward hooks before that backward runs (pytorch/pytorch#100528), so no row is written.
+The unhooked steps run the model as torchvision builds it. For the hooked step it is then made
+hookable: every module with an `inplace` flag (ReLU) is set to inplace=False, and ResNet's residual
+additions (`out += identity`) become out-of-place calls of a leaf module `add` in each block:
+full backward hooks wrap a module's output in a view that may not be modified in place. ResNet's,
+VGG's and AlexNet's `torch.flatten(x, 1)` becomes a leaf module `flatten`, so both get rows under
+nnperf's names (layer1.0.add, flatten). A module called several times in one forward
+(torchvision's Bottleneck reuses one ReLU) gets nnperf's names for its calls: relu, relu_1,
+relu_2 in call order; its backward calls are matched to them in reverse. What no leaf module does
+in other models is in the phases but in no row, and so is the backward of a module whose input
+needs no gradient (the first convolution): PyTorch fires its full backward hooks before that
+backward runs (pytorch/pytorch#100528), so no row is written.
 
 Writes CSV rows node,name,kind,phase,start_ms,ms (node: the module's order of first call; kind:
 its class; start_ms from the step's first mark) and JSON {"peer": "torch", "version", "context",
@@ -29,11 +33,13 @@ its class; start_ms from the step's first mark) and JSON {"peer": "torch", "vers
 
 import argparse
 import csv
+import gc
 import json
 import os
 import statistics
 import sys
 import time
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conv_torch  # noqa: E402  (thread set-up and run context shared with the other peers)
@@ -114,6 +120,53 @@ class LayerHooks:
     def remove(self):
         for h in self.handles:
             h.remove()
+
+
+def make_hookable(torch, model):
+    """Makes `model` hookable in place (see the module's text): ReLUs out of place, ResNet blocks'
+    residual additions a leaf module `add` (out of place), ResNet's, VGG's and AlexNet's flatten a
+    leaf module `flatten`; the same arithmetic. Returns what was changed, for the JSON."""
+    import types
+
+    class Add(torch.nn.Module):
+        def forward(self, a, b):
+            return a + b
+
+    def basic_block(self, x):  # torchvision's order of calls
+        out = self.bn2(self.conv2(self.relu(self.bn1(self.conv1(x)))))
+        identity = x if self.downsample is None else self.downsample(x)
+        return self.relu(self.add(out, identity))
+
+    def bottleneck(self, x):
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        identity = x if self.downsample is None else self.downsample(x)
+        return self.relu(self.add(out, identity))
+
+    def resnet(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(self.flatten(self.avgpool(x)))
+
+    def features_classifier(self, x):  # VGG and AlexNet
+        return self.classifier(self.flatten(self.avgpool(self.features(x))))
+
+    forwards = {"BasicBlock": (basic_block, "add"), "Bottleneck": (bottleneck, "add"),
+                "ResNet": (resnet, "flatten"), "VGG": (features_classifier, "flatten"),
+                "AlexNet": (features_classifier, "flatten")}
+    changed = set()
+    for m in list(model.modules()):
+        if getattr(m, "inplace", False):
+            m.inplace = False
+            changed.add("inplace=False")
+        kind = type(m).__name__
+        if kind in forwards and type(m).__module__.startswith("torchvision."):
+            forward, leaf = forwards[kind]
+            m.add_module(leaf, Add() if leaf == "add" else torch.nn.Flatten(1))
+            m.forward = types.MethodType(forward, m)
+            changed.add(f"{kind}: {leaf} as a module")
+    return sorted(changed)
 
 
 def self_test():
@@ -279,9 +332,6 @@ def main(argv=None):
         c = model.conv1
         model.conv1 = torch.nn.Conv2d(a.in_channels, c.out_channels, c.kernel_size, c.stride,
                                       c.padding, bias=c.bias is not None)
-    for m in model.modules():
-        if hasattr(m, "inplace"):
-            m.inplace = False
     dev = torch.device(a.device)
     model = model.to(dev).train()
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
@@ -292,6 +342,7 @@ def main(argv=None):
     for _ in range(a.warmup_iters):
         make_step(torch, model, opt, x, y)
     sync()
+    gc.collect()
     step_ms = []
     for _ in range(a.measure):
         whole = Marks(torch, cuda)
@@ -300,15 +351,24 @@ def main(argv=None):
         e = whole.mark()
         sync()
         step_ms.append(whole.ms(s, e))
+    changed = make_hookable(torch, model)
+    make_step(torch, model, opt, x, y)  # the hookable model's first step: its new allocations
+    sync()
     marks = Marks(torch, cuda)
     hooks = LayerHooks(torch, model, marks)
+    # Expected for the first convolution, whose backward gets no row (see the module's text).
+    warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are "
+                            "computed with respect to module outputs")
+    gc.collect()  # no collection inside the one hooked step (a full one took 185 ms on the CPU)
+    gc.disable()
     first = marks.mark()
     pairs = make_step(torch, model, opt, x, y, marks)
     sync()
+    gc.enable()
     hooks.remove()
     phases = {k: marks.ms(s, e) for k, (s, e) in pairs.items()}
     ctx = conv_torch.run_context(torch, a.threads, a.warmup_iters, a.measure)
-    ctx.update({"device": a.device, "tf32": False, "inplace_modules": False,
+    ctx.update({"device": a.device, "tf32": False, "hooked_step_changes": changed,
                 "cudnn_benchmark": bool(cuda and not a.no_cudnn_benchmark),
                 "cuda_device": torch.cuda.get_device_name() if cuda else None,
                 "cudnn": torch.backends.cudnn.version() if cuda else None})
