@@ -4,14 +4,19 @@
 // threads; the backward reference against central differences of the forward reference.
 // Tolerances: outputs are float32 roundings of float64 results: 1e-5 relative to the largest
 // magnitude of the tensor (a few float ulps of its scale); statistics 1e-9 relative (float64
-// sums in another order).
+// sums in another order). The SIMD copies of the loops give the portable loops' bits.
 #include "nnperf/kernels/batchnorm.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <utility>
 #include <vector>
 
+#include "nnperf/core/cpu.h"
+#include "nnperf/kernels/batchnorm_impl.h"  // the portable loops, compiled into this test
+#include "nnperf/kernels/batchnorm_internal.h"
 #include "test_util.h"
 
 namespace nnperf {
@@ -70,6 +75,68 @@ TEST(BatchNormKernels, ForwardAndBackwardMatchTheReference) {
         // dx may be skipped: the parameter gradients stay the same.
         b.dx = nullptr;
         batchnorm_backward(b);
+      }
+    }
+  }
+}
+
+// Every SIMD path this CPU can run (batchnorm_avx2.cc, batchnorm_avx512.cc: the same loops,
+// vectorised, contraction off) gives exactly the portable loops' outputs and statistics, at planes
+// below, at and around the 8 lanes and a vector's width, and with a large mean.
+TEST(BatchNormKernels, EverySimdPathGivesThePortableBits) {
+  std::vector<std::pair<const char*, const detail::BatchNormPaths*>> paths;
+  if (cpu_info().simd >= SimdLevel::kAvx2) paths.emplace_back("avx2", &detail::kBatchNormPathsAvx2);
+  if (cpu_info().simd >= SimdLevel::kAvx512)
+    paths.emplace_back("avx512", &detail::kBatchNormPathsAvx512);
+  if (paths.empty()) GTEST_SKIP() << "this CPU has neither AVX2 + FMA nor AVX-512";
+  struct Run {
+    std::vector<float> y, dx, dg, db, rm, rv, applied;
+    std::vector<double> mean, inv;
+  };
+  const auto run = [](const BatchNormShape& s, const std::vector<float>& x,
+                      const std::vector<float>& dy, const std::vector<float>& g,
+                      const std::vector<float>& b, const detail::BatchNormPaths& p) {
+    const auto c = static_cast<std::size_t>(s.channels);
+    Run r{std::vector<float>(x.size()), std::vector<float>(x.size()), std::vector<float>(c),
+          std::vector<float>(c),        std::vector<float>(c, 0.5f),  std::vector<float>(c, 2.0f),
+          std::vector<float>(x.size()), std::vector<double>(c),       std::vector<double>(c)};
+    const BatchNormTrainArgs f{s,   x.data(),    r.y.data(),  g.data(),      b.data(),     1e-5,
+                               0.1, r.rm.data(), r.rv.data(), r.mean.data(), r.inv.data(), 1};
+    const BatchNormBackwardArgs k{
+        s,           x.data(),    dy.data(), r.dx.data(), g.data(), r.mean.data(), r.inv.data(),
+        r.dg.data(), r.db.data(), 1};
+    for (int64_t ch = 0; ch < s.channels; ++ch) p.train_forward_channel(f, ch);
+    for (int64_t ch = 0; ch < s.channels; ++ch) p.backward_channel(k, ch);
+    p.apply_rows(s, x.data(), g.data(), b.data(), r.applied.data(), 0, s.mb * s.channels);
+    return r;
+  };
+  const detail::BatchNormPaths portable{&detail::train_forward_channel, &detail::backward_channel,
+                                        &detail::apply_rows};
+  const auto same = [](const auto& a, const auto& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
+  };
+  for (int64_t plane : {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 67, 196}) {
+    for (float offset : {0.0f, 1000.0f}) {
+      const BatchNormShape s{3, 5, plane};
+      const int64_t n = s.mb * s.channels * s.plane;
+      std::vector<float> x = test::random_vector(n, 7, -1.0f, 1.0f);
+      for (float& v : x) v += offset;
+      const std::vector<float> dy = test::random_vector(n, 8);
+      const std::vector<float> g = test::random_vector(s.channels, 9, 0.5f, 1.5f);
+      const std::vector<float> b = test::random_vector(s.channels, 10);
+      const Run want = run(s, x, dy, g, b, portable);
+      for (const auto& [name, p] : paths) {
+        const Run got = run(s, x, dy, g, b, *p);
+        SCOPED_TRACE(testing::Message() << name << " plane " << plane << " offset " << offset);
+        EXPECT_TRUE(same(got.y, want.y));
+        EXPECT_TRUE(same(got.mean, want.mean));
+        EXPECT_TRUE(same(got.inv, want.inv));
+        EXPECT_TRUE(same(got.rm, want.rm));
+        EXPECT_TRUE(same(got.rv, want.rv));
+        EXPECT_TRUE(same(got.dx, want.dx));
+        EXPECT_TRUE(same(got.dg, want.dg));
+        EXPECT_TRUE(same(got.db, want.db));
+        EXPECT_TRUE(same(got.applied, want.applied));
       }
     }
   }

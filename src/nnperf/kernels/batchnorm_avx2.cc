@@ -1,0 +1,10 @@
+// BatchNorm's loops (batchnorm_impl.h) compiled for AVX2 (the flags CMakeLists.txt gives
+// *_avx2.cc, floating-point contraction off); used only after a CPUID check (batchnorm.cc).
+#include "nnperf/kernels/batchnorm_impl.h"
+#include "nnperf/kernels/batchnorm_internal.h"
+
+namespace nnperf::detail {
+
+const BatchNormPaths kBatchNormPathsAvx2{&train_forward_channel, &backward_channel, &apply_rows};
+
+}  // namespace nnperf::detail
