@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DNNPERF_WERROR=ON
 
-.PHONY: deps configure build run test bench bench-conv asan fuzz format clean
+.PHONY: deps configure build run test bench bench-conv bench-batchnorm asan fuzz format clean
 
 # Debian packages, Fashion-MNIST and (unless DEPS_FLAGS=--no-test-deps) the TensorBoard venv the
 # tests read event files with.
@@ -37,6 +37,10 @@ bench: build
 # The CNN targets: every VGG16/ResNet-50 conv layer vs PyTorch and oneDNN, whole-model latency.
 bench-conv: build
 	bash scripts/bench_conv.sh $(BUILD)
+
+# BatchNorm's training pass on ResNet-50's shapes vs PyTorch's, forward and backward.
+bench-batchnorm: build
+	bash scripts/bench_batchnorm.sh $(BUILD)
 
 asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DNNPERF_WERROR=ON -DNNPERF_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo"

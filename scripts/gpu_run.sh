@@ -126,24 +126,20 @@ stage_conv() {
 }
 # BatchNorm's training passes on ResNet-50's shapes at batch 32 (the stem's 64 x 112 x 112, the
 # stages' widest) by our kernels and cuDNN's (bench batchnorm: each row checked against the
-# float64 reference, bandwidth at the two-pass minimum) into bn/.
+# float64 reference, bandwidth at the two-pass minimum) and by PyTorch (batchnorm_torch.py:
+# F.batch_norm in training and autograd's backward), alternating per shape, into bn/; the table
+# (batchnorm_table.py) into bn_table.md, its summary lines into summary.txt.
 stage_bn() {
   local problem pass
   mkdir -p "$out/bn"
   for problem in mb32c64h112 mb32c256h56 mb32c512h28 mb32c1024h14 mb32c2048h7 mb1c64h112; do
     for pass in forward backward; do
-      step "batchnorm $problem $pass" "$out/bn.log" "${nn[@]}" bench batchnorm --device cuda --problem "$problem" --pass "$pass" --warmup 5 --measure 20 --json "$out/bn/${problem}_${pass}.json"
+      step "batchnorm $problem $pass" "$out/bn.log" "${nn[@]}" bench batchnorm --device cuda --problem "$problem" --pass "$pass" --warmup 5 --measure 20 --json "$out/bn/ours_${problem}_${pass}.json"
+      step "torch batchnorm $problem $pass" "$out/bn.log" python3 "$here/batchnorm_torch.py" --device cuda --problem "$problem" --pass "$pass" --warmup 5 --measure 20 --json "$out/bn/torch_${problem}_${pass}.json"
     done
   done
-  # One line per shape and pass into summary.txt: each row's median and bandwidth.
-  python3 - "$out/bn" >> "$out/summary.txt" 2>> "$out/bn.log" <<'PY'
-import json, pathlib, sys
-for f in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
-    rows = json.loads(f.read_text())["records"]
-    print("bn", f.stem, "; ".join(
-        f"{r['algorithm']} {r['time_ms_median']:.3f} ms {r['gb_per_s']:.0f} GB/s"
-        if r["status"] == "ok" else f"{r['algorithm']} skipped" for r in rows))
-PY
+  python3 "$here/batchnorm_table.py" "$out/bn" > "$out/bn_table.md" 2>> "$out/bn.log"
+  grep '^bn ' "$out/bn_table.md" >> "$out/summary.txt"
 }
 # CNN training on the GPU (the fixed-iteration driver), alternating with PyTorch's on the same
 # shapes (TF32 off, cudnn.benchmark as --algorithm find), then ours again with cuDNN's graph-API
