@@ -126,17 +126,18 @@ stage_conv() {
 }
 # BatchNorm's training passes on ResNet-50's shapes at batch 32 (the stem's 64 x 112 x 112, the
 # stages' widest) by our kernels and cuDNN's (bench batchnorm: each row checked against the
-# float64 reference, bandwidth at the two-pass minimum) and by PyTorch (batchnorm_torch.py:
-# F.batch_norm in training and autograd's backward), alternating per shape, into bn/; the table
-# (batchnorm_table.py) into bn_table.md, its summary lines into summary.txt.
+# float64 reference, bandwidth at the two-pass minimum), then by PyTorch (batchnorm_torch.py:
+# F.batch_norm in training and autograd's backward; one process per pass for all shapes, as
+# importing torch costs seconds), into bn/; the table (batchnorm_table.py) into bn_table.md, its
+# summary lines into summary.txt.
 stage_bn() {
-  local problem pass
+  local problem pass problems=(mb32c64h112 mb32c256h56 mb32c512h28 mb32c1024h14 mb32c2048h7 mb1c64h112)
   mkdir -p "$out/bn"
-  for problem in mb32c64h112 mb32c256h56 mb32c512h28 mb32c1024h14 mb32c2048h7 mb1c64h112; do
-    for pass in forward backward; do
+  for pass in forward backward; do
+    for problem in "${problems[@]}"; do
       step "batchnorm $problem $pass" "$out/bn.log" "${nn[@]}" bench batchnorm --device cuda --problem "$problem" --pass "$pass" --warmup 5 --measure 20 --json "$out/bn/ours_${problem}_${pass}.json"
-      step "torch batchnorm $problem $pass" "$out/bn.log" python3 "$here/batchnorm_torch.py" --device cuda --problem "$problem" --pass "$pass" --warmup 5 --measure 20 --json "$out/bn/torch_${problem}_${pass}.json"
     done
+    step "torch batchnorm $pass" "$out/bn.log" python3 "$here/batchnorm_torch.py" --device cuda "${problems[@]/#/--problem=}" --pass "$pass" --warmup 5 --measure 20 --json "$out/bn/torch_${pass}.json"
   done
   python3 "$here/batchnorm_table.py" "$out/bn" > "$out/bn_table.md" 2>> "$out/bn.log"
   grep '^bn ' "$out/bn_table.md" >> "$out/summary.txt"

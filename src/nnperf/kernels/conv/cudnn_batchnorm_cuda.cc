@@ -44,9 +44,7 @@ const BatchNormApi& bn_api() {
   return b;
 }
 
-void check(cudnnStatus_t s, const char* what) {
-  if (s != CUDNN_STATUS_SUCCESS) throw Error(fmt::format("{}: {}", what, detail::status_name(s)));
-}
+using detail::check;
 
 // A float NCHW tensor descriptor, destroyed with its owner.
 class TensorDesc {

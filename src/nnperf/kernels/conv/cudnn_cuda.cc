@@ -143,9 +143,7 @@ Api& usable() {
   return a;
 }
 
-void check(cudnnStatus_t s, const char* what) {
-  if (s != CUDNN_STATUS_SUCCESS) throw Error(fmt::format("{}: {}", what, api().GetErrorString(s)));
-}
+using detail::check;
 
 int narrow(int64_t v) { return static_cast<int>(v); }  // ConvProblem terms are below 2^24
 
@@ -157,6 +155,9 @@ namespace detail {
 void* library() { return api().lib; }
 cudnnHandle_t handle() { return usable().handle; }
 std::string status_name(cudnnStatus_t status) { return api().GetErrorString(status); }
+void check(cudnnStatus_t s, const char* what) {
+  if (s != CUDNN_STATUS_SUCCESS) throw Error(fmt::format("{}: {}", what, status_name(s)));
+}
 }  // namespace detail
 
 std::string version() {

@@ -47,10 +47,6 @@ const BackendApi& backend() {
   return b;
 }
 
-void check(cudnnStatus_t s, const char* what) {
-  if (s != CUDNN_STATUS_SUCCESS) throw Error(fmt::format("{}: {}", what, status_name(s)));
-}
-
 // One backend descriptor, destroyed with its owner.
 class Desc {
  public:

@@ -1,5 +1,6 @@
-// Shared by the cuDNN translation units (cudnn_cuda.cc, cudnn_engines_cuda.cc; CUDA builds with
-// cudnn.h only): the loaded library and handle, and the graph-API engines of one forward problem.
+// Shared by the cuDNN translation units (cudnn_cuda.cc, cudnn_engines_cuda.cc,
+// cudnn_batchnorm_cuda.cc; CUDA builds with cudnn.h only): the loaded library and handle, status
+// checks, and the graph-API engines of one convolution pass.
 #pragma once
 #include <cudnn.h>
 #include <dlfcn.h>
@@ -22,6 +23,8 @@ void* library();
 cudnnHandle_t handle();
 // cuDNN's name for a status ("CUDNN_STATUS_NOT_SUPPORTED").
 std::string status_name(cudnnStatus_t status);
+// Throws Error("<what>: <status name>") unless `s` is CUDNN_STATUS_SUCCESS.
+void check(cudnnStatus_t s, const char* what);
 
 // `f` = the entry point `name` of `lib`; when it is missing, `reason` (if still "") says so.
 template <typename F>
