@@ -22,9 +22,10 @@ VGG's and AlexNet's `torch.flatten(x, 1)` becomes a leaf module `flatten`, so bo
 nnperf's names (layer1.0.add, flatten). A module called several times in one forward
 (torchvision's Bottleneck reuses one ReLU) gets nnperf's names for its calls: relu, relu_1,
 relu_2 in call order; its backward calls are matched to them in reverse. What no leaf module does
-in other models is in the phases but in no row, and so is the backward of a module whose input
-needs no gradient (the first convolution): PyTorch fires its full backward hooks before that
-backward runs (pytorch/pytorch#100528), so no row is written.
+in other models is in the phases but in no row. The backward of a module whose input needs no
+gradient (the first convolution) has its full backward hooks fired before it runs
+(pytorch/pytorch#100528): its row ends instead when autograd delivers the module's weight
+gradient (a tensor hook on the weight).
 
 Writes CSV rows node,name,kind,phase,start_ms,ms (node: the module's order of first call; kind:
 its class; start_ms from the step's first mark) and JSON {"peer": "torch", "version", "context",
@@ -81,6 +82,9 @@ class LayerHooks:
                     m.register_full_backward_pre_hook(self._begin(name, "backward")),
                     m.register_full_backward_hook(self._end(name, "backward")),
                 ]
+                w = getattr(m, "weight", None)
+                if w is not None and getattr(w, "requires_grad", False):
+                    self.handles.append(w.register_hook(self._weight_grad(name)))
 
     def _call_name(self, name, phase):
         n = self.calls.get(name, 0)
@@ -109,12 +113,24 @@ class LayerHooks:
             n = self.calls.get(name, 0)
             k = n - 1 if phase == "forward" else n - self.back_calls.get(name, 0)
             call = name if k <= 0 else f"{name}_{k}"
-            begun = self.open.pop((call, phase), None)
             if phase == "backward" and call in self.no_input_grad:
-                begun = None  # the hooks fired before this backward ran: nothing measured
+                return  # fired before this backward ran: its weight's gradient ends the row
+            begun = self.open.pop((call, phase), None)
             if begun is not None:
                 start, node, kind = begun
                 self.rows.append((node, call, kind, phase, start, self.marks.mark()))
+        return hook
+
+    def _weight_grad(self, name):
+        """The end of the backward of a call whose input needs no gradient (the first layer):
+        PyTorch fires that module's full backward hook before the backward runs
+        (pytorch/pytorch#100528), so the row ends when autograd delivers its weight's gradient."""
+        def hook(grad):
+            n = self.calls.get(name, 0) - self.back_calls.get(name, 0)
+            call = name if n <= 0 else f"{name}_{n}"
+            if call in self.no_input_grad and (call, "backward") in self.open:
+                start, node, kind = self.open.pop((call, "backward"))
+                self.rows.append((node, call, kind, "backward", start, self.marks.mark()))
         return hook
 
     def remove(self):
@@ -172,7 +188,8 @@ def make_hookable(torch, model):
 def self_test():
     """LayerHooks' naming and pairing on a stand-in model (no torch needed): a block that calls its
     ReLU three times, forward in call order, backward in reverse, as autograd runs it; the first
-    layer's input needs no gradient, so its backward gets no row."""
+    layer's input needs no gradient, so its full backward hooks fire back to back before its
+    backward and its row ends at its weight's gradient."""
 
     class Handle:
         def remove(self):
@@ -201,8 +218,17 @@ def self_test():
         def register_full_backward_hook(self, fn):
             return self._register("bwd_end", fn)
 
+    class Weight:
+        requires_grad = True
+
+        def register_hook(self, fn):
+            self.hook = fn
+            return Handle()
+
     class Conv2d(Leaf):
-        pass
+        def __init__(self):
+            super().__init__()
+            self.weight = Weight()
 
     class BatchNorm2d(Leaf):
         pass
@@ -231,17 +257,18 @@ def self_test():
     for name in reversed(order):
         mods[name].hooks["bwd_begin"](mods[name], ())
         mods[name].hooks["bwd_end"](mods[name], (), ())
+    mods["conv1"].weight.hook(None)  # autograd delivers conv1's weight gradient
     got = [(r[1], r[2], r[3], r[0]) for r in hooks.rows]
     want = [("conv1", "Conv2d", "forward", 1), ("bn1", "BatchNorm2d", "forward", 2),
             ("relu", "ReLU", "forward", 3), ("relu_1", "ReLU", "forward", 3),
             ("relu_2", "ReLU", "forward", 3), ("relu_2", "ReLU", "backward", 3),
             ("relu_1", "ReLU", "backward", 3), ("relu", "ReLU", "backward", 3),
-            ("bn1", "BatchNorm2d", "backward", 2)]  # conv1's input needs no gradient: no row
+            ("bn1", "BatchNorm2d", "backward", 2), ("conv1", "Conv2d", "backward", 1)]
     if got != want or any(r[5] <= r[4] for r in hooks.rows):
         print(f"train_layers_torch self-test: got {got}, want {want}")
         return 1
     print(f"train_layers_torch self-test: all {len(want)} rows named, paired and ordered as "
-          "nnperf names them, none for a backward PyTorch does not bracket")
+          "nnperf names them, the first layer's backward ended by its weight's gradient")
     return 0
 
 
@@ -356,7 +383,7 @@ def main(argv=None):
     sync()
     marks = Marks(torch, cuda)
     hooks = LayerHooks(torch, model, marks)
-    # Expected for the first convolution, whose backward gets no row (see the module's text).
+    # Expected for the first convolution, whose row its weight's gradient ends (the module's text).
     warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are "
                             "computed with respect to module outputs")
     gc.collect()  # no collection inside the one hooked step (a full one took 185 ms on the CPU)
