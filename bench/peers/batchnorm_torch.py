@@ -191,14 +191,10 @@ def main(argv=None):
     if argv == ["--self-test"]:
         return self_test()
     a = parse_args(argv)
-    conv_torch.set_thread_env(a.threads)
-    import torch
-
-    torch.set_num_threads(a.threads)
-    cuda = a.device == "cuda"
-    if cuda and not torch.cuda.is_available():
-        print("batchnorm_torch: torch sees no CUDA device", file=sys.stderr)
+    torch = conv_torch.import_torch(a.threads, a.device, "batchnorm_torch")
+    if torch is None:
         return 2
+    cuda = a.device == "cuda"
     records = [bench_problem(torch, a, p, cuda) for p in a.problem]
     ctx = conv_torch.run_context(torch, a.threads, a.warmup, a.measure)
     ctx.update({"device": a.device, "pass": a.pass_,

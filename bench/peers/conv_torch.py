@@ -130,6 +130,23 @@ def set_thread_env(threads):
         os.environ[v] = str(threads)
 
 
+def import_torch(threads, device, who):
+    """torch on `threads` CPU threads (the thread variables set before the import); for device
+    "cuda" with TF32 off (FP32 math, as nnperf's); None, after a line on stderr naming `who`,
+    when torch sees no CUDA device."""
+    set_thread_env(threads)
+    import torch
+
+    torch.set_num_threads(threads)
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            print(f"{who}: torch sees no CUDA device", file=sys.stderr)
+            return None
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    return torch
+
+
 def run_context(torch, threads, warmup, measure):
     try:
         load_start = list(os.getloadavg())

@@ -337,18 +337,13 @@ def main(argv=None):
     if (argv if argv is not None else sys.argv[1:]) == ["--self-test"]:
         return self_test()
     a = parse_args(argv)
-    conv_torch.set_thread_env(a.threads)
-    import torch
+    torch = conv_torch.import_torch(a.threads, a.device, "train_layers_torch")
+    if torch is None:
+        return 2
     import torchvision
 
-    torch.set_num_threads(a.threads)
     cuda = a.device == "cuda"
-    if cuda and not torch.cuda.is_available():
-        print("train_layers_torch: torch sees no CUDA device", file=sys.stderr)
-        return 2
     if cuda:
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
         torch.backends.cudnn.benchmark = not a.no_cudnn_benchmark
     if not callable(getattr(torchvision.models, a.model, None)):
         print(f"train_layers_torch: unknown torchvision model '{a.model}'", file=sys.stderr)
