@@ -162,7 +162,7 @@ stage_train() {
 # epoch's last batch of 96 trained on both sides); then one ResNet-50 step at batch 32
 # profiled per layer by CUDA events (--profile-one-step), with our BatchNorm and with cuDNN's,
 # and PyTorch's step profiled per module the same way (train_layers_torch.py); each of ours beside
-# it per layer kind (gpu_train_layers_table.py: train_layers_<ours>.md, a line in summary.txt).
+# it per layer kind (train_layers_table.py: train_layers_<ours>.md, a line in summary.txt).
 stage_cnn() {
   step "train resnet18 cuda epochs" "$out/cnn.log" "${nn[@]}" train --model resnet18 --device cuda --data "$data" --epochs 2 --warmup-epochs 1 --batch-size 128 --workers 4 --algorithm find --progress lines --no-tensorboard --out-dir "$out/cnn_cuda"
   step "torch resnet18 cuda epochs" "$out/cnn.log" python3 "$here/train_torch.py" --device cuda --cudnn-benchmark --model resnet18 --data "$data" --epochs 2 --batch-size 128 --json "$out/cnn_torch.json"
@@ -174,7 +174,7 @@ stage_cnn() {
   local d
   for d in one_step_resnet50 one_step_resnet50_cudnn_bn; do
     [ -s "$out/$d/one_step_layers.csv" ] && [ -s "$out/torch_layers_resnet50.csv" ] || continue
-    python3 "$here/gpu_train_layers_table.py" "$out/$d/one_step_layers.csv" "$out/torch_layers_resnet50.csv" --torch-json "$out/torch_layers_resnet50.json" > "$out/train_layers_$d.md" 2>> "$out/cnn.log" &&
+    python3 "$here/train_layers_table.py" "$out/$d/one_step_layers.csv" "$out/torch_layers_resnet50.csv" --torch-json "$out/torch_layers_resnet50.json" > "$out/train_layers_$d.md" 2>> "$out/cnn.log" &&
       tail -1 "$out/train_layers_$d.md" | sed "s/^/$d: /" >> "$out/summary.txt"
   done
 }

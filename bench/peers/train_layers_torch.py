@@ -1,6 +1,6 @@
 """PyTorch peer of `nnperf train --profile-one-step`: one training step of a torchvision model
 timed per leaf module, forward and backward, in the one_step_layers.csv columns nnperf writes, so
-that scripts/gpu_train_layers_table.py can put the two side by side layer by layer.
+that scripts/train_layers_table.py can put the two side by side layer by layer.
 
   train_layers_torch.py --model resnet50 --batch-size 32 --input-size 224 --device cuda \
       --csv torch_layers.csv --json torch_layers.json

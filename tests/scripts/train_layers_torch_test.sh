@@ -4,7 +4,7 @@
 # and by the peer must give the same layer rows: the same names, phases and kinds (the residual
 # additions and flatten included, and the first convolution's backward, whose row the peer ends at
 # its weight's gradient), every time positive, none on one side only; then
-# scripts/gpu_train_layers_table.py renders them.
+# scripts/train_layers_table.py renders them.
 # Exit 77 (skipped, with the reason) without a python that has torch and torchvision: the peers'
 # venv (bench/peers/setup-venv.sh, several GB from PyPI) is not part of the test set-up.
 #   train_layers_torch_test.sh NNPERF SOURCE_DIR
@@ -29,7 +29,7 @@ for model in resnet18 resnet50 vgg16; do
   "$py" - "$tmp/ours_$model/one_step_layers.csv" "$tmp/torch_$model.csv" "$src/scripts" "$model" <<'EOF' || exit 1
 import csv, sys
 sys.path.insert(0, sys.argv[3])
-from gpu_train_layers_table import KINDS
+from train_layers_table import KINDS
 def rows(path):
     out = {}
     for r in csv.DictReader(open(path)):
@@ -46,7 +46,7 @@ if only_ours or only_torch or kinds or bad or (first, "backward") not in torch:
              f"other kinds {kinds[:5]}, times not positive {bad[:5]}")
 print(f"{sys.argv[4]}: {len(torch)} rows named as nnperf's")
 EOF
-  "$py" "$src/scripts/gpu_train_layers_table.py" "$tmp/ours_$model/one_step_layers.csv" \
+  "$py" "$src/scripts/train_layers_table.py" "$tmp/ours_$model/one_step_layers.csv" \
     "$tmp/torch_$model.csv" --torch-json "$tmp/torch_$model.json" > "$tmp/table_$model.md" ||
     fail "table $model"
   grep -q "^train layers: forward conv .*PyTorch's unhooked step" "$tmp/table_$model.md" ||

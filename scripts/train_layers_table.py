@@ -3,14 +3,15 @@
 `train --profile-one-step` (one_step_layers.csv) beside bench/peers/train_layers_torch.py's CSV
 of the same model, batch and input (torchvision's module names are nnperf's node names).
 
-  gpu_train_layers_table.py OURS_CSV TORCH_CSV [--torch-json J] [--top 12]
+  train_layers_table.py OURS_CSV TORCH_CSV [--torch-json J] [--top 12]
 
 Prints markdown: per phase (forward, backward) and layer kind, the layers' summed ms on each
 side and the ratio, plus each phase's time outside any layer row (the marks' gaps; on PyTorch's
 side also what no leaf module does, in models the peer does not patch); then the layers where
 nnperf spends the most time over PyTorch's; then one summary line (`train layers: ...`) for
-gpu_run.sh's summary.txt. Both sides' figures are hooked steps (a mark around every layer); the
-JSON's unhooked step time is quoted when given.
+gpu_run.sh's summary.txt and bench_train_cnn.sh's summary.md. Both sides' figures are hooked
+steps (a mark around every layer; on the CPU PyTorch's hooks run on the timed thread, so its rows
+carry their cost); the JSON's unhooked step time is quoted when given.
 """
 
 import argparse
@@ -102,7 +103,7 @@ def main(argv=None):
             doc = json.load(f)
     torch_phases = doc.get("phases_ms", {})
     if not ours or not torch:
-        print(f"gpu_train_layers_table: no layer rows in {a.ours if not ours else a.torch}", file=sys.stderr)
+        print(f"train_layers_table: no layer rows in {a.ours if not ours else a.torch}", file=sys.stderr)
         return 1
     print("# One training step per layer kind: nnperf and PyTorch, both hooked\n")
     table, summary = phase_table(ours, torch, ours_phases, torch_phases)
