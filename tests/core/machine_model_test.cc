@@ -154,6 +154,51 @@ TEST(MachineModel, ReadsTheCeilingsLayout) {
       204.6);
 }
 
+// AVX-512 on AMD family 25 (Zen 4) runs a 512-bit FMA on both 256-bit pipes: its estimate, a
+// peaks.json's conversions between levels and the line `nnperf devices` prints say so; elsewhere
+// (Intel, unknown vendors) AVX-512 is twice AVX2; two measured ceilings replace either rule.
+TEST(MachineModel, Avx512FmaRateFollowsTheCpuOrTheMeasuredCeilings) {
+  CpuInfo zen4 = zen3_like(SimdLevel::kAvx512, 3000);
+  zen4.vendor = "AuthenticAMD";
+  zen4.family = 25;
+  CpuInfo intel = zen4;
+  intel.vendor = "GenuineIntel";
+  intel.family = 6;
+  EXPECT_DOUBLE_EQ(avx512_fma_speedup(zen4), 1.0);
+  EXPECT_DOUBLE_EQ(avx512_fma_speedup(intel), 2.0);
+  const MachineModel z = estimate_machine_model(zen4, SimdLevel::kAvx512);
+  EXPECT_DOUBLE_EQ(z.fma_gflops_per_core, 96.0);  // 8 x 2 pipes x 2 FLOPs x 3 GHz, as AVX2
+  EXPECT_DOUBLE_EQ(fma_gflops_at(z, SimdLevel::kAvx2), 96.0);
+  EXPECT_NE(describe(z).find(", AVX-512 FMA at 1.00x AVX2's"), std::string::npos) << describe(z);
+  const MachineModel i = estimate_machine_model(intel, SimdLevel::kAvx512);
+  EXPECT_DOUBLE_EQ(i.fma_gflops_per_core, 192.0);
+  EXPECT_DOUBLE_EQ(fma_gflops_at(i, SimdLevel::kAvx2), 96.0);
+  EXPECT_EQ(describe(i).find("AVX-512 FMA at"), std::string::npos);
+  // NNPERF_SIMD=avx2 on Zen 4: our kernels at AVX2, OpenBLAS at AVX-512, the same rate.
+  const MachineModel capped = estimate_machine_model(zen4, SimdLevel::kAvx2);
+  EXPECT_DOUBLE_EQ(fma_gflops_at(capped, capped.blas_simd), capped.fma_gflops_per_core);
+
+  // The ceilings layout with AVX2 only, used at AVX-512: converted by the CPU's rule.
+  const auto doc = nlohmann::json::parse(kNewLayout);
+  EXPECT_DOUBLE_EQ(
+      machine_model_from_peaks_json(doc, "", "p", zen4, SimdLevel::kAvx512).fma_gflops_per_core,
+      102.3);
+  EXPECT_DOUBLE_EQ(
+      machine_model_from_peaks_json(doc, "", "p", intel, SimdLevel::kAvx512).fma_gflops_per_core,
+      204.6);
+  // With both 1-thread ceilings the ratio is measured, whatever the CPU's rule says.
+  auto both = doc;
+  both["box1"]["compute_ceilings"].push_back(
+      {{"name", "avx512 fma"}, {"simd", "avx512"}, {"threads", 1}, {"gflops", 112.53}});
+  const MachineModel mz = machine_model_from_peaks_json(both, "", "p", intel, SimdLevel::kAvx512);
+  EXPECT_DOUBLE_EQ(mz.fma_gflops_per_core, 112.53);
+  EXPECT_NEAR(mz.avx512_over_avx2, 1.1, 1e-12);
+  EXPECT_NEAR(fma_gflops_at(mz, SimdLevel::kAvx2), 102.3, 1e-9);
+  const MachineModel m2 = machine_model_from_peaks_json(both, "", "p", zen4, SimdLevel::kAvx2);
+  EXPECT_DOUBLE_EQ(m2.fma_gflops_per_core, 102.3);
+  EXPECT_NEAR(fma_gflops_at(m2, SimdLevel::kAvx512), 112.53, 1e-9);
+}
+
 std::string error_of(const nlohmann::json& doc, const std::string& env = "") {
   try {
     machine_model_from_peaks_json(doc, env, "dir/peaks.json", zen3_like(SimdLevel::kAvx2, 3000),
@@ -229,7 +274,8 @@ TEST(MachineModel, NnperfPeaksNamesTheFileToReadAndABrokenOneIsRefused) {
     const ScopedEnv env("NNPERF_PEAKS", good);
     const MachineModel m = detect_machine_model();
     EXPECT_EQ(m.source, "peaks.json " + good + " env box1");
-    EXPECT_DOUBLE_EQ(m.fma_gflops_per_core, 101.9 * simd_lanes(active_simd()) / 8);
+    // Measured at avx2, converted to this machine's level by the FMA widths.
+    EXPECT_DOUBLE_EQ(m.fma_gflops_per_core, 101.9 * fma_width(m, active_simd()) / 8);
   }
   const std::string broken = (dir / "broken.json").string();
   std::ofstream(broken) << R"({"box1": {"peak_gbps": 21.0, "peak_gflops": {"fp32": )";

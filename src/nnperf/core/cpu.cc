@@ -36,6 +36,9 @@ CpuInfo detect() {
       return v;
     };
     if (info.model_name.empty() && line.rfind("model name", 0) == 0) info.model_name = value();
+    if (info.vendor.empty() && line.rfind("vendor_id", 0) == 0) info.vendor = value();
+    if (info.family == 0 && line.rfind("cpu family", 0) == 0)
+      info.family = std::atoi(value().c_str());
     if (info.nominal_mhz == 0.0 && line.rfind("cpu MHz", 0) == 0)
       info.nominal_mhz = std::atof(value().c_str());
   }

@@ -8,6 +8,8 @@ enum class SimdLevel { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 
 struct CpuInfo {
   std::string model_name;
+  std::string vendor;  // /proc/cpuinfo vendor_id ("AuthenticAMD", "GenuineIntel"), "" if none
+  int family = 0;      // /proc/cpuinfo cpu family (AMD Zen 3 and Zen 4: 25), 0 if none
   int logical_cpus = 1;
   SimdLevel simd = SimdLevel::kScalar;
   bool has_avx2 = false, has_fma = false, has_avx512f = false;

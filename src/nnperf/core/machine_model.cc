@@ -23,15 +23,24 @@ int simd_lanes(SimdLevel level) {
   }
 }
 
+double avx512_fma_speedup(const CpuInfo& cpu) {
+  return cpu.vendor == "AuthenticAMD" && cpu.family == 25 ? 1.0 : 2.0;
+}
+
+double fma_width(const MachineModel& m, SimdLevel level) {
+  return level == SimdLevel::kAvx512 ? 8.0 * m.avx512_over_avx2 : simd_lanes(level);
+}
+
 double fma_gflops_at(const MachineModel& m, SimdLevel level) {
-  return m.fma_gflops_per_core * simd_lanes(level) / simd_lanes(m.simd);
+  return m.fma_gflops_per_core * fma_width(m, level) / fma_width(m, m.simd);
 }
 
 MachineModel estimate_machine_model(const CpuInfo& cpu, SimdLevel level) {
   constexpr double kFmaPipes = 2.0, kFlopsPerFma = 2.0;
   const double mhz = cpu.nominal_mhz > 0 ? std::clamp(cpu.nominal_mhz, 800.0, 6000.0) : 2500.0;
   MachineModel m;
-  m.fma_gflops_per_core = simd_lanes(level) * kFmaPipes * kFlopsPerFma * mhz * 1e-3;
+  m.avx512_over_avx2 = avx512_fma_speedup(cpu);
+  m.fma_gflops_per_core = fma_width(m, level) * kFmaPipes * kFlopsPerFma * mhz * 1e-3;
   m.dram_gbps_per_core = kEstimateDramGbpsPerCore;
   m.dram_gbps_total = kEstimateDramGbpsPerCore;
   m.l1d_bytes = cpu.l1d_bytes > 0 ? cpu.l1d_bytes : 32L << 10;
@@ -67,11 +76,16 @@ void set_machine_model(const MachineModel& m) {
 }
 
 std::string describe(const MachineModel& m) {
-  return fmt::format(
+  std::string line = fmt::format(
       "{}: {:.1f} GFLOP/s per core ({} fp32 FMA, 1 thread), DRAM {:.1f} GB/s per core, {:.1f} "
       "GB/s total, L3 {:g} MiB",
       m.source, m.fma_gflops_per_core, to_string(m.simd), m.dram_gbps_per_core, m.dram_gbps_total,
       static_cast<double>(m.l3_bytes) / (1 << 20));
+  if (m.avx512_over_avx2 != 2.0 &&
+      (m.simd == SimdLevel::kAvx512 || m.blas_simd == SimdLevel::kAvx512)) {
+    line += fmt::format(", AVX-512 FMA at {:.2f}x AVX2's", m.avx512_over_avx2);
+  }
+  return line;
 }
 
 }  // namespace nnperf

@@ -19,6 +19,10 @@ struct MachineModel {
   // The level OpenBLAS (and FFTW) run at: they dispatch on CPUID themselves, so NNPERF_SIMD
   // does not reach them; the hardware's best level.
   SimdLevel blas_simd = SimdLevel::kScalar;
+  // One core's AVX-512 FMA throughput over its AVX2 throughput: 2 with 512-bit FMA pipes, 1 where
+  // a 512-bit FMA occupies both 256-bit pipes (AMD Zen 4). Measured when a peaks.json has both
+  // 1-thread ceilings, else avx512_fma_speedup() of the CPU.
+  double avx512_over_avx2 = 2.0;
   // "peaks.json <path> env <e>" or "estimate from detected features" (plus why a ./peaks.json
   // was passed over, when there is one).
   std::string source;
@@ -34,15 +38,21 @@ void set_machine_model(const MachineModel& m);
 using MachineModelSource = MachineModel (*)();
 void set_machine_model_source(MachineModelSource source);
 
-// FMA GFLOP/s per core = lanes (scalar 1, AVX2 8, AVX-512 16) x 2 FMA pipes x 2 FLOPs x the
-// nominal clock (2.5 GHz when /proc/cpuinfo has none; clamped to 0.8-6 GHz); DRAM
-// kEstimateDramGbpsPerCore per core and in total (the channel count is unknown, so no gain from
-// threads is assumed); caches as detected (defaults where sysfs has none).
+// FMA GFLOP/s per core = FMA width (fma_width: scalar 1, AVX2 8, AVX-512 8 x
+// avx512_fma_speedup) x 2 FMA pipes x 2 FLOPs x the nominal clock (2.5 GHz when /proc/cpuinfo has
+// none; clamped to 0.8-6 GHz); DRAM kEstimateDramGbpsPerCore per core and in total (the channel
+// count is unknown, so no gain from threads is assumed); caches as detected (defaults where sysfs
+// has none).
 inline constexpr double kEstimateDramGbpsPerCore = 15.0;
 MachineModel estimate_machine_model(const CpuInfo& cpu, SimdLevel level);
 
 int simd_lanes(SimdLevel level);  // fp32 lanes: 1, 8, 16
-// The model's per-core FMA rate converted to `level` by the lane ratio (GFLOP/s).
+// AVX-512 FMA throughput over AVX2's on `cpu`, from its features: 1 on AMD family 25 (Zen 4, the
+// family's only parts with AVX-512, split 512-bit FMAs over their two 256-bit pipes), else 2.
+double avx512_fma_speedup(const CpuInfo& cpu);
+// fp32 FMAs per cycle per pipe, relative: scalar 1, AVX2 8, AVX-512 8 x m.avx512_over_avx2.
+double fma_width(const MachineModel& m, SimdLevel level);
+// The model's per-core FMA rate converted to `level` by the width ratio (GFLOP/s).
 double fma_gflops_at(const MachineModel& m, SimdLevel level);
 // One line: "<source>: 102.0 GFLOP/s per core (avx2 fp32 FMA, 1 thread), DRAM 21.0 GB/s per
 // core, 21.0 GB/s total, L3 32 MiB".

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -60,13 +61,12 @@ struct Measured {
   JsonPath at;
 };
 
-// FMA, one thread: the active level's compute ceiling, else the widest one scaled by lanes, else
-// measured.fma_gflops_per_s_1thread (at measured.simd), else peak_gflops / threads.
-double fma_gflops_per_core(const nlohmann::json& e, const JsonPath& at, const Measured& measured,
-                           double peak_gflops, const CpuInfo& cpu, SimdLevel level) {
-  const int want = simd_lanes(level);
-  double best_at_level = 0, best_scaled = 0;
-  int best_lanes = 0;
+// FMA, one thread, into m: the active level's compute ceiling, else the widest one converted by
+// FMA width, else measured.fma_gflops_per_s_1thread (at measured.simd), else peak_gflops /
+// threads; m.avx512_over_avx2 measured when both 1-thread AVX2 and AVX-512 ceilings are there.
+void read_fma(const nlohmann::json& e, const JsonPath& at, const Measured& measured,
+              double peak_gflops, const CpuInfo& cpu, SimdLevel level, MachineModel& m) {
+  std::map<int, double> best;  // lanes -> the best 1-thread ceiling
   if (const nlohmann::json* cc = optional_array(e, "compute_ceilings", at)) {
     for (std::size_t i = 0; i < cc->size(); ++i) {
       const JsonPath ip = at.at("compute_ceilings").at(std::to_string(i));
@@ -76,33 +76,41 @@ double fma_gflops_per_core(const nlohmann::json& e, const JsonPath& at, const Me
       const int64_t threads = json_integer(c, "threads", ip);
       const double gflops = positive(json_number(c, "gflops", ip), ip.at("gflops"));
       const int lanes = lanes_of(simd);
-      if (threads != 1 || lanes == 0) continue;
-      if (lanes == want) best_at_level = std::max(best_at_level, gflops);
-      if (lanes > best_lanes || (lanes == best_lanes && gflops * want / lanes > best_scaled)) {
-        best_lanes = lanes;
-        best_scaled = gflops * want / lanes;
-      }
+      if (threads == 1 && lanes != 0) best[lanes] = std::max(best[lanes], gflops);
     }
   }
-  if (best_at_level > 0) return best_at_level;
-  if (best_scaled > 0) return best_scaled;
+  if (best.contains(8) && best.contains(16)) m.avx512_over_avx2 = best[16] / best[8];
+  // GFLOP/s measured at `lanes` converted to the active level.
+  const auto at_level = [&](double gflops, int lanes) {
+    const double from = lanes == 16 ? fma_width(m, SimdLevel::kAvx512) : lanes;
+    return gflops * fma_width(m, level) / from;
+  };
+  if (best.contains(simd_lanes(level))) {
+    m.fma_gflops_per_core = best[simd_lanes(level)];
+    return;
+  }
+  if (!best.empty()) {
+    m.fma_gflops_per_core = at_level(best.rbegin()->second, best.rbegin()->first);
+    return;
+  }
   const JsonPath& mp = measured.at;
   if (measured.json != nullptr && measured.json->contains("fma_gflops_per_s_1thread")) {
     const double g = positive(json_number(*measured.json, "fma_gflops_per_s_1thread", mp),
                               mp.at("fma_gflops_per_s_1thread"));
-    int lanes = want;
+    int lanes = simd_lanes(level);
     if (measured.json->contains("simd")) {
       lanes = lanes_of(json_string(*measured.json, "simd", mp));
       if (lanes == 0) fail("{}: expected scalar, sse, avx2 or avx512", mp.at("simd").str());
     }
-    return g * want / lanes;
+    m.fma_gflops_per_core = at_level(g, lanes);
+    return;
   }
   int64_t threads = cpu.logical_cpus;
   if (measured.json != nullptr && measured.json->contains("threads")) {
     threads = json_integer(*measured.json, "threads", mp);
     if (threads < 1) fail("{}: expected at least 1", mp.at("threads").str());
   }
-  return peak_gflops / static_cast<double>(std::max<int64_t>(1, threads));
+  m.fma_gflops_per_core = peak_gflops / static_cast<double>(std::max<int64_t>(1, threads));
 }
 
 // DRAM into m: the triad plateau at one thread and at the most threads, else the older figures
@@ -185,7 +193,7 @@ MachineModel machine_model_from_peaks_json(const nlohmann::json& doc, const std:
 
   MachineModel m = estimate_machine_model(cpu, level);  // caches and blas_simd as detected
   m.source = fmt::format("peaks.json {} env {}", path, quote_input(*key));
-  m.fma_gflops_per_core = fma_gflops_per_core(e, at, measured, peak_gflops, cpu, level);
+  read_fma(e, at, measured, peak_gflops, cpu, level, m);
   read_dram(e, at, measured, peak_gbps, m);
   read_caches(e, at, m);
   return m;
