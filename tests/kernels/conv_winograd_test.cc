@@ -340,5 +340,29 @@ TEST(ConvWinograd, FilterTransformMatchesTheMatrices) {
   }
 }
 
+// The AVX2 copy of the weight transform (winograd_filter_avx2.cc, contraction off) gives exactly
+// the portable copy's floats, on random filters and on ones with zeros, negative zeros and a
+// large range; the packs of both layouts go through the active path's copy.
+TEST(ConvWinograd, FilterTransformIsTheSameOnEveryPath) {
+  if (cpu_info().simd < SimdLevel::kAvx2) GTEST_SKIP() << "this CPU has no AVX2 + FMA";
+  for (uint64_t seed : {601, 602, 603}) {
+    std::vector<float> all = test::random_vector(9 * winograd::kFilterLanes, seed, -3.0f, 3.0f);
+    if (seed == 602) {
+      for (std::size_t i = 0; i < all.size(); i += 3) all[i] = i % 2 ? -0.0f : 0.0f;
+    }
+    if (seed == 603) {
+      for (std::size_t i = 0; i < all.size(); ++i) all[i] *= std::ldexp(1.0f, int(i % 40) - 20);
+    }
+    double taps[9][winograd::kFilterLanes];
+    for (int64_t l = 0; l < winograd::kFilterLanes; ++l) {
+      for (int t = 0; t < 9; ++t) taps[t][l] = all[static_cast<std::size_t>(l * 9 + t)];
+    }
+    float portable[36][winograd::kFilterLanes], avx2[36][winograd::kFilterLanes];
+    winograd::kKernelsPortable.transform_filters(taps, portable);
+    winograd::kKernelsAvx2.transform_filters(taps, avx2);
+    EXPECT_EQ(std::memcmp(portable, avx2, sizeof(portable)), 0) << "seed " << seed;
+  }
+}
+
 }  // namespace
 }  // namespace nnperf

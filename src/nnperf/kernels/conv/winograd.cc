@@ -12,13 +12,14 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "nnperf/core/cpu.h"
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/kernels/conv/conv_internal.h"
+#include "nnperf/kernels/conv/winograd_filter_impl.h"
 #include "nnperf/kernels/conv/winograd_internal.h"
 
 namespace nnperf {
@@ -68,43 +69,8 @@ const Kernels& kernels_for(SimdLevel level) {
   return use >= SimdLevel::kAvx2 ? kKernelsAvx2 : kKernelsPortable;
 }
 
-// G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1]. The
-// terms with a zero of G are left out (adding 0 * x changes nothing but the sign of a zero), so
-// G's first and last rows (and columns of G^T) cost a multiply or nothing: about a third fewer
-// operations than the dense products, each remaining one in the same order.
 void transform_filters(const double (*g)[kFilterLanes], float (*u)[kFilterLanes]) {
-  static constexpr double kG[kAlpha][3] = {{1.0 / 4, 0, 0},
-                                           {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                           {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                           {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                           {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                           {0, 0, 1}};
-  double gg[kAlpha][3][kFilterLanes];  // G g, per lane
-  for (int j = 0; j < 3; ++j) {
-    for (int64_t l = 0; l < kFilterLanes; ++l) {
-      gg[0][j][l] = kG[0][0] * g[j][l];
-      gg[kAlpha - 1][j][l] = g[6 + j][l];
-    }
-    for (int i = 1; i < kAlpha - 1; ++i) {
-      for (int64_t l = 0; l < kFilterLanes; ++l) {
-        gg[i][j][l] = kG[i][0] * g[j][l] + kG[i][1] * g[3 + j][l] + kG[i][2] * g[6 + j][l];
-      }
-    }
-  }
-  for (int i = 0; i < kAlpha; ++i) {
-    float* first = u[i * kAlpha];
-    float* last = u[i * kAlpha + kAlpha - 1];
-    for (int64_t l = 0; l < kFilterLanes; ++l) {
-      first[l] = static_cast<float>(gg[i][0][l] * kG[0][0]);
-      last[l] = static_cast<float>(gg[i][2][l]);
-    }
-    for (int k = 1; k < kAlpha - 1; ++k) {
-      for (int64_t l = 0; l < kFilterLanes; ++l) {
-        u[i * kAlpha + k][l] = static_cast<float>(gg[i][0][l] * kG[k][0] + gg[i][1][l] * kG[k][1] +
-                                                  gg[i][2][l] * kG[k][2]);
-      }
-    }
-  }
+  filter_transform(g, u);
 }
 
 Blocking plan_fused(const ConvProblem& p, int threads) {
@@ -279,6 +245,7 @@ void conv_winograd_pack(const ConvProblem& p, const float* wei, float* packed) {
   const Geometry g = make_geometry(p);
   static_assert(kOcBlock == kFilterLanes);
   const int64_t plane = g.ocp * g.icp;  // floats per xi
+  const auto transform = kernels_for(active_simd()).transform_filters;
   double taps[9][kFilterLanes];
   alignas(64) float block[kXi][kOcBlock];
   for (int64_t ob = 0; ob < g.ocp / kOcBlock; ++ob) {
@@ -287,7 +254,7 @@ void conv_winograd_pack(const ConvProblem& p, const float* wei, float* packed) {
         const int64_t o = ob * kOcBlock + l;
         for (int t = 0; t < 9; ++t) taps[t][l] = o < p.oc && c < p.ic ? wei[(o * p.ic + c) * 9 + t] : 0.0;
       }
-      transform_filters(taps, block);
+      transform(taps, block);
       float* dst = packed + (ob * g.icp + c) * kOcBlock;
       for (int64_t xi = 0; xi < kXi; ++xi) {
         std::memcpy(dst + xi * plane, block[xi], sizeof(block[xi]));

@@ -285,6 +285,7 @@ void output_transform(const Geometry& g, const float* m, const TileLayout& lm, i
 
 }  // namespace
 
-const Kernels kKernelsAvx2 = {input_transform, batched_gemm, output_transform};
+const Kernels kKernelsAvx2 = {input_transform, batched_gemm, output_transform,
+                              transform_filters_avx2};
 
 }  // namespace nnperf::winograd

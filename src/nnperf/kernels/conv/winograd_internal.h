@@ -56,6 +56,15 @@ int64_t xi_stride_for(int64_t floats);
 
 // One SIMD level's stage kernels. v and m point at the element (xi 0, first tile, channel 0 or
 // o0) of the range they are given.
+// u = G g G^T of kFilterLanes 3x3 filters at once, computed in double lane by lane (the compiler
+// vectorises across filters) and rounded to float: g[tap][lane] (tap = 3 * row + column) ->
+// u[xi][lane] (xi = 6 * row + column), a panel row of the packed layouts. Training transforms
+// every layer's weights every step. The portable copy; Kernels::transform_filters is the SIMD
+// path's (winograd_filter_impl.h: the same operations, contraction off, so the same bits).
+inline constexpr int64_t kFilterLanes = 16;
+void transform_filters(const double (*g)[kFilterLanes], float (*u)[kFilterLanes]);
+void transform_filters_avx2(const double (*g)[kFilterLanes], float (*u)[kFilterLanes]);
+
 struct Kernels {
   // V(xi, t - t0, c) = (B^T d B)[xi] of tile t and input channel c, for t in [t0, t0 + count)
   // and c < icp (zero for c >= ic). Padding and clipped tiles read zeros.
@@ -69,6 +78,8 @@ struct Kernels {
   // multiple of 8, o1 <= oc), from M(xi, t - t0, o - o0).
   void (*output_transform)(const Geometry& g, const float* m, const TileLayout& lm, int64_t t0,
                            int64_t count, int64_t o0, int64_t o1, const float* bias, float* dst);
+  // The weight transform (transform_filters) compiled for this path.
+  void (*transform_filters)(const double (*g)[kFilterLanes], float (*u)[kFilterLanes]);
 };
 extern const Kernels kKernelsPortable;
 extern const Kernels kKernelsAvx2;  // call only when the CPU has AVX2 + FMA
@@ -99,13 +110,6 @@ void run_fused(const Kernels& k, const Blocking& b, const ConvArgs& args);
 // Cost-model terms for `guess`: seconds on one core of the machine model (see winograd.cc).
 double gemm_seconds(const Geometry& g, const ConvMachine& m);
 double transform_seconds(const Geometry& g, const ConvMachine& m);
-
-// u = G g G^T of kFilterLanes 3x3 filters at once, computed in double lane by lane (the compiler
-// vectorises across filters) and rounded to float: g[tap][lane] (tap = 3 * row + column) ->
-// u[xi][lane] (xi = 6 * row + column), a panel row of the packed layouts. Training transforms
-// every layer's weights every step.
-inline constexpr int64_t kFilterLanes = 16;
-void transform_filters(const double (*g)[kFilterLanes], float (*u)[kFilterLanes]);
 
 }  // namespace nnperf::winograd
 

@@ -84,6 +84,7 @@ std::size_t conv_winograd_nonfused_packed_floats(const ConvProblem& p) {
 void conv_winograd_nonfused_pack(const ConvProblem& p, const float* wei, float* packed) {
   const Geometry g = winograd::make_geometry(p);
   constexpr int64_t kBlock = winograd::kFilterLanes;
+  const auto transform = winograd::kernels_for(active_simd()).transform_filters;
   double taps[9][kBlock];
   alignas(64) float block[kXi][kBlock];
   for (int64_t c = 0; c < g.ic; ++c) {
@@ -93,7 +94,7 @@ void conv_winograd_nonfused_pack(const ConvProblem& p, const float* wei, float* 
         const int64_t o = o0 + l;
         for (int t = 0; t < 9; ++t) taps[t][l] = o < p.oc ? wei[(o * p.ic + c) * 9 + t] : 0.0;
       }
-      winograd::transform_filters(taps, block);
+      transform(taps, block);
       for (int64_t xi = 0; xi < kXi; ++xi) {
         std::memcpy(packed + (xi * g.ic + c) * g.ocp + o0, block[xi],
                     static_cast<std::size_t>(width) * sizeof(float));

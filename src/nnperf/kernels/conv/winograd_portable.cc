@@ -141,6 +141,7 @@ void output_transform(const Geometry& g, const float* m, const TileLayout& lm, i
 
 }  // namespace
 
-const Kernels kKernelsPortable = {input_transform, batched_gemm, output_transform};
+const Kernels kKernelsPortable = {input_transform, batched_gemm, output_transform,
+                                  transform_filters};
 
 }  // namespace nnperf::winograd
