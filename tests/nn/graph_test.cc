@@ -184,6 +184,45 @@ TEST(Graph, NodeGradientsAreTheBackwardPassOnes) {
   EXPECT_THROW(g.grad(0), Error);
 }
 
+// An Add hands its own gradient to an input it is the only consumer of (no copy; the input's
+// gradient storage released), through a chain of Adds to the last one's; an input that feeds
+// other nodes too keeps its own, summed one. The gradients still match finite differences, and
+// gradient_routing() (what the GPU trainer follows) is unchanged.
+TEST(Graph, AddHandsItsGradientToInputsThatFeedNothingElse) {
+  // h = Linear(x); a = Linear(h); b = Tanh(a); s = Add(b, h); z = Linear(h); u = Add(s, z);
+  // out = Linear(u). b feeds only s, s only u, z only u; h feeds a, s and z.
+  Graph g;
+  const int h = g.add("h", std::make_unique<Linear>(4, 6), {Graph::kInput});
+  const int a = g.add("a", std::make_unique<Linear>(6, 6), {h});
+  const int b = g.add("b", std::make_unique<Activation>(find_activation("Tanh")), {a});
+  const int s = g.add("s", std::make_unique<Add>(), {b, h});
+  const int z = g.add("z", std::make_unique<Linear>(6, 6), {h});
+  const int u = g.add("u", std::make_unique<Add>(), {s, z});
+  g.add("out", std::make_unique<Linear>(6, 3), {u});
+  check_gradients(g, Shape{5, 4}, 300);
+  EXPECT_EQ(&g.grad(s), &g.grad(u));
+  EXPECT_EQ(&g.grad(b), &g.grad(u));
+  EXPECT_EQ(&g.grad(z), &g.grad(u));
+  EXPECT_NE(&g.grad(h), &g.grad(u));
+  EXPECT_NE(&g.grad(a), &g.grad(u));
+  // h's gradient is its three consumers' sum: a's backward through Linear, s's and z's.
+  const Tensor& wa = *g.layer(a).params()[0].value;  // [6 in, 6 out]
+  const Tensor& wz = *g.layer(z).params()[0].value;
+  for (int64_t row = 0; row < 5; ++row) {
+    for (int64_t j = 0; j < 6; ++j) {
+      double want = g.grad(u)[row * 6 + j];
+      for (int64_t o = 0; o < 6; ++o) {
+        want += double{wa[j * 6 + o]} * g.grad(a)[row * 6 + o] +
+                double{wz[j * 6 + o]} * g.grad(u)[row * 6 + o];
+      }
+      ASSERT_NEAR(g.grad(h)[row * 6 + j], want, 1e-5 * (1 + std::fabs(want))) << row << "," << j;
+    }
+  }
+  const GradientRouting r = g.gradient_routing();
+  EXPECT_EQ(r.edge[static_cast<std::size_t>(s)][0], GradientRouting::kProducer);
+  EXPECT_EQ(r.edge[static_cast<std::size_t>(u)][0], GradientRouting::kProducer);
+}
+
 // Planned without node storage (the host side of a GPU trainer): the shapes and parameters are
 // there, no node holds a tensor, and running it is refused.
 TEST(Graph, AShapesOnlyPlanHoldsNoNodeStorageAndRefusesToRun) {

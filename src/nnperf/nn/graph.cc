@@ -30,6 +30,9 @@ struct Graph::Impl {
     Shape shape;
     Tensor value;
     Tensor grad;  // dL/d value; unused for the input and the output node
+    // Where dL/d value is: &grad, or the gradient of the pass-through layer that is this node's
+    // only consumer (route_gradients; grad then holds no storage).
+    const Tensor* grad_view = nullptr;
     // Fixed at plan time (slots fed by the graph input are refreshed by every forward).
     std::vector<const Tensor*> src;
     std::vector<Tensor*> d_src;
@@ -55,12 +58,17 @@ struct Graph::Impl {
   void require_planned(const char* what) const {
     if (!planned) throw Error(fmt::format("graph: {} before plan()", what));
   }
-  // Every node but the output feeds a later one.
-  void check_every_node_is_used() const {
+  // Edges leaving each node (node 0: the graph input).
+  std::vector<int> consumer_counts() const {
     std::vector<int> consumers(nodes.size(), 0);
     for (std::size_t i = 1; i < nodes.size(); ++i) {
       for (int in : nodes[i].inputs) ++consumers[static_cast<std::size_t>(in)];
     }
+    return consumers;
+  }
+  // Every node but the output feeds a later one.
+  void check_every_node_is_used() const {
+    const std::vector<int> consumers = consumer_counts();
     for (std::size_t i = 0; i + 1 < nodes.size(); ++i) {
       if (consumers[i] == 0) {
         throw Error(
@@ -99,6 +107,7 @@ struct Graph::Impl {
     } else {
       node.grad = Tensor();  // an inference plan holds no gradient storage (also after training)
     }
+    node.grad_view = &node.grad;
     node.src.assign(node.inputs.size(), nullptr);
     for (std::size_t s = 0; s < node.inputs.size(); ++s) {
       if (node.inputs[s] != kInput)
@@ -162,6 +171,30 @@ struct Graph::Impl {
         Tensor* t = scratch[static_cast<std::size_t>(route)].get();
         node.d_src[s] = t;
         node.accumulate.push_back({&producer.grad, t});
+      }
+    }
+    share_pass_through_gradients(r);
+  }
+  // A pass-through layer (Add) hands its gradient to each input it is the only consumer of: that
+  // input's backward reads it in place of a copy, and its own gradient storage is released.
+  // Latest node first, so a chain of them resolves to the last one's gradient; never the output
+  // node, whose gradient is backward()'s argument. The routing itself (gradient_routing(), what
+  // the GPU trainer follows) is unchanged.
+  void share_pass_through_gradients(const GradientRouting& r) {
+    const std::vector<int> consumers = consumer_counts();
+    for (std::size_t j = nodes.size() - 1; j-- > 1;) {
+      Node& node = nodes[j];
+      if (!node.layer->passes_gradient_through()) continue;
+      for (std::size_t s = 0; s < node.inputs.size(); ++s) {
+        const int k = node.inputs[s];
+        if (k == kInput || consumers[static_cast<std::size_t>(k)] != 1 ||
+            r.edge[j][s] != GradientRouting::kProducer) {
+          continue;
+        }
+        Node& producer = nodes[static_cast<std::size_t>(k)];
+        producer.grad_view = node.grad_view;
+        producer.grad = Tensor();
+        node.d_src[s] = nullptr;
       }
     }
   }
@@ -266,7 +299,7 @@ void Graph::backward(const Tensor& d_output) {
   }
   for (int i = size() - 1; i >= 1; --i) {
     Impl::Node& node = g.nodes[i];
-    const Tensor& d_dst = i == size() - 1 ? d_output : node.grad;
+    const Tensor& d_dst = i == size() - 1 ? d_output : *node.grad_view;
     if (g.hook != nullptr) g.hook->before(i, Phase::kBackward);
     node.layer->backward(node.src, node.value, d_dst, node.d_src);
     for (const Impl::Accumulate& a : node.accumulate) {
@@ -351,7 +384,7 @@ const Tensor& Graph::output() const {
 const Tensor& Graph::grad(int node) const {
   impl_->check_node(node, false);
   if (node == size() - 1) throw Error("graph: grad() of the output node (backward's argument)");
-  return impl_->nodes[node].grad;
+  return *impl_->nodes[node].grad_view;
 }
 
 const Tensor& Graph::value(int node) const {

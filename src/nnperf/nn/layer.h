@@ -66,6 +66,10 @@ class Layer {
   // d_src[i] receives dL/d src[i] (overwritten); it is null when no gradient is needed there.
   virtual void backward(std::span<const Tensor* const> src, const Tensor& dst, const Tensor& d_dst,
                         std::span<Tensor* const> d_src) = 0;
+  // True when backward's dL/d src[i] is d_dst itself for every input (Add): Graph then lets an
+  // input whose only consumer this layer is read this node's gradient instead of a copy (its
+  // d_src slot null).
+  virtual bool passes_gradient_through() const { return false; }
   virtual std::vector<Param> params() { return {}; }
   // Number of parameter values (the sum of params()' numel) without handing out writable
   // pointers: params() may have side effects (Conv2d marks its packed weights stale). Every
