@@ -15,10 +15,6 @@ namespace {
 
 constexpr int kLanes = 8;
 
-double add_lanes(const double* acc) {
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
 // Sum of f(i) over one plane in kLanes float64 accumulators, added up in a fixed order.
 template <class F>
 double plane_sum(int64_t n, F f) {
@@ -28,7 +24,7 @@ double plane_sum(int64_t n, F f) {
     for (int l = 0; l < kLanes; ++l) acc[l] += f(i + l);
   }
   for (int l = 0; i < n; ++i, ++l) acc[l] += f(i);
-  return add_lanes(acc);
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
 // Channel c of the training forward: batch mean, biased variance (two passes), the saved and

@@ -1,8 +1,9 @@
 // Graph: plan() sizes every node's output and gradient once and fixes, for every edge, where
 // backward writes its gradient: the first consumer to run backward (the latest node) overwrites
-// the producer's gradient, every later one writes a scratch tensor that is then added in. So
-// forward() and backward() allocate nothing and the hooks bracket only the layer's own work (plus
-// its gradient accumulation).
+// the producer's gradient, every later one writes a scratch tensor that is then added in; a
+// pass-through layer (Add) instead hands its own gradient to an input it is the only consumer
+// of (share_pass_through_gradients). So forward() and backward() allocate nothing and the hooks
+// bracket only the layer's own work (plus its gradient accumulation).
 #include "nnperf/core/interrupt.h"
 #include "nnperf/nn/graph.h"
 
