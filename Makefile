@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DNNPERF_WERROR=ON
 
-.PHONY: deps configure build run test bench bench-conv bench-batchnorm asan fuzz format clean
+.PHONY: deps configure build run test bench bench-conv bench-batchnorm bench-guess asan fuzz format clean
 
 # Debian packages, Fashion-MNIST and (unless DEPS_FLAGS=--no-test-deps) the TensorBoard venv the
 # tests read event files with.
@@ -41,6 +41,11 @@ bench-conv: build
 # BatchNorm's training pass on ResNet-50's shapes vs PyTorch's, forward and backward.
 bench-batchnorm: build
 	bash scripts/bench_batchnorm.sh $(BUILD)
+
+# How close guess's convolution rows come to the fastest ones over a training step's problems
+# (MODEL, BATCH, SIZE: default ResNet-18, 32, 32x32).
+bench-guess: build
+	bash scripts/bench_guess.sh $(BUILD)
 
 asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DNNPERF_WERROR=ON -DNNPERF_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo"

@@ -1,5 +1,6 @@
 // `nnperf bench conv2d --problem DESC`: times every supported algorithm on one problem
-// (alternating, median of --measure runs after --warmup) with GFLOP/s and % of the FMA peak.
+// (alternating, median of --measure runs after --warmup) with GFLOP/s, % of the FMA peak and the
+// cost the machine model gives it, and how the row `guess` picks compares with the fastest.
 // `nnperf bench gemm --problem m4096n4096k4096 [--device cuda]`: the same for the GEMM rows of one
 // device, with each row's speed and largest difference relative to the vendor library.
 // `nnperf bench batchnorm --problem mb32c64h56w56 [--pass forward|backward] [--device cuda]`:
@@ -137,6 +138,47 @@ int run_conv_cuda(const Flags& f, const ConvProblem& p) {
   return measured_status(j["records"]);
 }
 
+// bench conv2d on the CPU: every row of --pass's registry with its modelled cost, then how the
+// row guess picks compares with the fastest one measured.
+int run_conv_cpu(const Flags& f, const ConvProblem& p) {
+  const nlohmann::json j = bench_conv(p, f.o);
+  const nlohmann::json& ctx = j["context"];
+  const std::string guess = ctx["guess"].get<std::string>();
+  fmt::print("problem {} ({:.3f} GFLOP), {}{}, {} thread(s), peak {:.1f} GFLOP/s, guess: {}\n",
+             p.str(), p.flops() * 1e-9, f.pass,
+             f.o.training ? " with the weight transform of a training step" : "",
+             ctx["threads"].get<int>(), ctx["peak_gflops_per_s"].get<double>(),
+             guess.empty() ? "(none serves)" : guess);
+  fmt::print("{:<22} {:>11} {:>10} {:>10} {:>9} {:>8} {:>11}\n", "algorithm", "median_ms", "min_ms",
+             "max_ms", "GFLOP/s", "%peak", "modelled_ms");
+  for (const auto& r : j["records"]) {
+    if (r["status"] != "ok") {
+      fmt::print("{:<22} skipped: {}\n", r["algorithm"].get<std::string>(),
+                 r["reason"].get<std::string>());
+      continue;
+    }
+    fmt::print("{:<22} {:>11.3f} {:>10.3f} {:>10.3f} {:>9.1f} {:>7.1f}% {:>11.3f}\n",
+               r["algorithm"].get<std::string>(), r["time_ms_median"].get<double>(),
+               r["time_ms_min"].get<double>(), r["time_ms_max"].get<double>(),
+               r["gflops_per_s"].get<double>(), r["percent_of_peak"].get<double>(),
+               r["modelled_ms"].get<double>());
+  }
+  if (ctx.contains("fastest")) {
+    fmt::print("fastest: {}; guess {}\n", ctx["fastest"].get<std::string>(),
+               ctx.contains("guess_over_fastest")
+                   ? fmt::format("took {:.2f}x its time", ctx["guess_over_fastest"].get<double>())
+                   : std::string("was not among the rows timed"));
+  }
+  if (ctx.contains("layers_run_as")) {
+    fmt::print(
+        "note: some kernel taps read only padding; a layer of this shape runs {} under "
+        "guess or find (the rows above ran the problem as given)\n",
+        ctx["layers_run_as"].get<std::string>());
+  }
+  if (!f.json.empty()) write_json_atomic(f.json, j);
+  return measured_status(j["records"]);
+}
+
 int run(Flags& f) {
   if (f.op != "conv2d" && f.op != "gemm" && f.op != "batchnorm") {
     throw UsageError(fmt::format("bench '{}': expected conv2d, gemm or batchnorm", f.op));
@@ -152,6 +194,8 @@ int run(Flags& f) {
   f.o.cuda_graph = f.launch == "graph";
   if (f.o.engines && (f.op != "conv2d" || f.device != "cuda"))
     throw UsageError("--engines: applies to bench conv2d --device cuda only");
+  if (f.o.training && (f.op != "conv2d" || f.device != "cpu" || f.pass != "forward"))
+    throw UsageError("--training: applies to bench conv2d --pass forward on the CPU only");
   if (f.op == "gemm") {
     if (f.pass != "forward") throw UsageError("--pass: applies to bench conv2d, not gemm");
     return run_gemm(f);
@@ -170,24 +214,7 @@ int run(Flags& f) {
     }
   }();
   if (f.device == "cuda") return run_conv_cuda(f, p);
-  const nlohmann::json j = bench_conv(p, f.o);
-  fmt::print("problem {} ({:.3f} GFLOP), {}, {} thread(s), peak {:.1f} GFLOP/s, guess: {}\n", p.str(),
-             p.flops() * 1e-9, f.pass, j["context"]["threads"].get<int>(),
-             j["context"]["peak_gflops_per_s"].get<double>(),
-             j["context"]["guess"].get<std::string>().empty() ? "(none serves)"
-                                                               : j["context"]["guess"].get<std::string>());
-  fmt::print("{:<22} {:>11} {:>10} {:>10} {:>9} {:>8}\n", "algorithm", "median_ms", "min_ms", "max_ms", "GFLOP/s", "%peak");
-  for (const auto& r : j["records"]) {
-    if (r["status"] != "ok") {
-      fmt::print("{:<22} skipped: {}\n", r["algorithm"].get<std::string>(), r["reason"].get<std::string>());
-      continue;
-    }
-    fmt::print("{:<22} {:>11.3f} {:>10.3f} {:>10.3f} {:>9.1f} {:>7.1f}%\n", r["algorithm"].get<std::string>(),
-               r["time_ms_median"].get<double>(), r["time_ms_min"].get<double>(), r["time_ms_max"].get<double>(),
-               r["gflops_per_s"].get<double>(), r["percent_of_peak"].get<double>());
-  }
-  if (!f.json.empty()) write_json_atomic(f.json, j);
-  return measured_status(j["records"]);
+  return run_conv_cpu(f, p);
 }
 
 const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int()> {
@@ -219,6 +246,9 @@ const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int(
                "conv2d --device cuda: also time the pass's FP32 engine configurations of "
                "cuDNN's graph API (rows engine:<index>.<n>), each checked like the legacy "
                "algorithms, and let find rank them too");
+  sub.add_flag("--training", f->o.training,
+               "conv2d on the CPU, forward: each run also transforms the weights, as every "
+               "training step does (Winograd, FFT and packed panels), and guess counts it");
   sub.add_option("--warmup", f->o.warmup, "Untimed runs per algorithm")->check(integer_in(0, 10000))->capture_default_str();
   sub.add_option("--measure", f->o.measure, "Timed runs per algorithm")->check(integer_in(1, 100000))->capture_default_str();
   sub.add_option("--threads", f->o.threads, "Threads (0 = all logical CPUs)")->check(threads_count())->capture_default_str();

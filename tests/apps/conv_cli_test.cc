@@ -109,5 +109,55 @@ TEST(ConvCli, BenchBackwardPassesTimeTheirOwnRegistry) {
   EXPECT_NE(gemm.err.find("--pass: applies to bench conv2d"), std::string::npos) << gemm.err;
 }
 
+// Each row carries the cost guess ranks it by; the context names the fastest row and how much
+// slower guess's ran; --training times forward rows with their weight transform and makes guess
+// count it; a problem whose dead taps guess crops names the problem its layers run.
+TEST(ConvCli, BenchSetsGuessBesideTheFastestRowAndTheModelledCosts) {
+  test::TempDir dir;
+  const auto run = [&](const std::string& args, const std::string& name) {
+    const fs::path json = dir / name;
+    const auto r =
+        run_nnperf(fmt::format("bench conv2d {} --warmup 1 --measure 2 "
+                               "--peak-gflops 100 --json '{}'",
+                               args, json.string()));
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return std::make_pair(r, nlohmann::json::parse(test::read_text(json)));
+  };
+  for (const char* training : {"", " --training"}) {
+    const auto [r, j] = run(std::string("--problem mb2ic16ih8oc16kh3ph1") + training, "f.json");
+    const auto& ctx = j["context"];
+    EXPECT_EQ(ctx["training"], *training != 0);
+    EXPECT_EQ(r.out.find("with the weight transform of a training step") != std::string::npos,
+              *training != 0)
+        << r.out;
+    double fastest = 1e30, guessed = -1;
+    std::string fastest_name;
+    for (const auto& rec : j["records"]) {
+      if (rec["status"] != "ok") continue;
+      EXPECT_GT(rec["modelled_ms"].get<double>(), 0.0) << rec.dump();
+      const double ms = rec["time_ms_median"].get<double>();
+      if (ms < fastest) fastest = ms, fastest_name = rec["algorithm"].get<std::string>();
+      if (rec["algorithm"] == ctx["guess"]) guessed = ms;
+    }
+    ASSERT_GT(guessed, 0.0) << ctx.dump();
+    EXPECT_EQ(ctx["fastest"], fastest_name);
+    EXPECT_DOUBLE_EQ(ctx["guess_over_fastest"].get<double>(), guessed / fastest);
+    EXPECT_NE(r.out.find("fastest: " + fastest_name + "; guess took "), std::string::npos) << r.out;
+    EXPECT_FALSE(ctx.contains("layers_run_as"));
+  }
+  const auto [r, j] = run("--problem mb2ic16ih1oc16kh3ph1 --pass backward-weights", "c.json");
+  EXPECT_EQ(j["context"]["layers_run_as"], "mb2ic16ih1oc16kh1");
+  EXPECT_NE(r.out.find("runs mb2ic16ih1oc16kh1 under guess or find"), std::string::npos) << r.out;
+  for (const char* bad :
+       {"gemm --problem m8n8k8", "conv2d --problem mb1ic8ih8oc8kh3 --pass backward-data",
+        "batchnorm --problem mb2c3h5"}) {
+    const auto b = run_nnperf(fmt::format("bench {} --training", bad));
+    EXPECT_EQ(b.exit_code, 2) << bad;
+    EXPECT_EQ(b.err,
+              "nnperf: error: --training: applies to bench conv2d --pass forward on the CPU only\n")
+        << bad;
+  }
+}
+
 }  // namespace
 }  // namespace nnperf

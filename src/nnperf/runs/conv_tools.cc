@@ -18,6 +18,7 @@
 #include "nnperf/core/workspace.h"
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/io/run_info.h"
+#include "nnperf/kernels/conv/conv_crop.h"
 #include "nnperf/kernels/conv/conv_dispatch.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/profile/stats.h"
@@ -176,6 +177,7 @@ namespace {
 // One row of the pass's registry, planned: its workspace and a call that runs it.
 struct BenchRow {
   std::string name;
+  double modelled_s = 0;  // the cost guess ranks the row by
   Planned forward;  // forward rows
   Workspace ws;     // backward rows
   ConvBackwardArgs backward;
@@ -204,12 +206,22 @@ std::vector<std::unique_ptr<BenchRow>> plan_rows(const ConvProblem& p, const Con
     return r.get();
   };
   if (o.pass == ConvPass::kForward) {
+    ConvSelection sel;
+    sel.training = o.training;
     for (const ConvAlgorithm* a : select(o.algorithms)) {
       BenchRow* r = serve(*a);
       if (r == nullptr) continue;
       r->forward = Planned{a, {}, {}, {}};
       plan(r->forward, p, in, t.dst, threads);
-      r->run = [r] { r->forward.algo->run(r->forward.args); };
+      r->modelled_s = conv_forward_cost(*a, p, threads, sel);
+      if (o.training && a->pack_weights != nullptr && a->packed_weights_floats != nullptr) {
+        r->run = [r, &p, wei = in.wei.data()] {
+          r->forward.algo->pack_weights(p, wei, static_cast<float*>(r->forward.packed.data()));
+          r->forward.algo->run(r->forward.args);
+        };
+      } else {
+        r->run = [r] { r->forward.algo->run(r->forward.args); };
+      }
     }
     return rows;
   }
@@ -222,6 +234,7 @@ std::vector<std::unique_ptr<BenchRow>> plan_rows(const ConvProblem& p, const Con
   for (const ConvBackwardAlgorithm* a : algos) {
     BenchRow* r = serve(*a);
     if (r == nullptr) continue;
+    r->modelled_s = a->cost(p, threads);
     r->ws.reserve(a->workspace_bytes(p, threads));
     ConvBackwardArgs& b = r->backward;
     b.p = &p;
@@ -238,15 +251,33 @@ std::vector<std::unique_ptr<BenchRow>> plan_rows(const ConvProblem& p, const Con
   return rows;
 }
 
-std::string guessed_row(const ConvProblem& p, ConvPass pass, int threads) {
+std::string guessed_row(const ConvProblem& p, const ConvBenchOptions& o, int threads) {
+  const ConvPass pass = o.pass;
   ConvSelection s;
-  s.training = pass != ConvPass::kForward;
+  s.training = o.training;
   ConvChoice c;
   try {
     return pass == ConvPass::kForward ? choose_conv_forward(p, threads, s, "bench", c).name
                                       : choose_conv_backward(pass, p, threads, s, "bench", c).name;
   } catch (const Error&) {
     return "";  // nothing serves p: every row is a skipped record
+  }
+}
+
+// The fastest timed row, and how much slower the guess's row ran (when it was timed).
+void rank_guess(const nlohmann::json& records, nlohmann::json& ctx) {
+  const nlohmann::json* fastest = nullptr;
+  const nlohmann::json* guessed = nullptr;
+  for (const auto& r : records) {
+    if (r["status"] != "ok") continue;
+    if (fastest == nullptr || r["time_ms_median"] < (*fastest)["time_ms_median"]) fastest = &r;
+    if (r["algorithm"] == ctx["guess"]) guessed = &r;
+  }
+  if (fastest == nullptr) return;
+  ctx["fastest"] = (*fastest)["algorithm"];
+  if (guessed != nullptr) {
+    ctx["guess_over_fastest"] =
+        (*guessed)["time_ms_median"].get<double>() / (*fastest)["time_ms_median"].get<double>();
   }
 }
 
@@ -289,6 +320,7 @@ nlohmann::json bench_conv(const ConvProblem& p, const ConvBenchOptions& o) {
                        {"time_ms_max", s.max},
                        {"reps", s.count},
                        {"flops", p.flops()},
+                       {"modelled_ms", rows[i]->modelled_s * 1e3},
                        {"gflops_per_s", gflops},
                        {"percent_of_peak", 100 * gflops / peak}});
   }
@@ -298,7 +330,11 @@ nlohmann::json bench_conv(const ConvProblem& p, const ConvBenchOptions& o) {
   ctx["warmup"] = o.warmup;
   ctx["measure"] = o.measure;
   ctx["pass"] = to_string(o.pass);
-  ctx["guess"] = guessed_row(p, o.pass, threads);
+  ctx["training"] = o.training;
+  ctx["guess"] = guessed_row(p, o, threads);
+  rank_guess(records, ctx);
+  const ConvCrop crop = conv_live_taps(p);
+  if (crop.active) ctx["layers_run_as"] = crop.cropped.str();  // under guess or find
   ctx["flops_convention"] = "direct-convolution FLOPs (2 per multiply-add) for every algorithm";
   return {{"context", ctx}, {"records", records}};
 }

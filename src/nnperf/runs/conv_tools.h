@@ -36,13 +36,21 @@ struct ConvBenchOptions {
   ConvPass pass = ConvPass::kForward;  // the pass's registry is timed
   bool cuda_graph = false;  // --device cuda: each row's call launched as a captured CUDA graph
   bool engines = false;     // --device cuda: also the pass's cuDNN graph-API engine plans as rows
+  // Forward rows transform their weights (pack_weights) in every timed run, as a training step
+  // does, and the modelled costs and the guess count that transform (ConvSelection::training).
+  bool training = false;
 };
 
-// {"context": {..., pass, guess}, "records": [{algorithm, problem, status, reason,
-// time_ms_median, time_ms_min, time_ms_max, gflops_per_s, percent_of_peak}]}. The rows of the
-// pass's registry (forward: conv.h, backward-data / backward-weights: conv_backward.h) are timed
-// alternately on the same seeded tensors; `guess` names the row the cost model picks. Every pass
-// does the forward pass's FLOPs (2 per multiply-add of the direct convolution).
+// {"context": {..., pass, training, guess, fastest, guess_over_fastest, layers_run_as}, "records":
+// [{algorithm, problem, status, reason, time_ms_median, time_ms_min, time_ms_max, modelled_ms,
+// gflops_per_s, percent_of_peak}]}. The rows of the pass's registry (forward: conv.h, backward-data
+// / backward-weights: conv_backward.h) are timed alternately on the same seeded tensors;
+// `modelled_ms` is the cost `guess` ranks each row by, `guess` the row it picks, `fastest` the
+// row with the lowest median and `guess_over_fastest` the ratio of their medians (absent when the
+// guess was not among the rows timed), `layers_run_as` the smaller problem a layer of this shape
+// runs under guess or find when some kernel taps read only padding (conv_crop.h; the rows here
+// run the problem as given). Every pass does the forward pass's FLOPs (2 per multiply-add of the
+// direct convolution).
 nlohmann::json bench_conv(const ConvProblem& p, const ConvBenchOptions& options);
 
 // The same on the CUDA device with cuDNN's algorithms of options.pass (kernels/conv/cudnn_conv.h:

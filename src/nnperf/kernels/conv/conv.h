@@ -85,12 +85,19 @@ struct ConvAlgorithm {
   // Rough cost in seconds on the machine model (core/machine_model.h), for `guess` and the order
   // in which `find` times candidates (lower is better).
   double (*cost)(const ConvProblem& p, int threads);
+  // Nanoseconds of pack_weights per packed float on the core the costs were fitted on
+  // (conv_internal.h's conv_fit); 0 without a weight transform. Training pays it every step.
+  double pack_fitted_ns_per_float;
 };
 
 std::span<const ConvAlgorithm> conv_algorithms();
 // Throws UsageError listing the valid names (also accepts "implicit gemm" with spaces).
 const ConvAlgorithm& find_conv(std::string_view name);
 std::string conv_algorithm_names();
+
+// Modelled seconds of one pack_weights of `algo` on `p` on this machine (0 when it has none):
+// what a training step, whose weights change every step, pays on top of cost().
+double conv_pack_cost(const ConvAlgorithm& algo, const ConvProblem& p);
 
 // Prepares one run of `algo` on `p` (which it must serve): sizes `workspace`, transforms the
 // weights into `packed` when the algorithm has a weight transform, and returns the arguments; the

@@ -272,12 +272,18 @@ ConvProblem transposed(const ConvProblem& p) {
   return q;
 }
 
+// Every run flips and transposes the weights and transforms them for the inner algorithm (the
+// weights change every training step): its cost counts that transform.
+double inner_cost(const ConvAlgorithm& f, const ConvProblem& q, int threads) {
+  return f.cost(q, threads) + conv_pack_cost(f, q);
+}
+
 const ConvAlgorithm* inner_forward(const ConvProblem& q, int threads) {
   const ConvAlgorithm* best = nullptr;
   double best_cost = std::numeric_limits<double>::infinity();
   for (const ConvAlgorithm& f : conv_algorithms()) {
     if (!f.why_not(q).empty()) continue;
-    const double c = f.cost(q, threads);
+    const double c = inner_cost(f, q, threads);
     if (c < best_cost) {
       best = &f;
       best_cost = c;
@@ -345,10 +351,14 @@ void transposed_run(const ConvBackwardArgs& a) {
   l.f->run(f);
 }
 
+// The inner forward with its weight transform, plus the flip: each weight read (with a stride)
+// and written once, at DRAM speed.
 double transposed_cost(const ConvProblem& p, int threads) {
   const ConvProblem q = transposed(p);
   const ConvAlgorithm* f = inner_forward(q, threads);
-  return f == nullptr ? std::numeric_limits<double>::infinity() : f->cost(q, threads);
+  if (f == nullptr) return std::numeric_limits<double>::infinity();
+  const double flip_bytes = 2.0 * sizeof(float) * static_cast<double>(p.wei_numel());
+  return inner_cost(*f, q, threads) + flip_bytes / conv_machine().dram_at(1);
 }
 
 // ======================= registry tables ===================================================

@@ -150,23 +150,11 @@ const Row& choose(std::span<const Row> rows, ConvPass pass, const ConvProblem& p
   return *best;  // named: resolved by the callers below
 }
 
-// The weight transform of a training step, per packed float, scaled to this machine: Winograd's
-// 36 x ocp x icp transform (filters transformed 16 at a time, stored a cache line per panel row)
-// measured at 0.9 ns per float for 64 and 128 channels and 1.4 ns for 256 (its 9.4 MB leave the
-// L2) on a Zen 4 core (2026-11-25), ~1.2 ns on the fitted core's clock. It was ~3 ns per float
-// when each filter's 36 values were stored into 36 planes one by one.
-constexpr double kPackSecondsPerFloat = 1.2e-9;
-
 }  // namespace
 
 double conv_forward_cost(const ConvAlgorithm& a, const ConvProblem& p, int threads,
                          const ConvSelection& s) {
-  double c = a.cost(p, threads);
-  if (s.training && a.pack_weights != nullptr && a.packed_weights_floats != nullptr) {
-    c += conv_machine().seconds(kPackSecondsPerFloat *
-                                static_cast<double>(a.packed_weights_floats(p)));
-  }
-  return c;
+  return a.cost(p, threads) + (s.training ? conv_pack_cost(a, p) : 0.0);
 }
 
 namespace {

@@ -23,49 +23,55 @@ namespace {
 
 // ======================= registry table: one row per algorithm ==============================
 // {name, description, why_not, workspace_bytes, packed_weights_floats, pack_weights, run,
-//  tolerance_factor, cost}. tolerance_factor: see each algorithm file for its measured worst case.
+//  tolerance_factor, cost, pack_fitted_ns_per_float}. tolerance_factor: see each algorithm file for
+// its measured worst case. pack_fitted_ns_per_float: pack_weights alone, timed per algorithm on
+// ResNet and VGG layers (64 to 1024 channels, 1x1 to 7x7 kernels) on a Zen 4 core measured at
+// 115 GFLOP/s of AVX2 FMA (2026-11-27), scaled to the fitted core's clock (x 115 / 102): the
+// weight-panel packs 0.4-0.8 ns there, Winograd's fused layout 0.66-0.83 (16 filters transformed
+// at a time), its non-fused layout 0.75-1.45 (stores strided by the output channels), the FFT
+// spectra 1.3-2.4 (a real 2-D FFT per filter).
 constexpr ConvAlgorithm kConvAlgorithms[] = {
     {"direct",
      "direct loops over output rows, vectorised over output width, register tile of output "
      "channels; fast depthwise path",
      conv_direct_why_not, conv_direct_workspace_bytes, conv_direct_packed_floats, conv_direct_pack,
-     conv_direct_run, 1.0, conv_direct_cost},
+     conv_direct_run, 1.0, conv_direct_cost, 0.7},
     {"gemm", "im2col into the workspace, then one OpenBLAS SGEMM per image and group",
      conv_gemm_why_not, conv_gemm_workspace_bytes, nullptr, nullptr, conv_gemm_run, 1.0,
-     conv_gemm_cost},
+     conv_gemm_cost, 0.0},
     {"implicit_gemm",
      "GEMM over the patch matrix without materialising it: kc x nc input panels packed on the "
      "fly (positions computed), weights packed at plan time, 6x16 FMA micro-kernel",
      conv_implicit_gemm_why_not, conv_implicit_gemm_workspace_bytes,
      conv_implicit_gemm_packed_floats, conv_implicit_gemm_pack, conv_implicit_gemm_run, 1.0,
-     conv_implicit_gemm_cost},
+     conv_implicit_gemm_cost, 0.7},
     {"implicit_precomp_gemm",
      "implicit_gemm with patch offsets precomputed at plan time over a zero-padded input: "
      "the packing loop only loads",
      conv_implicit_precomp_gemm_why_not, conv_implicit_precomp_gemm_workspace_bytes,
      conv_implicit_precomp_gemm_packed_floats, conv_implicit_precomp_gemm_pack,
-     conv_implicit_precomp_gemm_run, 1.0, conv_implicit_precomp_gemm_cost},
+     conv_implicit_precomp_gemm_run, 1.0, conv_implicit_precomp_gemm_cost, 0.7},
     {"winograd",
      "fused Winograd F(4x4,3x3): per block of tiles, input transform, 36 GEMMs with a 16x6 FMA "
      "micro-kernel and output transform while in L2; 3x3 stride 1 only",
      conv_winograd_why_not, conv_winograd_workspace_bytes, conv_winograd_packed_floats,
-     conv_winograd_pack, conv_winograd_run, kConvWinogradTolerance, conv_winograd_cost},
+     conv_winograd_pack, conv_winograd_run, kConvWinogradTolerance, conv_winograd_cost, 0.85},
     {"winograd_nonfused",
      "Winograd F(4x4,3x3) in whole-tensor stages: transform all tiles, 36 blocked GEMMs, "
      "output transform (cuDNN's WINOGRAD_NONFUSED); 3x3 stride 1 only",
      conv_winograd_nonfused_why_not, conv_winograd_nonfused_workspace_bytes,
      conv_winograd_nonfused_packed_floats, conv_winograd_nonfused_pack, conv_winograd_nonfused_run,
-     kConvWinogradTolerance, conv_winograd_nonfused_cost},
+     kConvWinogradTolerance, conv_winograd_nonfused_cost, 1.25},
     {"fft",
      "2-D real FFTs (FFTW) of each whole padded image plane, filter spectra at plan time, "
      "complex multiply-accumulate over input channels; stride 1, dilation 1",
      conv_fft_why_not, conv_fft_workspace_bytes, conv_fft_packed_floats, conv_fft_pack,
-     conv_fft_run, kConvFftTolerance, conv_fft_cost},
+     conv_fft_run, kConvFftTolerance, conv_fft_cost, 2.0},
     {"fft_tiling",
      "FFT on overlapping tiles (overlap-save) of a small transform chosen per problem (<= 64x64), "
      "as cuDNN's FFT_TILING; stride 1, dilation 1",
      conv_fft_tiling_why_not, conv_fft_tiling_workspace_bytes, conv_fft_tiling_packed_floats,
-     conv_fft_tiling_pack, conv_fft_tiling_run, kConvFftTolerance, conv_fft_tiling_cost},
+     conv_fft_tiling_pack, conv_fft_tiling_run, kConvFftTolerance, conv_fft_tiling_cost, 2.0},
 };
 // ===================== end of registry table =================================================
 
@@ -152,6 +158,12 @@ ConvMachine conv_machine() {
   c.dram_total_bytes_per_s = std::max(m.dram_gbps_total, m.dram_gbps_per_core) * 1e9;
   c.l3_bytes = static_cast<double>(m.l3_bytes);
   return c;
+}
+
+double conv_pack_cost(const ConvAlgorithm& algo, const ConvProblem& p) {
+  if (algo.pack_weights == nullptr || algo.packed_weights_floats == nullptr) return 0.0;
+  return conv_machine().seconds(algo.pack_fitted_ns_per_float * 1e-9 *
+                                static_cast<double>(algo.packed_weights_floats(p)));
 }
 
 int conv_useful_threads(int threads, double flops, int64_t jobs) {
