@@ -108,7 +108,7 @@ inline bool time_conv(benchmark::State& state, const ConvAlgorithm& algo, const 
   ws.reserve(algo.workspace_bytes(p, threads));
   if (algo.pack_weights != nullptr) {
     packed.reserve(algo.packed_weights_floats(p) * sizeof(float));
-    algo.pack_weights(p, buf.wei.data(), static_cast<float*>(packed.data()));
+    algo.pack_weights(p, buf.wei.data(), static_cast<float*>(packed.data()), 1);
   }
   const ConvArgs args =
       conv_args(p, buf, static_cast<const float*>(packed.data()), ws.data(), threads);

@@ -51,7 +51,7 @@ void bm_fused(benchmark::State& state, ConvProblem p, SimdLevel level, int threa
   set_threads(threads);
   Buffers b(p);
   b.packed.resize(conv_winograd_packed_floats(p));
-  conv_winograd_pack(p, b.wei.data(), b.packed.data());
+  conv_winograd_pack(p, b.wei.data(), b.packed.data(), 1);
   if (blocking.block_tiles == 0) blocking = winograd::plan_fused(p, threads);
   Workspace ws;
   ws.reserve(winograd::fused_workspace_bytes(winograd::make_geometry(p), blocking));
@@ -67,7 +67,7 @@ void bm_nonfused(benchmark::State& state, ConvProblem p, SimdLevel level, int th
   set_threads(threads);
   Buffers b(p);
   b.packed.resize(conv_winograd_nonfused_packed_floats(p));
-  conv_winograd_nonfused_pack(p, b.wei.data(), b.packed.data());
+  conv_winograd_nonfused_pack(p, b.wei.data(), b.packed.data(), 1);
   Workspace ws;
   ws.reserve(conv_winograd_nonfused_workspace_bytes(p, threads));
   const ConvArgs args = args_for(p, b, ws.data(), threads);
@@ -84,7 +84,7 @@ void bm_stage(benchmark::State& state, ConvProblem p, int stage) {
   set_threads(1);
   Buffers b(p);
   b.packed.resize(conv_winograd_packed_floats(p));
-  conv_winograd_pack(p, b.wei.data(), b.packed.data());
+  conv_winograd_pack(p, b.wei.data(), b.packed.data(), 1);
   const winograd::Blocking blocking = winograd::plan_fused(p, 1);
   const winograd::Geometry g = winograd::make_geometry(p);
   const int64_t nt = blocking.block_tiles, chunk = blocking.oc_chunk;
@@ -122,7 +122,7 @@ void bm_registry(benchmark::State& state, ConvProblem p, const ConvAlgorithm* al
   Buffers b(p);
   if (algo->pack_weights != nullptr) {
     b.packed.resize(algo->packed_weights_floats(p));
-    algo->pack_weights(p, b.wei.data(), b.packed.data());
+    algo->pack_weights(p, b.wei.data(), b.packed.data(), threads);
   }
   Workspace ws;
   ws.reserve(algo->workspace_bytes(p, threads));

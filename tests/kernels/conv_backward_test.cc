@@ -8,13 +8,13 @@
 
 #include <gtest/gtest.h>
 
-#include <iterator>
-
 #include <cmath>
+#include <iterator>
 #include <vector>
 
 #include "nnperf/core/error.h"
 #include "nnperf/core/workspace.h"
+#include "nnperf/kernels/conv/conv_crop.h"
 #include "nnperf/kernels/conv/conv_dispatch.h"
 #include "test_util.h"
 
@@ -184,6 +184,40 @@ TEST(ConvDispatch, EveryPassChoosesByItsOwnRegistry) {
   EXPECT_EQ(conv_find_cache_size(), 2);
   clear_conv_find_cache();
   EXPECT_THROW(find_conv_backward(ConvPass::kBackwardData, "nosuch"), UsageError);
+}
+
+// The crop copies the live taps of every OIHW plane and the un-crop writes them back with exact
+// zeros in the dead taps, the same on one thread as on several (planes split between threads).
+TEST(ConvCrop, CopiesTheLiveTapsOnAnyThreadCount) {
+  for (const char* desc :
+       {"mb2ic64ih1oc128kh3ph1", "mb1ic40ih1iw5oc70kh3ph1", "mb2ic3ih2oc5kh3sh2ph1"}) {
+    const ConvProblem p = parse_conv_problem(desc);
+    const ConvCrop c = conv_live_taps(p);
+    ASSERT_TRUE(c.active) << desc;
+    const int64_t kh = c.i1 - c.i0, kw = c.j1 - c.j0, planes = p.oc * p.icg();
+    std::vector<float> w(static_cast<std::size_t>(p.wei_numel()));
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 9973) - 4000.5f;
+    for (int threads : {1, 2, 3}) {
+      std::vector<float> wc(static_cast<std::size_t>(planes * kh * kw), -1.0f);
+      conv_crop_weights(p, c, w.data(), wc.data(), threads);
+      std::vector<float> back(w.size(), 7.0f);
+      conv_uncrop_weight_grad(p, c, wc.data(), back.data(), threads);
+      for (int64_t n = 0; n < planes; ++n) {
+        for (int64_t i = 0; i < p.kh; ++i) {
+          for (int64_t j = 0; j < p.kw; ++j) {
+            const bool live = i >= c.i0 && i < c.i1 && j >= c.j0 && j < c.j1;
+            const float orig = w[static_cast<std::size_t>((n * p.kh + i) * p.kw + j)];
+            if (live) {
+              ASSERT_EQ(wc[static_cast<std::size_t>((n * kh + i - c.i0) * kw + j - c.j0)], orig)
+                  << desc << " threads " << threads;
+            }
+            ASSERT_EQ(back[static_cast<std::size_t>((n * p.kh + i) * p.kw + j)], live ? orig : 0.0f)
+                << desc << " threads " << threads << " plane " << n << " tap " << i << "," << j;
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ inline std::vector<float> conv_run_checked(const ConvAlgorithm& algo, const Conv
     packed_floats = algo.packed_weights_floats(p);
     packed.reserve((packed_floats + kCanary) * sizeof(float));
     std::fill_n(static_cast<float*>(packed.data()) + packed_floats, kCanary, 4321.0f);
-    algo.pack_weights(p, wei.data(), static_cast<float*>(packed.data()));
+    algo.pack_weights(p, wei.data(), static_cast<float*>(packed.data()), 1);
   }
   constexpr float kSentinel = 12345.0f;
   std::vector<float> dst(static_cast<std::size_t>(p.dst_numel()) + kCanary,

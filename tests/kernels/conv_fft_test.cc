@@ -370,7 +370,7 @@ TEST(ConvFft, PlansAreMadeAtPackTime) {
     const std::vector<float> wei = test::random_vector(p.wei_numel(), 1101);
     std::vector<float> packed(algo.packed_weights_floats(p));
     const int64_t before = fft_conv::plans_created();
-    algo.pack_weights(p, wei.data(), packed.data());
+    algo.pack_weights(p, wei.data(), packed.data(), 1);
     const int64_t after_pack = fft_conv::plans_created();
     Workspace ws;
     ws.reserve(algo.workspace_bytes(p, 2));
@@ -401,9 +401,9 @@ TEST(ConvFft, PackingStopsAtCtrlC) {
     const std::vector<float> wei = test::random_vector(p.wei_numel(), 1200);
     std::vector<float> packed(algo.packed_weights_floats(p));
     request_interrupt();
-    EXPECT_THROW(algo.pack_weights(p, wei.data(), packed.data()), InterruptedError) << name;
+    EXPECT_THROW(algo.pack_weights(p, wei.data(), packed.data(), 1), InterruptedError) << name;
     clear_interrupt();
-    EXPECT_NO_THROW(algo.pack_weights(p, wei.data(), packed.data())) << name;
+    EXPECT_NO_THROW(algo.pack_weights(p, wei.data(), packed.data(), 1)) << name;
   }
 }
 

@@ -87,14 +87,14 @@ void check(Algo algo, SimdLevel level, const ConvProblem& p, const Inputs& in, i
   std::size_t ws_bytes = 0;
   if (algo == Algo::kFused) {
     packed.resize(conv_winograd_packed_floats(p));
-    conv_winograd_pack(p, in.wei.data(), packed.data());
+    conv_winograd_pack(p, in.wei.data(), packed.data(), 1);
     ws_bytes = winograd::fused_workspace_bytes(g, plan);
     if (blocking == nullptr) {
       ASSERT_EQ(ws_bytes, conv_winograd_workspace_bytes(p, threads));
     }
   } else {
     packed.resize(conv_winograd_nonfused_packed_floats(p));
-    conv_winograd_nonfused_pack(p, in.wei.data(), packed.data());
+    conv_winograd_nonfused_pack(p, in.wei.data(), packed.data(), 1);
     ws_bytes = conv_winograd_nonfused_workspace_bytes(p, threads);
   }
   constexpr std::size_t kCanary = 256;
@@ -361,6 +361,28 @@ TEST(ConvWinograd, FilterTransformIsTheSameOnEveryPath) {
     winograd::kKernelsPortable.transform_filters(taps, portable);
     winograd::kKernelsAvx2.transform_filters(taps, avx2);
     EXPECT_EQ(std::memcmp(portable, avx2, sizeof(portable)), 0) << "seed " << seed;
+  }
+}
+
+// Both packs split their work between threads (the fused one its panel rows, the non-fused one
+// its input channels): the same floats on 1, 2 and 3 threads, with padded channels (oc 70 and
+// ic 45 round up to 80 and 48) and enough work to be split.
+TEST(ConvWinograd, PackIsTheSameOnAnyThreadCount) {
+  const ConvProblem p = parse_conv_problem("mb1ic45ih6oc70kh3ph1");
+  std::vector<float> wei(static_cast<std::size_t>(p.wei_numel()));
+  Rng rng(91);
+  rng.fill_uniform(std::span<float>(wei.data(), wei.size()), -2.0f, 2.0f);
+  for (const Algo algo : {Algo::kFused, Algo::kNonfused}) {
+    const auto pack = algo == Algo::kFused ? conv_winograd_pack : conv_winograd_nonfused_pack;
+    std::vector<float> one(algo == Algo::kFused ? conv_winograd_packed_floats(p)
+                                                : conv_winograd_nonfused_packed_floats(p));
+    pack(p, wei.data(), one.data(), 1);
+    for (int threads : {2, 3}) {
+      std::vector<float> many(one.size(), std::numeric_limits<float>::quiet_NaN());
+      pack(p, wei.data(), many.data(), threads);
+      ASSERT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(float)))
+          << name_of(algo) << ", " << threads << " threads";
+    }
   }
 }
 

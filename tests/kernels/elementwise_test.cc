@@ -64,16 +64,20 @@ TEST(Elementwise, AllFiniteFindsInfAndNaNAnywhere) {
   const float bad[] = {std::numeric_limits<float>::infinity(),
                        -std::numeric_limits<float>::infinity(),
                        std::numeric_limits<float>::quiet_NaN()};
-  for (int64_t n : {1, 7, 33, 1000}) {
+  // 300001 elements: long enough to be split over threads (1, 2 and 3 asked).
+  for (int64_t n : {1, 7, 33, 1000, 300001}) {
     std::vector<float> x = test::random_vector(n, 40 + n, -3e38f, 3e38f);
     x[0] = std::numeric_limits<float>::denorm_min();  // finite edge cases stay finite
     if (n > 1) x[1] = std::numeric_limits<float>::max();
-    EXPECT_TRUE(all_finite(x.data(), n));
-    for (int64_t pos : {int64_t{0}, n / 2, n - 1}) {
-      for (float b : bad) {
-        std::vector<float> y = x;
-        y[pos] = b;
-        EXPECT_FALSE(all_finite(y.data(), n)) << "value " << b << " at " << pos << " of " << n;
+    for (int threads : {1, 2, 3}) {
+      EXPECT_TRUE(all_finite(x.data(), n, threads));
+      for (int64_t pos : {int64_t{0}, n / 2, n - 1}) {
+        for (float b : bad) {
+          std::vector<float> y = x;
+          y[pos] = b;
+          EXPECT_FALSE(all_finite(y.data(), n, threads))
+              << "value " << b << " at " << pos << " of " << n << ", " << threads << " threads";
+        }
       }
     }
   }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -253,6 +254,48 @@ TEST(Optimizer, SetLrChangesTheStep) {
   EXPECT_EQ(opt->lr(), 0.25f);
   opt->step(params);
   EXPECT_FLOAT_EQ(w[0], -0.5f);
+}
+
+// The update is split over threads for long tensors (for_slices, 64-element slices): SGD
+// (momentum, nesterov, plain) and Adam give the same floats on 1, 2 and 3 threads, on a tensor of
+// 100003 elements (a slice boundary off the vector width, a tail) and a short one (one thread).
+TEST(Optimizer, ThreadsGiveTheSameFloats) {
+  struct Variant {
+    const char* name;
+    double momentum;
+    bool nesterov;
+  };
+  for (const Variant v : {Variant{"sgd", 0.9, true}, Variant{"sgd", 0.9, false},
+                          Variant{"sgd", 0.0, false}, Variant{"adam", 0.0, false}}) {
+    std::vector<std::vector<float>> results;
+    for (int threads : {1, 2, 3}) {
+      OptimizerOptions o;
+      o.name = v.name;
+      o.lr = 0.05;
+      o.momentum = v.momentum;
+      o.nesterov = v.nesterov;
+      o.weight_decay = 1e-3;
+      auto opt = make_optimizer(o);
+      opt->set_threads(threads);
+      Tensor w1 = test::random_tensor({100003}, 7), w2 = test::random_tensor({37}, 8);
+      Tensor g1 = Tensor::zeros({100003}), g2 = Tensor::zeros({37});
+      const std::vector<Param> params{{"w1", &w1, &g1}, {"w2", &w2, &g2}};
+      for (int step = 0; step < 3; ++step) {
+        Rng rng(200 + static_cast<uint64_t>(step));
+        rng.fill_uniform(std::span<float>(g1.data(), 100003), -1.0f, 1.0f);
+        rng.fill_uniform(std::span<float>(g2.data(), 37), -1.0f, 1.0f);
+        opt->step(params);
+      }
+      std::vector<float> r(w1.data(), w1.data() + 100003);
+      r.insert(r.end(), w2.data(), w2.data() + 37);
+      results.push_back(std::move(r));
+    }
+    for (std::size_t t = 1; t < results.size(); ++t) {
+      ASSERT_EQ(0, std::memcmp(results[0].data(), results[t].data(), results[0].size() * 4))
+          << v.name << " momentum " << v.momentum << " nesterov " << v.nesterov << ": " << t + 1
+          << " threads";
+    }
+  }
 }
 
 }  // namespace

@@ -202,9 +202,12 @@ void Conv2d::prepare_weights() {
       folded_bias_[o] = static_cast<float>(b * scale[o] + shift[o]);
     }
   }
-  if (crop_.active) conv_crop_weights(problem_, crop_, base_weights(), cropped_weight_.data());
+  if (crop_.active) {
+    conv_crop_weights(problem_, crop_, base_weights(), cropped_weight_.data(), threads_);
+  }
   if (has_packed_) {
-    algo_->pack_weights(run_problem(), run_weights(), static_cast<float*>(packed_.data()));
+    algo_->pack_weights(run_problem(), run_weights(), static_cast<float*>(packed_.data()),
+                        threads_);
   }
   stale_ = false;
   ++preparations_;
@@ -256,7 +259,7 @@ void Conv2d::backward(std::span<const Tensor* const> src, const Tensor& /*dst*/,
   a.threads = threads_;
   bwd_weights_->run(a);
   if (crop_.active)
-    conv_uncrop_weight_grad(problem_, crop_, cropped_grad_.data(), d_weight_.data());
+    conv_uncrop_weight_grad(problem_, crop_, cropped_grad_.data(), d_weight_.data(), threads_);
   if (d_src[0] == nullptr) return;
   a.src_grad = d_src[0]->data();
   bwd_data_->run(a);

@@ -86,7 +86,7 @@ double time_conv_ms(const ConvAlgorithm& algo, const ConvProblem& p, int threads
   const bool prep = with_weight_prep && algo.pack_weights != nullptr && packed_out != nullptr;
   return median_ms(
       [&] {
-        if (prep) algo.pack_weights(p, wei, packed_out);
+        if (prep) algo.pack_weights(p, wei, packed_out, threads);
         algo.run(args);
       },
       loser_above_ms);

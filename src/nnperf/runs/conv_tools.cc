@@ -216,7 +216,8 @@ std::vector<std::unique_ptr<BenchRow>> plan_rows(const ConvProblem& p, const Con
       r->modelled_s = conv_forward_cost(*a, p, threads, sel);
       if (o.training && a->pack_weights != nullptr && a->packed_weights_floats != nullptr) {
         r->run = [r, &p, wei = in.wei.data()] {
-          r->forward.algo->pack_weights(p, wei, static_cast<float*>(r->forward.packed.data()));
+          r->forward.algo->pack_weights(p, wei, static_cast<float*>(r->forward.packed.data()),
+                                        r->forward.args.threads);
           r->forward.algo->run(r->forward.args);
         };
       } else {

@@ -4,7 +4,9 @@
 #include "nnperf/train/optimizer.h"
 
 #include <fmt/format.h>
+#include <omp.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -70,6 +72,27 @@ class BufferSet {
   std::vector<Tensor> buffers_;
 };
 
+// fn(lo, hi) over [0, n) in one slice per thread (multiples of 64 elements), when n is large
+// enough to pay for the threads (32768 elements each, ~20 us of one core). The updates are
+// element-wise, so any split gives the same floats.
+template <class Fn>
+void for_slices(int64_t n, int threads, Fn fn) {
+  constexpr int64_t kMinPerThread = int64_t{1} << 15, kAlign = 64;
+  const int t = static_cast<int>(std::clamp<int64_t>(n / kMinPerThread, 1, std::max(1, threads)));
+  if (t <= 1) {
+    fn(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel num_threads(t)
+  {
+    const int64_t id = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t blocks = (n + kAlign - 1) / kAlign;
+    const int64_t lo = std::min(n, blocks * id / nt * kAlign);
+    const int64_t hi = std::min(n, blocks * (id + 1) / nt * kAlign);
+    if (hi > lo) fn(lo, hi);
+  }
+}
+
 void check_param(const Param& p) {
   if (p.value == nullptr || p.grad == nullptr || p.value->numel() != p.grad->numel()) {
     throw Error(fmt::format("optimizer: parameter '{}' has no gradient of its shape", p.name));
@@ -116,25 +139,30 @@ class Sgd : public Optimizer {
       const float* grad = params[i].grad->data();
       const int64_t n = params[i].value->numel();
       if (!use_momentum) {
-        for (int64_t j = 0; j < n; ++j) w[j] -= lr * (grad[j] + wd * w[j]);
+        for_slices(n, threads_, [=](int64_t lo, int64_t hi) {
+          for (int64_t j = lo; j < hi; ++j) w[j] -= lr * (grad[j] + wd * w[j]);
+        });
         continue;
       }
       float* buf = momentum_buffer_[i].data();
       // torch.optim.SGD (dampening 0): buf = g on the first step, then mu * buf + g.
       const float keep = first ? 0.0f : mu;
-      if (o_.nesterov) {
-        for (int64_t j = 0; j < n; ++j) {
-          const float g = grad[j] + wd * w[j];
-          buf[j] = keep * buf[j] + g;
-          w[j] -= lr * (g + mu * buf[j]);
+      const bool nesterov = o_.nesterov;
+      for_slices(n, threads_, [=](int64_t lo, int64_t hi) {
+        if (nesterov) {
+          for (int64_t j = lo; j < hi; ++j) {
+            const float g = grad[j] + wd * w[j];
+            buf[j] = keep * buf[j] + g;
+            w[j] -= lr * (g + mu * buf[j]);
+          }
+        } else {
+          for (int64_t j = lo; j < hi; ++j) {
+            const float g = grad[j] + wd * w[j];
+            buf[j] = keep * buf[j] + g;
+            w[j] -= lr * buf[j];
+          }
         }
-      } else {
-        for (int64_t j = 0; j < n; ++j) {
-          const float g = grad[j] + wd * w[j];
-          buf[j] = keep * buf[j] + g;
-          w[j] -= lr * buf[j];
-        }
-      }
+      });
     }
     ++steps_;
   }
@@ -236,8 +264,13 @@ class Adam : public Optimizer {
     exp_avg_sq_.ensure(params);
     const AdamCoefficients c = adam_coefficients(o_, lr_, steps_ + 1);
     for (std::size_t i = 0; i < params.size(); ++i) {
-      adam_update(params[i].value->data(), params[i].grad->data(), exp_avg_[i].data(),
-                  exp_avg_sq_[i].data(), params[i].value->numel(), c);
+      float* w = params[i].value->data();
+      const float* g = params[i].grad->data();
+      float* m = exp_avg_[i].data();
+      float* v = exp_avg_sq_[i].data();
+      for_slices(params[i].value->numel(), threads_, [&](int64_t lo, int64_t hi) {
+        adam_update(w + lo, g + lo, m + lo, v + lo, hi - lo, c);
+      });
     }
     ++steps_;
   }

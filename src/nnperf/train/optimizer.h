@@ -30,6 +30,8 @@ class Optimizer {
   // same shapes) on every call; state is created on the first call.
   virtual void step(std::span<const Param> params) = 0;
   void set_lr(float lr) { lr_ = lr; }
+  // Threads the update may use (element-wise: the same floats on any number).
+  void set_threads(int threads) { threads_ = threads > 1 ? threads : 1; }
   float lr() const { return lr_; }
   int64_t steps() const { return steps_; }
   // State for checkpoints: named buffers and the step counter. Names are torch.optim's state
@@ -42,6 +44,7 @@ class Optimizer {
  protected:
   float lr_ = 1e-3f;
   int64_t steps_ = 0;
+  int threads_ = 1;
 };
 
 // The coefficients of Adam's step number t (1 for the first) at learning rate lr: the CPU

@@ -16,6 +16,7 @@ Trainer::Trainer(Graph& graph, std::unique_ptr<Optimizer> optimizer, PlanContext
       plan_(plan),
       label_smoothing_(label_smoothing) {
   NNPERF_CHECK(optimizer_ != nullptr, "Trainer needs an optimizer");
+  optimizer_->set_threads(plan_.threads);
 }
 
 const char* to_string(StepPhase phase) {
@@ -103,7 +104,7 @@ BatchResult Trainer::forward_backward(const Tensor& x, std::span<const int32_t> 
 
 void Trainer::check_grads() const {
   for (const Param& p : params_) {
-    if (!all_finite(p.grad->data(), p.grad->numel())) {
+    if (!all_finite(p.grad->data(), p.grad->numel(), plan_.threads)) {
       throw DivergenceError(
           fmt::format("training diverged at step {}: gradient of {} is not finite; {}", steps_ + 1,
                       p.name, divergence_cause()));

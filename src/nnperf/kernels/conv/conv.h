@@ -75,9 +75,9 @@ struct ConvAlgorithm {
   std::string (*why_not)(const ConvProblem& p);
   std::size_t (*workspace_bytes)(const ConvProblem& p, int threads);
   // Weight transform done once at plan time (Winograd/FFT domains, packed panels). Null when the
-  // algorithm uses the OIHW weights directly.
+  // algorithm uses the OIHW weights directly. `threads`: how many it may use (pack_parallel).
   std::size_t (*packed_weights_floats)(const ConvProblem& p);
-  void (*pack_weights)(const ConvProblem& p, const float* wei, float* packed);
+  void (*pack_weights)(const ConvProblem& p, const float* wei, float* packed, int threads);
   void (*run)(const ConvArgs& args);
   // c_algo in |y - ref| <= c_algo * K * eps * sum|a*b| + eps * |ref|, K = icg*kh*kw.
   // 1 for exact-arithmetic methods; Winograd and FFT state their measured worst case.
@@ -88,6 +88,8 @@ struct ConvAlgorithm {
   // Nanoseconds of pack_weights per packed float on the core the costs were fitted on
   // (conv_internal.h's conv_fit); 0 without a weight transform. Training pays it every step.
   double pack_fitted_ns_per_float;
+  // pack_weights splits its work between the threads it is given (else it runs on one).
+  bool pack_parallel;
 };
 
 std::span<const ConvAlgorithm> conv_algorithms();
@@ -95,9 +97,9 @@ std::span<const ConvAlgorithm> conv_algorithms();
 const ConvAlgorithm& find_conv(std::string_view name);
 std::string conv_algorithm_names();
 
-// Modelled seconds of one pack_weights of `algo` on `p` on this machine (0 when it has none):
-// what a training step, whose weights change every step, pays on top of cost().
-double conv_pack_cost(const ConvAlgorithm& algo, const ConvProblem& p);
+// Modelled seconds of one pack_weights of `algo` on `p` on `threads` threads of this machine (0
+// when it has none): what a training step, whose weights change every step, pays on top of cost().
+double conv_pack_cost(const ConvAlgorithm& algo, const ConvProblem& p, int threads);
 
 // Prepares one run of `algo` on `p` (which it must serve): sizes `workspace`, transforms the
 // weights into `packed` when the algorithm has a weight transform, and returns the arguments; the

@@ -96,7 +96,7 @@ const float* build_col(const ConvProblem& p, const float* x, int64_t n0, int64_t
                        const GemmLayout& l, const int32_t* table, float* col, int threads) {
   const int64_t plane = p.ih * p.iw;
   if (c == 1 && col_is_src(p)) return x + (n0 * p.ic + g * p.icg()) * plane;
-  const int t = conv_useful_threads(threads, static_cast<double>(l.k * l.cols) * 4.0, l.k);
+  const int t = conv_useful_copy_threads(threads, l.k * l.cols, l.k);
 #pragma omp parallel for num_threads(t) if (t > 1) schedule(static) collapse(2)
   for (int64_t i = 0; i < c; ++i) {
     for (int64_t r = 0; r < l.k; ++r) {
@@ -119,7 +119,7 @@ const float* build_col(const ConvProblem& p, const float* x, int64_t n0, int64_t
 void col2im(const ConvProblem& p, const float* dcol, const GemmLayout& l, const int32_t* table,
             int64_t i, float* dx, int threads) {
   const int64_t oh = p.oh(), ow = p.ow(), icg = p.icg();
-  const int t = conv_useful_threads(threads, static_cast<double>(l.k * l.n) * 2.0, icg);
+  const int t = conv_useful_copy_threads(threads, l.k * l.n, icg);
 #pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
   for (int64_t c = 0; c < icg; ++c) {
     float* plane = dx + c * p.ih * p.iw;
@@ -275,7 +275,7 @@ ConvProblem transposed(const ConvProblem& p) {
 // Every run flips and transposes the weights and transforms them for the inner algorithm (the
 // weights change every training step): its cost counts that transform.
 double inner_cost(const ConvAlgorithm& f, const ConvProblem& q, int threads) {
-  return f.cost(q, threads) + conv_pack_cost(f, q);
+  return f.cost(q, threads) + conv_pack_cost(f, q, threads);
 }
 
 const ConvAlgorithm* inner_forward(const ConvProblem& q, int threads) {
@@ -339,7 +339,7 @@ void transposed_run(const ConvBackwardArgs& a) {
       for (int64_t i = 0; i < khw; ++i) dst[i] = src[khw - 1 - i];  // flipped in both axes
     }
   }
-  if (l.f->pack_weights != nullptr) l.f->pack_weights(q, wt, packed);
+  if (l.f->pack_weights != nullptr) l.f->pack_weights(q, wt, packed, a.threads);
   ConvArgs f;
   f.p = &q;
   f.src = a.dst_grad;

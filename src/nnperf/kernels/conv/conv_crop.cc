@@ -1,7 +1,11 @@
 #include "nnperf/kernels/conv/conv_crop.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
+
+#include "nnperf/kernels/conv/conv_internal.h"
 
 namespace nnperf {
 
@@ -47,23 +51,38 @@ ConvCrop conv_live_taps(const ConvProblem& p) {
   return c;
 }
 
-void conv_crop_weights(const ConvProblem& p, const ConvCrop& c, const float* w, float* wc) {
+// Both copy whole OIHW planes in parallel; a plane's live taps are a few floats (one for a 3x3
+// convolution of a 1x1 map), so they are copied element by element rather than by memcpy calls.
+void conv_crop_weights(const ConvProblem& p, const ConvCrop& c, const float* w, float* wc,
+                       int threads) {
   const int64_t kh = c.i1 - c.i0, kw = c.j1 - c.j0, planes = p.oc * p.icg();
+  const int t = conv_useful_copy_threads(threads, planes * p.kh * p.kw, planes);
+#pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
   for (int64_t n = 0; n < planes; ++n) {
+    const float* src = w + (n * p.kh + c.i0) * p.kw + c.j0;
+    float* dst = wc + n * kh * kw;
     for (int64_t i = 0; i < kh; ++i) {
-      std::memcpy(wc + (n * kh + i) * kw, w + (n * p.kh + c.i0 + i) * p.kw + c.j0,
-                  static_cast<std::size_t>(kw) * sizeof(float));
+      for (int64_t j = 0; j < kw; ++j) dst[i * kw + j] = src[i * p.kw + j];
     }
   }
 }
 
-void conv_uncrop_weight_grad(const ConvProblem& p, const ConvCrop& c, const float* dwc, float* dw) {
-  const int64_t kh = c.i1 - c.i0, kw = c.j1 - c.j0, planes = p.oc * p.icg();
-  std::fill(dw, dw + planes * p.kh * p.kw, 0.0f);
-  for (int64_t n = 0; n < planes; ++n) {
-    for (int64_t i = 0; i < kh; ++i) {
-      std::memcpy(dw + (n * p.kh + c.i0 + i) * p.kw + c.j0, dwc + (n * kh + i) * kw,
-                  static_cast<std::size_t>(kw) * sizeof(float));
+void conv_uncrop_weight_grad(const ConvProblem& p, const ConvCrop& c, const float* dwc, float* dw,
+                             int threads) {
+  const int64_t kh = c.i1 - c.i0, kw = c.j1 - c.j0, planes = p.oc * p.icg(), khw = p.kh * p.kw;
+  const int t = conv_useful_copy_threads(threads, planes * khw, planes);
+#pragma omp parallel num_threads(t) if (t > 1)
+  {
+    // This thread's planes: zeroed in one pass, then the live taps written over the zeros.
+    const int64_t id = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t n0 = planes * id / nt, n1 = planes * (id + 1) / nt;
+    std::fill(dw + n0 * khw, dw + n1 * khw, 0.0f);
+    for (int64_t n = n0; n < n1; ++n) {
+      const float* src = dwc + n * kh * kw;
+      float* dst = dw + (n * p.kh + c.i0) * p.kw + c.j0;
+      for (int64_t i = 0; i < kh; ++i) {
+        for (int64_t j = 0; j < kw; ++j) dst[i * p.kw + j] = src[i * kw + j];
+      }
     }
   }
 }

@@ -22,9 +22,11 @@ struct ConvCrop {
 // taps, keeps the padding non-negative and gives the same output size (symmetric padding).
 ConvCrop conv_live_taps(const ConvProblem& p);
 
-// wc[o][c][i][j] = w[o][c][i0 + i][j0 + j] (OIHW, p's shapes).
-void conv_crop_weights(const ConvProblem& p, const ConvCrop& c, const float* w, float* wc);
+// wc[o][c][i][j] = w[o][c][i0 + i][j0 + j] (OIHW, p's shapes), on up to `threads` threads.
+void conv_crop_weights(const ConvProblem& p, const ConvCrop& c, const float* w, float* wc,
+                       int threads = 1);
 // dw = dwc in the live taps and 0 in the dead ones (their exact gradient).
-void conv_uncrop_weight_grad(const ConvProblem& p, const ConvCrop& c, const float* dwc, float* dw);
+void conv_uncrop_weight_grad(const ConvProblem& p, const ConvCrop& c, const float* dwc, float* dw,
+                             int threads = 1);
 
 }  // namespace nnperf

@@ -154,7 +154,7 @@ const Row& choose(std::span<const Row> rows, ConvPass pass, const ConvProblem& p
 
 double conv_forward_cost(const ConvAlgorithm& a, const ConvProblem& p, int threads,
                          const ConvSelection& s) {
-  return a.cost(p, threads) + (s.training ? conv_pack_cost(a, p) : 0.0);
+  return a.cost(p, threads) + (s.training ? conv_pack_cost(a, p, threads) : 0.0);
 }
 
 namespace {

@@ -17,6 +17,9 @@ std::size_t conv_no_workspace(const ConvProblem& p, int threads);
 // Threads worth using for `flops` of work split into `jobs` independent pieces (never more than
 // asked): a second thread costs an OpenMP fork/join, a few microseconds.
 int conv_useful_threads(int threads, double flops, int64_t jobs);
+// The same for copies and gathers of `elements` floats (patch matrices, weight crops): below
+// 32768 elements per thread (~20 us of one core) a second thread costs more than it saves.
+int conv_useful_copy_threads(int threads, int64_t elements, int64_t jobs);
 // dst[n][o][:] += bias[o] for every image and output channel (no-op when bias is null).
 void conv_add_bias(const ConvProblem& p, const float* bias, float* dst, int threads);
 inline int64_t conv_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -130,7 +133,7 @@ void conv_copy_dims(const ConvProblem& p, Plan& pl) {
 std::string conv_direct_why_not(const ConvProblem& p);
 std::size_t conv_direct_workspace_bytes(const ConvProblem& p, int threads);
 std::size_t conv_direct_packed_floats(const ConvProblem& p);
-void conv_direct_pack(const ConvProblem& p, const float* wei, float* packed);
+void conv_direct_pack(const ConvProblem& p, const float* wei, float* packed, int threads);
 void conv_direct_run(const ConvArgs& args);
 double conv_direct_cost(const ConvProblem& p, int threads);
 
@@ -144,7 +147,7 @@ double conv_gemm_cost(const ConvProblem& p, int threads);
 std::string conv_implicit_gemm_why_not(const ConvProblem& p);
 std::size_t conv_implicit_gemm_workspace_bytes(const ConvProblem& p, int threads);
 std::size_t conv_implicit_gemm_packed_floats(const ConvProblem& p);
-void conv_implicit_gemm_pack(const ConvProblem& p, const float* wei, float* packed);
+void conv_implicit_gemm_pack(const ConvProblem& p, const float* wei, float* packed, int threads);
 void conv_implicit_gemm_run(const ConvArgs& args);
 double conv_implicit_gemm_cost(const ConvProblem& p, int threads);
 
@@ -173,7 +176,8 @@ double cost_seconds(const ConvProblem& p, int threads, double flops_per_s,
 std::string conv_implicit_precomp_gemm_why_not(const ConvProblem& p);
 std::size_t conv_implicit_precomp_gemm_workspace_bytes(const ConvProblem& p, int threads);
 std::size_t conv_implicit_precomp_gemm_packed_floats(const ConvProblem& p);
-void conv_implicit_precomp_gemm_pack(const ConvProblem& p, const float* wei, float* packed);
+void conv_implicit_precomp_gemm_pack(const ConvProblem& p, const float* wei, float* packed,
+                                     int threads);
 void conv_implicit_precomp_gemm_run(const ConvArgs& args);
 double conv_implicit_precomp_gemm_cost(const ConvProblem& p, int threads);
 
@@ -190,13 +194,13 @@ inline constexpr double kConvFftTolerance = 16.0;
 std::string conv_fft_why_not(const ConvProblem& p);
 std::size_t conv_fft_workspace_bytes(const ConvProblem& p, int threads);
 std::size_t conv_fft_packed_floats(const ConvProblem& p);
-void conv_fft_pack(const ConvProblem& p, const float* wei, float* packed);
+void conv_fft_pack(const ConvProblem& p, const float* wei, float* packed, int threads);
 void conv_fft_run(const ConvArgs& args);
 double conv_fft_cost(const ConvProblem& p, int threads);
 std::string conv_fft_tiling_why_not(const ConvProblem& p);
 std::size_t conv_fft_tiling_workspace_bytes(const ConvProblem& p, int threads);
 std::size_t conv_fft_tiling_packed_floats(const ConvProblem& p);
-void conv_fft_tiling_pack(const ConvProblem& p, const float* wei, float* packed);
+void conv_fft_tiling_pack(const ConvProblem& p, const float* wei, float* packed, int threads);
 void conv_fft_tiling_run(const ConvArgs& args);
 double conv_fft_tiling_cost(const ConvProblem& p, int threads);
 
@@ -210,13 +214,14 @@ inline constexpr double kConvWinogradTolerance = 50.0;
 std::string conv_winograd_why_not(const ConvProblem& p);
 std::size_t conv_winograd_workspace_bytes(const ConvProblem& p, int threads);
 std::size_t conv_winograd_packed_floats(const ConvProblem& p);
-void conv_winograd_pack(const ConvProblem& p, const float* wei, float* packed);
+void conv_winograd_pack(const ConvProblem& p, const float* wei, float* packed, int threads);
 void conv_winograd_run(const ConvArgs& args);
 double conv_winograd_cost(const ConvProblem& p, int threads);
 std::string conv_winograd_nonfused_why_not(const ConvProblem& p);
 std::size_t conv_winograd_nonfused_workspace_bytes(const ConvProblem& p, int threads);
 std::size_t conv_winograd_nonfused_packed_floats(const ConvProblem& p);
-void conv_winograd_nonfused_pack(const ConvProblem& p, const float* wei, float* packed);
+void conv_winograd_nonfused_pack(const ConvProblem& p, const float* wei, float* packed,
+                                 int threads);
 void conv_winograd_nonfused_run(const ConvArgs& args);
 double conv_winograd_nonfused_cost(const ConvProblem& p, int threads);
 

@@ -23,7 +23,8 @@ namespace {
 
 // ======================= registry table: one row per algorithm ==============================
 // {name, description, why_not, workspace_bytes, packed_weights_floats, pack_weights, run,
-//  tolerance_factor, cost, pack_fitted_ns_per_float}. tolerance_factor: see each algorithm file for
+//  tolerance_factor, cost, pack_fitted_ns_per_float, pack_parallel}. tolerance_factor: see each
+//  algorithm file for
 // its measured worst case. pack_fitted_ns_per_float: pack_weights alone, timed per algorithm on
 // ResNet and VGG layers (64 to 1024 channels, 1x1 to 7x7 kernels) on a Zen 4 core measured at
 // 115 GFLOP/s of AVX2 FMA (2026-11-27), scaled to the fitted core's clock (x 115 / 102): the
@@ -35,43 +36,44 @@ constexpr ConvAlgorithm kConvAlgorithms[] = {
      "direct loops over output rows, vectorised over output width, register tile of output "
      "channels; fast depthwise path",
      conv_direct_why_not, conv_direct_workspace_bytes, conv_direct_packed_floats, conv_direct_pack,
-     conv_direct_run, 1.0, conv_direct_cost, 0.7},
+     conv_direct_run, 1.0, conv_direct_cost, 0.7, false},
     {"gemm", "im2col into the workspace, then one OpenBLAS SGEMM per image and group",
      conv_gemm_why_not, conv_gemm_workspace_bytes, nullptr, nullptr, conv_gemm_run, 1.0,
-     conv_gemm_cost, 0.0},
+     conv_gemm_cost, 0.0, false},
     {"implicit_gemm",
      "GEMM over the patch matrix without materialising it: kc x nc input panels packed on the "
      "fly (positions computed), weights packed at plan time, 6x16 FMA micro-kernel",
      conv_implicit_gemm_why_not, conv_implicit_gemm_workspace_bytes,
      conv_implicit_gemm_packed_floats, conv_implicit_gemm_pack, conv_implicit_gemm_run, 1.0,
-     conv_implicit_gemm_cost, 0.7},
+     conv_implicit_gemm_cost, 0.7, false},
     {"implicit_precomp_gemm",
      "implicit_gemm with patch offsets precomputed at plan time over a zero-padded input: "
      "the packing loop only loads",
      conv_implicit_precomp_gemm_why_not, conv_implicit_precomp_gemm_workspace_bytes,
      conv_implicit_precomp_gemm_packed_floats, conv_implicit_precomp_gemm_pack,
-     conv_implicit_precomp_gemm_run, 1.0, conv_implicit_precomp_gemm_cost, 0.7},
+     conv_implicit_precomp_gemm_run, 1.0, conv_implicit_precomp_gemm_cost, 0.7, false},
     {"winograd",
      "fused Winograd F(4x4,3x3): per block of tiles, input transform, 36 GEMMs with a 16x6 FMA "
      "micro-kernel and output transform while in L2; 3x3 stride 1 only",
      conv_winograd_why_not, conv_winograd_workspace_bytes, conv_winograd_packed_floats,
-     conv_winograd_pack, conv_winograd_run, kConvWinogradTolerance, conv_winograd_cost, 0.85},
+     conv_winograd_pack, conv_winograd_run, kConvWinogradTolerance, conv_winograd_cost, 0.85, true},
     {"winograd_nonfused",
      "Winograd F(4x4,3x3) in whole-tensor stages: transform all tiles, 36 blocked GEMMs, "
      "output transform (cuDNN's WINOGRAD_NONFUSED); 3x3 stride 1 only",
      conv_winograd_nonfused_why_not, conv_winograd_nonfused_workspace_bytes,
      conv_winograd_nonfused_packed_floats, conv_winograd_nonfused_pack, conv_winograd_nonfused_run,
-     kConvWinogradTolerance, conv_winograd_nonfused_cost, 1.25},
+     kConvWinogradTolerance, conv_winograd_nonfused_cost, 1.25, true},
     {"fft",
      "2-D real FFTs (FFTW) of each whole padded image plane, filter spectra at plan time, "
      "complex multiply-accumulate over input channels; stride 1, dilation 1",
      conv_fft_why_not, conv_fft_workspace_bytes, conv_fft_packed_floats, conv_fft_pack,
-     conv_fft_run, kConvFftTolerance, conv_fft_cost, 2.0},
+     conv_fft_run, kConvFftTolerance, conv_fft_cost, 2.0, false},
     {"fft_tiling",
      "FFT on overlapping tiles (overlap-save) of a small transform chosen per problem (<= 64x64), "
      "as cuDNN's FFT_TILING; stride 1, dilation 1",
      conv_fft_tiling_why_not, conv_fft_tiling_workspace_bytes, conv_fft_tiling_packed_floats,
-     conv_fft_tiling_pack, conv_fft_tiling_run, kConvFftTolerance, conv_fft_tiling_cost, 2.0},
+     conv_fft_tiling_pack, conv_fft_tiling_run, kConvFftTolerance, conv_fft_tiling_cost, 2.0,
+     false},
 };
 // ===================== end of registry table =================================================
 
@@ -134,7 +136,7 @@ ConvArgs conv_prepare(const ConvAlgorithm& algo, const ConvProblem& p, const flo
   args.threads = threads;
   if (algo.pack_weights != nullptr && algo.packed_weights_floats != nullptr) {
     packed.reserve(algo.packed_weights_floats(p) * sizeof(float));
-    algo.pack_weights(p, wei, static_cast<float*>(packed.data()));
+    algo.pack_weights(p, wei, static_cast<float*>(packed.data()), threads);
     args.packed = static_cast<const float*>(packed.data());
   }
   return args;
@@ -160,10 +162,13 @@ ConvMachine conv_machine() {
   return c;
 }
 
-double conv_pack_cost(const ConvAlgorithm& algo, const ConvProblem& p) {
+double conv_pack_cost(const ConvAlgorithm& algo, const ConvProblem& p, int threads) {
   if (algo.pack_weights == nullptr || algo.packed_weights_floats == nullptr) return 0.0;
+  const auto floats = static_cast<int64_t>(algo.packed_weights_floats(p));
+  const int used = algo.pack_parallel ? conv_useful_copy_threads(threads, floats, floats) : 1;
   return conv_machine().seconds(algo.pack_fitted_ns_per_float * 1e-9 *
-                                static_cast<double>(algo.packed_weights_floats(p)));
+                                static_cast<double>(floats)) /
+         used;
 }
 
 int conv_useful_threads(int threads, double flops, int64_t jobs) {
@@ -171,6 +176,14 @@ int conv_useful_threads(int threads, double flops, int64_t jobs) {
   constexpr double kMinFlopsPerThread = 1e6;
   int64_t t = std::max(1, threads);
   t = std::min<int64_t>(t, std::max<int64_t>(1, static_cast<int64_t>(flops / kMinFlopsPerThread)));
+  t = std::min<int64_t>(t, std::max<int64_t>(1, jobs));
+  return static_cast<int>(t);
+}
+
+int conv_useful_copy_threads(int threads, int64_t elements, int64_t jobs) {
+  constexpr int64_t kMinElementsPerThread = int64_t{1} << 15;
+  int64_t t = std::max(1, threads);
+  t = std::min<int64_t>(t, std::max<int64_t>(1, elements / kMinElementsPerThread));
   t = std::min<int64_t>(t, std::max<int64_t>(1, jobs));
   return static_cast<int>(t);
 }

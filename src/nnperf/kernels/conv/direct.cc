@@ -71,7 +71,7 @@ std::size_t conv_direct_packed_floats(const ConvProblem& p) {
 }
 
 // OIHW -> [g][channel block][icg][kh*kw][ocb], zero rows past ocg in the last block.
-void conv_direct_pack(const ConvProblem& p, const float* wei, float* packed) {
+void conv_direct_pack(const ConvProblem& p, const float* wei, float* packed, int /*threads*/) {
   const Geometry geo = geometry(p, 1);
   const int64_t kk = p.kh * p.kw, icg = p.icg(), ocg = p.ocg();
   float* out = packed;

@@ -76,7 +76,7 @@ std::size_t conv_fft_packed_floats(const ConvProblem& p) {
   return fft_conv::packed_floats(p, fft_conv::whole_image_geometry(p));
 }
 
-void conv_fft_pack(const ConvProblem& p, const float* wei, float* packed) {
+void conv_fft_pack(const ConvProblem& p, const float* wei, float* packed, int /*threads*/) {
   fft_conv::pack_weights(p, fft_conv::whole_image_geometry(p), wei, packed);
 }
 

@@ -141,7 +141,7 @@ void fill_col(const ConvProblem& p, const ConvArgs& args, const Layout& l, int64
               int64_t grp, int64_t ld, const int32_t* table, float* col) {
   const int64_t plane_in = p.ih * p.iw;
   const bool copy = needs_no_im2col(p);
-  const int t = conv_useful_threads(args.threads, static_cast<double>(l.k * c * l.n) * 4.0, l.k);
+  const int t = conv_useful_copy_threads(args.threads, l.k * c * l.n, l.k);
 #pragma omp parallel for num_threads(t) if (t > 1) schedule(static) collapse(2)
   for (int64_t i = 0; i < c; ++i) {
     for (int64_t row = 0; row < l.k; ++row) {

@@ -133,7 +133,8 @@ std::size_t conv_implicit_gemm_packed_floats(const ConvProblem& p) {
   return conv_igemm::geometry(p, 1, false).a_floats;
 }
 
-void conv_implicit_gemm_pack(const ConvProblem& p, const float* wei, float* packed) {
+void conv_implicit_gemm_pack(const ConvProblem& p, const float* wei, float* packed,
+                             int /*threads*/) {
   conv_igemm::pack_weight_panels(p, wei, packed);
 }
 

@@ -48,7 +48,8 @@ std::size_t conv_implicit_precomp_gemm_packed_floats(const ConvProblem& p) {
   return g.a_floats + g.table_floats;
 }
 
-void conv_implicit_precomp_gemm_pack(const ConvProblem& p, const float* wei, float* packed) {
+void conv_implicit_precomp_gemm_pack(const ConvProblem& p, const float* wei, float* packed,
+                                     int /*threads*/) {
   const conv_igemm::Geometry geo = conv_igemm::geometry(p, 1, true);
   conv_igemm::pack_weight_panels(p, wei, packed);
   auto* koff = reinterpret_cast<alias_i32*>(packed + geo.a_floats);

@@ -240,25 +240,30 @@ std::size_t conv_winograd_packed_floats(const ConvProblem& p) {
 // block, then each xi's 16 floats (one cache line) are stored together. Storing each filter's 36
 // values straight into the 36 xi planes (a cache line touched per value) took ~2 ms for 128x128
 // channels; training transforms the weights every step, and transposed_forward per backward pass.
-void conv_winograd_pack(const ConvProblem& p, const float* wei, float* packed) {
+// Panel rows are independent, so they are split between `threads` (each writes its own lines).
+void conv_winograd_pack(const ConvProblem& p, const float* wei, float* packed, int threads) {
   using namespace winograd;
   const Geometry g = make_geometry(p);
   static_assert(kOcBlock == kFilterLanes);
   const int64_t plane = g.ocp * g.icp;  // floats per xi
+  const int64_t rows = g.ocp / kOcBlock * g.icp;
   const auto transform = kernels_for(active_simd()).transform_filters;
-  double taps[9][kFilterLanes];
-  alignas(64) float block[kXi][kOcBlock];
-  for (int64_t ob = 0; ob < g.ocp / kOcBlock; ++ob) {
-    for (int64_t c = 0; c < g.icp; ++c) {
-      for (int64_t l = 0; l < kOcBlock; ++l) {  // zero filters pad o >= oc and c >= ic
-        const int64_t o = ob * kOcBlock + l;
-        for (int t = 0; t < 9; ++t) taps[t][l] = o < p.oc && c < p.ic ? wei[(o * p.ic + c) * 9 + t] : 0.0;
+  const int t = conv_useful_copy_threads(threads, kXi * plane, rows);
+#pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t ob = row / g.icp, c = row % g.icp;
+    double taps[9][kFilterLanes];
+    alignas(64) float block[kXi][kOcBlock];
+    for (int64_t l = 0; l < kOcBlock; ++l) {  // zero filters pad o >= oc and c >= ic
+      const int64_t o = ob * kOcBlock + l;
+      for (int tap = 0; tap < 9; ++tap) {
+        taps[tap][l] = o < p.oc && c < p.ic ? wei[(o * p.ic + c) * 9 + tap] : 0.0;
       }
-      transform(taps, block);
-      float* dst = packed + (ob * g.icp + c) * kOcBlock;
-      for (int64_t xi = 0; xi < kXi; ++xi) {
-        std::memcpy(dst + xi * plane, block[xi], sizeof(block[xi]));
-      }
+    }
+    transform(taps, block);
+    float* dst = packed + row * kOcBlock;
+    for (int64_t xi = 0; xi < kXi; ++xi) {
+      std::memcpy(dst + xi * plane, block[xi], sizeof(block[xi]));
     }
   }
 }

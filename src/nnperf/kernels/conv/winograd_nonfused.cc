@@ -80,19 +80,25 @@ std::size_t conv_winograd_nonfused_packed_floats(const ConvProblem& p) {
 }
 
 // U[xi][c][o] (row-major ic x ocp per xi), zero for o >= oc. As conv_winograd_pack: 16 output
-// channels transformed into a local block, then stored 16 contiguous floats per xi.
-void conv_winograd_nonfused_pack(const ConvProblem& p, const float* wei, float* packed) {
+// channels transformed into a local block, then stored 16 contiguous floats per xi; input
+// channels are independent, so they are split between `threads`.
+void conv_winograd_nonfused_pack(const ConvProblem& p, const float* wei, float* packed,
+                                 int threads) {
   const Geometry g = winograd::make_geometry(p);
   constexpr int64_t kBlock = winograd::kFilterLanes;
   const auto transform = winograd::kernels_for(active_simd()).transform_filters;
-  double taps[9][kBlock];
-  alignas(64) float block[kXi][kBlock];
+  const int t = conv_useful_copy_threads(threads, kXi * g.ic * g.ocp, g.ic);
+#pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
   for (int64_t c = 0; c < g.ic; ++c) {
+    double taps[9][kBlock];
+    alignas(64) float block[kXi][kBlock];
     for (int64_t o0 = 0; o0 < g.ocp; o0 += kBlock) {
       const int64_t width = std::min(kBlock, g.ocp - o0);
       for (int64_t l = 0; l < kBlock; ++l) {  // zero filters pad o >= oc
         const int64_t o = o0 + l;
-        for (int t = 0; t < 9; ++t) taps[t][l] = o < p.oc ? wei[(o * p.ic + c) * 9 + t] : 0.0;
+        for (int tap = 0; tap < 9; ++tap) {
+          taps[tap][l] = o < p.oc ? wei[(o * p.ic + c) * 9 + tap] : 0.0;
+        }
       }
       transform(taps, block);
       for (int64_t xi = 0; xi < kXi; ++xi) {
