@@ -22,13 +22,25 @@ namespace nnperf {
 namespace {
 
 const char* kProblems[] = {
-    "mb2ic3ih7oc4kh3ph1",     "mb5ic8ih5iw6oc6kh3sh2ph1", "mb1ic4ih9oc5kh1",
-    "g2mb3ic6ih6oc4kh3ph1",   "mb3ic5ih8oc3kh3ph2dh2",    "mb4ic16ih1oc8kh3ph1",
-    "mb2ic7ih11oc5kh5sh2ph2", "mb6ic9ih2oc10kh1sh2",      "g3mb2ic6ih5oc9kh3sh1ph0",
+    "mb2ic3ih7oc4kh3ph1",
+    "mb5ic8ih5iw6oc6kh3sh2ph1",
+    "mb1ic4ih9oc5kh1",
+    "g2mb3ic6ih6oc4kh3ph1",
+    "mb3ic5ih8oc3kh3ph2dh2",
+    "mb4ic16ih1oc8kh3ph1",
+    "mb2ic7ih11oc5kh5sh2ph2",
+    "mb6ic9ih2oc10kh1sh2",
+    "g3mb2ic6ih5oc9kh3sh1ph0",
     "mb5ic32ih3oc16kh3ph1",
     // Output rows wider than 16: the patch rows are built per output row, not from a tap table
     // (conv_internal.h); both paths must agree with the reference.
-    "mb2ic3ih19iw21oc4kh3ph1", "mb1ic2ih40oc3kh5sh2ph2",
+    "mb2ic3ih19iw21oc4kh3ph1",
+    "mb1ic2ih40oc3kh5sh2ph2",
+    // Large enough that on 2 threads the patch gathers and scatters (82944 floats per chunk) and
+    // the dY gather of 16 4x4 maps (65536 floats) are split between the threads.
+    "mb8ic32ih12oc24kh3ph1",
+    "mb16ic32ih4oc256kh3ph1",
+    "mb16ic64ih4oc256kh1",
 };
 
 struct Grads {

@@ -57,7 +57,10 @@ const char* const kShapes[] = {
     "g96mb1ic96ih28oc96kh3sh2ph1", "g144mb1ic144ih14oc144kh3ph1", "mb1ic32ih28oc16kh1",
     "mb1ic96ih14oc24kh1", "mb3ic32ih10oc48kh3ph1",
     // Output rows of 25-31 columns after whole 32-column tiles: the direct kernel's 4-vector tail.
-    "g4mb1ic4ih28oc4kh3ph1", "mb1ic4ih56oc2kh3sh2ph1", "g144mb1ic144ih56oc144kh3sh2ph1"};
+    "g4mb1ic4ih28oc4kh3ph1", "mb1ic4ih56oc2kh3sh2ph1", "g144mb1ic144ih56oc144kh3sh2ph1",
+    // Batches of small maps: gemm gathers 16 images' patches side by side (73728 floats) and
+    // copies the 65536 outputs back per image, split between threads on the 2-thread runs.
+    "mb16ic32ih4oc256kh3ph1", "mb17ic32ih4oc256kh3ph1"};
 
 struct Data {
   std::string shape;  // as listed in kShapes (the test name)

@@ -79,9 +79,11 @@ struct GemmBuffers {
 
 // dY of images [n0, n0 + c), group g, as one ocg x (c*N) matrix (or a pointer into dY for c = 1).
 const float* gather_dy(const ConvProblem& p, const float* dy, int64_t n0, int64_t c, int64_t g,
-                       const GemmLayout& l, float* buf) {
+                       const GemmLayout& l, float* buf, int threads) {
   const int64_t ocg = p.ocg();
   if (c == 1) return dy + (n0 * p.oc + g * ocg) * l.n;
+  const int t = conv_useful_copy_threads(threads, c * ocg * l.n, c * ocg);
+#pragma omp parallel for num_threads(t) if (t > 1) schedule(static) collapse(2)
   for (int64_t i = 0; i < c; ++i) {
     for (int64_t o = 0; o < ocg; ++o) {
       std::memcpy(buf + o * l.cols + i * l.n, dy + ((n0 + i) * p.oc + g * ocg + o) * l.n,
@@ -114,31 +116,46 @@ const float* build_col(const ConvProblem& p, const float* x, int64_t n0, int64_t
   return col;
 }
 
-// The adjoint of build_col for image i of the chunk: dx plane (zeroed here) += every dcol entry
-// at the pixel it was read from. Channels are independent, so they run in parallel.
-void col2im(const ConvProblem& p, const float* dcol, const GemmLayout& l, const int32_t* table,
-            int64_t i, float* dx, int threads) {
-  const int64_t oh = p.oh(), ow = p.ow(), icg = p.icg();
-  const int t = conv_useful_copy_threads(threads, l.k * l.n, icg);
-#pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
-  for (int64_t c = 0; c < icg; ++c) {
-    float* plane = dx + c * p.ih * p.iw;
-    std::fill(plane, plane + p.ih * p.iw, 0.0f);
-    if (table != nullptr) {
-      conv_col2im_plane_table(p, table, dcol + c * p.kh * p.kw * l.cols + i * l.n, l.cols, plane);
-      continue;
-    }
-    for (int64_t r = 0; r < p.kh; ++r) {
-      for (int64_t s = 0; s < p.kw; ++s) {
-        const float* in = dcol + ((c * p.kh + r) * p.kw + s) * l.cols + i * l.n;
-        for (int64_t oy = 0; oy < oh; ++oy) {
-          const int64_t iy = oy * p.sh - p.ph + r * p.dh;
-          if (iy < 0 || iy >= p.ih) continue;
-          for (int64_t ox = 0; ox < ow; ++ox) {
-            const int64_t ix = ox * p.sw - p.pw + s * p.dw;
-            if (ix >= 0 && ix < p.iw) plane[iy * p.iw + ix] += in[oy * ow + ox];
-          }
+// The adjoint of build_col for channel c of image i of the chunk: its dx plane (zeroed here) +=
+// every dcol entry at the pixel it was read from.
+void col2im_plane(const ConvProblem& p, const float* dcol, const GemmLayout& l,
+                  const int32_t* table, int64_t i, int64_t c, float* plane) {
+  const int64_t oh = p.oh(), ow = p.ow();
+  std::fill(plane, plane + p.ih * p.iw, 0.0f);
+  if (table != nullptr) {
+    conv_col2im_plane_table(p, table, dcol + c * p.kh * p.kw * l.cols + i * l.n, l.cols, plane);
+    return;
+  }
+  for (int64_t r = 0; r < p.kh; ++r) {
+    for (int64_t s = 0; s < p.kw; ++s) {
+      const float* in = dcol + ((c * p.kh + r) * p.kw + s) * l.cols + i * l.n;
+      for (int64_t oy = 0; oy < oh; ++oy) {
+        const int64_t iy = oy * p.sh - p.ph + r * p.dh;
+        if (iy < 0 || iy >= p.ih) continue;
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          const int64_t ix = ox * p.sw - p.pw + s * p.dw;
+          if (ix >= 0 && ix < p.iw) plane[iy * p.iw + ix] += in[oy * ow + ox];
         }
+      }
+    }
+  }
+}
+
+// dX of every image of the chunk and group from dcol (dx0: the chunk's first image, this group's
+// first channel): a copy of the rows for a 1x1 stride-1 convolution, else col2im. Images and
+// channels write disjoint planes, so they run in parallel.
+void scatter_dcol(const ConvProblem& p, const float* dcol, const GemmLayout& l,
+                  const int32_t* table, float* dx0, int threads) {
+  const int64_t icg = p.icg(), plane = p.ih * p.iw;
+  const int t = conv_useful_copy_threads(threads, l.k * l.cols, l.c * icg);
+#pragma omp parallel for num_threads(t) if (t > 1) schedule(static) collapse(2)
+  for (int64_t i = 0; i < l.c; ++i) {
+    for (int64_t c = 0; c < icg; ++c) {
+      float* dx = dx0 + (i * p.ic + c) * plane;
+      if (col_is_src(p)) {  // row c of dcol is the plane
+        std::memcpy(dx, dcol + c * l.cols + i * l.n, static_cast<std::size_t>(l.n) * sizeof(float));
+      } else {
+        col2im_plane(p, dcol, l, table, i, c, dx);
       }
     }
   }
@@ -158,7 +175,7 @@ void gemm_data(const ConvBackwardArgs& a, bool batched) {
     lc.c = c;
     lc.cols = c * l.n;
     for (int64_t g = 0; g < p.g; ++g) {
-      const float* dy = gather_dy(p, a.dst_grad, n0, c, g, lc, dy_buf);
+      const float* dy = gather_dy(p, a.dst_grad, n0, c, g, lc, dy_buf, a.threads);
       const float* w = a.wei + g * p.ocg() * l.k;
       float* dx0 = a.src_grad + (n0 * p.ic + g * p.icg()) * plane;
       if (c == 1 && col_is_src(p)) {  // dX is dcol itself
@@ -168,17 +185,7 @@ void gemm_data(const ConvBackwardArgs& a, bool batched) {
       }
       blas().run(gemm_args({true, false, l.k, lc.cols, p.ocg()}, w, l.k, dy, lc.cols, dcol, lc.cols,
                            ws, a.threads));
-      for (int64_t i = 0; i < c; ++i) {
-        float* dx = a.src_grad + ((n0 + i) * p.ic + g * p.icg()) * plane;
-        if (col_is_src(p)) {
-          for (int64_t r = 0; r < l.k; ++r) {
-            std::memcpy(dx + r * plane, dcol + r * lc.cols + i * l.n,
-                        static_cast<std::size_t>(l.n) * sizeof(float));
-          }
-        } else {
-          col2im(p, dcol, lc, b.table, i, dx, a.threads);
-        }
-      }
+      scatter_dcol(p, dcol, lc, b.table, dx0, a.threads);
     }
   }
 }
@@ -208,7 +215,7 @@ void gemm_weights(const ConvBackwardArgs& a, bool batched) {
     lc.c = c;
     lc.cols = c * l.n;
     for (int64_t g = 0; g < p.g; ++g) {
-      const float* dy = gather_dy(p, a.dst_grad, n0, c, g, lc, dy_buf);
+      const float* dy = gather_dy(p, a.dst_grad, n0, c, g, lc, dy_buf, a.threads);
       const float* cols = build_col(p, a.src, n0, c, g, lc, b.table, col, a.threads);
       blas().run(gemm_args({false, true, p.ocg(), l.k, lc.cols}, dy, lc.cols, cols, lc.cols,
                            a.wei_grad + g * p.ocg() * l.k, l.k, ws, a.threads,

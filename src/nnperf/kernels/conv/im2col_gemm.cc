@@ -188,6 +188,8 @@ void conv_gemm_run(const ConvArgs& args) {
       conv_gemm().run(gemm_args({false, false, p.ocg(), cols, l.k}, a, l.k, b, cols,
                                 l.chunked() ? out : dst, cols, ws, args.threads));
       if (!l.chunked()) continue;
+      const int t = conv_useful_copy_threads(args.threads, c * p.ocg() * l.n, c * p.ocg());
+#pragma omp parallel for num_threads(t) if (t > 1) schedule(static) collapse(2)
       for (int64_t i = 0; i < c; ++i) {
         for (int64_t o = 0; o < p.ocg(); ++o) {
           std::memcpy(args.dst + ((n0 + i) * p.oc + grp * p.ocg() + o) * l.n,
