@@ -1,5 +1,8 @@
 // Small element-wise and reduction kernels used by layers. Letters: mb (rows), n (columns).
 #pragma once
+#include <omp.h>
+
+#include <algorithm>
 #include <cstdint>
 
 namespace nnperf {
@@ -14,5 +17,28 @@ void add_inplace(float* dst, const float* src, int64_t n);
 void add_elementwise(const float* a, const float* b, float* dst, int64_t n);
 // True when every element is finite; up to `threads` threads on long arrays.
 bool all_finite(const float* x, int64_t n, int threads = 1);
+
+// fn(lo, hi) over [0, n) in one slice per thread, each a multiple of 64 elements but the last,
+// when n is long enough to pay for the threads (32768 elements each, ~20 us of one core); else
+// fn(0, n) on the calling thread. For element-wise work: a SIMD body and scalar tail see the same
+// elements at any split (the tail stays the last n % width), so the floats are the same.
+template <class Fn>
+void for_slices(int64_t n, int threads, Fn&& fn) {
+  constexpr int64_t kMinPerThread = int64_t{1} << 15, kAlign = 64;
+  int64_t t = n / kMinPerThread;
+  t = t < 1 ? 1 : (t > threads ? threads : t);
+  if (t <= 1) {
+    fn(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel num_threads(static_cast <int>(t))
+  {
+    const int64_t id = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t blocks = (n + kAlign - 1) / kAlign;
+    const int64_t lo = std::min(n, blocks * id / nt * kAlign);
+    const int64_t hi = std::min(n, blocks * (id + 1) / nt * kAlign);
+    if (hi > lo) fn(lo, hi);
+  }
+}
 
 }  // namespace nnperf

@@ -25,6 +25,7 @@ class Activation : public Layer {
  private:
   const ActivationKernel* kernel_;
   int64_t n_ = 0;
+  int threads_ = 1;
 };
 
 }  // namespace nnperf

@@ -19,6 +19,7 @@ class Add : public Layer {
 
  private:
   int64_t n_ = 0;
+  int threads_ = 1;
   int64_t inputs_ = 0;
 };
 

@@ -4,15 +4,14 @@
 #include "nnperf/train/optimizer.h"
 
 #include <fmt/format.h>
-#include <omp.h>
 
-#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <map>
 
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
+#include "nnperf/kernels/elementwise.h"
 #include "nnperf/train/optimizer_internal.h"
 
 #if defined(__SSE2__)
@@ -71,27 +70,6 @@ class BufferSet {
   std::string kind_;
   std::vector<Tensor> buffers_;
 };
-
-// fn(lo, hi) over [0, n) in one slice per thread (multiples of 64 elements), when n is large
-// enough to pay for the threads (32768 elements each, ~20 us of one core). The updates are
-// element-wise, so any split gives the same floats.
-template <class Fn>
-void for_slices(int64_t n, int threads, Fn fn) {
-  constexpr int64_t kMinPerThread = int64_t{1} << 15, kAlign = 64;
-  const int t = static_cast<int>(std::clamp<int64_t>(n / kMinPerThread, 1, std::max(1, threads)));
-  if (t <= 1) {
-    fn(int64_t{0}, n);
-    return;
-  }
-#pragma omp parallel num_threads(t)
-  {
-    const int64_t id = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t blocks = (n + kAlign - 1) / kAlign;
-    const int64_t lo = std::min(n, blocks * id / nt * kAlign);
-    const int64_t hi = std::min(n, blocks * (id + 1) / nt * kAlign);
-    if (hi > lo) fn(lo, hi);
-  }
-}
 
 void check_param(const Param& p) {
   if (p.value == nullptr || p.grad == nullptr || p.value->numel() != p.grad->numel()) {
