@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 namespace nnperf {
 
@@ -17,6 +18,13 @@ void add_inplace(float* dst, const float* src, int64_t n);
 void add_elementwise(const float* a, const float* b, float* dst, int64_t n);
 // True when every element is finite; up to `threads` threads on long arrays.
 bool all_finite(const float* x, int64_t n, int threads = 1);
+
+// Slice `id` of `nt` of [0, n) in whole blocks of `align` (the last may be shorter, some may be
+// empty): [lo, hi).
+inline std::pair<int64_t, int64_t> slice_of(int64_t n, int64_t align, int64_t id, int64_t nt) {
+  const int64_t blocks = (n + align - 1) / align;
+  return {std::min(n, blocks * id / nt * align), std::min(n, blocks * (id + 1) / nt * align)};
+}
 
 // fn(lo, hi) over [0, n) in one slice per thread, each a multiple of 64 elements but the last,
 // when n is long enough to pay for the threads (32768 elements each, ~20 us of one core); else
@@ -33,10 +41,7 @@ void for_slices(int64_t n, int threads, Fn&& fn) {
   }
 #pragma omp parallel num_threads(static_cast <int>(t))
   {
-    const int64_t id = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t blocks = (n + kAlign - 1) / kAlign;
-    const int64_t lo = std::min(n, blocks * id / nt * kAlign);
-    const int64_t hi = std::min(n, blocks * (id + 1) / nt * kAlign);
+    const auto [lo, hi] = slice_of(n, kAlign, omp_get_thread_num(), omp_get_num_threads());
     if (hi > lo) fn(lo, hi);
   }
 }

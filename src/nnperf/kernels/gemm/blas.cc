@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "nnperf/core/threads.h"
+#include "nnperf/kernels/elementwise.h"
 #include "nnperf/kernels/gemm/gemm_internal.h"
 
 namespace nnperf {
@@ -52,10 +53,8 @@ void gemm_blas(const GemmArgs& g) {
   }
 #pragma omp parallel num_threads(static_cast <int>(t))
   {
-    const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
-    const int64_t chunks = (extent + kSliceAlign - 1) / kSliceAlign;
-    const int64_t lo = std::min(extent, chunks * tid / nt * kSliceAlign);
-    const int64_t hi = std::min(extent, chunks * (tid + 1) / nt * kSliceAlign);
+    const auto [lo, hi] =
+        slice_of(extent, kSliceAlign, omp_get_thread_num(), omp_get_num_threads());
     if (hi > lo) {
       if (split_n) {  // columns [lo, hi) of op(B) and C
         const float* b = s.trans_b ? g.b + lo * g.ldb : g.b + lo;
