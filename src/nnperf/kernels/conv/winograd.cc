@@ -73,6 +73,15 @@ void transform_filters(const double (*g)[kFilterLanes], float (*u)[kFilterLanes]
   filter_transform(g, u);
 }
 
+void gather_filters(const ConvProblem& p, const float* wei, int64_t o0, int64_t c,
+                    double (*g)[kFilterLanes]) {
+  for (int64_t l = 0; l < kFilterLanes; ++l) {
+    const int64_t o = o0 + l;
+    const bool real = o < p.oc && c < p.ic;
+    for (int tap = 0; tap < 9; ++tap) g[tap][l] = real ? wei[(o * p.ic + c) * 9 + tap] : 0.0;
+  }
+}
+
 Blocking plan_fused(const ConvProblem& p, int threads) {
   const Geometry g = make_geometry(p);
   Blocking b{};
@@ -251,15 +260,9 @@ void conv_winograd_pack(const ConvProblem& p, const float* wei, float* packed, i
   const int t = conv_useful_copy_threads(threads, kXi * plane, rows);
 #pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
   for (int64_t row = 0; row < rows; ++row) {
-    const int64_t ob = row / g.icp, c = row % g.icp;
     double taps[9][kFilterLanes];
     alignas(64) float block[kXi][kOcBlock];
-    for (int64_t l = 0; l < kOcBlock; ++l) {  // zero filters pad o >= oc and c >= ic
-      const int64_t o = ob * kOcBlock + l;
-      for (int tap = 0; tap < 9; ++tap) {
-        taps[tap][l] = o < p.oc && c < p.ic ? wei[(o * p.ic + c) * 9 + tap] : 0.0;
-      }
-    }
+    gather_filters(p, wei, row / g.icp * kOcBlock, row % g.icp, taps);
     transform(taps, block);
     float* dst = packed + row * kOcBlock;
     for (int64_t xi = 0; xi < kXi; ++xi) {

@@ -54,8 +54,6 @@ struct TileLayout {
 // streams of a transform into 2 of L1's 64 sets, and the transforms ran 2x slower.
 int64_t xi_stride_for(int64_t floats);
 
-// One SIMD level's stage kernels. v and m point at the element (xi 0, first tile, channel 0 or
-// o0) of the range they are given.
 // u = G g G^T of kFilterLanes 3x3 filters at once, computed in double lane by lane (the compiler
 // vectorises across filters) and rounded to float: g[tap][lane] (tap = 3 * row + column) ->
 // u[xi][lane] (xi = 6 * row + column), a panel row of the packed layouts. Training transforms
@@ -64,7 +62,13 @@ int64_t xi_stride_for(int64_t floats);
 inline constexpr int64_t kFilterLanes = 16;
 void transform_filters(const double (*g)[kFilterLanes], float (*u)[kFilterLanes]);
 void transform_filters_avx2(const double (*g)[kFilterLanes], float (*u)[kFilterLanes]);
+// The input of transform_filters for both packs: g[tap][l] = tap `tap` of filter (o0 + l, c) of
+// p's OIHW weights, 0 where o0 + l >= oc or c >= ic (the padded panels).
+void gather_filters(const ConvProblem& p, const float* wei, int64_t o0, int64_t c,
+                    double (*g)[kFilterLanes]);
 
+// One SIMD level's stage kernels. v and m point at the element (xi 0, first tile, channel 0 or
+// o0) of the range they are given.
 struct Kernels {
   // V(xi, t - t0, c) = (B^T d B)[xi] of tile t and input channel c, for t in [t0, t0 + count)
   // and c < icp (zero for c >= ic). Padding and clipped tiles read zeros.

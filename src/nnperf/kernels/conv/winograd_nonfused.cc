@@ -94,12 +94,7 @@ void conv_winograd_nonfused_pack(const ConvProblem& p, const float* wei, float* 
     alignas(64) float block[kXi][kBlock];
     for (int64_t o0 = 0; o0 < g.ocp; o0 += kBlock) {
       const int64_t width = std::min(kBlock, g.ocp - o0);
-      for (int64_t l = 0; l < kBlock; ++l) {  // zero filters pad o >= oc
-        const int64_t o = o0 + l;
-        for (int tap = 0; tap < 9; ++tap) {
-          taps[tap][l] = o < p.oc ? wei[(o * p.ic + c) * 9 + tap] : 0.0;
-        }
-      }
+      winograd::gather_filters(p, wei, o0, c, taps);  // zero filters pad o >= oc
       transform(taps, block);
       for (int64_t xi = 0; xi < kXi; ++xi) {
         std::memcpy(packed + (xi * g.ic + c) * g.ocp + o0, block[xi],
