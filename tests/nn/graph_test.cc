@@ -123,12 +123,15 @@ TEST(Graph, GradientRoutingFirstConsumerWritesLaterOnesShareScratch) {
   EXPECT_TRUE(r.edge[0].empty());
   EXPECT_EQ(r.edge[h], (std::vector<int>{R::kNone}));  // the graph input gets no gradient
   EXPECT_EQ(r.edge[5], (std::vector<int>{R::kProducer}));
-  EXPECT_EQ(r.edge[u], (std::vector<int>{R::kProducer, R::kProducer}));  // u runs first: writes h's
-  // s runs after u: both its uses of h add in, through two different scratch buffers; a's
-  // gradient is written directly. a runs last and reuses scratch 0 (free again by then).
-  EXPECT_EQ(r.edge[s], (std::vector<int>{0, R::kProducer, 1}));
+  // u runs first: writes h's gradient; s feeds only u, an Add, which hands s its own gradient.
+  EXPECT_EQ(r.edge[u], (std::vector<int>{R::kShared, R::kProducer}));
+  // s runs after u: both its uses of h add in, through two different scratch buffers; a feeds
+  // only s, which hands it its gradient (u's). a runs last and reuses scratch 0 (free again by
+  // then).
+  EXPECT_EQ(r.edge[s], (std::vector<int>{0, R::kShared, 1}));
   EXPECT_EQ(r.edge[a], (std::vector<int>{0}));
   EXPECT_EQ(r.scratch, (std::vector<Shape>{Shape{4, 5}, Shape{4, 5}}));
+  EXPECT_EQ(r.storage, (std::vector<int>{0, h, u, u, u, 5}));
   // The same graph planned with storage backward()s along these routes: checked against finite
   // differences.
   check_gradients(g, Shape{4, 3}, 300);
@@ -187,7 +190,7 @@ TEST(Graph, NodeGradientsAreTheBackwardPassOnes) {
 // An Add hands its own gradient to an input it is the only consumer of (no copy; the input's
 // gradient storage released), through a chain of Adds to the last one's; an input that feeds
 // other nodes too keeps its own, summed one. The gradients still match finite differences, and
-// gradient_routing() (what the GPU trainer follows) is unchanged.
+// gradient_routing() (what the GPU trainer follows) says the same.
 TEST(Graph, AddHandsItsGradientToInputsThatFeedNothingElse) {
   // h = Linear(x); a = Linear(h); b = Tanh(a); s = Add(b, h); z = Linear(h); u = Add(s, z);
   // out = Linear(u). b feeds only s, s only u, z only u; h feeds a, s and z.
@@ -219,8 +222,11 @@ TEST(Graph, AddHandsItsGradientToInputsThatFeedNothingElse) {
     }
   }
   const GradientRouting r = g.gradient_routing();
-  EXPECT_EQ(r.edge[static_cast<std::size_t>(s)][0], GradientRouting::kProducer);
-  EXPECT_EQ(r.edge[static_cast<std::size_t>(u)][0], GradientRouting::kProducer);
+  using R = GradientRouting;
+  EXPECT_EQ(r.edge[static_cast<std::size_t>(s)],
+            (std::vector<int>{R::kShared, 0}));  // h: z wrote it
+  EXPECT_EQ(r.edge[static_cast<std::size_t>(u)], (std::vector<int>{R::kShared, R::kShared}));
+  EXPECT_EQ(r.storage, (std::vector<int>{0, h, a, u, u, u, u, 7}));
 }
 
 // Planned without node storage (the host side of a GPU trainer): the shapes and parameters are

@@ -2,7 +2,7 @@
 // backward writes its gradient: the first consumer to run backward (the latest node) overwrites
 // the producer's gradient, every later one writes a scratch tensor that is then added in; a
 // pass-through layer (Add) instead hands its own gradient to an input it is the only consumer
-// of (share_pass_through_gradients). So forward() and backward() allocate nothing and the hooks
+// of (GradientRouting::kShared). So forward() and backward() allocate nothing and the hooks
 // bracket only the layer's own work (plus its gradient accumulation).
 #include "nnperf/core/interrupt.h"
 #include "nnperf/nn/graph.h"
@@ -139,7 +139,27 @@ struct Graph::Impl {
         r.edge[j].push_back(route);
       }
     }
+    share_pass_through_gradients(r);
     return r;
+  }
+  // GradientRouting's kShared edges and storage: latest node first, so a chain of pass-through
+  // nodes resolves to the last one's storage; the output node (j = size - 1) keeps its own.
+  void share_pass_through_gradients(GradientRouting& r) const {
+    r.storage.resize(nodes.size());
+    for (std::size_t i = 0; i < nodes.size(); ++i) r.storage[i] = static_cast<int>(i);
+    const std::vector<int> consumers = consumer_counts();
+    for (std::size_t j = nodes.size() - 1; j-- > 1;) {
+      if (!nodes[j].layer->passes_gradient_through()) continue;
+      for (std::size_t s = 0; s < nodes[j].inputs.size(); ++s) {
+        const int k = nodes[j].inputs[s];
+        if (k == kInput || consumers[static_cast<std::size_t>(k)] != 1 ||
+            r.edge[j][s] != GradientRouting::kProducer) {
+          continue;
+        }
+        r.edge[j][s] = GradientRouting::kShared;
+        r.storage[static_cast<std::size_t>(k)] = r.storage[j];
+      }
+    }
   }
   // The first scratch buffer of `shape` not in `used` (a new one if none), marked used.
   static int free_scratch(std::vector<Shape>& shapes, const Shape& shape, std::vector<int>& used) {
@@ -155,15 +175,21 @@ struct Graph::Impl {
     return t;
   }
 
-  // Node storage wired as routing() says.
+  // Node storage wired as routing() says: a node whose gradient is in another's storage reads
+  // it there (grad_view), and its own is released.
   void route_gradients() {
     const GradientRouting r = routing();
     for (const Shape& shape : r.scratch) scratch.push_back(std::make_unique<Tensor>(shape));
     for (std::size_t j = 1; j < nodes.size(); ++j) {
       Node& node = nodes[j];
+      const auto owner = static_cast<std::size_t>(r.storage[j]);
+      if (owner != j) {
+        node.grad_view = &nodes[owner].grad;
+        node.grad = Tensor();
+      }
       for (std::size_t s = 0; s < node.inputs.size(); ++s) {
         const int route = r.edge[j][s];
-        if (route == GradientRouting::kNone) continue;
+        if (route == GradientRouting::kNone || route == GradientRouting::kShared) continue;
         Node& producer = nodes[static_cast<std::size_t>(node.inputs[s])];
         if (route == GradientRouting::kProducer) {
           node.d_src[s] = &producer.grad;
@@ -172,30 +198,6 @@ struct Graph::Impl {
         Tensor* t = scratch[static_cast<std::size_t>(route)].get();
         node.d_src[s] = t;
         node.accumulate.push_back({&producer.grad, t});
-      }
-    }
-    share_pass_through_gradients(r);
-  }
-  // A pass-through layer (Add) hands its gradient to each input it is the only consumer of: that
-  // input's backward reads it in place of a copy, and its own gradient storage is released.
-  // Latest node first, so a chain of them resolves to the last one's gradient; never the output
-  // node, whose gradient is backward()'s argument. The routing itself (gradient_routing(), what
-  // the GPU trainer follows) is unchanged.
-  void share_pass_through_gradients(const GradientRouting& r) {
-    const std::vector<int> consumers = consumer_counts();
-    for (std::size_t j = nodes.size() - 1; j-- > 1;) {
-      Node& node = nodes[j];
-      if (!node.layer->passes_gradient_through()) continue;
-      for (std::size_t s = 0; s < node.inputs.size(); ++s) {
-        const int k = node.inputs[s];
-        if (k == kInput || consumers[static_cast<std::size_t>(k)] != 1 ||
-            r.edge[j][s] != GradientRouting::kProducer) {
-          continue;
-        }
-        Node& producer = nodes[static_cast<std::size_t>(k)];
-        producer.grad_view = node.grad_view;
-        producer.grad = Tensor();
-        node.d_src[s] = nullptr;
       }
     }
   }

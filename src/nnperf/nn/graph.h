@@ -26,12 +26,20 @@ class GraphHook {
 // consumer writes a scratch buffer that is added in right after that consumer's backward. A
 // scratch buffer is reused by later consumers of the same shape (never twice by one node). Edges
 // from the graph input get no gradient (no one reads it), so layers fed by it skip that work.
+// A pass-through layer (Add) hands its own gradient to each input it is the only consumer of:
+// that edge is kShared (nothing written: the input's backward reads the Add's gradient, and the
+// input needs no gradient storage of its own), through chains of them to the last one's; never
+// the output node's, whose gradient is the loss's.
 struct GradientRouting {
+  static constexpr int kShared = -3;    // the producer's gradient is this node's: nothing to write
   static constexpr int kNone = -2;      // edge from the graph input: no gradient
   static constexpr int kProducer = -1;  // writes the producer's gradient
-  // edge[node][slot]: kNone, kProducer or an index into scratch (edge[0] is empty).
+  // edge[node][slot]: kShared, kNone, kProducer or an index into scratch (edge[0] is empty).
   std::vector<std::vector<int>> edge;
   std::vector<Shape> scratch;  // each scratch buffer's shape
+  // storage[node]: the node whose gradient storage holds this node's gradient (itself, or the
+  // last pass-through node of its kShared chain); storage[0] = 0.
+  std::vector<int> storage;
 };
 
 class Graph {

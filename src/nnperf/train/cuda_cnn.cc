@@ -188,6 +188,10 @@ struct CudaCnnTrainer::ConvPlans {
 struct CudaCnnTrainer::Node {
   Kind kind = Kind::kFlatten;
   cuda::Buffer out, grad;
+  // Where the node's gradient is: grad's storage, or (GradientRouting::kShared) that of node
+  // grad_node, the pass-through node it shares with, grad then released.
+  float* grad_at = nullptr;
+  std::size_t grad_node = 0;
   std::vector<int> inputs;
   std::vector<float*> d_src;  // where backward writes each input's gradient (null: none needed)
   struct Sum {
@@ -290,10 +294,10 @@ std::unique_ptr<CudaCnnTrainer::ConvPlans> CudaCnnTrainer::plan_conv(Node& m, in
   r->bwd_weights = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardWeights);
   cuda::Buffer dx(static_cast<std::size_t>(p.src_numel()));
   r->alg_data = choose_backward(*r->bwd_data, p, ConvPass::kBackwardData, choice_.backward_data,
-                                deterministic_, find, m.w->value.data(), m.grad.data(), dx.data());
+                                deterministic_, find, m.w->value.data(), m.grad_at, dx.data());
   r->alg_weights =
       choose_backward(*r->bwd_weights, p, ConvPass::kBackwardWeights, choice_.backward_weights,
-                      deterministic_, find, x, m.grad.data(), m.w->grad.data());
+                      deterministic_, find, x, m.grad_at, m.w->grad.data());
   return r;
 }
 
@@ -308,6 +312,8 @@ void CudaCnnTrainer::plan_node(int n) {
   m.mb = shape[0];
   m.out = cuda::Buffer(count(shape));
   m.grad = cuda::Buffer(count(shape));
+  m.grad_at = m.grad.data();
+  m.grad_node = static_cast<std::size_t>(n);
   // Parameters in Graph::params() order (the CPU optimizer's).
   std::vector<Param*> mine;
   for (const nnperf::Param& p : layer.params()) {
@@ -395,27 +401,37 @@ void CudaCnnTrainer::set_batch(int64_t mb) {
 
 // Graph's routing (Graph::gradient_routing) on device buffers: a node's first consumer in
 // backward order writes its gradient, later ones a shared scratch buffer added in after their
-// backward; the graph input gets none.
+// backward; the graph input gets none; an Add's gradient is its only-consumed inputs' too (their
+// own buffers released). Last node first, so that an Add's own storage is settled before its
+// inputs take it.
 void CudaCnnTrainer::route_gradients() {
   const GradientRouting r = graph_.gradient_routing();
   for (const Shape& shape : r.scratch) scratch_.emplace_back(count(shape));
+  for (std::size_t j = nodes_.size(); j-- > 1;) {
+    Node& m = *nodes_[j];
+    if (const auto owner = static_cast<std::size_t>(r.storage[j]); owner != j) {
+      m.grad_at = nodes_[owner]->grad_at;
+      m.grad_node = owner;
+      m.grad = cuda::Buffer();
+    }
+  }
   for (std::size_t j = 1; j < nodes_.size(); ++j) {
     Node& m = *nodes_[j];
     for (std::size_t s = 0; s < m.inputs.size(); ++s) {
       const int route = r.edge[j][s];
-      if (route == GradientRouting::kNone) {
+      if (route == GradientRouting::kNone || route == GradientRouting::kShared) {
         m.d_src.push_back(nullptr);
         continue;
       }
       Node& producer = *nodes_[static_cast<std::size_t>(m.inputs[s])];
       if (route == GradientRouting::kProducer) {
-        m.d_src.push_back(producer.grad.data());
+        m.d_src.push_back(producer.grad_at);
         continue;
       }
       float* t = scratch_[static_cast<std::size_t>(route)].data();
       m.d_src.push_back(t);
       const auto n = static_cast<int64_t>(producer.grad.size());
-      m.accumulate.push_back({producer.grad.data(), t, n, n});
+      m.accumulate.push_back({producer.grad_at, t, n, n});
     }
   }
 }
@@ -526,7 +542,7 @@ void CudaCnnTrainer::forward_node(int n, bool training) {
 void CudaCnnTrainer::backward_node(int n) {
   Node& m = *nodes_[static_cast<std::size_t>(n)];
   const float* x = nodes_[static_cast<std::size_t>(m.inputs[0])]->out.data();
-  const float* dy = m.grad.data();
+  const float* dy = m.grad_at;
   float* dx = m.d_src[0];
   switch (m.kind) {
     case Kind::kConv:
@@ -654,8 +670,8 @@ BatchResult CudaCnnTrainer::step(std::span<const float> x, std::span<const int32
   mark(StepPhase::kLoss, true);
   Node& last = *nodes_.back();
   const LossResult r = cuda_kernels::softmax_cross_entropy(
-      last.out.data(), reinterpret_cast<const int32_t*>(labels_.data()), mb, classes_,
-      last.grad.data(), 1.0f / static_cast<float>(mb), label_smoothing_);
+      last.out.data(), reinterpret_cast<const int32_t*>(labels_.data()), mb, classes_, last.grad_at,
+      1.0f / static_cast<float>(mb), label_smoothing_);
   mark(StepPhase::kLoss, false);
   if (!std::isfinite(r.loss_sum)) {
     throw DivergenceError(fmt::format("training diverged at step {}: loss is {} on the GPU",
@@ -784,7 +800,10 @@ std::vector<float> CudaCnnTrainer::node_output(int n) const {
 
 std::vector<float> CudaCnnTrainer::node_grad(int n) const {
   NNPERF_CHECK(n >= 1 && n < static_cast<int>(nodes_.size()), "node {} of {}", n, nodes_.size());
-  return batch_part(*nodes_[static_cast<std::size_t>(n)], &Node::grad);
+  const Node& m = *nodes_[static_cast<std::size_t>(n)];
+  std::vector<float> v = batch_part(*nodes_[m.grad_node], &Node::grad);
+  v.resize(static_cast<std::size_t>(m.numel));
+  return v;
 }
 
 std::vector<float> CudaCnnTrainer::dropout_mask(int n) const {
