@@ -1,12 +1,15 @@
 // The CNN-training kernels of kernels/cuda_kernels.h. BatchNorm and the per-channel sum: float64
-// sums per channel (two passes: the mean, then centred squares; for the backward, sum dy and
-// dy * (x - mean)), each channel split over several blocks (bn_splits) whose partial sums land in
-// a scratch buffer and are added in split order (the same result every run), then a kernel per
-// channel for the statistics and one thread per element for the map, in float64 as batchnorm.cc
-// does. (A block per channel would leave ResNet-50's 64-channel layers at batch 32 on 64 blocks of
-// a 132-SM GPU.) Pool backward passes gather instead of scatter: each input element adds, in
-// output order, the gradients of the outputs that chose it (max) or whose window holds it
-// (average), the order the CPU loops add them in, so the results equal the CPU's without atomics.
+// sums per channel (one pass over x for the forward: sums of x - K and (x - K)^2 with K the
+// channel's first element, so that the variance E[(x-K)^2] - E[x-K]^2 cancels no more than the
+// spread of the data itself; for the backward, sum dy and dy * (x - mean)), each channel split
+// over several blocks (bn_splits) whose partial sums land in a scratch buffer and are added in
+// split order (the same result every run), then a kernel per channel for the statistics and one
+// thread per element (or per four, through float4, where planes hold a multiple of four) for the
+// map, in float64 as batchnorm.cc does. (A block per channel would leave ResNet-50's 64-channel
+// layers at batch 32 on 64 blocks of a 132-SM GPU.) Pool backward passes gather instead of scatter:
+// each input element adds, in output order, the gradients of the outputs that chose it (max) or
+// whose window holds it (average), the order the CPU loops add them in, so the results equal the
+// CPU's without atomics.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -73,32 +76,39 @@ __global__ void channel_partial_sums(BatchNormShape s, int splits, const float* 
   if (threadIdx.x == 0) partial[c * splits + blockIdx.x] = sum;
 }
 
-// The same grid: sum of (x - mean)^2, the mean from channel_partial_sums' partials.
-__global__ void centred_square_sums(BatchNormShape s, int splits, const float* x,
-                                    const double* partial_sum, double* partial_sq) {
+// The same grid: each block's sums of d = x - K and of d^2 over its split, K the channel's first
+// element (image 0, position 0), in partial[2 * (c * splits + k)] and the entry after it.
+__global__ void shifted_partial_sums(BatchNormShape s, int splits, const float* x,
+                                     double* partial) {
   __shared__ double shared[kBlock];
   const int64_t c = blockIdx.y;
-  const double mean =
-      split_total(partial_sum, c, splits, 1, 0) / static_cast<double>(s.mb * s.plane);
-  double sq = 0.0;
+  const double shift = x[c * s.plane];
+  double sum = 0.0, sq = 0.0;
   walk_split(s, c, splits, [&](int64_t e) {
-    const double d = x[e] - mean;
+    const double d = x[e] - shift;
+    sum += d;
     sq += d * d;
   });
+  sum = block_sum(sum, shared);
   sq = block_sum(sq, shared);
-  if (threadIdx.x == 0) partial_sq[c * splits + blockIdx.x] = sq;
+  if (threadIdx.x == 0) {
+    partial[2 * (c * splits + blockIdx.x)] = sum;
+    partial[2 * (c * splits + blockIdx.x) + 1] = sq;
+  }
 }
 
-// One thread per channel: the batch mean and biased variance, 1/sqrt(var + eps), the running
-// statistics (unbiased variance) updated in place.
-__global__ void bn_statistics(BatchNormShape s, int splits, const double* partial_sum,
-                              const double* partial_sq, double eps, double momentum,
-                              float* running_mean, float* running_var, double* save_mean,
-                              double* save_inv) {
+// One thread per channel: the batch mean and biased variance (from shifted_partial_sums'
+// partials), 1/sqrt(var + eps), the running statistics (unbiased variance) updated in place.
+__global__ void bn_statistics(BatchNormShape s, int splits, const float* x, const double* partial,
+                              double eps, double momentum, float* running_mean, float* running_var,
+                              double* save_mean, double* save_inv) {
   const int64_t count = s.mb * s.plane;
   for (int64_t c = first_index(); c < s.channels; c += grid_stride()) {
-    const double mean = split_total(partial_sum, c, splits, 1, 0) / static_cast<double>(count);
-    const double var = split_total(partial_sq, c, splits, 1, 0) / static_cast<double>(count);
+    const double shifted_mean = split_total(partial, c, splits, 2, 0) / static_cast<double>(count);
+    const double mean = x[c * s.plane] + shifted_mean;
+    const double var = fmax(split_total(partial, c, splits, 2, 1) / static_cast<double>(count) -
+                                shifted_mean * shifted_mean,
+                            0.0);
     save_mean[c] = mean;
     save_inv[c] = 1.0 / sqrt(var + eps);
     running_mean[c] = static_cast<float>((1.0 - momentum) * running_mean[c] + momentum * mean);
@@ -113,15 +123,35 @@ __global__ void channel_totals(int64_t channels, int splits, const double* parti
     db[c] = static_cast<float>(split_total(partial, c, splits, 1, 0));
 }
 
-// y = (x - mean) * gamma * inv + beta per element, in float64; `I` the index type (uint32_t when
-// every index fits in 31 bits: a 32-bit division for the channel).
+// y = (x - mean) * gamma * inv + beta, in float64.
+__device__ inline float bn_map(float x, double mean, double scale, double beta) {
+  return static_cast<float>((x - mean) * scale + beta);
+}
+
+// bn_map per element; `I` the index type (uint32_t when every index fits in 31 bits: a 32-bit
+// division for the channel).
 template <typename I>
 __global__ void bn_normalize(I n, I plane, I channels, const float* x, float* y, const float* gamma,
                              const float* beta, const double* mean, const double* inv) {
   const I stride = static_cast<I>(gridDim.x) * blockDim.x;
   for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     const I c = detail::channel_of(i, plane, channels);
-    y[i] = static_cast<float>((x[i] - mean[c]) * (gamma[c] * inv[c]) + beta[c]);
+    y[i] = bn_map(x[i], mean[c], gamma[c] * inv[c], beta[c]);
+  }
+}
+
+// The same four elements at a time: n groups of four, plane / 4 groups per plane.
+template <typename I>
+__global__ void bn_normalize4(I n, I plane, I channels, const float4* x, float4* y,
+                              const float* gamma, const float* beta, const double* mean,
+                              const double* inv) {
+  const I stride = static_cast<I>(gridDim.x) * blockDim.x;
+  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const I c = detail::channel_of(i, plane, channels);
+    const double m = mean[c], k = gamma[c] * inv[c], b = beta[c];
+    const float4 v = x[i];
+    y[i] = make_float4(bn_map(v.x, m, k, b), bn_map(v.y, m, k, b), bn_map(v.z, m, k, b),
+                       bn_map(v.w, m, k, b));
   }
 }
 
@@ -164,16 +194,35 @@ __global__ void bn_backward_statistics(int64_t channels, int splits, double coun
   }
 }
 
-// dx = k dy + p (x - mean) + q per element (batchnorm.cc's backward), k = gamma inv,
-// p = -k inv mean(dy xhat), q = -k mean(dy), each channel's k, p, q from bn_backward_statistics.
+// dx = k dy + p (x - mean) + q (batchnorm.cc's backward), k = gamma inv, p = -k inv mean(dy
+// xhat), q = -k mean(dy), each channel's k, p, q from bn_backward_statistics.
+__device__ inline float bn_dx_of(float x, float dy, double mean, const double* kpq) {
+  return static_cast<float>(kpq[0] * dy + kpq[1] * (x - mean) + kpq[2]);
+}
+
+// bn_dx_of per element.
 template <typename I>
 __global__ void bn_dx(I n, I plane, I channels, const float* x, const float* dy, float* dx,
                       const double* save_mean, const double* coef) {
   const I stride = static_cast<I>(gridDim.x) * blockDim.x;
   for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     const I c = detail::channel_of(i, plane, channels);
-    dx[i] = static_cast<float>(coef[3 * c] * dy[i] + coef[3 * c + 1] * (x[i] - save_mean[c]) +
-                               coef[3 * c + 2]);
+    dx[i] = bn_dx_of(x[i], dy[i], save_mean[c], coef + 3 * c);
+  }
+}
+
+// The same four elements at a time (as bn_normalize4).
+template <typename I>
+__global__ void bn_dx4(I n, I plane, I channels, const float4* x, const float4* dy, float4* dx,
+                       const double* save_mean, const double* coef) {
+  const I stride = static_cast<I>(gridDim.x) * blockDim.x;
+  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const I c = detail::channel_of(i, plane, channels);
+    const double m = save_mean[c];
+    const double* kpq = coef + 3 * c;
+    const float4 v = x[i], d = dy[i];
+    dx[i] = make_float4(bn_dx_of(v.x, d.x, m, kpq), bn_dx_of(v.y, d.y, m, kpq),
+                        bn_dx_of(v.z, d.z, m, kpq), bn_dx_of(v.w, d.w, m, kpq));
   }
 }
 
@@ -351,18 +400,21 @@ void batchnorm_train_forward(const BatchNormTrainArgs& a) {
   cuda::ensure_device();
   if (s.channels <= 0 || s.mb * s.plane <= 0) return;
   const int splits = bn_splits(s);
-  double* partial_sum = scratch(static_cast<std::size_t>(2 * s.channels * splits));
-  double* partial_sq = partial_sum + s.channels * splits;
-  const dim3 grid = split_grid(s, splits);
-  channel_partial_sums<<<grid, kBlock>>>(s, splits, a.x, partial_sum);
+  double* partial = scratch(static_cast<std::size_t>(2 * s.channels * splits));
+  shifted_partial_sums<<<split_grid(s, splits), kBlock>>>(s, splits, a.x, partial);
   detail::launched("batchnorm forward (sums)");
-  centred_square_sums<<<grid, kBlock>>>(s, splits, a.x, partial_sum, partial_sq);
-  detail::launched("batchnorm forward (centred squares)");
-  launch_over(s.channels, "batchnorm forward (statistics)", bn_statistics, s, splits, partial_sum,
-              partial_sq, a.eps, a.momentum, a.running_mean, a.running_var, a.save_mean,
-              a.save_inv);
-  detail::launch_per_element(s, "batchnorm forward", bn_normalize<uint32_t>, bn_normalize<int64_t>,
-                             a.x, a.y, a.gamma, a.beta, a.save_mean, a.save_inv);
+  launch_over(s.channels, "batchnorm forward (statistics)", bn_statistics, s, splits, a.x, partial,
+              a.eps, a.momentum, a.running_mean, a.running_var, a.save_mean, a.save_inv);
+  if (s.plane % 4 == 0 && detail::aligned16({a.x, a.y})) {
+    detail::launch_per_group_of_four(s, "batchnorm forward", bn_normalize4<uint32_t>,
+                                     bn_normalize4<int64_t>, reinterpret_cast<const float4*>(a.x),
+                                     reinterpret_cast<float4*>(a.y), a.gamma, a.beta, a.save_mean,
+                                     a.save_inv);
+  } else {
+    detail::launch_per_element(s, "batchnorm forward", bn_normalize<uint32_t>,
+                               bn_normalize<int64_t>, a.x, a.y, a.gamma, a.beta, a.save_mean,
+                               a.save_inv);
+  }
 }
 
 void batchnorm_backward(const BatchNormBackwardArgs& a) {
@@ -379,8 +431,15 @@ void batchnorm_backward(const BatchNormBackwardArgs& a) {
               splits, static_cast<double>(s.mb * s.plane), partial, a.gamma, a.save_inv, a.d_gamma,
               a.d_beta, coef);
   if (a.dx == nullptr) return;
-  detail::launch_per_element(s, "batchnorm backward", bn_dx<uint32_t>, bn_dx<int64_t>, a.x, a.dy,
-                             a.dx, a.save_mean, coef);
+  if (s.plane % 4 == 0 && detail::aligned16({a.x, a.dy, a.dx})) {
+    detail::launch_per_group_of_four(s, "batchnorm backward", bn_dx4<uint32_t>, bn_dx4<int64_t>,
+                                     reinterpret_cast<const float4*>(a.x),
+                                     reinterpret_cast<const float4*>(a.dy),
+                                     reinterpret_cast<float4*>(a.dx), a.save_mean, coef);
+  } else {
+    detail::launch_per_element(s, "batchnorm backward", bn_dx<uint32_t>, bn_dx<int64_t>, a.x, a.dy,
+                               a.dx, a.save_mean, coef);
+  }
 }
 
 void maxpool2d_forward_argmax(const PoolShape& s, const float* x, float* y, int32_t* argmax) {

@@ -78,6 +78,20 @@ void launch_per_element(const BatchNormShape& s, const char* what, K32 k32, K64 
   }
 }
 
+// The same over groups of four elements where s.plane is a multiple of four (no group straddles
+// two channels): k32 or k64 take (n / 4, plane / 4, channels, args...).
+template <typename K32, typename K64, typename... Args>
+void launch_per_group_of_four(const BatchNormShape& s, const char* what, K32 k32, K64 k64,
+                              Args... args) {
+  const int64_t groups = s.mb * s.channels * s.plane / 4;
+  if (groups < (int64_t{1} << 31)) {
+    launch_over(groups, what, k32, static_cast<uint32_t>(groups),
+                static_cast<uint32_t>(s.plane / 4), static_cast<uint32_t>(s.channels), args...);
+  } else {
+    launch_over(groups, what, k64, groups, s.plane / 4, s.channels, args...);
+  }
+}
+
 // pool.h's avgpool_divisor on the device: output (oy, ox)'s window clipped to the padded input
 // (count_include_pad) or to the input.
 __device__ inline int64_t avg_divisor(const PoolShape& s, bool count_include_pad, int64_t oy,
