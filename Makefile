@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DNNPERF_WERROR=ON
 
-.PHONY: deps configure build run test bench bench-conv bench-batchnorm bench-guess asan fuzz format clean
+.PHONY: deps configure build run test bench bench-conv bench-batchnorm bench-guess asan tsan fuzz format clean
 
 # Debian packages, Fashion-MNIST and (unless DEPS_FLAGS=--no-test-deps) the TensorBoard venv the
 # tests read event files with.
@@ -50,6 +50,11 @@ bench-guess: build
 asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DNNPERF_WERROR=ON -DNNPERF_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo"
 
+# ThreadSanitizer (clang, libomp's Archer tool) over the threaded unit suites and a two-thread
+# training run.
+tsan: deps
+	bash scripts/tsan.sh
+
 # libFuzzer + ASan + UBSan on the parsers of untrusted input, FUZZ_SECONDS per target (clang).
 FUZZ_SECONDS ?= 60
 fuzz: deps
@@ -59,4 +64,4 @@ format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-tsan

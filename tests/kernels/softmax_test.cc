@@ -76,7 +76,10 @@ TEST_P(SoftmaxCrossEntropy, MatchesFloat64Reference) {
 }
 
 TEST_P(SoftmaxCrossEntropy, GradientMatchesFiniteDifferences) {
-  const auto [mb, n, s] = GetParam();
+  // Plain variables, not a structured binding: the lambda below captures them (clang 14 cannot
+  // capture a binding).
+  const int64_t mb = GetParam().mb, n = GetParam().n;
+  const float s = GetParam().smoothing;
   const std::vector<float> logits = test::random_vector(mb * n, 300 + n, -3.0f, 3.0f);
   const std::vector<int32_t> labels = random_labels(mb, n, 400 + n);
   std::vector<float> grad(logits.size());

@@ -50,8 +50,7 @@ cuda::Buffer zeros(int64_t n) {
 
 CudaMlpTrainer::CudaMlpTrainer(Graph& graph, const GemmAlgorithm& gemm,
                                const OptimizerOptions& optimizer, float label_smoothing)
-    : graph_(graph),
-      gemm_(gemm),
+    :       gemm_(gemm),
       opt_(optimizer),
       lr_(static_cast<float>(optimizer.lr)),
       label_smoothing_(label_smoothing) {

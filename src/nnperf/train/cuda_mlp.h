@@ -74,7 +74,6 @@ class CudaMlpTrainer {
   void run_backward();
   void update();
 
-  Graph& graph_;
   const GemmAlgorithm& gemm_;
   OptimizerOptions opt_;
   float lr_;
