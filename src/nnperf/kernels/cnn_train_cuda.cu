@@ -128,16 +128,22 @@ __device__ inline float bn_map(float x, double mean, double scale, double beta) 
   return static_cast<float>((x - mean) * scale + beta);
 }
 
-// bn_map per element; `I` the index type (uint32_t when every index fits in 31 bits: a 32-bit
-// division for the channel).
+// f(i, c) for each index i < n this thread visits in a grid-stride loop, c its channel (of
+// `channels`, `plane` indices each); `I` the index type (uint32_t when every index fits in 31
+// bits: a 32-bit division for the channel).
+template <typename I, typename F>
+__device__ void each_with_channel(I n, I plane, I channels, F f) {
+  const I stride = static_cast<I>(gridDim.x) * blockDim.x;
+  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    f(i, detail::channel_of(i, plane, channels));
+}
+
+// bn_map per element.
 template <typename I>
 __global__ void bn_normalize(I n, I plane, I channels, const float* x, float* y, const float* gamma,
                              const float* beta, const double* mean, const double* inv) {
-  const I stride = static_cast<I>(gridDim.x) * blockDim.x;
-  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const I c = detail::channel_of(i, plane, channels);
-    y[i] = bn_map(x[i], mean[c], gamma[c] * inv[c], beta[c]);
-  }
+  each_with_channel(n, plane, channels,
+                    [&](I i, I c) { y[i] = bn_map(x[i], mean[c], gamma[c] * inv[c], beta[c]); });
 }
 
 // The same four elements at a time: n groups of four, plane / 4 groups per plane.
@@ -145,14 +151,12 @@ template <typename I>
 __global__ void bn_normalize4(I n, I plane, I channels, const float4* x, float4* y,
                               const float* gamma, const float* beta, const double* mean,
                               const double* inv) {
-  const I stride = static_cast<I>(gridDim.x) * blockDim.x;
-  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const I c = detail::channel_of(i, plane, channels);
+  each_with_channel(n, plane, channels, [&](I i, I c) {
     const double m = mean[c], k = gamma[c] * inv[c], b = beta[c];
     const float4 v = x[i];
     y[i] = make_float4(bn_map(v.x, m, k, b), bn_map(v.y, m, k, b), bn_map(v.z, m, k, b),
                        bn_map(v.w, m, k, b));
-  }
+  });
 }
 
 // Grid (splits, channels): each block's sums of dy and of dy * (x - mean) over its split, in
@@ -204,26 +208,21 @@ __device__ inline float bn_dx_of(float x, float dy, double mean, const double* k
 template <typename I>
 __global__ void bn_dx(I n, I plane, I channels, const float* x, const float* dy, float* dx,
                       const double* save_mean, const double* coef) {
-  const I stride = static_cast<I>(gridDim.x) * blockDim.x;
-  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const I c = detail::channel_of(i, plane, channels);
-    dx[i] = bn_dx_of(x[i], dy[i], save_mean[c], coef + 3 * c);
-  }
+  each_with_channel(n, plane, channels,
+                    [&](I i, I c) { dx[i] = bn_dx_of(x[i], dy[i], save_mean[c], coef + 3 * c); });
 }
 
 // The same four elements at a time (as bn_normalize4).
 template <typename I>
 __global__ void bn_dx4(I n, I plane, I channels, const float4* x, const float4* dy, float4* dx,
                        const double* save_mean, const double* coef) {
-  const I stride = static_cast<I>(gridDim.x) * blockDim.x;
-  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const I c = detail::channel_of(i, plane, channels);
+  each_with_channel(n, plane, channels, [&](I i, I c) {
     const double m = save_mean[c];
     const double* kpq = coef + 3 * c;
     const float4 v = x[i], d = dy[i];
     dx[i] = make_float4(bn_dx_of(v.x, d.x, m, kpq), bn_dx_of(v.y, d.y, m, kpq),
                         bn_dx_of(v.z, d.z, m, kpq), bn_dx_of(v.w, d.w, m, kpq));
-  }
+  });
 }
 
 __global__ void maxpool_argmax_kernel(PoolShape s, const float* x, float* y, int32_t* argmax) {
