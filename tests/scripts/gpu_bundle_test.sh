@@ -3,9 +3,11 @@
 # is made from BUILD, unpacked by run.sh into its own folder, and its `tests` stage runs every
 # GPU test suite and the GPU command-line cases from the bundle (skipped without a device, passing
 # with one); an unknown stage is refused.
-#   tests/scripts/gpu_bundle_test.sh BUILD SOURCE_DIR
+#   tests/scripts/gpu_bundle_test.sh BUILD SOURCE_DIR [sanitized]
+# With `sanitized` (a sanitizer build, whose binaries are several times larger and never go to
+# the device) the bundle's size is not held to the device tool's limit.
 set -euo pipefail
-build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
+build=$(cd "$1" && pwd) src=$(cd "$2" && pwd) sanitized=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "gpu_bundle_test: $*" >&2; exit 1; }
@@ -16,7 +18,11 @@ for f in run.sh payload.tar.xz gemm_torch_cuda.py conv_layers.txt ncu_profile.sh
   [[ -s $tmp/bundle/$f ]] || fail "the bundle has no $f"
 done
 size=$(du -sm "$tmp/bundle" | cut -f1)
-(( size < 60 )) || fail "the bundle is ${size} MB: the device tool carries 64 MiB with the repository"
+if [[ $sanitized == sanitized ]]; then
+  echo "gpu_bundle_test: a sanitizer build: its ${size} MB bundle is not held to the device tool's 64 MiB"
+else
+  (( size < 60 )) || fail "the bundle is ${size} MB: the device tool carries 64 MiB with the repository"
+fi
 
 run() { OUT="$tmp/out" NNPERF_GPU_WORK="$tmp/work" DEADLINE=300 STEP_TIMEOUT=200 bash "$tmp/bundle/run.sh" "$@"; }
 run tests > "$tmp/run.log" 2>&1 || fail "run.sh tests failed: $(tail -5 "$tmp/run.log")"
