@@ -1,5 +1,8 @@
 // One place sets the thread count for everything: OpenMP regions and OpenBLAS.
 #pragma once
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <string>
 
 namespace nnperf {
@@ -15,5 +18,16 @@ void set_blas_threads(int n);
 // The BLAS library's own report: "OpenBLAS 0.3.21 ... (pthread, 2 threads)".
 std::string blas_description();
 int blas_threads();
+
+// How many of `threads` to split `work` units over: at most one per `min_per_thread` units (below
+// that, a thread's start-up, about 20 us of one core, costs more than it saves), at most `jobs`
+// (the work's independent parts), never fewer than 1.
+inline int useful_threads(int threads, double work, double min_per_thread,
+                          int64_t jobs = std::numeric_limits<int64_t>::max()) {
+  int64_t t = std::max(1, threads);
+  t = std::min<int64_t>(t, std::max<int64_t>(1, static_cast<int64_t>(work / min_per_thread)));
+  t = std::min<int64_t>(t, std::max<int64_t>(1, jobs));
+  return static_cast<int>(t);
+}
 
 }  // namespace nnperf

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "nnperf/core/cpu.h"
+#include "nnperf/core/threads.h"
 #include "nnperf/kernels/batchnorm_impl.h"
 #include "nnperf/kernels/batchnorm_internal.h"
 
@@ -16,8 +17,7 @@ namespace {
 constexpr int64_t kMinElementsPerThread = 1 << 15;
 
 int useful_threads(int threads, int64_t elements) {
-  return static_cast<int>(
-      std::clamp<int64_t>(elements / kMinElementsPerThread, 1, std::max(1, threads)));
+  return nnperf::useful_threads(threads, static_cast<double>(elements), kMinElementsPerThread);
 }
 
 // The loops for the instruction set active_simd() allows.

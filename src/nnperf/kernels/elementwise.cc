@@ -42,7 +42,7 @@ bool all_finite(const float* x, int64_t n, int threads) {
   // Exponent all ones = inf or NaN. An OR over the loop (no early exit) vectorises.
   constexpr uint32_t kExponent = 0x7F800000u;
   constexpr int64_t kMinPerThread = int64_t{1} << 16;  // a read-only pass: ~20 us of one core
-  const int t = static_cast<int>(std::clamp<int64_t>(n / kMinPerThread, 1, std::max(1, threads)));
+  const int t = useful_threads(threads, static_cast<double>(n), kMinPerThread);
   uint32_t bad = 0;
 #pragma omp parallel for num_threads(t) if (t > 1) schedule(static) reduction(| : bad)
   for (int64_t i = 0; i < n; ++i) {

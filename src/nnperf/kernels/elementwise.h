@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "nnperf/core/threads.h"
+
 namespace nnperf {
 
 // dst[r, c] += bias[c] for a row-major mb x n matrix with leading dimension ld.
@@ -33,13 +35,12 @@ inline std::pair<int64_t, int64_t> slice_of(int64_t n, int64_t align, int64_t id
 template <class Fn>
 void for_slices(int64_t n, int threads, Fn&& fn) {
   constexpr int64_t kMinPerThread = int64_t{1} << 15, kAlign = 64;
-  int64_t t = n / kMinPerThread;
-  t = t < 1 ? 1 : (t > threads ? threads : t);
+  const int t = useful_threads(threads, static_cast<double>(n), kMinPerThread);
   if (t <= 1) {
     fn(int64_t{0}, n);
     return;
   }
-#pragma omp parallel num_threads(static_cast <int>(t))
+#pragma omp parallel num_threads(t)
   {
     const auto [lo, hi] = slice_of(n, kAlign, omp_get_thread_num(), omp_get_num_threads());
     if (hi > lo) fn(lo, hi);

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "nnperf/core/threads.h"
+
 namespace nnperf {
 
 namespace {
@@ -13,8 +15,8 @@ namespace {
 constexpr int64_t kMinElementsPerThread = 1 << 15;
 
 int useful_threads(int threads, int64_t elements, int64_t jobs) {
-  return static_cast<int>(std::clamp<int64_t>(elements / kMinElementsPerThread, 1,
-                                              std::min<int64_t>(jobs, std::max(1, threads))));
+  return nnperf::useful_threads(threads, static_cast<double>(elements), kMinElementsPerThread,
+                                jobs);
 }
 
 // One output row of max pooling: the column maxima over the window's rows (a contiguous,

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "nnperf/core/error.h"
+#include "nnperf/core/threads.h"
 #include "nnperf/kernels/pool.h"
 
 namespace nnperf {
@@ -18,8 +19,8 @@ namespace {
 constexpr int64_t kMinElementsPerThread = 1 << 15;
 
 int useful_threads(int threads, int64_t elements, int64_t jobs) {
-  return static_cast<int>(std::clamp<int64_t>(elements / kMinElementsPerThread, 1,
-                                              std::min<int64_t>(jobs, std::max(1, threads))));
+  return nnperf::useful_threads(threads, static_cast<double>(elements), kMinElementsPerThread,
+                                jobs);
 }
 
 int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }

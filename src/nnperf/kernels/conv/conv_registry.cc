@@ -13,6 +13,7 @@
 
 #include "nnperf/core/error.h"
 #include "nnperf/core/machine_model.h"
+#include "nnperf/core/threads.h"
 #include "nnperf/core/workspace.h"
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/kernels/conv/conv_internal.h"
@@ -173,19 +174,12 @@ double conv_pack_cost(const ConvAlgorithm& algo, const ConvProblem& p, int threa
 
 int conv_useful_threads(int threads, double flops, int64_t jobs) {
   // Below ~1 MFLOP per thread (~20 us of one core) a second thread costs more than it saves.
-  constexpr double kMinFlopsPerThread = 1e6;
-  int64_t t = std::max(1, threads);
-  t = std::min<int64_t>(t, std::max<int64_t>(1, static_cast<int64_t>(flops / kMinFlopsPerThread)));
-  t = std::min<int64_t>(t, std::max<int64_t>(1, jobs));
-  return static_cast<int>(t);
+  return useful_threads(threads, flops, 1e6, jobs);
 }
 
 int conv_useful_copy_threads(int threads, int64_t elements, int64_t jobs) {
-  constexpr int64_t kMinElementsPerThread = int64_t{1} << 15;
-  int64_t t = std::max(1, threads);
-  t = std::min<int64_t>(t, std::max<int64_t>(1, elements / kMinElementsPerThread));
-  t = std::min<int64_t>(t, std::max<int64_t>(1, jobs));
-  return static_cast<int>(t);
+  // 32768 elements per thread: a copy's ~20 us of one core.
+  return useful_threads(threads, static_cast<double>(elements), 1 << 15, jobs);
 }
 
 void conv_add_bias(const ConvProblem& p, const float* bias, float* dst, int threads) {

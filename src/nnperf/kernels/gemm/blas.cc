@@ -45,13 +45,13 @@ void gemm_blas(const GemmArgs& g) {
       2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
   const bool split_n = s.n >= s.m;
   const int64_t extent = split_n ? s.n : s.m;
-  int64_t t = std::min<int64_t>(g.threads, static_cast<int64_t>(flops / kMinFlopsPerThread));
-  t = std::min<int64_t>(t, (extent + kSliceAlign - 1) / kSliceAlign);
+  const int t = useful_threads(g.threads, flops, kMinFlopsPerThread,
+                               (extent + kSliceAlign - 1) / kSliceAlign);
   if (t <= 1 || blas_threads() > 1) {
     sgemm(g, s.m, s.n, g.a, g.b, g.c);
     return;
   }
-#pragma omp parallel num_threads(static_cast <int>(t))
+#pragma omp parallel num_threads(t)
   {
     const auto [lo, hi] =
         slice_of(extent, kSliceAlign, omp_get_thread_num(), omp_get_num_threads());

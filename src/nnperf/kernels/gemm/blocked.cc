@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "nnperf/core/cpu.h"
+#include "nnperf/core/threads.h"
 #include "nnperf/kernels/gemm/blocked_internal.h"
 #include "nnperf/kernels/gemm/blocked_kernel_impl.h"
 #include "nnperf/kernels/gemm/gemm_internal.h"
@@ -89,10 +90,7 @@ Plan plan_shape(SimdLevel level, const GemmShape& s, int threads) {
   // Threads: at most `threads`, at least kMinFlopsPerThread each, at most one per tile.
   const int64_t m_panels = ceil_div(s.m, bs.mr);
   const int64_t n_panels = ceil_div(pl.nc, bs.nr);
-  int64_t t = std::max(1, threads);
-  t = std::min<int64_t>(t,
-                        std::max<int64_t>(1, static_cast<int64_t>(s.flops() / kMinFlopsPerThread)));
-  t = std::max<int64_t>(1, std::min(t, m_panels * n_panels));
+  const int64_t t = useful_threads(threads, s.flops(), kMinFlopsPerThread, m_panels * n_panels);
   pl.threads = static_cast<int>(t);
   // Grid threads_m x threads_n: the split with the smallest per-thread tile count; ties go to
   // splitting m, since threads that share rows each pack the same A block.
