@@ -145,8 +145,10 @@ stage_bn() {
 # CNN training on the GPU (the fixed-iteration driver), alternating with PyTorch's on the same
 # shapes (TF32 off, cudnn.benchmark as --algorithm find), then ours again with cuDNN's graph-API
 # engines among find's candidates (--engines, label gpu-engines), then ours with cuDNN's
-# BatchNorm (--batchnorm cudnn, PyTorch's for NCHW FP32; label gpu-cudnn-bn): ResNet-18 at batch
-# 32 on 32x32 and ResNet-50 at batch 32 on 224x224.
+# BatchNorm (--batchnorm cudnn, PyTorch's for NCHW FP32; label gpu-cudnn-bn), then ours with each
+# full step's forward, loss and backward one captured CUDA graph (--launch graph, label gpu-graph;
+# with --engines too, gpu-graph-engines): ResNet-18 at batch 32 on 32x32 and ResNet-50 at batch
+# 32 on 224x224. Each step's wall time in the log is the plan (find) time on top of the steps'.
 stage_train() {
   local cfg
   for cfg in "resnet18 32 32" "resnet50 32 224"; do
@@ -155,17 +157,20 @@ stage_train() {
     step "torch train $1 b$2 s$3" "$out/train.log" python3 "$here/train_torch.py" --device cuda --cudnn-benchmark --model "$1" --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --num-classes 1000 --in-channels 3
     step "train --device cuda --engines $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --engines --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu-engines --log-dir "$out/train_logs"
     step "train --device cuda --batchnorm cudnn $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --batchnorm cudnn --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu-cudnn-bn --log-dir "$out/train_logs"
+    step "train --device cuda --launch graph $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --launch graph --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu-graph --log-dir "$out/train_logs"
+    step "train --device cuda --launch graph --engines $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --launch graph --engines --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu-graph-engines --log-dir "$out/train_logs"
   done
 }
 # CNN epoch training on the GPU on Fashion-MNIST (ResNet-18, batch 128, cuDNN's find, two
 # epochs, the first untimed), then PyTorch's on the same recipe (cudnn.benchmark, TF32 off, every
-# epoch's last batch of 96 trained on both sides); then one ResNet-50 step at batch 32
+# epoch's last batch of 96 trained on both sides), then ours again with --launch graph; then one ResNet-50 step at batch 32
 # profiled per layer by CUDA events (--profile-one-step), with our BatchNorm and with cuDNN's,
 # and PyTorch's step profiled per module the same way (train_layers_torch.py); each of ours beside
 # it per layer kind (train_layers_table.py: train_layers_<ours>.md, a line in summary.txt).
 stage_cnn() {
   step "train resnet18 cuda epochs" "$out/cnn.log" "${nn[@]}" train --model resnet18 --device cuda --data "$data" --epochs 2 --warmup-epochs 1 --batch-size 128 --workers 4 --algorithm find --progress lines --no-tensorboard --out-dir "$out/cnn_cuda"
   step "torch resnet18 cuda epochs" "$out/cnn.log" python3 "$here/train_torch.py" --device cuda --cudnn-benchmark --model resnet18 --data "$data" --epochs 2 --batch-size 128 --json "$out/cnn_torch.json"
+  step "train resnet18 cuda epochs graph" "$out/cnn.log" "${nn[@]}" train --model resnet18 --device cuda --launch graph --data "$data" --epochs 2 --warmup-epochs 1 --batch-size 128 --workers 4 --algorithm find --progress lines --no-tensorboard --out-dir "$out/cnn_cuda_graph"
   ls -l "$out/cnn_cuda" >> "$out/cnn.log" 2>&1
   rm -f "$out/cnn_cuda"/*.ckpt  # 45 MB each: not carried back
   step "one step resnet50 cuda" "$out/cnn.log" "${nn[@]}" train --model resnet50 --device cuda --synthetic --input-size 224 --batch-size 32 --limit-train 128 --limit-test 32 --profile-one-step --warmup-iters 5 --algorithm find --progress lines --no-tensorboard --out-dir "$out/one_step_resnet50"

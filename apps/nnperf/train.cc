@@ -32,7 +32,7 @@ struct Flags {
   int workers = 0, prefetch_factor = 2, save_every = 0, profile_iter = 1;
   bool no_augment = false, profile_one_step = false, no_nesterov = false, deterministic = false;
   bool engines = false;
-  std::string batchnorm = "own";
+  std::string batchnorm = "own", launch = "eager";
   int grad_accum_steps = 1;
   std::string resume, init_weights, on_bad_image = "fail", step_log;
 };
@@ -68,6 +68,7 @@ int run_driver(Flags& f, const CLI::App& sub) {
   d.deterministic = f.deterministic;
   d.find_engines = f.engines;
   d.batchnorm = f.batchnorm;
+  d.launch = f.launch;
   d.threads = f.train.run.threads;
   d.device = f.train.device == "cuda" ? Device::kCuda : Device::kCpu;
   d.label_smoothing = f.train.run.label_smoothing;
@@ -83,6 +84,10 @@ int run_driver(Flags& f, const CLI::App& sub) {
   const TrainDriverResult r = run_train_driver(d);
   fmt::print("loss after {} steps: {:.9g}\nappended a row to {}\n", d.warmup_iters + d.iters,
              r.final_loss, r.metrics_csv.string());
+  if (d.device == Device::kCuda) {
+    fmt::print("launch: {} ({} of {} steps as one CUDA graph each)\n", r.launch, r.graph_launches,
+               d.warmup_iters + d.iters);
+  }
   fmt::print("MEASURED_SEC={:.6f} IMGS_PER_SEC={:.2f} BATCH={} ARCH={} BACKEND={}\n",
              r.measured_sec, r.imgs_per_sec, d.batch_size, f.model, device_name(d.device));
   return 0;
@@ -102,7 +107,7 @@ void refuse_cnn_flags(const CLI::App& sub) {
   for (const char* flag :
        {"--workers", "--prefetch-factor", "--no-augment", "--no-nesterov", "--save-every",
         "--resume", "--init-weights", "--profile-one-step", "--profile-iter", "--on-bad-image",
-        "--warmup", "--algorithm", "--step-log", "--engines", "--batchnorm"}) {
+        "--warmup", "--algorithm", "--step-log", "--engines", "--batchnorm", "--launch"}) {
     if (sub.count(flag) > 0) {
       throw UsageError(fmt::format("{}: applies to the CNNs, not --model mlp", flag));
     }
@@ -174,6 +179,7 @@ int run_cnn(Flags& f, const CLI::App& sub) {
   o.deterministic = f.deterministic;
   o.find_engines = f.engines;
   o.batchnorm = f.batchnorm;
+  o.launch = f.launch;
   o.save_every = f.save_every;
   o.resume = f.resume;
   o.init_weights = f.init_weights;
@@ -200,6 +206,9 @@ int run_train(Flags& f, const CLI::App& sub) {
   if (f.engines && f.train.device != "cuda")
     throw UsageError("--engines: applies to --device cuda (cuDNN's graph-API engines)");
   (void)cudnn::checked_batchnorm_algorithm("--batchnorm", f.batchnorm);
+  if (sub.count("--launch") > 0 && f.train.device != "cuda") {
+    throw UsageError("--launch: applies to --device cuda (the CPU has no kernel launches)");
+  }
   if (f.batchnorm != "own" && f.train.device != "cuda") {
     throw UsageError(fmt::format(
         "--batchnorm {}: applies to --device cuda (the CPU runs the project's BatchNorm)",
@@ -283,6 +292,13 @@ void add_driver_flags(CLI::App& sub, Flags& f) {
   sub.add_option("--batchnorm", f.batchnorm,
                  "CNNs with --device cuda: BatchNorm's algorithm, own (nnperf's kernels, float64 "
                  "statistics) or cudnn (cuDNN's, as PyTorch runs BatchNorm2d)")
+      ->capture_default_str();
+  sub.add_option("--launch", f.launch,
+                 "CNNs with --device cuda: eager (each kernel queued as the step runs) or graph "
+                 "(each full-batch step's forward, loss and backward captured once as a CUDA "
+                 "graph and launched in one call; the update and a short last batch stay eager; "
+                 "not with --profile-one-step)")
+      ->check(CLI::IsMember({"eager", "graph"}))
       ->capture_default_str();
   sub.add_option("--log-dir", f.log_dir, "Driver: metrics.csv goes here (appended)")
       ->capture_default_str();

@@ -203,6 +203,23 @@ TEST(GpuCli, CnnOnTheGpuProfilesOneStepAndTracksTheCpu) {
                  c = read_csv(dir.path() / "c1" / "training_metrics.csv");
   const double want = c.number(0, c.require("train_loss"));
   EXPECT_NEAR(g.number(0, g.require("train_loss")), want, 0.03 * want);
+
+  // --launch graph: the same epoch, its full steps after the first each launched as one captured
+  // CUDA graph, the short one eager: the eager run's step losses (within the step log's nine
+  // digits: the loss's float64 sum adds rows in any order), and the record says how they ran.
+  const auto graph1 = run_nnperf(fmt::format(
+      "train --device cuda {} {} {} --launch graph --step-log '{}' --out-dir '{}'", kTinyCnn,
+      kGpuAlgorithms, small, (dir.path() / "gr.csv").string(), (dir.path() / "gr").string()));
+  ASSERT_EQ(graph1.exit_code, 0) << graph1.err;
+  const CsvTable grs = read_csv(dir.path() / "gr.csv");
+  ASSERT_EQ(grs.rows.size(), 6u);
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_NEAR(grs.number(i, 1), gs.number(i, 1), 1e-8 * gs.number(i, 1)) << "step " << i + 1;
+  }
+  const auto fr = nlohmann::json::parse(test::read_text(dir.path() / "gr" / "final_results.json"));
+  EXPECT_EQ(fr["context"]["launch"], "graph");
+  EXPECT_EQ(fr["context"]["cuda"]["launch"], "graph");
+  EXPECT_EQ(fr["context"]["cuda"]["graph_launches"], 4);
 }
 
 // Refused before any device, data or output folder, on every machine.
@@ -218,6 +235,9 @@ TEST(GpuCli, CnnEpochTrainingRefusesWhatItCannotDoInOneLine) {
             "--engines: adds cuDNN's graph-API engines to find's candidates; --algorithm guess "
             "uses find for no pass"},
            {"--batchnorm cudnn", "--batchnorm cudnn: applies to --device cuda"},
+           {"--launch graph", "--launch: applies to --device cuda"},
+           {"--device cuda --launch graph --profile-one-step",
+            "--launch graph: --profile-one-step records each layer between eager launches"},
            {"--device cuda --batchnorm fused",
             "--batchnorm fused: unknown BatchNorm algorithm; one of own, cudnn"},
            {"--iters 2 --device cuda --batchnorm fused",
@@ -254,6 +274,14 @@ TEST(GpuCli, TheDriverTrainsACnnOnTheGpuOrOneLineWhyNot) {
         "--algorithm fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1 --log-dir '{}'",
         dir.path().string()));
     EXPECT_EQ(d.exit_code, 0) << d.err;
+    // --launch graph: the first step eager, the other three one captured graph each.
+    const auto g = run_nnperf(
+        fmt::format("train --model resnet18 --synthetic --iters 3 --warmup-iters 1 --batch-size 4 "
+                    "--input-size 32 --num-classes 10 --device cuda --launch graph --log-dir '{}'",
+                    dir.path().string()));
+    EXPECT_EQ(g.exit_code, 0) << g.err;
+    EXPECT_NE(g.out.find("launch: graph (3 of 4 steps as one CUDA graph each)"), std::string::npos)
+        << g.out;
   }
   for (const char* bad :
        {"--grad-accum-steps 2", "--deterministic --algorithm find", "--algorithm winograd_x",

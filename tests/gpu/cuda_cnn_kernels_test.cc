@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -318,6 +319,35 @@ TEST(CudaCnnKernels, DropoutMaskMultiplyAndClampBackwardAreExact) {
   }
   EXPECT_EQ(g[0], 0.0f);
   EXPECT_EQ(g[1], 0.0f);
+}
+
+// Dropout's draws from a device step counter (a training step captured once as a CUDA graph):
+// each launch reads the counter as it runs, so the mask after the host sets it to k is the one
+// drawn from offset + k * per_step, exactly.
+TEST(CudaCnnKernels, DropoutReadsItsStepCountFromTheDevice) {
+  SKIP_WITHOUT_DEVICE();
+  const int64_t n = 1031;
+  const float keep = 0.5f;
+  const uint64_t seed = 0x5EED0D0E00000007ull, offset = 3, per_step = 4096;
+  const cuda::Buffer xd = to_device(test::random_vector(n, 33, -1.0f, 1.0f));
+  cuda::Buffer y(static_cast<std::size_t>(n)), mask(static_cast<std::size_t>(n)), counter(2);
+  cuda::CapturedWork draw;
+  draw.capture([&] {
+    cuda_kernels::dropout_forward(xd.data(), y.data(), mask.data(), n, keep, seed, offset,
+                                  reinterpret_cast<const uint64_t*>(counter.data()), per_step);
+  });
+  for (const uint64_t k : {uint64_t{0}, uint64_t{1}, uint64_t{5}, uint64_t{1} << 33}) {
+    std::vector<float> bits(2);
+    std::memcpy(bits.data(), &k, sizeof k);
+    counter.upload(bits);
+    draw.launch();
+    const std::vector<float> m = to_host(mask);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(m[static_cast<std::size_t>(i)],
+                dropout_mask_entry(seed, offset + k * per_step + static_cast<uint64_t>(i), keep))
+          << "step " << k << ", element " << i;
+    }
+  }
 }
 
 }  // namespace

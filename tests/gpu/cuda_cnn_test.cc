@@ -630,6 +630,97 @@ TEST(CudaCnnTrainer, CudnnBatchNormTrainsEveryLayerAsTheCpu) {
   EXPECT_EQ(bns, 20);
 }
 
+// --launch graph: the steps of the planned batch launched as one captured CUDA graph give the
+// eager steps' results. Two trainers from the same weights and the same deterministic algorithms;
+// the rate changed at every step (the update stays eager and reads it); Dropout's masks drawn per
+// step through the device counter; an epoch's short batch (eager) between full ones. The loss
+// within 1e-12 of the eager one (its float64 sum adds rows atomically, in any order); the masks,
+// the last output and every parameter equal bit for bit (the same kernels on the same inputs).
+void expect_graph_steps_equal_eager(const std::string& model, const Shape& input, int64_t short_n,
+                                    const OptimizerOptions& opt) {
+  SCOPED_TRACE(model);
+  Graph eager_graph = built(model, 9), graph_graph = built(model, 9);
+  plan_model(find_model(model), eager_graph, input, gpu_host_ctx());
+  plan_model(find_model(model), graph_graph, input, gpu_host_ctx());
+  CudaTrainOptions o{.conv_algorithm = "fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1",
+                     .deterministic = true};
+  CudaCnnTrainer eager(eager_graph, opt, o);
+  o.launch = "graph";
+  CudaCnnTrainer graphed(graph_graph, opt, o);
+  const Tensor x = test::random_tensor(input, 41);
+  const int64_t per_image = x.numel() / input[0];
+  std::vector<int32_t> labels(static_cast<std::size_t>(input[0]));
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    labels[i] = static_cast<int32_t>((3 * i + 1) % 10);
+  const std::vector<int64_t> sizes = {input[0], input[0], input[0], short_n, input[0], input[0]};
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const float lr = 0.01f * static_cast<float>(i + 1);
+    eager.set_lr(lr);
+    graphed.set_lr(lr);
+    const std::span<const float> xi =
+        span_of(x).first(static_cast<std::size_t>(sizes[i] * per_image));
+    const std::span<const int32_t> li = std::span(labels).first(static_cast<std::size_t>(sizes[i]));
+    const BatchResult a = eager.step(xi, li), b = graphed.step(xi, li);
+    EXPECT_NEAR(b.loss_sum, a.loss_sum, 1e-12 * std::fabs(a.loss_sum)) << "step " << i;
+    EXPECT_EQ(b.correct, a.correct) << "step " << i;
+    EXPECT_EQ(b.count, sizes[i]);
+  }
+  EXPECT_EQ(eager.launch(), "eager");
+  EXPECT_EQ(eager.graph_launches(), 0);
+  EXPECT_EQ(graphed.launch(), "graph");
+  EXPECT_EQ(graphed.graph_launches(), 4);  // the full steps after the first
+  EXPECT_EQ(graphed.steps(), static_cast<int64_t>(sizes.size()));
+  for (int n = 1; n < graph_graph.size(); ++n) {
+    if (graph_graph.layer(n).kind() == "Dropout") {
+      EXPECT_EQ(graphed.dropout_mask(n), eager.dropout_mask(n)) << graph_graph.name(n);
+    }
+  }
+  EXPECT_EQ(graphed.node_output(graph_graph.size() - 1), eager.node_output(graph_graph.size() - 1));
+  eager.download_params();
+  graphed.download_params();
+  const std::vector<Param> pa = eager_graph.params(), pb = graph_graph.params();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_EQ(relative_diff(span_of(*pb[i].value), span_of(*pa[i].value)), 0.0) << pa[i].name;
+  }
+}
+
+TEST(CudaCnnTrainer, GraphLaunchedStepsEqualEagerSteps) {
+  if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
+  OptimizerOptions adam;
+  adam.name = "adam";
+  adam.weight_decay = 1e-4;
+  // BatchNorm (batch statistics, running statistics), Add, pools, Linear; Adam's coefficients.
+  expect_graph_steps_equal_eager("resnet18", Shape{4, 3, 32, 32}, 3, adam);
+  OptimizerOptions sgd;
+  sgd.name = "sgd";
+  sgd.momentum = 0.9;
+  sgd.nesterov = true;
+  sgd.weight_decay = 5e-4;
+  // Dropout's masks per step (VGG-16), ReLU6 and grouped convolutions (MobileNetV2), Concat
+  // (DenseNet-121, odd maps as in TrainingStepsMatchTheCpuTrainer); SGD with Nesterov momentum.
+  expect_graph_steps_equal_eager("vgg16", Shape{2, 3, 32, 32}, 1, sgd);
+  expect_graph_steps_equal_eager("mobilenet_v2", Shape{4, 3, 32, 32}, 3, sgd);
+  expect_graph_steps_equal_eager("densenet121", Shape{4, 3, 65, 65}, 3, sgd);
+}
+
+TEST(CudaCnnTrainer, LaunchIsCheckedBeforeAnything) {
+  EXPECT_TRUE(parse_cuda_launch("graph"));
+  EXPECT_FALSE(parse_cuda_launch("eager"));
+  Graph g = built("resnet18", 5);
+  plan_model(find_model("resnet18"), g, Shape{2, 3, 32, 32}, gpu_host_ctx());
+  OptimizerOptions sgd;
+  sgd.name = "sgd";
+  try {
+    CudaCnnTrainer t(g, sgd, {.launch = "graphs"});
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--launch graphs: expected graph (each full-batch step's forward, loss and "
+              "backward as one CUDA graph) or eager");
+  }
+}
+
 TEST(CudaCnnTrainer, BatchNormAlgorithmIsCheckedBeforeAnything) {
   Graph g = built("resnet18", 5);
   plan_model(find_model("resnet18"), g, Shape{2, 3, 32, 32}, gpu_host_ctx());

@@ -145,6 +145,22 @@ TEST(CudaKernels, SoftmaxCrossEntropyWithLabelSmoothing) {
     }
     EXPECT_NEAR(got.loss_sum, loss, 1e-9 * std::fabs(loss) + 1e-12) << "smoothing " << s;
     EXPECT_EQ(got.correct, correct);
+    // Queued into a slot of the caller's, captured into a CUDA graph and launched three times:
+    // each launch zeroes the slot first, so every read gives one batch's loss, not a running sum.
+    cuda::Buffer slot(cuda_kernels::kLossSlotFloats), dd2(logits.size());
+    cuda::CapturedWork step;
+    step.capture([&] {
+      cuda_kernels::queue_softmax_cross_entropy(dl.data(),
+                                                reinterpret_cast<const int32_t*>(dlab.data()), mb,
+                                                n, dd2.data(), 1.0f / mb, s, slot.data());
+    });
+    for (int launch = 0; launch < 3; ++launch) {
+      step.launch();
+      const LossResult again = cuda_kernels::read_loss(slot.data());
+      EXPECT_NEAR(again.loss_sum, loss, 1e-9 * std::fabs(loss) + 1e-12) << launch;
+      EXPECT_EQ(again.correct, correct) << launch;
+    }
+    EXPECT_EQ(to_host(dd2), d);
   }
 }
 

@@ -7,6 +7,7 @@
 // are set to it, so that it can be captured into a CUDA graph: CapturedWork); timing is by CUDA
 // events (make_event_timer).
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -89,6 +90,24 @@ inline Buffer to_device(std::span<const float> host) {
   Buffer b(host.size());
   if (!host.empty()) b.upload(host);
   return b;
+}
+
+// Process-wide scratch (cuDNN's shared workspace, the kernels' per-thread scratch) grows through
+// grow_scratch, which counts every reallocation: a CUDA graph captured while a scratch buffer
+// had one address holds that address, so its owner captures again once scratch_generation()
+// has moved (an address comparison alone would miss a new buffer at the old address).
+inline std::atomic<std::uint64_t>& scratch_generation_counter() {
+  static std::atomic<std::uint64_t> generation{0};  // per-thread scratch grows on any thread
+  return generation;
+}
+inline std::uint64_t scratch_generation() { return scratch_generation_counter().load(); }
+// `b` grown to at least `floats` (its contents are not kept) and its address.
+inline float* grow_scratch(Buffer& b, std::size_t floats) {
+  if (b.size() < floats) {
+    b = Buffer(floats);
+    ++scratch_generation_counter();
+  }
+  return b.data();
 }
 
 // Waits for all queued work; throws Error naming the failed call if a kernel failed.

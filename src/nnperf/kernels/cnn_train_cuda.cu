@@ -320,7 +320,9 @@ __global__ void copy_kernel(const float* x, float* y, int64_t n) {
 }
 
 __global__ void dropout_kernel(const float* x, float* y, float* mask, int64_t n, float keep,
-                               uint64_t seed, uint64_t offset) {
+                               uint64_t seed, uint64_t offset, const uint64_t* steps,
+                               uint64_t per_step) {
+  if (steps != nullptr) offset += *steps * per_step;
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     const float m = dropout_mask_entry(seed, offset + static_cast<uint64_t>(i), keep);
     mask[i] = m;
@@ -353,8 +355,7 @@ __global__ void slice_kernel(const float* full, int64_t mb, int64_t part_per_ima
 double* scratch(std::size_t doubles) {
   thread_local cuda::Buffer buffer;
   const std::size_t floats = 2 * doubles;  // cudaMalloc's alignment suits doubles
-  if (buffer.size() < floats) buffer = cuda::Buffer(floats);
-  return reinterpret_cast<double*>(buffer.data());
+  return reinterpret_cast<double*>(cuda::grow_scratch(buffer, floats));
 }
 
 }  // namespace
@@ -362,8 +363,8 @@ double* scratch(std::size_t doubles) {
 void copy(const float* x, float* y, int64_t n) { launch_over(n, "copy", copy_kernel, x, y, n); }
 
 void dropout_forward(const float* x, float* y, float* mask, int64_t n, float keep, uint64_t seed,
-                     uint64_t offset) {
-  launch_over(n, "dropout", dropout_kernel, x, y, mask, n, keep, seed, offset);
+                     uint64_t offset, const uint64_t* steps, uint64_t per_step) {
+  launch_over(n, "dropout", dropout_kernel, x, y, mask, n, keep, seed, offset, steps, per_step);
 }
 
 void multiply(const float* a, const float* b, float* y, int64_t n) {

@@ -6,13 +6,14 @@
 // the reason (kernels/cuda_kernels_nocuda.cc). Tests: tests/gpu/cuda_kernels_test.cc and
 // cuda_cnn_kernels_test.cc against the float64 references and tolerances of the CPU rows.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "nnperf/kernels/activations.h"
-#include "nnperf/kernels/softmax.h"
 #include "nnperf/kernels/adam.h"
 #include "nnperf/kernels/batchnorm.h"
 #include "nnperf/kernels/pool.h"
+#include "nnperf/kernels/softmax.h"
 
 namespace nnperf::cuda_kernels {
 
@@ -30,6 +31,15 @@ void sum_rows(const float* d_dst, float* d_bias, int64_t mb, int64_t n, int64_t 
 // caller): waits for the result, which comes back to the host.
 LossResult softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t mb, int64_t n,
                                  float* d_logits, float grad_scale, float label_smoothing);
+// The same queued only: the loss sum and the count of correct rows go to `slot`, device memory of
+// kLossSlotFloats floats (cudaMalloc-aligned), zeroed first; read_loss waits for the queued work
+// and brings them back. Nothing synchronises in between, so a step's loss can be captured into a
+// CUDA graph and read once the whole step has run.
+inline constexpr std::size_t kLossSlotFloats = 4;  // a double and an unsigned 64-bit count
+void queue_softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t mb, int64_t n,
+                                 float* d_logits, float grad_scale, float label_smoothing,
+                                 float* slot);
+LossResult read_loss(const float* slot);
 
 // torch.optim.SGD's update (dampening 0): buf = keep * buf + g, g = grad + wd * w, then
 // w -= lr * (nesterov ? g + mu * buf : buf); without momentum (buf null) w -= lr * g.
@@ -78,8 +88,11 @@ void avgpool2d_backward(const PoolShape& s, bool count_include_pad, const float*
 void adaptive_avgpool2d_backward(const PoolShape& s, const float* dy, float* dx);
 // Inverted dropout in training: mask[i] = dropout_mask_entry(seed, offset + i, keep)
 // (kernels/counter_rng.h) and y[i] = x[i] * mask[i]; the backward is multiply(dy, mask, dx).
+// With `steps` (a device counter, read when the kernel runs) the draws start at
+// offset + *steps * per_step instead: a training step captured once as a CUDA graph draws new
+// masks at each launch.
 void dropout_forward(const float* x, float* y, float* mask, int64_t n, float keep, uint64_t seed,
-                     uint64_t offset);
+                     uint64_t offset, const uint64_t* steps = nullptr, uint64_t per_step = 0);
 // y = a * b over n elements.
 void multiply(const float* a, const float* b, float* y, int64_t n);
 // clamp's backward (ReLU6: lo 0, hi 6): dx = dy where lo < x < hi, else 0, as nn/relu6.cc.

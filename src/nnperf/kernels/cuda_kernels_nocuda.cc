@@ -20,6 +20,11 @@ LossResult softmax_cross_entropy(const float*, const int32_t*, int64_t, int64_t,
                                  float) {
   fail();
 }
+void queue_softmax_cross_entropy(const float*, const int32_t*, int64_t, int64_t, float*, float,
+                                 float, float*) {
+  fail();
+}
+LossResult read_loss(const float*) { fail(); }
 void sgd_update(float*, const float*, float*, int64_t, float, float, float, float, bool) { fail(); }
 void adam_update(float*, const float*, float*, float*, int64_t, const AdamCoefficients&) { fail(); }
 
@@ -42,7 +47,10 @@ void maxpool2d_forward_argmax(const PoolShape&, const float*, float*, int32_t*) 
 void maxpool2d_backward(const PoolShape&, const float*, const int32_t*, float*) { fail(); }
 void avgpool2d_backward(const PoolShape&, bool, const float*, float*) { fail(); }
 void adaptive_avgpool2d_backward(const PoolShape&, const float*, float*) { fail(); }
-void dropout_forward(const float*, float*, float*, int64_t, float, uint64_t, uint64_t) { fail(); }
+void dropout_forward(const float*, float*, float*, int64_t, float, uint64_t, uint64_t,
+                     const uint64_t*, uint64_t) {
+  fail();
+}
 void multiply(const float*, const float*, float*, int64_t) { fail(); }
 void clamp_backward(const float*, const float*, float*, int64_t, float, float) { fail(); }
 

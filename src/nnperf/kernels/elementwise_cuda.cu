@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "nnperf/gpu/cuda.h"
 #include "nnperf/gpu/cuda_check.h"
 #include "nnperf/kernels/cuda_kernels.h"
 #include "nnperf/kernels/cuda_launch.cuh"
@@ -263,30 +264,34 @@ void sum_rows(const float* d_dst, float* d_bias, int64_t mb, int64_t n, int64_t 
   launched("sum_rows");
 }
 
+void queue_softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t mb, int64_t n,
+                                 float* d_logits, float grad_scale, float label_smoothing,
+                                 float* slot) {
+  static_assert(sizeof(LossAccumulator) <= kLossSlotFloats * sizeof(float));
+  cuda::ensure_device();
+  auto* acc = reinterpret_cast<LossAccumulator*>(slot);
+  cuda::check(cudaMemsetAsync(acc, 0, sizeof(LossAccumulator)), "cudaMemsetAsync");
+  if (mb <= 0) return;
+  softmax_xent<<<blocks_for(mb), kBlock>>>(logits, labels, mb, n, d_logits, grad_scale,
+                                           label_smoothing, acc);
+  launched("softmax_cross_entropy");
+}
+
+LossResult read_loss(const float* slot) {
+  LossAccumulator host{};
+  cuda::check(cudaMemcpy(&host, slot, sizeof host, cudaMemcpyDeviceToHost), "cudaMemcpy (loss)");
+  return {host.loss_sum, static_cast<int64_t>(host.correct)};
+}
+
 LossResult softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t mb, int64_t n,
                                  float* d_logits, float grad_scale, float label_smoothing) {
   cuda::ensure_device();
   if (mb <= 0) return {};
-  // One accumulator per host thread, allocated on first use and kept.
-  struct Holder {
-    LossAccumulator* p = nullptr;
-    ~Holder() {
-      if (p != nullptr) (void)cudaFree(p);
-    }
-  };
-  thread_local Holder acc;
-  if (acc.p == nullptr) {
-    cuda::check(cudaMalloc(reinterpret_cast<void**>(&acc.p), sizeof(LossAccumulator)),
-                "cudaMalloc (loss accumulator)");
-  }
-  cuda::check(cudaMemsetAsync(acc.p, 0, sizeof(LossAccumulator)), "cudaMemsetAsync");
-  softmax_xent<<<blocks_for(mb), kBlock>>>(logits, labels, mb, n, d_logits, grad_scale,
-                                           label_smoothing, acc.p);
-  launched("softmax_cross_entropy");
-  LossAccumulator host{};
-  cuda::check(cudaMemcpy(&host, acc.p, sizeof host, cudaMemcpyDeviceToHost),
-              "cudaMemcpy (loss)");
-  return {host.loss_sum, static_cast<int64_t>(host.correct)};
+  thread_local cuda::Buffer slot;  // one per host thread, allocated on first use and kept
+  if (slot.size() == 0) slot = cuda::Buffer(kLossSlotFloats);
+  queue_softmax_cross_entropy(logits, labels, mb, n, d_logits, grad_scale, label_smoothing,
+                              slot.data());
+  return read_loss(slot.data());
 }
 
 void sgd_update(float* w, const float* grad, float* buf, int64_t n, float lr, float wd, float mu,

@@ -295,9 +295,9 @@ void CudaInference::run() {
     timed_->launch();
     return;
   }
-  if (!plain_->captured() || plain_workspace_ != cudnn::workspace_address()) {
+  if (!plain_->captured() || plain_generation_ != cuda::scratch_generation()) {
+    plain_generation_ = cuda::scratch_generation();
     plain_->capture([this] { queue_pass(); });
-    plain_workspace_ = cudnn::workspace_address();
   }
   plain_->launch();
 }

@@ -42,6 +42,11 @@ namespace {
 void validate_cuda(const CnnTrainOptions& o) {
   (void)parse_cuda_conv_choice(o.algorithm, o.find_engines);
   (void)cudnn::checked_batchnorm_algorithm("--batchnorm", o.batchnorm);
+  if (parse_cuda_launch(o.launch) && o.profile_one_step) {
+    throw UsageError(
+        "--launch graph: --profile-one-step records each layer between eager launches (its "
+        "step is never a captured graph); leave one of the two out");
+  }
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
 }
@@ -207,7 +212,7 @@ struct Session {
     gpu = std::make_unique<CudaCnnTrainer>(
         graph, o.optimizer,
         CudaTrainOptions{o.algorithm, o.label_smoothing, o.deterministic, o.find_engines,
-                         o.batchnorm});
+                         o.batchnorm, o.launch});
     gpu->load_optimizer_state(trainer.optimizer().state(), trainer.optimizer().steps());
   }
   int64_t steps() { return gpu ? gpu->steps() : trainer.optimizer().steps(); }
@@ -411,6 +416,8 @@ nlohmann::json gpu_context(const CnnTrainOptions& o, const Session& s) {
   nlohmann::json last = {{"images", s.data.train.size() % o.batch_size}};
   if (s.gpu->short_batch() > 0) last["conv_algorithms"] = conv_algorithms(s, true);
   return {{"device", cuda::device_summary()},
+          {"launch", s.gpu->launch()},
+          {"graph_launches", s.gpu->graph_launches()},
           {"conv_algorithms", conv_algorithms(s, false)},
           {"short_last_batch", last}};
 }
@@ -456,6 +463,7 @@ nlohmann::json run_context(const CnnTrainOptions& o, const Session& s, int threa
       {"deterministic", o.deterministic},
       {"find_engines", o.find_engines},
       {"batchnorm", o.batchnorm},
+      {"launch", o.launch},
       {"resume", o.resume.string()},
       {"init_weights", o.init_weights.string()},
       {"device", s.gpu ? "cuda" : "cpu"},

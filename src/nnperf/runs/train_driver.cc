@@ -41,6 +41,7 @@ constexpr int64_t kDistinctBatches = 2;
 void validate_cuda(const TrainDriverOptions& o) {
   (void)parse_cuda_conv_choice(o.algorithm, o.find_engines);
   (void)cudnn::checked_batchnorm_algorithm("--batchnorm", o.batchnorm);
+  (void)parse_cuda_launch(o.launch);
   if (o.grad_accum_steps != 1) {
     throw UsageError("--grad-accum-steps: one micro-batch per step on the GPU so far");
   }
@@ -186,7 +187,7 @@ int64_t gpu_steps(const TrainDriverOptions& o, const ModelEntry& m, Graph& graph
   }
   CudaCnnTrainer trainer(
       graph, o.optimizer,
-      {o.algorithm, o.label_smoothing, o.deterministic, o.find_engines, o.batchnorm});
+      {o.algorithm, o.label_smoothing, o.deterministic, o.find_engines, o.batchnorm, o.launch});
   int64_t t0 = now_ns();
   for (int i = 0; i < o.warmup_iters + o.iters; ++i) {
     check_interrupt();
@@ -195,6 +196,8 @@ int64_t gpu_steps(const TrainDriverOptions& o, const ModelEntry& m, Graph& graph
     r.final_loss =
         trainer.step({xs[b].data(), static_cast<std::size_t>(xs[b].numel())}, ys[b]).mean_loss();
   }
+  r.launch = trainer.launch();
+  r.graph_launches = trainer.graph_launches();
   return t0;
 }
 

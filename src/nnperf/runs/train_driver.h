@@ -39,6 +39,7 @@ struct TrainDriverOptions {
   bool deterministic = false;
   bool find_engines = false;  // kCuda: find ranks cuDNN's graph-API engines too (CudaConvChoice)
   std::string batchnorm = "own";  // kCuda: BatchNorm's algorithm (cudnn::batchnorm_algorithms)
+  std::string launch = "eager";   // kCuda: "eager" or "graph" (CudaTrainOptions::launch)
   std::string label;
   std::filesystem::path log_dir = "logs";
   std::string command_line;
@@ -50,6 +51,9 @@ struct TrainDriverResult {
   int64_t images_processed = 0;
   double final_loss = 0;
   std::filesystem::path metrics_csv;
+  // kCuda: CudaCnnTrainer::launch() and the steps launched as its captured graph; "" on the CPU.
+  std::string launch;
+  int64_t graph_launches = 0;
 };
 
 // The 22 columns of run_train.py's logs/metrics.csv, in its order.

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -130,6 +131,16 @@ void require_cudnn_batchnorm(const Graph& graph) {
 
 }  // namespace
 
+bool parse_cuda_launch(const std::string& launch) {
+  if (launch != "graph" && launch != "eager") {
+    throw UsageError(fmt::format(
+        "--launch {}: expected graph (each full-batch step's forward, loss and backward as one "
+        "CUDA graph) or eager",
+        launch));
+  }
+  return launch == "graph";
+}
+
 CudaConvChoice parse_cuda_conv_choice(const std::string& algorithm, bool find_engines) {
   CudaConvChoice c = parse_passes(algorithm);
   if (find_engines && c.forward != "find" && c.backward_data != "find" &&
@@ -236,7 +247,8 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
       deterministic_(options.deterministic),
       choice_(parse_cuda_conv_choice(options.conv_algorithm, options.find_engines)),
       batchnorm_(cudnn::checked_batchnorm_algorithm("--batchnorm", options.batchnorm)),
-      cudnn_batchnorm_(batchnorm_ == "cudnn") {
+      cudnn_batchnorm_(batchnorm_ == "cudnn"),
+      graph_launch_(parse_cuda_launch(options.launch)) {
   const CudaConvChoice& choice = choice_;
   if (deterministic_ && (choice.forward == "find" || choice.backward_data == "find" ||
                          choice.backward_weights == "find")) {
@@ -262,6 +274,8 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
   mb_ = out[0];
   classes_ = out[1];
   labels_ = cuda::Buffer(static_cast<std::size_t>(mb_));
+  loss_slot_ = cuda::Buffer(cuda_kernels::kLossSlotFloats);
+  if (graph_launch_) step_graph_ = std::make_unique<cuda::CapturedWork>();
   nodes_.resize(static_cast<std::size_t>(graph.size()));
   nodes_[0] = std::make_unique<Node>();
   nodes_[0]->numel = graph.input_shape().numel();
@@ -269,6 +283,9 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
   nodes_[0]->planned = {nodes_[0]->numel, mb_, {}, {}, {}};
   nodes_[0]->out = cuda::Buffer(count(graph.input_shape()));
   for (int n = 1; n < graph.size(); ++n) plan_node(n);
+  for (const auto& m : nodes_) {
+    if (m->kind == Kind::kDropout && step_count_.size() == 0) step_count_ = cuda::Buffer(2);
+  }
   route_gradients();
   batch_ = mb_;
 }
@@ -285,8 +302,9 @@ std::unique_ptr<CudaCnnTrainer::ConvPlans> CudaCnnTrainer::plan_conv(Node& m, in
   auto r = std::make_unique<ConvPlans>();
   r->fwd = std::make_unique<cudnn::ConvForward>(
       p, std::span<const float>(c.weight().data(), count(c.weight().shape())));
-  cudnn::FindOptions find;  // 1 GiB of workspace at most; steps run eagerly
+  cudnn::FindOptions find;  // 1 GiB of workspace at most; candidates timed as the steps run
   find.engines = choice_.find_engines;
+  find.launch = graph_launch_ ? cudnn::Launch::kGraph : cudnn::Launch::kEager;
   r->alg_fwd = choose_cudnn_forward(*r->fwd, p, graph_.name(n), choice_.forward, false, x,
                                     m.out.data(), find)
                    .algorithm;
@@ -533,8 +551,10 @@ void CudaCnnTrainer::forward_node(int n, bool training) {
         cuda_kernels::copy(x, y, m.numel);
         break;
       }
-      cuda_kernels::dropout_forward(x, y, m.mask.data(), m.numel, m.keep, dropout_seed(n),
-                                    static_cast<uint64_t>(steps_ * m.planned.numel));
+      // Draws from steps_ * planned elements on, steps_ read from the device (step()).
+      cuda_kernels::dropout_forward(x, y, m.mask.data(), m.numel, m.keep, dropout_seed(n), 0,
+                                    reinterpret_cast<const uint64_t*>(step_count_.data()),
+                                    static_cast<uint64_t>(m.planned.numel));
       break;
   }
 }
@@ -650,6 +670,40 @@ void CudaCnnTrainer::update() {
   ++steps_;
 }
 
+void CudaCnnTrainer::queue_step(int64_t mb) {
+  mark(StepPhase::kForward, true);
+  forward(true);
+  mark(StepPhase::kForward, false);
+  mark(StepPhase::kLoss, true);
+  Node& last = *nodes_.back();
+  cuda_kernels::queue_softmax_cross_entropy(
+      last.out.data(), reinterpret_cast<const int32_t*>(labels_.data()), mb, classes_, last.grad_at,
+      1.0f / static_cast<float>(mb), label_smoothing_, loss_slot_.data());
+  mark(StepPhase::kLoss, false);
+  mark(StepPhase::kBackward, true);
+  backward();
+  mark(StepPhase::kBackward, false);
+}
+
+// CudaTrainOptions::launch: a full batch without hooks, once a first such step ran eagerly, is
+// launched as the captured graph (captured now when there is none, or scratch was reallocated
+// since); a refused capture leaves every later step eager.
+bool CudaCnnTrainer::graphed_step() {
+  if (!graph_launch_ || batch_ != mb_ || layer_hook_ != nullptr || step_hook_ != nullptr ||
+      !capture_failure_.empty() || ++full_steps_ == 1) {
+    return false;
+  }
+  if (step_graph_->captured() && graph_generation_ == cuda::scratch_generation()) return true;
+  graph_generation_ = cuda::scratch_generation();
+  try {
+    step_graph_->capture([this] { queue_step(mb_); });
+  } catch (const Error& e) {
+    capture_failure_ = e.what();
+    return false;
+  }
+  return true;
+}
+
 BatchResult CudaCnnTrainer::step(std::span<const float> x, std::span<const int32_t> labels) {
   const auto mb = static_cast<int64_t>(labels.size());
   const int64_t per_image = nodes_[0]->planned.numel / mb_;
@@ -664,27 +718,33 @@ BatchResult CudaCnnTrainer::step(std::span<const float> x, std::span<const int32
   label_bits_.assign(static_cast<std::size_t>(mb), 0.0f);  // int32 bit patterns in floats
   std::memcpy(label_bits_.data(), labels.data(), labels.size() * sizeof(int32_t));
   labels_.upload_prefix(label_bits_);
-  mark(StepPhase::kForward, true);
-  forward(true);
-  mark(StepPhase::kForward, false);
-  mark(StepPhase::kLoss, true);
-  Node& last = *nodes_.back();
-  const LossResult r = cuda_kernels::softmax_cross_entropy(
-      last.out.data(), reinterpret_cast<const int32_t*>(labels_.data()), mb, classes_, last.grad_at,
-      1.0f / static_cast<float>(mb), label_smoothing_);
-  mark(StepPhase::kLoss, false);
-  if (!std::isfinite(r.loss_sum)) {
-    throw DivergenceError(fmt::format("training diverged at step {}: loss is {} on the GPU",
-                                      steps_ + 1, r.loss_sum / static_cast<double>(mb)));
+  if (step_count_.size() > 0) {
+    std::array<float, 2> bits{};
+    const auto count = static_cast<uint64_t>(steps_);
+    std::memcpy(bits.data(), &count, sizeof count);
+    step_count_.upload(bits);
   }
-  mark(StepPhase::kBackward, true);
-  backward();
-  mark(StepPhase::kBackward, false);
+  if (graphed_step()) {
+    step_graph_->launch();
+    ++graph_launches_;
+  } else {
+    queue_step(mb);
+  }
   mark(StepPhase::kOptimizer, true);
   update();
   mark(StepPhase::kOptimizer, false);
   cuda::synchronize();
+  const LossResult r = cuda_kernels::read_loss(loss_slot_.data());
+  if (!std::isfinite(r.loss_sum)) {
+    throw DivergenceError(fmt::format("training diverged at step {}: loss is {} on the GPU", steps_,
+                                      r.loss_sum / static_cast<double>(mb)));
+  }
   return BatchResult{r.loss_sum, r.correct, mb};
+}
+
+std::string CudaCnnTrainer::launch() const {
+  if (!graph_launch_) return "eager";
+  return capture_failure_.empty() ? "graph" : "eager: " + capture_failure_;
 }
 
 // BatchNorm in evaluation: y = gamma (x - running mean) / sqrt(running var + eps) + beta as

@@ -9,7 +9,9 @@
 // backward-weights algorithms (guess, or find when asked) and the backward kernels of
 // kernels/cuda_kernels.h, with a node feeding several consumers getting their gradients summed,
 // as Graph does. Update: torch.optim's SGD (momentum, Nesterov, weight decay) or Adam, as the CPU
-// optimizer. One synchronisation per step (the loss comes back). Evaluation: BatchNorm on its
+// optimizer. One synchronisation per step, at its end (the loss comes back); with
+// `launch = "graph"` the forward, loss and backward of a full batch are one CUDA graph, captured
+// once and launched in one call (CudaTrainOptions::launch). Evaluation: BatchNorm on its
 // running statistics, Dropout off. Layers without GPU kernels are refused by name before anything
 // is allocated.
 #pragma once
@@ -54,6 +56,9 @@ struct CudaConvChoice {
 // Throws UsageError naming `--algorithm` and the pass's algorithms for an unknown name, or
 // `--engines` when find_engines is asked and no pass uses find.
 CudaConvChoice parse_cuda_conv_choice(const std::string& algorithm, bool find_engines = false);
+// --launch's value (CudaTrainOptions::launch): true for "graph", false for "eager", else
+// UsageError naming the flag.
+bool parse_cuda_launch(const std::string& launch);
 
 // How the GPU trainer runs a step, as `train --device cuda` gives it.
 struct CudaTrainOptions {
@@ -69,6 +74,16 @@ struct CudaTrainOptions {
   // statistics) or "cudnn" (cuDNN's, as PyTorch runs BatchNorm2d; UsageError before anything is
   // allocated where a layer's shape is beyond it).
   std::string batchnorm = "own";
+  // --launch: "eager" (each kernel and cuDNN call queued as the step runs) or "graph": a step of
+  // the planned batch queues its forward, loss and backward as one CUDA graph (cuda::CapturedWork),
+  // captured at the second such step (the first, eager, has grown every scratch buffer and loaded
+  // every kernel) and again whenever process-wide scratch was reallocated since
+  // (cuda::scratch_generation); what changes per step reaches the graph through device memory
+  // (the batch, its labels, Dropout's step count). The optimizer's update (its rate changes per
+  // step), an epoch's short last batch, evaluation and a step with hooks run eagerly. find then
+  // times its candidates as graphs (cudnn::Launch::kGraph). A capture CUDA refuses leaves the
+  // run eager, the reason in CudaCnnTrainer::launch().
+  std::string launch = "eager";
 };
 
 class CudaCnnTrainer {
@@ -84,7 +99,8 @@ class CudaCnnTrainer {
   CudaCnnTrainer& operator=(const CudaCnnTrainer&) = delete;
 
   // One step on n <= the planned batch of images ([n, C, H, W], host memory) and their labels in
-  // [0, classes); returns once the device has finished. A batch shorter than the planned one (an
+  // [0, classes); returns once the device has finished (the loss is read then, after the update).
+  // A batch shorter than the planned one (an
   // epoch's last) trains on its n images only: every kernel works on the buffers' first n images
   // (BatchNorm's statistics, the loss's mean over n), and the convolutions get cuDNN plans of
   // their own for that size, made at its first step as the constructor made the planned size's
@@ -132,6 +148,11 @@ class CudaCnnTrainer {
   const std::string& batchnorm() const { return batchnorm_; }
   std::string short_batch_algorithms(int node) const;
   int64_t short_batch() const { return short_mb_; }
+  // How the steps ran: "eager", "graph", or "eager: <why the capture failed>" after a
+  // refused capture (the steps from then on eager); graph_launches() counts the steps launched
+  // as the captured graph.
+  std::string launch() const;
+  int64_t graph_launches() const { return graph_launches_; }
 
  private:
   struct Node;
@@ -149,6 +170,8 @@ class CudaCnnTrainer {
   void batchnorm_forward(Node& m, const float* x, float* y, bool training);
   void batchnorm_backward(Node& m, const float* x, const float* dy, float* dx);
   void mark(StepPhase phase, bool begin);
+  void queue_step(int64_t mb);  // forward, loss and backward (the loss to loss_slot_)
+  bool graphed_step();          // whether this step launches the captured graph (see launch)
   void prepare_evaluation();
   void backward();
   void backward_node(int n);
@@ -172,7 +195,16 @@ class CudaCnnTrainer {
   std::vector<std::unique_ptr<Param>> params_;
   std::vector<cuda::Buffer> scratch_;  // fan-out edges' gradients (GradientRouting::scratch)
   std::vector<float> label_bits_;
-  cuda::Buffer labels_;  // int32 labels as float bit patterns
+  cuda::Buffer labels_;      // int32 labels as float bit patterns
+  cuda::Buffer loss_slot_;   // the step's loss sum and correct count (cuda_kernels::read_loss)
+  cuda::Buffer step_count_;  // steps_ as a uint64 for Dropout's draws (empty: no Dropout)
+  // --launch graph: the captured step, the scratch generation it saw, the full-batch steps seen,
+  // the launches, and why a capture failed ("" while none has).
+  bool graph_launch_ = false;
+  std::unique_ptr<cuda::CapturedWork> step_graph_;
+  uint64_t graph_generation_ = 0;
+  int64_t full_steps_ = 0, graph_launches_ = 0;
+  std::string capture_failure_;
 };
 
 }  // namespace nnperf

@@ -84,8 +84,7 @@ void require(const BatchNormShape& s) {
 // cuDNN's dx when the caller wants none: a device buffer the size of x, kept for the thread.
 float* scratch_dx(int64_t n) {
   thread_local cuda::Buffer buffer;
-  if (static_cast<int64_t>(buffer.size()) < n) buffer = cuda::Buffer(static_cast<std::size_t>(n));
-  return buffer.data();
+  return cuda::grow_scratch(buffer, static_cast<std::size_t>(n));
 }
 
 }  // namespace

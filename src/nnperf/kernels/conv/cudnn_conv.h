@@ -85,11 +85,10 @@ struct FindCacheStats {
 FindCacheStats find_cache_stats();
 
 // The workspace every ConvForward and ConvBackward of the process shares: grown now to at least
-// `bytes` (a plan's largest need, before a CUDA graph captures its convolutions), and its device
-// address (null before the first), which moves whenever a larger need regrows it: a graph
-// captured over the old one must be captured again.
+// `bytes` (a plan's largest need, before a CUDA graph captures its convolutions). It grows by
+// cuda::grow_scratch: a graph captured before a larger need regrew it sees
+// cuda::scratch_generation() moved and must be captured again.
 void reserve_workspace(std::size_t bytes);
-const void* workspace_address();
 
 // One problem on the device: descriptors and device tensors made once, then any algorithm run on
 // them. Throws Error naming cuDNN's status on a failed call; UsageError("--device cuda: ...")

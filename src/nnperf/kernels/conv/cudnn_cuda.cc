@@ -324,8 +324,7 @@ cuda::Buffer& shared_workspace() {
 
 cuda::Buffer& workspace_of_at_least(std::size_t bytes) {
   cuda::Buffer& w = shared_workspace();
-  if (w.size() * sizeof(float) < bytes)
-    w = cuda::Buffer((bytes + sizeof(float) - 1) / sizeof(float));
+  cuda::grow_scratch(w, (bytes + sizeof(float) - 1) / sizeof(float));
   return w;
 }
 
@@ -376,8 +375,6 @@ void reserve_workspace(std::size_t bytes) {
   usable();
   workspace_of_at_least(bytes);
 }
-
-const void* workspace_address() { return shared_workspace().data(); }
 
 struct ConvForward::Impl : Descriptors {
   void describe(const ConvProblem& problem, std::span<const float> weights);

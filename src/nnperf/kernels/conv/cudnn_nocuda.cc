@@ -23,7 +23,6 @@ namespace {
 
 std::string version() { return ""; }
 void reserve_workspace(std::size_t) { refuse(); }
-const void* workspace_address() { return nullptr; }
 
 struct ConvForward::Impl {};
 ConvForward::ConvForward(const ConvProblem&, std::span<const float>, std::span<const float>) {
