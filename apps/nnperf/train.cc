@@ -296,8 +296,8 @@ void add_driver_flags(CLI::App& sub, Flags& f) {
   sub.add_option("--launch", f.launch,
                  "CNNs with --device cuda: eager (each kernel queued as the step runs) or graph "
                  "(each full-batch step's forward, loss and backward captured once as a CUDA "
-                 "graph and launched in one call; the update and a short last batch stay eager; "
-                 "not with --profile-one-step)")
+                 "graph and launched in one call, a --profile-one-step step too; the update and a "
+                 "short last batch stay eager)")
       ->check(CLI::IsMember({"eager", "graph"}))
       ->capture_default_str();
   sub.add_option("--log-dir", f.log_dir, "Driver: metrics.csv goes here (appended)")

@@ -183,6 +183,31 @@ TEST(GpuCli, CnnOnTheGpuProfilesOneStepAndTracksTheCpu) {
   EXPECT_EQ(forward_rows, backward_rows);
   EXPECT_GT(forward_rows, 60);
   EXPECT_LE(forward_layers, one["phases_ms"]["forward"].get<double>() * 1.001);
+  EXPECT_EQ(one["launch"], "eager");
+  EXPECT_EQ(one["trainer_launch"], "eager");
+  // --launch graph: the recorded step captured with its event marks and launched as one graph;
+  // the same rows, the layers inside their phase.
+  const std::filesystem::path pg = dir.path() / "pg";
+  const auto graph_prof = run_nnperf(fmt::format(
+      "train --device cuda {} {} --limit-train 44 --profile-one-step --warmup-iters 6 --launch "
+      "graph --out-dir '{}'",
+      kTinyCnn, kGpuAlgorithms, pg.string()));
+  ASSERT_EQ(graph_prof.exit_code, 0) << graph_prof.err;
+  const auto onegraph = nlohmann::json::parse(test::read_text(pg / "one_step.json"));
+  EXPECT_EQ(onegraph["launch"], "graph");
+  EXPECT_EQ(onegraph["trainer_launch"], "graph");
+  const CsvTable glayers = read_csv(pg / "one_step_layers.csv");
+  EXPECT_EQ(glayers.rows.size(), layers.rows.size());
+  double graph_forward = 0;
+  for (std::size_t i = 0; i < glayers.rows.size(); ++i) {
+    if (glayers.cell(i, glayers.require("node")) == "-1") continue;
+    if (glayers.cell(i, glayers.require("phase")) != "forward") continue;
+    const double ms = glayers.number(i, glayers.require("ms"));
+    EXPECT_GE(ms, 0.0) << i;
+    graph_forward += ms;
+  }
+  EXPECT_GT(graph_forward, 0.0);
+  EXPECT_LE(graph_forward, onegraph["phases_ms"]["forward"].get<double>() * 1.001);
 
   const char* small = "--lr 0.001 --limit-train 44 --epochs 1";
   const auto gpu1 = run_nnperf(fmt::format("train --device cuda {} {} {} --step-log '{}' --out-dir '{}'",
@@ -236,8 +261,6 @@ TEST(GpuCli, CnnEpochTrainingRefusesWhatItCannotDoInOneLine) {
             "uses find for no pass"},
            {"--batchnorm cudnn", "--batchnorm cudnn: applies to --device cuda"},
            {"--launch graph", "--launch: applies to --device cuda"},
-           {"--device cuda --launch graph --profile-one-step",
-            "--launch graph: --profile-one-step records each layer between eager launches"},
            {"--device cuda --batchnorm fused",
             "--batchnorm fused: unknown BatchNorm algorithm; one of own, cudnn"},
            {"--iters 2 --device cuda --batchnorm fused",

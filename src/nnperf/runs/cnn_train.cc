@@ -42,11 +42,7 @@ namespace {
 void validate_cuda(const CnnTrainOptions& o) {
   (void)parse_cuda_conv_choice(o.algorithm, o.find_engines);
   (void)cudnn::checked_batchnorm_algorithm("--batchnorm", o.batchnorm);
-  if (parse_cuda_launch(o.launch) && o.profile_one_step) {
-    throw UsageError(
-        "--launch graph: --profile-one-step records each layer between eager launches (its "
-        "step is never a captured graph); leave one of the two out");
-  }
+  (void)parse_cuda_launch(o.launch);
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
 }
@@ -506,6 +502,7 @@ nlohmann::json profile_one_step(const CnnTrainOptions& o, Session& s, const fs::
     s.graph.set_hook(layer_hook);
     s.trainer.set_step_hook(step_hook);
   }
+  const int64_t graph_launches_before = s.gpu ? s.gpu->graph_launches() : 0;
   if (s.gpu) cuda::profiler_start();  // the window of `ncu --profile-from-start off`
   s.step(s.x, s.labels);
   if (s.gpu) {
@@ -515,8 +512,18 @@ nlohmann::json profile_one_step(const CnnTrainOptions& o, Session& s, const fs::
   s.graph.set_hook(nullptr);
   s.trainer.set_step_hook(nullptr);
   const nlohmann::json phases = write_one_step_profile(dir, s.graph, rec, context);
+  // How the recorded step ran on the GPU: "graph" when it was launched as one captured graph
+  // (its marks event-record nodes, its NVTX ranges around the capture), else "eager"; and the
+  // trainer's launch() (a refused capture's reason).
+  nlohmann::json launch = nullptr, trainer_launch = nullptr;
+  if (s.gpu) {
+    launch = s.gpu->graph_launches() > graph_launches_before ? "graph" : "eager";
+    trainer_launch = s.gpu->launch();
+  }
   write_json_atomic(dir / "one_step.json", {{"phases_ms", phases},
                                             {"clock", rec.clock()},
+                                            {"launch", launch},
+                                            {"trainer_launch", trainer_launch},
                                             {"nvtx_ranges", nvtx_available()},
                                             {"context", context}});
   return phases;

@@ -41,7 +41,7 @@ struct CnnTrainOptions {
   bool find_engines = false;   // --device cuda: find ranks cuDNN's graph-API engines too
   // --device cuda: BatchNorm's algorithm, one of cudnn::batchnorm_algorithms() ("own", "cudnn")
   std::string batchnorm = "own";
-  // --device cuda: "eager" or "graph" (CudaTrainOptions::launch; not with profile_one_step)
+  // --device cuda: "eager" or "graph" (CudaTrainOptions::launch; a profiled step too)
   std::string launch = "eager";
   int save_every = 0;               // epoch_NNN checkpoints every N epochs (0: none)
   std::filesystem::path resume;

@@ -275,7 +275,10 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
   classes_ = out[1];
   labels_ = cuda::Buffer(static_cast<std::size_t>(mb_));
   loss_slot_ = cuda::Buffer(cuda_kernels::kLossSlotFloats);
-  if (graph_launch_) step_graph_ = std::make_unique<cuda::CapturedWork>();
+  if (graph_launch_) {
+    step_graph_ = std::make_unique<cuda::CapturedWork>();
+    recorded_graph_ = std::make_unique<cuda::CapturedWork>();
+  }
   nodes_.resize(static_cast<std::size_t>(graph.size()));
   nodes_[0] = std::make_unique<Node>();
   nodes_[0]->numel = graph.input_shape().numel();
@@ -685,23 +688,30 @@ void CudaCnnTrainer::queue_step(int64_t mb) {
   mark(StepPhase::kBackward, false);
 }
 
-// CudaTrainOptions::launch: a full batch without hooks, once a first such step ran eagerly, is
-// launched as the captured graph (captured now when there is none, or scratch was reallocated
-// since); a refused capture leaves every later step eager.
-bool CudaCnnTrainer::graphed_step() {
-  if (!graph_launch_ || batch_ != mb_ || layer_hook_ != nullptr || step_hook_ != nullptr ||
-      !capture_failure_.empty() || ++full_steps_ == 1) {
-    return false;
+// CudaTrainOptions::launch: a full batch, once a first such step ran eagerly, is launched as the
+// captured graph (captured now when there is none, or scratch was reallocated since); a refused
+// capture leaves every later step eager. A step with hooks gets a capture of its own, made for it:
+// the hooks' timeline marks become event-record nodes (new events at each recorded step).
+cuda::CapturedWork* CudaCnnTrainer::step_graph() {
+  if (!graph_launch_ || batch_ != mb_ || !capture_failure_.empty() || ++full_steps_ == 1) {
+    return nullptr;
   }
-  if (step_graph_->captured() && graph_generation_ == cuda::scratch_generation()) return true;
-  graph_generation_ = cuda::scratch_generation();
+  const bool recorded = layer_hook_ != nullptr || step_hook_ != nullptr;
+  cuda::CapturedWork& g = recorded ? *recorded_graph_ : *step_graph_;
+  if (!recorded) {
+    if (g.captured() && graph_generation_ == cuda::scratch_generation()) return &g;
+    graph_generation_ = cuda::scratch_generation();
+  }
   try {
-    step_graph_->capture([this] { queue_step(mb_); });
+    g.capture([this] { queue_step(mb_); });
   } catch (const Error& e) {
+    // The hooks have seen the step once already (their marks inside the failed capture): an
+    // eager rerun would record it twice.
+    if (recorded) throw Error(fmt::format("--launch graph: the recorded step: {}", e.what()));
     capture_failure_ = e.what();
-    return false;
+    return nullptr;
   }
-  return true;
+  return &g;
 }
 
 BatchResult CudaCnnTrainer::step(std::span<const float> x, std::span<const int32_t> labels) {
@@ -724,8 +734,8 @@ BatchResult CudaCnnTrainer::step(std::span<const float> x, std::span<const int32
     std::memcpy(bits.data(), &count, sizeof count);
     step_count_.upload(bits);
   }
-  if (graphed_step()) {
-    step_graph_->launch();
+  if (cuda::CapturedWork* g = step_graph()) {
+    g->launch();
     ++graph_launches_;
   } else {
     queue_step(mb);

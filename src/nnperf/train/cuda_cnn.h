@@ -80,9 +80,11 @@ struct CudaTrainOptions {
   // every kernel) and again whenever process-wide scratch was reallocated since
   // (cuda::scratch_generation); what changes per step reaches the graph through device memory
   // (the batch, its labels, Dropout's step count). The optimizer's update (its rate changes per
-  // step), an epoch's short last batch, evaluation and a step with hooks run eagerly. find then
-  // times its candidates as graphs (cudnn::Launch::kGraph). A capture CUDA refuses leaves the
-  // run eager, the reason in CudaCnnTrainer::launch().
+  // step), an epoch's short last batch and evaluation run eagerly. A step with hooks (a recorded
+  // step, e.g. StepRecorder on CUDA events) is captured for itself with its hooks' timeline marks
+  // as event-record nodes (host-side hooks such as NVTX ranges then wrap its capture, not its
+  // run). find times its candidates as graphs (cudnn::Launch::kGraph). A capture CUDA refuses
+  // leaves the run eager, the reason in CudaCnnTrainer::launch(); for a recorded step it throws.
   std::string launch = "eager";
 };
 
@@ -135,7 +137,8 @@ class CudaCnnTrainer {
   std::vector<float> param_grad(std::size_t i) const;
   // Hooks around every node's forward and backward and around the step's four phases, called as
   // the work is queued (a recorder on the GPU's timeline, e.g. StepRecorder with CUDA events, and
-  // NVTX ranges; null: none). For a profiled step: each call costs an event record or more.
+  // NVTX ranges; null: none). For a profiled step: each call costs an event record or more. With
+  // launch "graph" a hooked full-batch step is captured with its hooks' calls and launched.
   void set_hooks(GraphHook* layers, StepHook* phases) {
     layer_hook_ = layers;
     step_hook_ = phases;
@@ -170,8 +173,8 @@ class CudaCnnTrainer {
   void batchnorm_forward(Node& m, const float* x, float* y, bool training);
   void batchnorm_backward(Node& m, const float* x, const float* dy, float* dx);
   void mark(StepPhase phase, bool begin);
-  void queue_step(int64_t mb);  // forward, loss and backward (the loss to loss_slot_)
-  bool graphed_step();          // whether this step launches the captured graph (see launch)
+  void queue_step(int64_t mb);       // forward, loss and backward (the loss to loss_slot_)
+  cuda::CapturedWork* step_graph();  // the graph this step launches (null: eager; launch())
   void prepare_evaluation();
   void backward();
   void backward_node(int n);
@@ -198,10 +201,11 @@ class CudaCnnTrainer {
   cuda::Buffer labels_;      // int32 labels as float bit patterns
   cuda::Buffer loss_slot_;   // the step's loss sum and correct count (cuda_kernels::read_loss)
   cuda::Buffer step_count_;  // steps_ as a uint64 for Dropout's draws (empty: no Dropout)
-  // --launch graph: the captured step, the scratch generation it saw, the full-batch steps seen,
-  // the launches, and why a capture failed ("" while none has).
+  // --launch graph: the captured step (and a recorded step's, with its hooks' marks), the scratch
+  // generation it saw, the full-batch steps seen, the launches, and why a capture failed ("" while
+  // none has).
   bool graph_launch_ = false;
-  std::unique_ptr<cuda::CapturedWork> step_graph_;
+  std::unique_ptr<cuda::CapturedWork> step_graph_, recorded_graph_;
   uint64_t graph_generation_ = 0;
   int64_t full_steps_ = 0, graph_launches_ = 0;
   std::string capture_failure_;
