@@ -163,9 +163,9 @@ stage_train() {
 }
 # CNN epoch training on the GPU on Fashion-MNIST (ResNet-18, batch 128, cuDNN's find, two
 # epochs, the first untimed), then PyTorch's on the same recipe (cudnn.benchmark, TF32 off, every
-# epoch's last batch of 96 trained on both sides), then ours again with --launch graph; then one ResNet-50 step at batch 32
-# profiled per layer by CUDA events (--profile-one-step), with our BatchNorm and with cuDNN's,
-# and PyTorch's step profiled per module the same way (train_layers_torch.py); each of ours beside
+# epoch's last batch of 96 trained on both sides), then ours again with --launch graph; then one
+# ResNet-50 step at batch 32 profiled per layer by CUDA events (--profile-one-step), with our
+# BatchNorm, with cuDNN's, and launched as one CUDA graph (--launch graph), and PyTorch's step profiled per module the same way (train_layers_torch.py); each of ours beside
 # it per layer kind (train_layers_table.py: train_layers_<ours>.md, a line in summary.txt).
 stage_cnn() {
   step "train resnet18 cuda epochs" "$out/cnn.log" "${nn[@]}" train --model resnet18 --device cuda --data "$data" --epochs 2 --warmup-epochs 1 --batch-size 128 --workers 4 --algorithm find --progress lines --no-tensorboard --out-dir "$out/cnn_cuda"
@@ -175,9 +175,10 @@ stage_cnn() {
   rm -f "$out/cnn_cuda"/*.ckpt  # 45 MB each: not carried back
   step "one step resnet50 cuda" "$out/cnn.log" "${nn[@]}" train --model resnet50 --device cuda --synthetic --input-size 224 --batch-size 32 --limit-train 128 --limit-test 32 --profile-one-step --warmup-iters 5 --algorithm find --progress lines --no-tensorboard --out-dir "$out/one_step_resnet50"
   step "one step resnet50 cuda cudnn-bn" "$out/cnn.log" "${nn[@]}" train --model resnet50 --device cuda --batchnorm cudnn --synthetic --input-size 224 --batch-size 32 --limit-train 128 --limit-test 32 --profile-one-step --warmup-iters 5 --algorithm find --progress lines --no-tensorboard --out-dir "$out/one_step_resnet50_cudnn_bn"
+  step "one step resnet50 cuda graph" "$out/cnn.log" "${nn[@]}" train --model resnet50 --device cuda --launch graph --synthetic --input-size 224 --batch-size 32 --limit-train 128 --limit-test 32 --profile-one-step --warmup-iters 5 --algorithm find --progress lines --no-tensorboard --out-dir "$out/one_step_resnet50_graph"
   step "torch one step resnet50 layers" "$out/cnn.log" python3 "$here/train_layers_torch.py" --model resnet50 --batch-size 32 --input-size 224 --device cuda --warmup-iters 5 --csv "$out/torch_layers_resnet50.csv" --json "$out/torch_layers_resnet50.json"
   local d
-  for d in one_step_resnet50 one_step_resnet50_cudnn_bn; do
+  for d in one_step_resnet50 one_step_resnet50_cudnn_bn one_step_resnet50_graph; do
     [ -s "$out/$d/one_step_layers.csv" ] && [ -s "$out/torch_layers_resnet50.csv" ] || continue
     python3 "$here/train_layers_table.py" "$out/$d/one_step_layers.csv" "$out/torch_layers_resnet50.csv" --torch-json "$out/torch_layers_resnet50.json" > "$out/train_layers_$d.md" 2>> "$out/cnn.log" &&
       tail -1 "$out/train_layers_$d.md" | sed "s/^/$d: /" >> "$out/summary.txt"
