@@ -148,5 +148,48 @@ TEST(CudaMlp, EvaluateMatchesTheCpuOnADataset) {
   EXPECT_NEAR(got.mean_loss(), want.mean_loss(), 1e-5 * want.mean_loss());
 }
 
+// The loss is read once, at the end of a step (after its update): a step whose loss is not finite
+// still throws DivergenceError naming itself and the updates before it. Logits of 1e38 overflow
+// float32's softmax on the first step; a rate of 1e30 drives a finite start to it later.
+TEST(CudaMlp, ANonFiniteLossEndsTheStepWithItsNumber) {
+  SKIP_WITHOUT_DEVICE();
+  const Tensor x = test::random_tensor(Shape{16, 37}, 5, -1.0f, 1.0f);
+  std::vector<int32_t> labels(16);
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % 7);
+  {
+    Graph g = make_mlp("ReLU", 4);
+    for (const Param& p : g.params()) p.value->fill(1e30f);
+    CudaMlpTrainer t(g, find_gemm("cublas"), OptimizerOptions{});
+    try {
+      (void)t.step(x, labels);
+      ADD_FAILURE() << "a non-finite loss was returned";
+    } catch (const DivergenceError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("training diverged at step 1: loss is ", 0), 0u)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("before any update"), std::string::npos) << e.what();
+    }
+  }
+  Graph g = make_mlp("ReLU", 4);
+  OptimizerOptions wild;
+  wild.lr = 1e30;
+  CudaMlpTrainer t(g, find_gemm("cublas"), wild);
+  int64_t failed_at = 0;
+  for (int i = 0; i < 20 && failed_at == 0; ++i) {
+    try {
+      (void)t.step(x, labels);
+    } catch (const DivergenceError& e) {
+      failed_at = t.steps();
+      EXPECT_NE(
+          std::string(e.what()).find(fmt::format("training diverged at step {}: ", failed_at)),
+          std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find(fmt::format("after {} updates", failed_at - 1)),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_GT(failed_at, 1);
+}
+
 }  // namespace
 }  // namespace nnperf

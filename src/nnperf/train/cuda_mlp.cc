@@ -62,6 +62,7 @@ CudaMlpTrainer::CudaMlpTrainer(Graph& graph, const GemmAlgorithm& gemm,
     throw UsageError(fmt::format("--optimizer {}: expected sgd or adam", opt_.name));
   }
   cuda::require("--device cuda");
+  loss_slot_ = cuda::Buffer(cuda_kernels::kLossSlotFloats);
   int64_t width = -1;
   for (int i = 1; i < graph.size(); ++i) {
     Layer& l = graph.layer(i);
@@ -184,19 +185,26 @@ void CudaMlpTrainer::run_forward() {
   }
 }
 
-BatchResult CudaMlpTrainer::loss(bool want_grad) {
+void CudaMlpTrainer::queue_loss(bool want_grad) {
   Node& last = nodes_.back();
-  const LossResult r = cuda_kernels::softmax_cross_entropy(
+  cuda_kernels::queue_softmax_cross_entropy(
       last.value.data(), reinterpret_cast<const int32_t*>(labels_.data()), mb_, classes_,
-      want_grad ? last.grad.data() : nullptr, 1.0f / static_cast<float>(mb_), label_smoothing_);
+      want_grad ? last.grad.data() : nullptr, 1.0f / static_cast<float>(mb_), label_smoothing_,
+      loss_slot_.data());
+}
+
+BatchResult CudaMlpTrainer::read_loss(int64_t step) const {
+  cuda::synchronize();
+  const LossResult r = cuda_kernels::read_loss(loss_slot_.data());
   if (!std::isfinite(r.loss_sum)) {
+    // The loss of step `step` came from the weights after step - 1 updates.
     throw DivergenceError(fmt::format(
         "{}: loss is {} on the GPU (non-finite logits or loss); {}",
-        want_grad ? fmt::format("training diverged at step {}", steps_ + 1) : "evaluation failed",
+        step > 0 ? fmt::format("training diverged at step {}", step) : "evaluation failed",
         r.loss_sum / static_cast<double>(mb_),
-        steps_ == 0 ? "before any update, so not the learning rate"
-                    : fmt::format("after {} updates: the learning rate ({}) is likely too high",
-                                  steps_, lr_)));
+        step <= 1 ? std::string("before any update, so not the learning rate")
+                  : fmt::format("after {} updates: the learning rate ({}) is likely too high",
+                                step - 1, lr_)));
   }
   return BatchResult{r.loss_sum, r.correct, mb_};
 }
@@ -252,11 +260,10 @@ void CudaMlpTrainer::update() {
 BatchResult CudaMlpTrainer::step(const Tensor& x, std::span<const int32_t> labels) {
   upload_batch(x, labels);
   run_forward();
-  const BatchResult r = loss(true);
+  queue_loss(true);
   run_backward();
   update();
-  cuda::synchronize();
-  return r;
+  return read_loss(steps_);
 }
 
 void CudaMlpTrainer::forward(const Tensor& x) {
@@ -269,7 +276,8 @@ void CudaMlpTrainer::forward(const Tensor& x) {
 BatchResult CudaMlpTrainer::evaluate(const Tensor& x, std::span<const int32_t> labels) {
   upload_batch(x, labels);
   run_forward();
-  return loss(false);
+  queue_loss(false);
+  return read_loss(0);
 }
 
 BatchResult CudaMlpTrainer::evaluate(const Dataset& data, int64_t batch_size) {

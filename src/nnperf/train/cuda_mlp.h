@@ -42,7 +42,8 @@ class CudaMlpTrainer {
   CudaMlpTrainer& operator=(const CudaMlpTrainer&) = delete;
 
   // One training step on x ([mb, features] or [mb, 1, H, W] with H*W = features) and labels in
-  // [0, classes). Throws DivergenceError, naming the step, when the loss is not finite.
+  // [0, classes), queued whole and synchronised once at its end, when the loss comes back.
+  // Throws DivergenceError, naming the step, when the loss is not finite (the update has run).
   BatchResult step(const Tensor& x, std::span<const int32_t> labels);
   // The forward pass alone (mlp-bench's forward timing); returns when it has finished.
   void forward(const Tensor& x);
@@ -70,7 +71,10 @@ class CudaMlpTrainer {
   void ensure_batch(int64_t mb);
   void upload_batch(const Tensor& x, std::span<const int32_t> labels);
   void run_forward();
-  BatchResult loss(bool want_grad);
+  void queue_loss(bool want_grad);  // into loss_slot_
+  // The queued loss, once the queued work has finished; DivergenceError when it is not finite
+  // (`step`: the 1-based step it came from, 0 in evaluation).
+  BatchResult read_loss(int64_t step) const;
   void run_backward();
   void update();
 
@@ -82,6 +86,7 @@ class CudaMlpTrainer {
   std::vector<Dense> dense_;
   std::vector<Node> nodes_;  // in forward order, Flatten dropped
   cuda::Buffer x_, labels_;  // labels_ holds int32 bit patterns
+  cuda::Buffer loss_slot_;   // cuda_kernels::kLossSlotFloats: the last loss queued
   std::vector<float> label_bits_;
   GraphHook* hook_ = nullptr;
 };
