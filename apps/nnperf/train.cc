@@ -293,11 +293,12 @@ void add_driver_flags(CLI::App& sub, Flags& f) {
                  "CNNs with --device cuda: BatchNorm's algorithm, own (nnperf's kernels, float64 "
                  "statistics) or cudnn (cuDNN's, as PyTorch runs BatchNorm2d)")
       ->capture_default_str();
-  sub.add_option("--launch", f.launch,
-                 "CNNs with --device cuda: eager (each kernel queued as the step runs) or graph "
-                 "(each full-batch step's forward, loss and backward captured once as a CUDA "
-                 "graph and launched in one call, a --profile-one-step step too; the update and a "
-                 "short last batch stay eager)")
+  sub.add_option(
+         "--launch", f.launch,
+         "CNNs with --device cuda: eager (each kernel queued as the step runs) or graph "
+         "(each full-batch step's forward, loss and backward captured once as a CUDA "
+         "graph and launched in one call, a --profile-one-step step and evaluation too; the "
+         "update and a short last batch stay eager)")
       ->check(CLI::IsMember({"eager", "graph"}))
       ->capture_default_str();
   sub.add_option("--log-dir", f.log_dir, "Driver: metrics.csv goes here (appended)")

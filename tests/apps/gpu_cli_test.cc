@@ -245,6 +245,7 @@ TEST(GpuCli, CnnOnTheGpuProfilesOneStepAndTracksTheCpu) {
   EXPECT_EQ(fr["context"]["launch"], "graph");
   EXPECT_EQ(fr["context"]["cuda"]["launch"], "graph");
   EXPECT_EQ(fr["context"]["cuda"]["graph_launches"], 4);
+  EXPECT_GE(fr["context"]["cuda"]["evaluation_graph_launches"], 1);
 }
 
 // Refused before any device, data or output folder, on every machine.

@@ -633,9 +633,10 @@ TEST(CudaCnnTrainer, CudnnBatchNormTrainsEveryLayerAsTheCpu) {
 // --launch graph: the steps of the planned batch launched as one captured CUDA graph give the
 // eager steps' results. Two trainers from the same weights and the same deterministic algorithms;
 // the rate changed at every step (the update stays eager and reads it); Dropout's masks drawn per
-// step through the device counter; an epoch's short batch (eager) between full ones. The loss
-// within 1e-12 of the eager one (its float64 sum adds rows atomically, in any order); the masks,
-// the last output and every parameter equal bit for bit (the same kernels on the same inputs).
+// step through the device counter; an epoch's short batch (eager) between full ones; then two
+// evaluations. The loss within 1e-12 of the eager one (its float64 sum adds rows atomically, in
+// any order); the masks, the last output, the evaluations' results and every parameter equal bit
+// for bit (the same kernels on the same inputs).
 void expect_graph_steps_equal_eager(const std::string& model, const Shape& input, int64_t short_n,
                                     const OptimizerOptions& opt) {
   SCOPED_TRACE(model);
@@ -676,6 +677,17 @@ void expect_graph_steps_equal_eager(const std::string& model, const Shape& input
     }
   }
   EXPECT_EQ(graphed.node_output(graph_graph.size() - 1), eager.node_output(graph_graph.size() - 1));
+  // Evaluation's forward pass as its own graph (captured at the first, launched at both), of a
+  // short batch and a full one: the eager trainer's logits, so the same loss and count.
+  for (const int64_t n : {short_n, input[0]}) {
+    const std::span<const float> xi = span_of(x).first(static_cast<std::size_t>(n * per_image));
+    const std::span<const int32_t> li = std::span(labels).first(static_cast<std::size_t>(n));
+    const BatchResult a = eager.evaluate(xi, li), b = graphed.evaluate(xi, li);
+    EXPECT_EQ(b.loss_sum, a.loss_sum) << n;
+    EXPECT_EQ(b.correct, a.correct) << n;
+  }
+  EXPECT_EQ(eager.evaluation_launches(), 0);
+  EXPECT_EQ(graphed.evaluation_launches(), 2);
   eager.download_params();
   graphed.download_params();
   const std::vector<Param> pa = eager_graph.params(), pb = graph_graph.params();

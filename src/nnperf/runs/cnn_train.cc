@@ -414,6 +414,7 @@ nlohmann::json gpu_context(const CnnTrainOptions& o, const Session& s) {
   return {{"device", cuda::device_summary()},
           {"launch", s.gpu->launch()},
           {"graph_launches", s.gpu->graph_launches()},
+          {"evaluation_graph_launches", s.gpu->evaluation_launches()},
           {"conv_algorithms", conv_algorithms(s, false)},
           {"short_last_batch", last}};
 }

@@ -278,6 +278,7 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
   if (graph_launch_) {
     step_graph_ = std::make_unique<cuda::CapturedWork>();
     recorded_graph_ = std::make_unique<cuda::CapturedWork>();
+    evaluation_graph_ = std::make_unique<cuda::CapturedWork>();
   }
   nodes_.resize(static_cast<std::size_t>(graph.size()));
   nodes_[0] = std::make_unique<Node>();
@@ -752,6 +753,27 @@ BatchResult CudaCnnTrainer::step(std::span<const float> x, std::span<const int32
   return BatchResult{r.loss_sum, r.correct, mb};
 }
 
+// CudaTrainOptions::launch: evaluation's forward pass (always at the planned batch) as a graph of
+// its own, captured at the first evaluation and again after scratch was reallocated; with hooks
+// or after a refused capture, eager.
+cuda::CapturedWork* CudaCnnTrainer::evaluation_graph() {
+  if (!graph_launch_ || !capture_failure_.empty() || layer_hook_ != nullptr ||
+      step_hook_ != nullptr) {
+    return nullptr;
+  }
+  if (evaluation_graph_->captured() && evaluation_generation_ == cuda::scratch_generation()) {
+    return evaluation_graph_.get();
+  }
+  evaluation_generation_ = cuda::scratch_generation();
+  try {
+    evaluation_graph_->capture([this] { forward(false); });
+  } catch (const Error& e) {
+    capture_failure_ = e.what();
+    return nullptr;
+  }
+  return evaluation_graph_.get();
+}
+
 std::string CudaCnnTrainer::launch() const {
   if (!graph_launch_) return "eager";
   return capture_failure_.empty() ? "graph" : "eager: " + capture_failure_;
@@ -794,7 +816,12 @@ BatchResult CudaCnnTrainer::evaluate(std::span<const float> x, std::span<const i
   eval_input_.resize(static_cast<std::size_t>(nodes_[0]->numel));
   std::copy(x.begin(), x.end(), eval_input_.begin());
   nodes_[0]->out.upload(eval_input_);
-  forward(false);
+  if (cuda::CapturedWork* g = evaluation_graph()) {
+    g->launch();
+    ++evaluation_launches_;
+  } else {
+    forward(false);
+  }
   const std::vector<float> logits = cuda::to_host(nodes_.back()->out);
   if (!all_finite(logits.data(), n * classes_)) {
     throw DivergenceError("evaluation failed: non-finite logits on the GPU");

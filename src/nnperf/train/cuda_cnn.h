@@ -80,11 +80,13 @@ struct CudaTrainOptions {
   // every kernel) and again whenever process-wide scratch was reallocated since
   // (cuda::scratch_generation); what changes per step reaches the graph through device memory
   // (the batch, its labels, Dropout's step count). The optimizer's update (its rate changes per
-  // step), an epoch's short last batch and evaluation run eagerly. A step with hooks (a recorded
-  // step, e.g. StepRecorder on CUDA events) is captured for itself with its hooks' timeline marks
-  // as event-record nodes (host-side hooks such as NVTX ranges then wrap its capture, not its
-  // run). find times its candidates as graphs (cudnn::Launch::kGraph). A capture CUDA refuses
-  // leaves the run eager, the reason in CudaCnnTrainer::launch(); for a recorded step it throws.
+  // step) and an epoch's short last batch run eagerly; evaluation's forward pass (always at the
+  // planned batch) is a graph of its own, captured at the first evaluation. A step with hooks (a
+  // recorded step, e.g. StepRecorder on CUDA events) is captured for itself with its hooks'
+  // timeline marks as event-record nodes (host-side hooks such as NVTX ranges then wrap its
+  // capture, not its run). find times its candidates as graphs (cudnn::Launch::kGraph). A capture
+  // CUDA refuses leaves the run eager, the reason in CudaCnnTrainer::launch(); for a recorded step
+  // it throws.
   std::string launch = "eager";
 };
 
@@ -153,9 +155,10 @@ class CudaCnnTrainer {
   int64_t short_batch() const { return short_mb_; }
   // How the steps ran: "eager", "graph", or "eager: <why the capture failed>" after a
   // refused capture (the steps from then on eager); graph_launches() counts the steps launched
-  // as the captured graph.
+  // as the captured graph, evaluation_launches() the evaluations launched as theirs.
   std::string launch() const;
   int64_t graph_launches() const { return graph_launches_; }
+  int64_t evaluation_launches() const { return evaluation_launches_; }
 
  private:
   struct Node;
@@ -175,6 +178,7 @@ class CudaCnnTrainer {
   void mark(StepPhase phase, bool begin);
   void queue_step(int64_t mb);       // forward, loss and backward (the loss to loss_slot_)
   cuda::CapturedWork* step_graph();  // the graph this step launches (null: eager; launch())
+  cuda::CapturedWork* evaluation_graph();  // the same for an evaluation's forward pass
   void prepare_evaluation();
   void backward();
   void backward_node(int n);
@@ -205,9 +209,10 @@ class CudaCnnTrainer {
   // generation it saw, the full-batch steps seen, the launches, and why a capture failed ("" while
   // none has).
   bool graph_launch_ = false;
-  std::unique_ptr<cuda::CapturedWork> step_graph_, recorded_graph_;
+  std::unique_ptr<cuda::CapturedWork> step_graph_, recorded_graph_, evaluation_graph_;
   uint64_t graph_generation_ = 0;
-  int64_t full_steps_ = 0, graph_launches_ = 0;
+  int64_t full_steps_ = 0, graph_launches_ = 0, evaluation_launches_ = 0;
+  uint64_t evaluation_generation_ = 0;
   std::string capture_failure_;
 };
 
