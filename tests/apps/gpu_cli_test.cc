@@ -150,64 +150,53 @@ TEST(GpuCli, CnnEpochTrainingOnTheGpuOrOneLineWhyNot) {
   }
 }
 
-// One GPU step profiled by CUDA events (every node's forward and backward, the four phases, the
-// layers of a phase inside it), and a GPU epoch beside the CPU's on the same 44 images (five
-// batches of 8 and a short one of 4) at a rate
-// small enough that the runs stay comparable (measured on an H200 at --lr 0.1: both diverged to
-// losses of 10^4, a factor of 3 apart; here two CPU algorithms, gemm and direct, part by 0.45% at
-// step 5 at --lr 0.001): the first step's loss (the same weights and batch) within 1e-4, the
-// short last step's and the epoch's within 3%.
-TEST(GpuCli, CnnOnTheGpuProfilesOneStepAndTracksTheCpu) {
-  if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
-  test::TempDir dir;
-  const std::filesystem::path p = dir.path() / "p";
+// One GPU step of the tiny CNN profiled into `out` (extra flags `launch`): the four phases timed,
+// every node both ways, the forward layers inside their phase, and one_step.json's `launch` (how
+// the recorded step ran) and `trainer_launch` both `want`. Returns the layer table's rows.
+std::size_t expect_one_step_profile(const std::filesystem::path& out, const std::string& launch,
+                                    const std::string& want) {
   const auto prof = run_nnperf(fmt::format(
-      "train --device cuda {} {} --limit-train 44 --profile-one-step --warmup-iters 6 "
+      "train --device cuda {} {} --limit-train 44 --profile-one-step --warmup-iters 6 {} "
       "--out-dir '{}'",
-      kTinyCnn, kGpuAlgorithms, p.string()));
-  ASSERT_EQ(prof.exit_code, 0) << prof.err;
-  const auto one = nlohmann::json::parse(test::read_text(p / "one_step.json"));
+      kTinyCnn, kGpuAlgorithms, launch, out.string()));
+  EXPECT_EQ(prof.exit_code, 0) << prof.err;
+  const auto one = nlohmann::json::parse(test::read_text(out / "one_step.json"));
   EXPECT_EQ(one["clock"], "cuda-events");
+  EXPECT_EQ(one["launch"], want);
+  EXPECT_EQ(one["trainer_launch"], want);
   for (const char* phase : {"forward", "loss", "backward", "optimizer"}) {
     EXPECT_GT(one["phases_ms"][phase].get<double>(), 0.0) << phase;
   }
-  const CsvTable layers = read_csv(p / "one_step_layers.csv");
+  const CsvTable layers = read_csv(out / "one_step_layers.csv");
   double forward_layers = 0;
   int forward_rows = 0, backward_rows = 0;
   for (std::size_t i = 0; i < layers.rows.size(); ++i) {
     if (layers.cell(i, layers.require("node")) == "-1") continue;
     const bool fwd = layers.cell(i, layers.require("phase")) == "forward";
     (fwd ? forward_rows : backward_rows) += 1;
+    EXPECT_GE(layers.number(i, layers.require("ms")), 0.0) << i;
     if (fwd) forward_layers += layers.number(i, layers.require("ms"));
   }
   EXPECT_EQ(forward_rows, backward_rows);
   EXPECT_GT(forward_rows, 60);
+  EXPECT_GT(forward_layers, 0.0);
   EXPECT_LE(forward_layers, one["phases_ms"]["forward"].get<double>() * 1.001);
-  EXPECT_EQ(one["launch"], "eager");
-  EXPECT_EQ(one["trainer_launch"], "eager");
-  // --launch graph: the recorded step captured with its event marks and launched as one graph;
-  // the same rows, the layers inside their phase.
-  const std::filesystem::path pg = dir.path() / "pg";
-  const auto graph_prof = run_nnperf(fmt::format(
-      "train --device cuda {} {} --limit-train 44 --profile-one-step --warmup-iters 6 --launch "
-      "graph --out-dir '{}'",
-      kTinyCnn, kGpuAlgorithms, pg.string()));
-  ASSERT_EQ(graph_prof.exit_code, 0) << graph_prof.err;
-  const auto onegraph = nlohmann::json::parse(test::read_text(pg / "one_step.json"));
-  EXPECT_EQ(onegraph["launch"], "graph");
-  EXPECT_EQ(onegraph["trainer_launch"], "graph");
-  const CsvTable glayers = read_csv(pg / "one_step_layers.csv");
-  EXPECT_EQ(glayers.rows.size(), layers.rows.size());
-  double graph_forward = 0;
-  for (std::size_t i = 0; i < glayers.rows.size(); ++i) {
-    if (glayers.cell(i, glayers.require("node")) == "-1") continue;
-    if (glayers.cell(i, glayers.require("phase")) != "forward") continue;
-    const double ms = glayers.number(i, glayers.require("ms"));
-    EXPECT_GE(ms, 0.0) << i;
-    graph_forward += ms;
-  }
-  EXPECT_GT(graph_forward, 0.0);
-  EXPECT_LE(graph_forward, onegraph["phases_ms"]["forward"].get<double>() * 1.001);
+  return layers.rows.size();
+}
+
+// One GPU step profiled by CUDA events (every node's forward and backward, the four phases, the
+// layers of a phase inside it; eager, then launched as a graph), and a GPU epoch beside the CPU's
+// on the same 44 images (five batches of 8 and a short one of 4) at a rate small enough that the
+// runs stay comparable (measured on an H200 at --lr 0.1: both diverged to losses of 10^4, a factor
+// of 3 apart; here two CPU algorithms, gemm and direct, part by 0.45% at step 5 at --lr 0.001):
+// the first step's loss (the same weights and batch) within 1e-4, the short last step's and the
+// epoch's within 3%; then the epoch with --launch graph against the eager one.
+TEST(GpuCli, CnnOnTheGpuProfilesOneStepAndTracksTheCpu) {
+  if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
+  test::TempDir dir;
+  const std::size_t rows = expect_one_step_profile(dir.path() / "p", "", "eager");
+  // --launch graph: the recorded step captured with its event marks and launched as one graph.
+  EXPECT_EQ(expect_one_step_profile(dir.path() / "pg", "--launch graph", "graph"), rows);
 
   const char* small = "--lr 0.001 --limit-train 44 --epochs 1";
   const auto gpu1 = run_nnperf(fmt::format("train --device cuda {} {} {} --step-log '{}' --out-dir '{}'",

@@ -716,35 +716,32 @@ TEST(CudaCnnTrainer, GraphLaunchedStepsEqualEagerSteps) {
   expect_graph_steps_equal_eager("densenet121", Shape{4, 3, 65, 65}, 3, sgd);
 }
 
-TEST(CudaCnnTrainer, LaunchIsCheckedBeforeAnything) {
-  EXPECT_TRUE(parse_cuda_launch("graph"));
-  EXPECT_FALSE(parse_cuda_launch("eager"));
+// A ResNet-18 trainer with options `o` is refused with `message` before anything is allocated
+// (so on every machine).
+void expect_refused_before_anything(const CudaTrainOptions& o, const std::string& message) {
   Graph g = built("resnet18", 5);
   plan_model(find_model("resnet18"), g, Shape{2, 3, 32, 32}, gpu_host_ctx());
   OptimizerOptions sgd;
   sgd.name = "sgd";
   try {
-    CudaCnnTrainer t(g, sgd, {.launch = "graphs"});
+    CudaCnnTrainer t(g, sgd, o);
     ADD_FAILURE() << "accepted";
   } catch (const UsageError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "--launch graphs: expected graph (each full-batch step's forward, loss and "
-              "backward as one CUDA graph) or eager");
+    EXPECT_EQ(std::string(e.what()), message);
   }
 }
 
+TEST(CudaCnnTrainer, LaunchIsCheckedBeforeAnything) {
+  EXPECT_TRUE(parse_cuda_launch("graph"));
+  EXPECT_FALSE(parse_cuda_launch("eager"));
+  expect_refused_before_anything({.launch = "graphs"},
+                                 "--launch graphs: expected graph (each full-batch step's "
+                                 "forward, loss and backward as one CUDA graph) or eager");
+}
+
 TEST(CudaCnnTrainer, BatchNormAlgorithmIsCheckedBeforeAnything) {
-  Graph g = built("resnet18", 5);
-  plan_model(find_model("resnet18"), g, Shape{2, 3, 32, 32}, gpu_host_ctx());
-  OptimizerOptions sgd;
-  sgd.name = "sgd";
-  try {
-    CudaCnnTrainer t(g, sgd, {.batchnorm = "fused"});
-    ADD_FAILURE() << "accepted";
-  } catch (const UsageError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "--batchnorm fused: unknown BatchNorm algorithm; one of own, cudnn");
-  }
+  expect_refused_before_anything(
+      {.batchnorm = "fused"}, "--batchnorm fused: unknown BatchNorm algorithm; one of own, cudnn");
 }
 
 TEST(CudaCnnTrainer, EnginesNeedAPassThatUsesFind) {
