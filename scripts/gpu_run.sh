@@ -147,7 +147,8 @@ stage_bn() {
 # engines among find's candidates (--engines, label gpu-engines), then ours with cuDNN's
 # BatchNorm (--batchnorm cudnn, PyTorch's for NCHW FP32; label gpu-cudnn-bn), then ours with each
 # full step's forward, loss and backward one captured CUDA graph (--launch graph, label gpu-graph;
-# with --engines too, gpu-graph-engines): ResNet-18 at batch 32 on 32x32 and ResNet-50 at batch
+# with --engines too, gpu-graph-engines) after PyTorch's whole-network capture of its step
+# (train_torch.py --cuda-graph): ResNet-18 at batch 32 on 32x32 and ResNet-50 at batch
 # 32 on 224x224. Each step's wall time in the log is the plan (find) time on top of the steps'.
 stage_train() {
   local cfg
@@ -157,6 +158,7 @@ stage_train() {
     step "torch train $1 b$2 s$3" "$out/train.log" python3 "$here/train_torch.py" --device cuda --cudnn-benchmark --model "$1" --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --num-classes 1000 --in-channels 3
     step "train --device cuda --engines $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --engines --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu-engines --log-dir "$out/train_logs"
     step "train --device cuda --batchnorm cudnn $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --batchnorm cudnn --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu-cudnn-bn --log-dir "$out/train_logs"
+    step "torch train --cuda-graph $1 b$2 s$3" "$out/train.log" python3 "$here/train_torch.py" --device cuda --cudnn-benchmark --cuda-graph --model "$1" --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --num-classes 1000 --in-channels 3
     step "train --device cuda --launch graph $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --launch graph --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu-graph --log-dir "$out/train_logs"
     step "train --device cuda --launch graph --engines $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --launch graph --engines --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu-graph-engines --log-dir "$out/train_logs"
   done

@@ -90,6 +90,11 @@ def parse_args(argv=None):
     ap.add_argument("--input-size", type=int, default=224)
     ap.add_argument("--in-channels", type=int, default=3)
     ap.add_argument("--num-classes", type=int, default=1000)
+    ap.add_argument("--cuda-graph", action="store_true",
+                    help="driver with --device cuda: the warm-up steps on a side stream, then one "
+                         "step (forward, loss, backward, SGD step) captured by torch.cuda.graph and "
+                         "replayed for each measured step (PyTorch's whole-network capture), as "
+                         "nnperf's train --launch graph")
     a = ap.parse_args(argv)
     if a.threads < 1 or a.batch_size < 1 or a.epochs < 1 or a.warmup < 0 or a.iters < 0:
         ap.error("--threads, --batch-size and --epochs must be >= 1; --warmup, --iters >= 0")
@@ -97,6 +102,9 @@ def parse_args(argv=None):
         ap.error("--save-state needs --stop-after-steps N >= 1")
     if a.iters > 0 and (a.dtype != "float32" or a.load_state or a.probe or a.stop_after_steps):
         ap.error("--dtype, --load-state, --probe and --stop-after-steps are for epoch mode")
+    if a.cuda_graph and (a.device != "cuda" or a.iters == 0 or a.warmup_iters < 1):
+        ap.error("--cuda-graph: the driver on --device cuda (--iters N) with --warmup-iters >= 1 "
+                 "(the optimizer's state and cuDNN's choices are made before the capture)")
     if a.device != "cpu" and (a.dtype != "float32" or a.probe or a.batchnorm_float64):
         ap.error("--device cuda: not with --dtype float64, --probe or --batchnorm-float64")
     return a
@@ -405,25 +413,65 @@ def run_driver(a, torch):
     xs = [torch.rand(a.batch_size, a.in_channels, a.input_size, a.input_size, generator=gen)
           for _ in range(2)]
     ys = [torch.randint(0, a.num_classes, (a.batch_size,), generator=gen) for _ in range(2)]
-    t0 = time.perf_counter()
-    for i in range(a.warmup_iters + a.iters):
-        if i == a.warmup_iters:
-            sync()
-            t0 = time.perf_counter()
-        x, y = xs[i % 2].to(dev), ys[i % 2].to(dev)  # uploaded every step, as nnperf's GPU driver
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        loss.item()  # one synchronisation per step, as nnperf's (its loss comes back)
-    sync()
-    sec = time.perf_counter() - t0
+    if a.cuda_graph:
+        sec = graphed_steps(a, torch, model, opt, xs, ys)
+    else:
+        t0 = time.perf_counter()
+        for i in range(a.warmup_iters + a.iters):
+            if i == a.warmup_iters:
+                sync()
+                t0 = time.perf_counter()
+            x, y = xs[i % 2].to(dev), ys[i % 2].to(dev)  # uploaded every step, as nnperf's driver
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            loss.item()  # one synchronisation per step, as nnperf's (its loss comes back)
+        sync()
+        sec = time.perf_counter() - t0
     ips = a.batch_size * a.iters / sec
     print(f"MEASURED_SEC={sec:.6f} IMGS_PER_SEC={ips:.2f} BATCH={a.batch_size} ARCH={a.model} "
           f"BACKEND={a.device}", flush=True)
     return {"record": {"model": a.model, "batch_size": a.batch_size, "input_size": a.input_size,
                        "warmup_iters": a.warmup_iters, "iters": a.iters, "measured_sec": sec,
-                       "sec_per_iter": sec / a.iters, "imgs_per_sec": ips, "device": a.device}}
+                       "sec_per_iter": sec / a.iters, "imgs_per_sec": ips, "device": a.device,
+                       "cuda_graph": a.cuda_graph}}
+
+
+def graphed_steps(a, torch, model, opt, xs, ys):
+    """PyTorch's whole-network capture (the CUDA graphs notes of its documentation): the warm-up
+    steps on a side stream (cudnn.benchmark's choices and SGD's momentum buffers made there), one
+    step captured, then each measured step a copy of its batch into the captured inputs, a
+    replay and the loss read back. Returns the measured steps' seconds."""
+    F = torch.nn.functional
+    dev = torch.device("cuda")
+    static_x = torch.empty_like(xs[0], device=dev)
+    static_y = torch.empty_like(ys[0], device=dev)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for i in range(a.warmup_iters):
+            static_x.copy_(xs[i % 2])
+            static_y.copy_(ys[i % 2])
+            opt.zero_grad(set_to_none=True)
+            F.cross_entropy(model(static_x), static_y).backward()
+            opt.step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)  # the gradients then live in the graph's own pool
+    with torch.cuda.graph(graph):
+        static_loss = F.cross_entropy(model(static_x), static_y)
+        static_loss.backward()
+        opt.step()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for i in range(a.warmup_iters, a.warmup_iters + a.iters):
+        static_x.copy_(xs[i % 2])  # uploaded every step, as nnperf's driver
+        static_y.copy_(ys[i % 2])
+        graph.replay()
+        static_loss.item()  # one synchronisation per step, as nnperf's
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0
 
 
 def batchnorm_float64(torch):
