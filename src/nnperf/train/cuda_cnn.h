@@ -104,12 +104,12 @@ class CudaCnnTrainer {
 
   // One step on n <= the planned batch of images ([n, C, H, W], host memory) and their labels in
   // [0, classes); returns once the device has finished (the loss is read then, after the update).
-  // A batch shorter than the planned one (an
-  // epoch's last) trains on its n images only: every kernel works on the buffers' first n images
-  // (BatchNorm's statistics, the loss's mean over n), and the convolutions get cuDNN plans of
-  // their own for that size, made at its first step as the constructor made the planned size's
-  // (the same --algorithm; find times cuDNN's algorithms again at that shape) and kept until a
-  // step of another short size. Throws DivergenceError when the loss is not finite.
+  // A batch shorter than the planned one (an epoch's last) trains on its n images only: every
+  // kernel works on the buffers' first n images (BatchNorm's statistics, the loss's mean over n),
+  // and the convolutions get cuDNN plans of their own for that size, made at its first step as
+  // the constructor made the planned size's (the same --algorithm; find times cuDNN's algorithms
+  // again at that shape) and kept until a step of another short size. Throws DivergenceError
+  // when the loss is not finite (the step's update has run).
   BatchResult step(std::span<const float> x, std::span<const int32_t> labels);
   // Evaluation on n <= the planned batch of images ([n, C, H, W], host memory): BatchNorm on its
   // running statistics; the loss (with the trainer's label smoothing) and accuracy computed on the
