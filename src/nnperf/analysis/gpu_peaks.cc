@@ -43,14 +43,15 @@ std::vector<double> probe_ms(const std::vector<Launch>& kernels) {
   return ms;
 }
 
-// `rounds` rounds; in each, every kernel runs reps[i] times back to back between two events.
+// `rounds` rounds; in each, every kernel (in round_order's order) runs reps[i] times back to back
+// between two events.
 std::vector<Timed> time_alternating(const std::vector<Launch>& kernels,
                                     const std::vector<int>& reps, int rounds) {
   const int n = static_cast<int>(kernels.size());
   auto timer = cuda::make_event_timer(n * rounds);
   for (int r = 0; r < rounds; ++r) {
     check_interrupt();
-    for (int i = 0; i < n; ++i) {
+    for (const int i : round_order(n, r)) {
       timer->begin(r * n + i);
       for (int k = 0; k < reps[static_cast<std::size_t>(i)]; ++k)
         kernels[static_cast<std::size_t>(i)]();

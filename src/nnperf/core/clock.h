@@ -3,11 +3,15 @@
 // resolved after the pass (IntervalTimer; the CUDA implementation is gpu/cuda.h's
 // make_event_timer), so no per-layer synchronisation is needed.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <numeric>
 #include <utility>
 #include <vector>
+
+#include "nnperf/core/rng.h"
 
 namespace nnperf {
 
@@ -62,17 +66,33 @@ class CpuIntervalTimer final : public IntervalTimer {
   std::vector<int64_t> start_, acc_ns_, n_;
 };
 
+// The order n pieces run in during round `round` of an alternating timing: round 0 in index
+// order, every later round a permutation of its own (Fisher-Yates on an Rng seeded by the round),
+// so that no piece always runs after the same one (the piece before can leave the caches, the
+// clocks or the GPU's queue in a state of its own, and a fixed order hands that to the same
+// successor every round). The same orders on every run.
+inline std::vector<int> round_order(int n, int round) {
+  std::vector<int> order(static_cast<std::size_t>(std::max(n, 0)));
+  std::iota(order.begin(), order.end(), 0);
+  if (round == 0) return order;
+  Rng rng(0x0A17E27A7E000000ull ^ static_cast<uint64_t>(round));
+  for (std::size_t i = order.size(); i > 1; --i) {
+    std::swap(order[i - 1], order[static_cast<std::size_t>(rng.below(i))]);
+  }
+  return order;
+}
+
 // Times n pieces of host work alternately (the CPU's twin of gpu/cuda.h's time_alternately):
-// `warmup` untimed rounds, then `rounds` timed ones, each calling run(0) .. run(n - 1) once under
-// the steady clock, `before_round` (when given: a Ctrl-C poll) first. Returns ms[piece][timed
-// round].
+// `warmup` untimed rounds, then `rounds` timed ones, each calling run(i) once for every piece in
+// round_order's order under the steady clock, `before_round` (when given: a Ctrl-C poll) first.
+// Returns ms[piece][timed round].
 inline std::vector<std::vector<double>> time_alternately_on_host(
     int n, const std::function<void(int)>& run, int warmup, int rounds,
     const std::function<void()>& before_round = {}) {
   std::vector<std::vector<double>> ms(static_cast<std::size_t>(n));
   for (int r = 0; r < warmup + rounds; ++r) {
     if (before_round) before_round();
-    for (int i = 0; i < n; ++i) {
+    for (const int i : round_order(n, r)) {
       const int64_t t0 = now_ns();
       run(i);
       if (r >= warmup)

@@ -163,7 +163,8 @@ class CapturedWork {
 
 // Times n pieces of work alternately as the GPU runs them: `queue(i)` queues piece i. With
 // `as_graph` each piece is captured once into a CUDA graph (CapturedWork) and launched, else
-// `queue` is called at each run. `warmup` untimed rounds, then `rounds` timed ones; each piece
+// `queue` is called at each run. `warmup` untimed rounds, then `rounds` timed ones, the pieces of
+// each in core/clock.h's round_order (a permutation of its own per round); each piece
 // sits between two CUDA events, read after each round (one synchronisation per round, none between
 // pieces); `after_round`, when given, runs after each round's read. Returns ms[piece][timed round].
 std::vector<std::vector<double>> time_alternately(int n, const std::function<void(int)>& queue,

@@ -322,7 +322,7 @@ std::vector<std::vector<double>> time_alternately(int n, const std::function<voi
   std::vector<double> sums;
   std::vector<int64_t> counts;
   for (int round = 0; round < warmup + rounds; ++round) {
-    for (int i = 0; i < n; ++i) {
+    for (const int i : round_order(n, round)) {
       timer.begin(i);
       if (as_graph) {
         graphs[static_cast<std::size_t>(i)]->launch();

@@ -144,15 +144,16 @@ std::unique_ptr<Planned> plan_row(const GemmAlgorithm* a, const GemmShape& s, co
   return p;
 }
 
-// Alternating rounds; each row's measured milliseconds into its `ms`. On the GPU every run is
-// bracketed by events (slot = round x row) and the whole set is read after one synchronisation.
+// Alternating rounds (the rows of each in round_order's order); each row's measured milliseconds
+// into its `ms`. On the GPU every run is bracketed by events (slot = round x row) and the whole
+// set is read after one synchronisation.
 void measure(std::vector<std::unique_ptr<Planned>>& planned, int warmup, int measured, bool gpu) {
   const int rounds = warmup + measured;
   const int n = static_cast<int>(planned.size());
   std::unique_ptr<IntervalTimer> timer = gpu ? cuda::make_event_timer(std::max(1, rounds * n)) : nullptr;
   for (int r = 0; r < rounds; ++r) {
     check_interrupt();
-    for (int i = 0; i < n; ++i) {
+    for (const int i : round_order(n, r)) {
       Planned& p = *planned[static_cast<std::size_t>(i)];
       if (gpu) {
         timer->begin(r * n + i);

@@ -178,8 +178,8 @@ struct Samples {
   double spent_sec = 0;
 };
 
-// Warm-up, then every session timed alternately (one iteration each per round); a session past
-// --max-seconds (with at least 3 samples) sits the remaining rounds out.
+// Warm-up, then every session timed alternately (one iteration each per round, in round_order's
+// order); a session past --max-seconds (with at least 3 samples) sits the remaining rounds out.
 std::vector<Samples> time_alternately(std::vector<std::unique_ptr<Session>>& sessions,
                                       const Batch& b, const MlpBenchOptions& o) {
   for (int r = 0; r < o.warmup; ++r) {
@@ -188,7 +188,8 @@ std::vector<Samples> time_alternately(std::vector<std::unique_ptr<Session>>& ses
   std::vector<Samples> out(sessions.size());
   for (int r = 0; r < o.measure; ++r) {
     bool any = false;
-    for (std::size_t i = 0; i < sessions.size(); ++i) {
+    for (const int k : round_order(static_cast<int>(sessions.size()), r)) {
+      const auto i = static_cast<std::size_t>(k);
       Samples& c = out[i];
       if (c.spent_sec > o.max_seconds_per_case && c.train_ms.size() >= 3) continue;
       any = true;
