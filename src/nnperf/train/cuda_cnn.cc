@@ -292,6 +292,23 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
   }
   route_gradients();
   batch_ = mb_;
+  reserve_workspace();
+}
+
+// cuDNN's shared workspace grown now to the largest need of the plans in use (the planned
+// batch's, and a short batch's once made), so that no convolution regrows it inside a step or an
+// evaluation being captured as a CUDA graph.
+void CudaCnnTrainer::reserve_workspace() {
+  std::size_t bytes = 0;
+  for (const auto& m : nodes_) {
+    for (const ConvPlans* p : {m->conv.get(), m->short_conv.get()}) {
+      if (p == nullptr) continue;
+      bytes = std::max({bytes, p->fwd->workspace_bytes(p->alg_fwd),
+                        p->bwd_data->workspace_bytes(p->alg_data),
+                        p->bwd_weights->workspace_bytes(p->alg_weights)});
+    }
+  }
+  cudnn::reserve_workspace(bytes);
 }
 
 CudaCnnTrainer::~CudaCnnTrainer() = default;
@@ -417,7 +434,10 @@ void CudaCnnTrainer::set_batch(int64_t mb) {
     if (mb != mb_ && mb != short_mb_) m.short_conv = plan_conv(m, static_cast<int>(n), mb);
     m.plans = mb == mb_ ? m.conv.get() : m.short_conv.get();
   }
-  if (mb != mb_) short_mb_ = mb;
+  if (mb != mb_ && mb != short_mb_) {
+    short_mb_ = mb;
+    reserve_workspace();
+  }
   batch_ = mb;
 }
 

@@ -168,6 +168,7 @@ class CudaCnnTrainer {
   std::unique_ptr<ConvPlans> plan_conv(Node& m, int n, int64_t mb);
   // Sizes every node's kernels for a batch of mb <= the planned one (see step()).
   void set_batch(int64_t mb);
+  void reserve_workspace();
   static std::vector<float> batch_part(const Node& m, cuda::Buffer Node::*buffer);
   static std::string describe(const ConvPlans* plans);
   void route_gradients();
