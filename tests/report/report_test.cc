@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "nnperf/core/error.h"
@@ -174,6 +176,50 @@ TEST_F(ReportFolder, KeepsAnotherJobsReportMd) {
   EXPECT_EQ(f.markdown, out / "nnperf_report.md");
   EXPECT_EQ(test::read_text(out / "report.md"), "# Activation study\n");
   EXPECT_TRUE(std::filesystem::exists(out / "report.html"));
+}
+
+// The training table says where each run ran: the CPU, or the GPU with how a CNN run's steps ran
+// (its run context's cuda.launch, find's engines, cuDNN's BatchNorm); an MLP run by its
+// hyperparameters' device.
+TEST(Report, TrainingRunsSayWhereAndHowTheyRan) {
+  test::TempDir dir;
+  const auto cnn = [](const nlohmann::json& context) {
+    return nlohmann::json{{"model", "resnet18"},
+                          {"epochs", 2},
+                          {"final_test_acc", 0.5},
+                          {"imgs_per_sec", 100.0},
+                          {"context", context}}
+        .dump();
+  };
+  std::filesystem::create_directories(dir / "a");
+  std::filesystem::create_directories(dir / "b");
+  std::filesystem::create_directories(dir / "c");
+  std::filesystem::create_directories(dir / "d");
+  write_file_atomic(dir / "a" / "final_results.json", cnn({{"device", "cpu"}}));
+  write_file_atomic(dir / "b" / "final_results.json", cnn({{"device", "cuda"},
+                                                           {"find_engines", true},
+                                                           {"batchnorm", "own"},
+                                                           {"cuda", {{"launch", "graph"}}}}));
+  write_file_atomic(dir / "c" / "final_results.json", cnn({{"device", "cuda"},
+                                                           {"find_engines", 3},
+                                                           {"batchnorm", "cudnn"},
+                                                           {"cuda", "not an object"}}));
+  write_file_atomic(
+      dir / "d" / "final_results.json",
+      R"({"activation": "ReLU", "hyperparameters": {"device": "cuda", "epochs": 3}})");
+  const ReportDocument d = build_report(dir.path());
+  const auto section =
+      std::find_if(d.sections.begin(), d.sections.end(),
+                   [](const ReportSection& s) { return s.title == "Training runs"; });
+  ASSERT_NE(section, d.sections.end());
+  const ReportTable& t = section->tables.at(0);
+  ASSERT_EQ(t.header.at(2), "device");
+  std::map<std::string, std::string> device;
+  for (const auto& row : t.rows) device[row.at(0)] = row.at(2);
+  EXPECT_EQ(device["a"], "cpu");
+  EXPECT_EQ(device["b"], "cuda (graph, engines)");
+  EXPECT_EQ(device["c"], "cuda (cuDNN BatchNorm)");  // no launch recorded; engines not a flag
+  EXPECT_EQ(device["d"], "cuda");
 }
 
 TEST(Report, RefusesWhatIsNotAResultsFolder) {

@@ -718,13 +718,30 @@ ReportSection complexity_section(const std::vector<fs::path>& files, const fs::p
 
 // MLP runs (usra-survey's final_results.json: activation, hyperparameters) and CNN runs
 // (model, context.recipe, best accuracy, data wait) in one table.
+// Where a training run ran: "cpu", or "cuda" with how a CNN run's GPU steps ran (its run context's
+// cuda.launch, and find's engines and cuDNN's BatchNorm when asked), e.g. "cuda (graph, engines)".
+std::string training_device(const nlohmann::json& final_results, bool cnn) {
+  const auto hp = final_results.find("hyperparameters");
+  if (!cnn) return hp != final_results.end() && hp->is_object() ? str(*hp, "device") : "";
+  const auto ctx = final_results.find("context");
+  if (ctx == final_results.end() || !ctx->is_object()) return "";
+  if (str(*ctx, "device") != "cuda") return str(*ctx, "device");
+  std::vector<std::string> how;
+  if (const auto cuda = ctx->find("cuda"); cuda != ctx->end() && cuda->is_object()) {
+    if (const std::string launch = str(*cuda, "launch"); !launch.empty()) how.push_back(launch);
+  }
+  if (str(*ctx, "find_engines") == "true") how.push_back("engines");
+  if (str(*ctx, "batchnorm") == "cudnn") how.push_back("cuDNN BatchNorm");
+  return how.empty() ? "cuda" : fmt::format("cuda ({})", fmt::join(how, ", "));
+}
+
 ReportSection training_section(const std::vector<fs::path>& files, const fs::path& root) {
   ReportSection s;
   s.title = "Training runs";
   ReportTable t;
-  t.header = {"run",           "model",     "batch",    "epochs",       "test accuracy",
+  t.header = {"run",           "model",     "device",   "batch",        "epochs",   "test accuracy",
               "best accuracy", "test loss", "images/s", "measured (s)", "data wait"};
-  t.numeric = {false, false, true, true, true, true, true, true, true, true};
+  t.numeric = {false, false, false, true, true, true, true, true, true, true, true};
   for (const fs::path& p : files) {
     const nlohmann::json j = read_json(p);
     const JsonPath at{p.string(), ""};
@@ -750,10 +767,11 @@ ReportSection training_section(const std::vector<fs::path>& files, const fs::pat
                                   : j.value("hyperparameters", nlohmann::json::object());
     const std::string model = cnn ? str(j, "model") : "mlp " + str(j, "activation");
     const std::string wait = cnn ? pct(num(j, "data_wait_fraction")) : "";
-    t.rows.push_back({rel(p.parent_path(), root), model, str(hp, "batch_size"),
-                      cnn ? str(j, "epochs") : str(hp, "epochs"), g4(num(j, "final_test_acc")),
-                      cnn ? g4(num(j, "best_test_acc")) : "", g4(num(j, "final_test_loss")),
-                      g4(num(j, "imgs_per_sec")), g4(num(j, "measured_sec")), wait});
+    t.rows.push_back({rel(p.parent_path(), root), model, training_device(j, cnn),
+                      str(hp, "batch_size"), cnn ? str(j, "epochs") : str(hp, "epochs"),
+                      g4(num(j, "final_test_acc")), cnn ? g4(num(j, "best_test_acc")) : "",
+                      g4(num(j, "final_test_loss")), g4(num(j, "imgs_per_sec")),
+                      g4(num(j, "measured_sec")), wait});
   }
   t.note =
       "images/s and measured seconds cover the training steps of the timed epochs only (no "
