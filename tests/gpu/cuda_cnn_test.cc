@@ -22,6 +22,7 @@
 #include "nnperf/core/rng.h"
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/models/registry.h"
+#include "nnperf/nn/add.h"
 #include "nnperf/nn/batchnorm.h"
 #include "nnperf/nn/conv2d.h"
 #include "nnperf/nn/dropout.h"
@@ -98,7 +99,8 @@ TEST(CudaCnnTrainer, TheMemoryCheckCountsOutputsGradientsParametersAndState) {
   g.add("flat", std::make_unique<Flatten>());
   g.add("fc", std::make_unique<Linear>(64, 10));
   g.plan(Shape{2, 3, 8, 8}, training_ctx());
-  const std::size_t outputs = 2 * (384 + 512 + 128 + 128 + 128 + 20) + 128 + 128;
+  // Every output; every gradient but the input's; the argmax and the mask.
+  const std::size_t outputs = 384 + 2 * (512 + 128 + 128 + 128 + 20) + 128 + 128;
   const std::size_t params = 112 + 650;
   OptimizerOptions o;
   o.name = "sgd";
@@ -108,6 +110,23 @@ TEST(CudaCnnTrainer, TheMemoryCheckCountsOutputsGradientsParametersAndState) {
   EXPECT_EQ(cuda_training_bytes(g, o), (outputs + 3 * params) * sizeof(float));
   o.name = "adam";
   EXPECT_EQ(cuda_training_bytes(g, o), (outputs + 4 * params) * sizeof(float));
+
+  // A residual Add: c2 feeds only the Add, so its gradient is the Add's (no buffer of its own);
+  // c1 feeds c2 and the Add and keeps one.
+  Graph r;
+  const int c1 = r.add("c1", std::make_unique<Conv2d>(3, 4, 3, 3, 1, 1), {Graph::kInput});
+  const int c2 = r.add("c2", std::make_unique<Conv2d>(4, 4, 3, 3, 1, 1), {c1});
+  r.add("sum", std::make_unique<Add>(), {c1, c2});
+  r.add("flat", std::make_unique<Flatten>());
+  r.add("fc", std::make_unique<Linear>(256, 10));
+  r.plan(Shape{2, 3, 8, 8}, training_ctx());
+  const std::size_t residual_outputs = 384 + 512 + 512 + 512 + 512 + 20;  // input .. fc
+  const std::size_t residual_grads = 512 + 512 + 512 + 20;                // c1, sum, flat, fc
+  const std::size_t residual_params = 112 + 148 + 2570;
+  o.name = "sgd";
+  o.momentum = 0.0;
+  EXPECT_EQ(cuda_training_bytes(r, o),
+            (residual_outputs + residual_grads + 2 * residual_params) * sizeof(float));
 }
 
 TEST(CudaCnnTrainer, WithoutADeviceItRefusesWithTheReason) {

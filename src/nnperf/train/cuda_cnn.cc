@@ -171,11 +171,14 @@ std::string cuda_training_unsupported(const Graph& graph) {
 
 std::size_t cuda_training_bytes(const Graph& graph, const OptimizerOptions& optimizer) {
   const std::size_t states = optimizer.name == "adam" ? 2 : (optimizer.momentum != 0.0 ? 1 : 0);
+  const GradientRouting routing = graph.gradient_routing();
   std::size_t floats = 0;
   for (int n = 0; n < graph.size(); ++n) {
     const auto numel = static_cast<std::size_t>(graph.output_shape(n).numel());
-    floats += 2 * numel;  // output and its gradient
+    floats += numel;  // the output
     if (n == 0) continue;
+    // Its gradient, unless it is kept in the buffer of the Add it feeds (GradientRouting::storage).
+    if (routing.storage[static_cast<std::size_t>(n)] == n) floats += numel;
     const Layer& l = graph.layer(n);
     const std::optional<Kind> kind = kind_of(l);
     if (kind == Kind::kMaxPool || kind == Kind::kDropout) floats += numel;  // argmax or mask
@@ -286,11 +289,21 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
   nodes_[0]->mb = mb_;
   nodes_[0]->planned = {nodes_[0]->numel, mb_, {}, {}, {}};
   nodes_[0]->out = cuda::Buffer(count(graph.input_shape()));
-  for (int n = 1; n < graph.size(); ++n) plan_node(n);
+  // Nodes first (a gradient buffer only where the routing keeps one), then the routing on them,
+  // then the convolutions' cuDNN plans, whose backward passes are chosen on those buffers.
+  const GradientRouting routing = graph.gradient_routing();
+  for (int n = 1; n < graph.size(); ++n)
+    plan_node(n, routing.storage[static_cast<std::size_t>(n)] == n);
   for (const auto& m : nodes_) {
     if (m->kind == Kind::kDropout && step_count_.size() == 0) step_count_ = cuda::Buffer(2);
   }
-  route_gradients();
+  route_gradients(routing);
+  for (int n = 1; n < graph.size(); ++n) {
+    Node& m = *nodes_[static_cast<std::size_t>(n)];
+    if (m.kind != Kind::kConv) continue;
+    m.conv = plan_conv(m, n, mb_);
+    m.plans = m.conv.get();
+  }
   batch_ = mb_;
   reserve_workspace();
 }
@@ -340,7 +353,7 @@ std::unique_ptr<CudaCnnTrainer::ConvPlans> CudaCnnTrainer::plan_conv(Node& m, in
   return r;
 }
 
-void CudaCnnTrainer::plan_node(int n) {
+void CudaCnnTrainer::plan_node(int n, bool owns_gradient) {
   auto node = std::make_unique<Node>();
   Node& m = *node;
   Layer& layer = graph_.layer(n);
@@ -350,7 +363,7 @@ void CudaCnnTrainer::plan_node(int n) {
   m.numel = shape.numel();
   m.mb = shape[0];
   m.out = cuda::Buffer(count(shape));
-  m.grad = cuda::Buffer(count(shape));
+  if (owns_gradient) m.grad = cuda::Buffer(count(shape));  // else route_gradients points it on
   m.grad_at = m.grad.data();
   m.grad_node = static_cast<std::size_t>(n);
   // Parameters in Graph::params() order (the CPU optimizer's).
@@ -370,8 +383,6 @@ void CudaCnnTrainer::plan_node(int n) {
     case Kind::kConv:
       m.shape = {shape[0], shape[1], shape[2] * shape[3]};
       if (!dynamic_cast<Conv2d&>(layer).has_bias()) m.b = nullptr;
-      m.conv = plan_conv(m, n, mb_);
-      m.plans = m.conv.get();
       break;
     case Kind::kBatchNorm: {
       m.bn = &dynamic_cast<BatchNorm2d&>(layer);
@@ -443,18 +454,16 @@ void CudaCnnTrainer::set_batch(int64_t mb) {
 
 // Graph's routing (Graph::gradient_routing) on device buffers: a node's first consumer in
 // backward order writes its gradient, later ones a shared scratch buffer added in after their
-// backward; the graph input gets none; an Add's gradient is its only-consumed inputs' too (their
-// own buffers released). Last node first, so that an Add's own storage is settled before its
-// inputs take it.
-void CudaCnnTrainer::route_gradients() {
-  const GradientRouting r = graph_.gradient_routing();
+// backward; the graph input gets none; an Add's gradient is its only-consumed inputs' too (they
+// were planned without a buffer of their own). Last node first, so that an Add's own storage is
+// settled before its inputs take it.
+void CudaCnnTrainer::route_gradients(const GradientRouting& r) {
   for (const Shape& shape : r.scratch) scratch_.emplace_back(count(shape));
   for (std::size_t j = nodes_.size(); j-- > 1;) {
     Node& m = *nodes_[j];
     if (const auto owner = static_cast<std::size_t>(r.storage[j]); owner != j) {
       m.grad_at = nodes_[owner]->grad_at;
       m.grad_node = owner;
-      m.grad = cuda::Buffer();
     }
   }
   for (std::size_t j = 1; j < nodes_.size(); ++j) {
@@ -472,8 +481,7 @@ void CudaCnnTrainer::route_gradients() {
       }
       float* t = scratch_[static_cast<std::size_t>(route)].data();
       m.d_src.push_back(t);
-      const auto n = static_cast<int64_t>(producer.grad.size());
-      m.accumulate.push_back({producer.grad_at, t, n, n});
+      m.accumulate.push_back({producer.grad_at, t, producer.planned.numel, producer.planned.numel});
     }
   }
 }

@@ -37,10 +37,12 @@ class Conv2d;
 std::string cuda_training_unsupported(const Graph& graph);
 
 // The device memory the GPU trainer allocates for `graph` (planned for training) before cuDNN's
-// workspace and the gradient scratch buffers of nodes with several consumers: every node's output
-// and gradient, max-pool argmax and dropout masks, and each parameter's value, gradient and
-// optimizer state (SGD with momentum: one buffer, Adam: two). The trainer refuses a plan that
-// needs more than is free before allocating. Computed without a device.
+// workspace and the gradient scratch buffers of nodes with several consumers: every node's output,
+// the gradients of the nodes that keep their own (not those whose gradient is the Add's they
+// feed: GradientRouting::storage; not the input's), max-pool argmax and dropout masks, and each
+// parameter's value, gradient and optimizer state (SGD with momentum: one buffer, Adam: two). The
+// trainer refuses a plan that needs more than is free before allocating. Computed without a
+// device.
 std::size_t cuda_training_bytes(const Graph& graph, const OptimizerOptions& optimizer);
 
 // The GPU trainer's convolution algorithms, as `--algorithm` gives them: guess, find (every pass
@@ -164,14 +166,14 @@ class CudaCnnTrainer {
   struct Node;
   struct Param;
   struct ConvPlans;
-  void plan_node(int n);
+  void plan_node(int n, bool owns_gradient);
   std::unique_ptr<ConvPlans> plan_conv(Node& m, int n, int64_t mb);
   // Sizes every node's kernels for a batch of mb <= the planned one (see step()).
   void set_batch(int64_t mb);
   void reserve_workspace();
   static std::vector<float> batch_part(const Node& m, cuda::Buffer Node::*buffer);
   static std::string describe(const ConvPlans* plans);
-  void route_gradients();
+  void route_gradients(const GradientRouting& routing);
   void forward(bool training);
   void forward_node(int n, bool training);
   void batchnorm_forward(Node& m, const float* x, float* y, bool training);
