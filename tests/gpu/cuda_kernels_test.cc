@@ -118,8 +118,11 @@ TEST(CudaKernels, SoftmaxCrossEntropyWithLabelSmoothing) {
     std::vector<float> lab_bits(labels.size());
     std::memcpy(lab_bits.data(), labels.data(), labels.size() * sizeof(int32_t));
     dlab.upload(lab_bits);
-    const LossResult got = cuda_kernels::softmax_cross_entropy(
-        dl.data(), reinterpret_cast<const int32_t*>(dlab.data()), mb, n, dd.data(), 1.0f / mb, s);
+    cuda::Buffer slot(cuda_kernels::kLossSlotFloats);
+    cuda_kernels::queue_softmax_cross_entropy(dl.data(),
+                                              reinterpret_cast<const int32_t*>(dlab.data()), mb, n,
+                                              dd.data(), 1.0f / mb, s, slot.data());
+    const LossResult got = cuda_kernels::read_loss(slot.data());
     const std::vector<float> d = to_host(dd);
     double loss = 0.0;
     int64_t correct = 0;
@@ -145,9 +148,9 @@ TEST(CudaKernels, SoftmaxCrossEntropyWithLabelSmoothing) {
     }
     EXPECT_NEAR(got.loss_sum, loss, 1e-9 * std::fabs(loss) + 1e-12) << "smoothing " << s;
     EXPECT_EQ(got.correct, correct);
-    // Queued into a slot of the caller's, captured into a CUDA graph and launched three times:
-    // each launch zeroes the slot first, so every read gives one batch's loss, not a running sum.
-    cuda::Buffer slot(cuda_kernels::kLossSlotFloats), dd2(logits.size());
+    // Captured into a CUDA graph and launched three times: each launch zeroes the slot first, so
+    // every read gives one batch's loss, not a running sum.
+    cuda::Buffer dd2(logits.size());
     cuda::CapturedWork step;
     step.capture([&] {
       cuda_kernels::queue_softmax_cross_entropy(dl.data(),

@@ -94,8 +94,9 @@ inline Buffer to_device(std::span<const float> host) {
 
 // Process-wide scratch (cuDNN's shared workspace, the kernels' per-thread scratch) grows through
 // grow_scratch, which counts every reallocation: a CUDA graph captured while a scratch buffer
-// had one address holds that address, so its owner captures again once scratch_generation()
-// has moved (an address comparison alone would miss a new buffer at the old address).
+// had one address holds that address, so it is stale once scratch_generation() has moved
+// (CapturedWork::current; an address comparison alone would miss a new buffer at the old
+// address).
 inline std::atomic<std::uint64_t>& scratch_generation_counter() {
   static std::atomic<std::uint64_t> generation{0};  // per-thread scratch grows on any thread
   return generation;
@@ -151,6 +152,9 @@ class CapturedWork {
   // capture: the stream is usable again, and the last capture is dropped).
   void capture(const std::function<void()>& queue);
   bool captured() const;
+  // Captured, and no process-wide scratch reallocated since the capture began (grow_scratch):
+  // the graph's addresses still hold. Owners capture again when it is not.
+  bool current() const;
   // Queues the captured work once (asynchronously). Throws Error when nothing is captured.
   void launch();
   // The nodes of the last capture (kernels, memsets, event records...).

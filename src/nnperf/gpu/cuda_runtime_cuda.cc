@@ -243,6 +243,7 @@ struct CapturedWork::State {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   std::size_t nodes = 0;
+  uint64_t generation = 0;  // scratch_generation() when the last capture began
   void drop() {
     if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
     if (graph != nullptr) (void)cudaGraphDestroy(graph);
@@ -259,6 +260,7 @@ CapturedWork::~CapturedWork() = default;
 void CapturedWork::capture(const std::function<void()>& queue) {
   require("CUDA graph capture");
   State& s = *state_;
+  s.generation = scratch_generation();  // a reallocation during the capture leaves it stale
   // Relaxed: a library's first-use allocation inside `queue` is allowed (it is not captured).
   check(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeRelaxed),
         "cudaStreamBeginCapture");
@@ -299,6 +301,10 @@ void CapturedWork::capture(const std::function<void()>& queue) {
 }
 
 bool CapturedWork::captured() const { return state_->exec != nullptr; }
+
+bool CapturedWork::current() const {
+  return captured() && state_->generation == scratch_generation();
+}
 
 void CapturedWork::launch() {
   if (state_->exec == nullptr) throw Error("CUDA graph: launch() before a capture");

@@ -40,6 +40,7 @@ CapturedWork::CapturedWork() = default;
 CapturedWork::~CapturedWork() = default;
 void CapturedWork::capture(const std::function<void()>&) { fail(); }
 bool CapturedWork::captured() const { return false; }
+bool CapturedWork::current() const { return false; }
 void CapturedWork::launch() { fail(); }
 std::size_t CapturedWork::nodes() const { return 0; }
 std::vector<std::vector<double>> time_alternately(int, const std::function<void(int)>&, bool, int,

@@ -28,10 +28,7 @@ void add_bias_rows(float* dst, const float* bias, int64_t mb, int64_t n, int64_t
 void sum_rows(const float* d_dst, float* d_bias, int64_t mb, int64_t n, int64_t ld);
 
 // softmax.h's softmax_cross_entropy on device logits and labels (labels in [0, n), checked by the
-// caller): waits for the result, which comes back to the host.
-LossResult softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t mb, int64_t n,
-                                 float* d_logits, float grad_scale, float label_smoothing);
-// The same queued only: the loss sum and the count of correct rows go to `slot`, device memory of
+// caller), queued: the loss sum and the count of correct rows go to `slot`, device memory of
 // kLossSlotFloats floats (cudaMalloc-aligned), zeroed first; read_loss waits for the queued work
 // and brings them back. Nothing synchronises in between, so a step's loss can be captured into a
 // CUDA graph and read once the whole step has run.

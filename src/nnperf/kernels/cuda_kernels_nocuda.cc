@@ -16,10 +16,6 @@ void activation_backward(const ActivationKernel&, const float*, const float*, co
 }
 void add_bias_rows(float*, const float*, int64_t, int64_t, int64_t) { fail(); }
 void sum_rows(const float*, float*, int64_t, int64_t, int64_t) { fail(); }
-LossResult softmax_cross_entropy(const float*, const int32_t*, int64_t, int64_t, float*, float,
-                                 float) {
-  fail();
-}
 void queue_softmax_cross_entropy(const float*, const int32_t*, int64_t, int64_t, float*, float,
                                  float, float*) {
   fail();

@@ -283,17 +283,6 @@ LossResult read_loss(const float* slot) {
   return {host.loss_sum, static_cast<int64_t>(host.correct)};
 }
 
-LossResult softmax_cross_entropy(const float* logits, const int32_t* labels, int64_t mb, int64_t n,
-                                 float* d_logits, float grad_scale, float label_smoothing) {
-  cuda::ensure_device();
-  if (mb <= 0) return {};
-  thread_local cuda::Buffer slot;  // one per host thread, allocated on first use and kept
-  if (slot.size() == 0) slot = cuda::Buffer(kLossSlotFloats);
-  queue_softmax_cross_entropy(logits, labels, mb, n, d_logits, grad_scale, label_smoothing,
-                              slot.data());
-  return read_loss(slot.data());
-}
-
 void sgd_update(float* w, const float* grad, float* buf, int64_t n, float lr, float wd, float mu,
                 float keep, bool nesterov) {
 

@@ -295,10 +295,7 @@ void CudaInference::run() {
     timed_->launch();
     return;
   }
-  if (!plain_->captured() || plain_generation_ != cuda::scratch_generation()) {
-    plain_generation_ = cuda::scratch_generation();
-    plain_->capture([this] { queue_pass(); });
-  }
+  if (!plain_->current()) plain_->capture([this] { queue_pass(); });
   plain_->launch();
 }
 

@@ -10,7 +10,6 @@
 // kernel are refused by name before anything is allocated.
 #pragma once
 #include <cstddef>
-#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -43,7 +42,7 @@ class CudaInference {
   // "find" (cudnnFindConvolutionForwardAlgorithmEx on this node's buffers, fastest first).
   // cuda_graph: each pass is launched as one CUDA graph (cuda::CapturedWork) instead of kernel
   // by kernel: captured at the first run() (again after process-wide scratch such as cuDNN's
-  // shared workspace was reallocated: cuda::scratch_generation),
+  // shared workspace was reallocated: cuda::CapturedWork::current),
   // and a timed run() captures its pass with the timeline's marks as event-record nodes, so the
   // nodes' times and the whole pass are both free of the host's launch gaps; find then ranks
   // cuDNN's candidates as graphs too (cudnn::Launch). find_engines: find's candidates include
@@ -96,7 +95,6 @@ class CudaInference {
   std::vector<int> marks_;  // per node: the index of the timeline mark that ends it
   bool cuda_graph_ = false, find_engines_ = false;
   std::unique_ptr<cuda::CapturedWork> plain_, timed_;  // the passes as graphs, untimed and timed
-  uint64_t plain_generation_ = 0;  // cuda::scratch_generation() when plain_ was captured
   std::size_t device_bytes_ = 0;
 };
 

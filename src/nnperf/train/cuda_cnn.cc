@@ -727,10 +727,7 @@ cuda::CapturedWork* CudaCnnTrainer::step_graph() {
   }
   const bool recorded = layer_hook_ != nullptr || step_hook_ != nullptr;
   cuda::CapturedWork& g = recorded ? *recorded_graph_ : *step_graph_;
-  if (!recorded) {
-    if (g.captured() && graph_generation_ == cuda::scratch_generation()) return &g;
-    graph_generation_ = cuda::scratch_generation();
-  }
+  if (!recorded && g.current()) return &g;
   try {
     g.capture([this] { queue_step(mb_); });
   } catch (const Error& e) {
@@ -789,10 +786,7 @@ cuda::CapturedWork* CudaCnnTrainer::evaluation_graph() {
       step_hook_ != nullptr) {
     return nullptr;
   }
-  if (evaluation_graph_->captured() && evaluation_generation_ == cuda::scratch_generation()) {
-    return evaluation_graph_.get();
-  }
-  evaluation_generation_ = cuda::scratch_generation();
+  if (evaluation_graph_->current()) return evaluation_graph_.get();
   try {
     evaluation_graph_->capture([this] { forward(false); });
   } catch (const Error& e) {

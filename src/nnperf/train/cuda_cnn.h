@@ -80,7 +80,7 @@ struct CudaTrainOptions {
   // the planned batch queues its forward, loss and backward as one CUDA graph (cuda::CapturedWork),
   // captured at the second such step (the first, eager, has grown every scratch buffer and loaded
   // every kernel) and again whenever process-wide scratch was reallocated since
-  // (cuda::scratch_generation); what changes per step reaches the graph through device memory
+  // (cuda::CapturedWork::current); what changes per step reaches the graph through device memory
   // (the batch, its labels, Dropout's step count). The optimizer's update (its rate changes per
   // step) and an epoch's short last batch run eagerly; evaluation's forward pass (always at the
   // planned batch) is a graph of its own, captured at the first evaluation. A step with hooks (a
@@ -208,14 +208,12 @@ class CudaCnnTrainer {
   cuda::Buffer labels_;      // int32 labels as float bit patterns
   cuda::Buffer loss_slot_;   // the step's loss sum and correct count (cuda_kernels::read_loss)
   cuda::Buffer step_count_;  // steps_ as a uint64 for Dropout's draws (empty: no Dropout)
-  // --launch graph: the captured step (and a recorded step's, with its hooks' marks), the scratch
-  // generation it saw, the full-batch steps seen, the launches, and why a capture failed ("" while
+  // --launch graph: the captured step (and a recorded step's, with its hooks' marks, and
+  // evaluation's), the full-batch steps seen, the launches, and why a capture failed ("" while
   // none has).
   bool graph_launch_ = false;
   std::unique_ptr<cuda::CapturedWork> step_graph_, recorded_graph_, evaluation_graph_;
-  uint64_t graph_generation_ = 0;
   int64_t full_steps_ = 0, graph_launches_ = 0, evaluation_launches_ = 0;
-  uint64_t evaluation_generation_ = 0;
   std::string capture_failure_;
 };
 

@@ -92,10 +92,8 @@ void triad(float* a, const float* b, const float* c, float s, int64_t n, int64_t
 #else
 #define NNPERF_UNROLL_LOOPS __attribute__((optimize("unroll-loops")))
 #endif
-NNPERF_UNROLL_LOOPS void stream_triad_f64_loop(double* a, const double* b,
-                                                                     const double* c, double s,
-                                                                     int64_t n, int64_t reps,
-                                                                     int threads) {
+NNPERF_UNROLL_LOOPS void stream_triad_f64_loop(double* a, const double* b, const double* c,
+                                               double s, int64_t n, int64_t reps, int threads) {
 #pragma omp parallel num_threads(threads)
   for (int64_t r = 0; r < reps; ++r) {
 #pragma omp for schedule(static) nowait
