@@ -45,8 +45,10 @@ const char* const kShapes[] = {
     "mb1ic6ih33oc8kh3ph2", "mb1ic3ih23oc8kh5ph2", "mb1ic3ih29oc4kh7sh2ph3",
     "mb1ic8ih15oc8kh3sh2ph1", "mb1ic8ih12oc8kh3ph2dh2", "mb1ic4ih11iw13oc6kh3kw5sw2ph1pw2dw2",
     "mb1ic5ih6iw40oc7kh3ph1", "mb1ic3ih40iw5oc4kh3ph1", "mb1ic4ih17oc5kh3sh3ph1",
-    // 1x1: plain GEMM, stride 2, reduction longer than a k block (256)
+    // 1x1: plain GEMM, stride 2, reduction longer than a k block (256); a batch of 7x7 maps
+    // that gemm puts two images to a GEMM (the last chunk one image)
     "mb2ic16ih14oc24kh1", "mb1ic24ih14oc16kh1sh2", "mb1ic300ih6oc10kh1", "mb1ic40ih7oc9kh3ph1",
+    "mb5ic12ih7oc20kh1",
     // groups, depthwise, channel multiplier
     "g2mb1ic8ih10oc6kh3ph1", "g4mb2ic8ih9oc12kh3ph1", "g16mb1ic16ih15oc16kh3ph1",
     "g12mb1ic12ih20oc12kh3sh2ph1", "g8mb1ic8ih9oc16kh3ph1", "g6mb1ic6ih13oc6kh5ph2",

@@ -3,7 +3,7 @@
 // one GEMM dst[ocg x N] = wei[ocg x K] * col[K x N] does all the arithmetic. Small maps (N < 256)
 // put several images' matrices side by side (conv_chunk_images) so the GEMM is wide rather than
 // a matrix-vector product. 1x1 stride-1 unpadded convolutions skip the unrolling one image at a
-// time: the input plane already is the K x N matrix.
+// time: the input plane already is the K x N matrix (they chunk only maps under 96 positions).
 // The GEMM is OpenBLAS's (kConvGemm below): on this machine it beats our `blocked` GEMM on these
 // shapes (measured in bench/conv_bench.cc; see the report of issue 3). With OpenBLAS's own pool at
 // one thread (CNN runs: core/threads.h) gemm_blas splits each product over args.threads OpenMP
@@ -124,7 +124,8 @@ int64_t conv_chunk_images(const ConvProblem& p) {
   constexpr int64_t kTargetColumns = 256;
   constexpr int64_t kMaxChunkBytes = int64_t{64} << 20;
   const int64_t n = p.oh() * p.ow(), k = p.icg() * p.kh * p.kw;
-  int64_t c = std::min(p.mb, conv_ceil_div(kTargetColumns, n));
+  const int64_t target = needs_no_im2col(p) ? kConvGemmFullColumns : kTargetColumns;
+  int64_t c = std::min(p.mb, conv_ceil_div(target, n));
   while (c > 1 && c * n * k * 4 > kMaxChunkBytes) c /= 2;
   return std::max<int64_t>(c, 1);
 }
