@@ -341,6 +341,9 @@ TEST(GpuCli, ProfileOnTheGpuOrOneLineWhyNot) {
     EXPECT_NE(j["timing"].get<std::string>().find("CUDA graph"), std::string::npos);
     EXPECT_GT(j["event_timer"]["empty_interval_ns"].get<double>(), 0.0);
     EXPECT_GT(j["event_timer"]["pair_cost_ns"].get<double>(), 0.0);
+    // Both event costs measured (each at least 0; the one-block figure is the one taken off).
+    EXPECT_GE(j["event_timer"]["layer_event_cost_ns"].get<double>(), 0.0);
+    EXPECT_GE(j["event_timer"]["layer_event_cost_full_device_ns"].get<double>(), 0.0);
     // Energy: where NVML reads the board, every size has its energy per inference.
     if (j["power"]["available"].get<bool>()) {
       std::istringstream overall(test::read_text(out / "resnet18_implicit_gemm_overall.csv"));

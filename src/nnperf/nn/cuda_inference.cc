@@ -330,16 +330,20 @@ std::vector<double> CudaInference::node_ms() {
   return ms;
 }
 
-double cuda_mark_cost_ms(bool cuda_graph) {
+double cuda_mark_cost_ms(bool cuda_graph, MarkKernels kernels) {
   cuda::require("CUDA event cost");
   constexpr int kKernels = 200, kRounds = 15;
-  constexpr int64_t kValues = 256;  // one block of cuda_kernels' launches
-  cuda::Buffer a = cuda::to_device(std::vector<float>(kValues, 1.0f));
-  cuda::Buffer y(kValues);
+  // cuda_kernels' launches: 256 threads a block, 4 floats a thread on aligned buffers (cudaMalloc's
+  // are), so 256 floats are one block and 2048 floats two.
+  const int64_t values = kernels == MarkKernels::kOneBlock
+                             ? 256
+                             : int64_t{2048} * cuda::device_properties().multiprocessors;
+  cuda::Buffer a = cuda::to_device(std::vector<float>(values, 1.0f));
+  cuda::Buffer y(values);
   const std::unique_ptr<Timeline> marks = cuda::make_event_timeline();
   const auto queue = [&](bool marked) {
     for (int k = 0; k < kKernels; ++k) {
-      cuda_kernels::add(a.data(), a.data(), y.data(), kValues);
+      cuda_kernels::add(a.data(), a.data(), y.data(), values);
       if (marked) marks->mark();
     }
   };

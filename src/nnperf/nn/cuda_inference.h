@@ -107,14 +107,18 @@ CudaNodeInfo choose_cudnn_forward(cudnn::ConvForward& conv, const ConvProblem& p
                                   const std::string& name, const std::string& asked, bool strict,
                                   const float* x, float* y, const cudnn::FindOptions& find);
 
+// The kernels cuda_mark_cost_ms puts the marks between: one block each, or two blocks per SM
+// (each a float4 addition over 2048 floats per SM), which fill the device as a real layer's do.
+enum class MarkKernels { kOneBlock, kFullDevice };
+
 // The device time one timeline mark adds between two kernels of a pass launched as
-// `cuda_graph` says (a graph of them, or kernel by kernel): 200 one-block kernels back to back
-// with and without a mark after each, alternated over 15 timed rounds after an untimed one,
-// (median with - median without) / 200, at least 0. Between two kernels an event also keeps the
-// next kernel from starting its launch while the last one runs, which is why a timed pass's
-// layers add up to more than an untimed pass (measured on an H200 at batch 1: 2-2.6 us per
-// layer, 1.3 us for two events alone).
-double cuda_mark_cost_ms(bool cuda_graph);
+// `cuda_graph` says (a graph of them, or kernel by kernel): 200 kernels back to back with and
+// without a mark after each, alternated over 15 timed rounds after an untimed one, (median with -
+// median without) / 200, at least 0. Between two kernels an event also keeps the next kernel
+// from starting its launch while the last one runs, which is why a timed pass's layers add up to
+// more than an untimed pass (measured on an H200 at batch 1 with one-block kernels: 2-2.6 us
+// per layer, 1.3 us for two events alone).
+double cuda_mark_cost_ms(bool cuda_graph, MarkKernels kernels = MarkKernels::kOneBlock);
 
 // "" when every node of `graph` has a GPU kernel, else the refusal naming the first that has not
 // (checked before anything touches a device, so also on machines without one).

@@ -82,6 +82,9 @@ struct Sweep {
   // --device cuda: the device time one layer's event adds (cuda_mark_cost_ms, measured once in
   // the sweep's launch mode), taken off each layer's time.
   double mark_cost_ms = 0;
+  // The same between kernels that fill the device (MarkKernels::kFullDevice): recorded in
+  // run.json beside it, not taken off.
+  double mark_cost_full_device_ms = 0;
   // One pass: a forward, or a training step (on the CPU; the GPU's passes are queued by
   // measure_whole_gpu and measure_layers_gpu).
   void run(const Tensor& x) {

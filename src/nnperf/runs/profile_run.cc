@@ -335,8 +335,9 @@ PowerOptions power_options(const ProfileOptions& o) {
   return po;
 }
 
-nlohmann::json run_record(const ProfileOptions& o, const nlohmann::json& setup,
-                          const ModelEntry& model, const PowerMonitor& power, double mark_cost_ms) {
+nlohmann::json run_record(const ProfileOptions& o, const nlohmann::json& setup, const Sweep& sw) {
+  const ModelEntry& model = sw.model;
+  const PowerMonitor& power = sw.power;
   nlohmann::json r = {
       {"job", "profile"},
       {"setup", setup},
@@ -380,12 +381,14 @@ nlohmann::json run_record(const ProfileOptions& o, const nlohmann::json& setup,
     r["event_timer"] = {
         {"empty_interval_ns", e.device_ms_empty_pair * 1e6},
         {"pair_cost_ns", e.host_us_per_pair * 1e3},
-        {"layer_event_cost_ns", mark_cost_ms * 1e6},
+        {"layer_event_cost_ns", sw.mark_cost_ms * 1e6},
+        {"layer_event_cost_full_device_ns", sw.mark_cost_full_device_ms * 1e6},
         {"note",
          "each layer records one event after its kernels; the device time such an event adds "
          "between two kernels (layer_event_cost_ns: 200 one-block kernels with and without an "
          "event after each, in this launch mode) is taken off every layer's time, floored at 0; "
-         "the whole-model passes record none"}};
+         "layer_event_cost_full_device_ns is the same between kernels of two blocks per SM, "
+         "recorded beside it and not taken off; the whole-model passes record none"}};
   }
   return r;
 }
@@ -547,9 +550,11 @@ ProfileResult run_profile(ProfileOptions o) {
   }
   const nlohmann::json setup = sweep_setup(o, model, threads);
   const std::set<int64_t> done = open_sweep_folder(o, setup, overall_path, layers_path);
-  if (o.device == Device::kCuda && o.layers) sw.mark_cost_ms = cuda_mark_cost_ms(o.cuda_graph);
-  write_run_json(o.output_dir, o.command_line,
-                 run_record(o, setup, model, sw.power, sw.mark_cost_ms));
+  if (o.device == Device::kCuda && o.layers) {
+    sw.mark_cost_ms = cuda_mark_cost_ms(o.cuda_graph);
+    sw.mark_cost_full_device_ms = cuda_mark_cost_ms(o.cuda_graph, MarkKernels::kFullDevice);
+  }
+  write_run_json(o.output_dir, o.command_line, run_record(o, setup, sw));
   SweepOutputs outputs(o, model.name, threads, overall_path, layers_path, stem);
 
   configure_sweep(sw, o, threads);
