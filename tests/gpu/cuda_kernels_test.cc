@@ -36,7 +36,7 @@ TEST(CudaKernels, WithoutADeviceEachEntryRefusesWithTheReason) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), cuda::unavailable_reason());
   }
-  EXPECT_THROW(cuda_kernels::sgd_update(&x, &x, nullptr, 1, 0.1f, 0.0f, 0.0f, 0.0f, false), Error);
+  EXPECT_THROW(cuda_kernels::update_table({}), Error);
 }
 
 class CudaActivation : public ::testing::TestWithParam<std::string> {};
@@ -167,38 +167,75 @@ TEST(CudaKernels, SoftmaxCrossEntropyWithLabelSmoothing) {
   }
 }
 
-TEST(CudaKernels, SgdAndAdamUpdatesFollowTorchOptim) {
+// Several tensors in one launch (sizes around the chunk: one element, a partial chunk, one just
+// over a chunk, an empty one), each element against torch.optim's rule in float64.
+TEST(CudaKernels, OneLaunchUpdatesFollowTorchOptim) {
   SKIP_WITHOUT_DEVICE();
-  const int64_t n = 1009;
-  const std::vector<float> w0 = test::random_vector(n, 4), g = test::random_vector(n, 5),
-                           b0 = test::random_vector(n, 6);
-  for (bool nesterov : {false, true}) {
-    cuda::Buffer dw = to_device(w0), dg = to_device(g), dbuf = to_device(b0);
-    const float lr = 0.1f, wd = 5e-4f, mu = 0.9f;
-    cuda_kernels::sgd_update(dw.data(), dg.data(), dbuf.data(), n, lr, wd, mu, mu, nesterov);
-    const std::vector<float> w = to_host(dw), buf = to_host(dbuf);
-    for (std::size_t j = 0; j < w.size(); ++j) {
-      const double gj = static_cast<double>(g[j]) + static_cast<double>(wd) * w0[j];
-      const double bj = static_cast<double>(mu) * b0[j] + gj;
-      const double wj = w0[j] - lr * (nesterov ? gj + mu * bj : bj);
-      ASSERT_NEAR(buf[j], bj, 4 * test::kEps * (std::fabs(bj) + 1));
-      ASSERT_NEAR(w[j], wj, 8 * test::kEps * (std::fabs(wj) + 1));
+  const std::vector<int64_t> sizes = {1009, 1, kUpdateChunk + 3, 0, 37};
+  struct Tensors {
+    std::vector<std::vector<float>> w0, g, s10, s20;
+    std::vector<cuda::Buffer> w, dg, s1, s2;
+  } t;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const int64_t n = sizes[i];
+    t.w0.push_back(test::random_vector(n, 4 + i));
+    t.g.push_back(test::random_vector(n, 20 + i));
+    t.s10.push_back(test::random_vector(n, 40 + i));
+    t.s20.push_back(test::random_vector(n, 60 + i, 0.0f, 1.0f));
+  }
+  // Fresh device copies and the table over them (s1 / s2 left out as asked).
+  const auto upload = [&](bool with_s1, bool with_s2) {
+    t.w.clear();
+    t.dg.clear();
+    t.s1.clear();
+    t.s2.clear();
+    std::vector<UpdateTensor> rows;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      t.w.push_back(to_device(t.w0[i]));
+      t.dg.push_back(to_device(t.g[i]));
+      t.s1.push_back(to_device(t.s10[i]));
+      t.s2.push_back(to_device(t.s20[i]));
+      rows.push_back({t.w.back().data(), t.dg.back().data(), with_s1 ? t.s1.back().data() : nullptr,
+                      with_s2 ? t.s2.back().data() : nullptr, sizes[i]});
+    }
+    return cuda_kernels::update_table(rows);
+  };
+  const float lr = 0.1f, wd = 5e-4f, mu = 0.9f;
+  for (int mode = 0; mode < 3; ++mode) {  // plain, momentum, nesterov
+    const bool momentum = mode > 0, nesterov = mode == 2;
+    const cuda_kernels::UpdateTable table = upload(momentum, false);
+    EXPECT_EQ(table.tensors, sizes.size());
+    cuda_kernels::multi_sgd_update(table, {lr, wd, momentum ? mu : 0.0f, mu, nesterov});
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      const std::vector<float> w = to_host(t.w[i]), buf = to_host(t.s1[i]);
+      for (std::size_t j = 0; j < w.size(); ++j) {
+        const double w0 = t.w0[i][j], gj = static_cast<double>(t.g[i][j]) + wd * w0;
+        const double bj = momentum ? mu * static_cast<double>(t.s10[i][j]) + gj : t.s10[i][j];
+        const double wj = w0 - lr * (!momentum ? gj : nesterov ? gj + mu * bj : bj);
+        ASSERT_NEAR(buf[j], bj, 4 * test::kEps * (std::fabs(bj) + 1)) << mode << " " << i;
+        ASSERT_NEAR(w[j], wj, 8 * test::kEps * (std::fabs(wj) + 1)) << mode << " " << i;
+      }
     }
   }
-  const std::vector<float> m0 = test::random_vector(n, 7);
-  std::vector<float> v0 = test::random_vector(n, 8, 0.0f, 1.0f);
+  // Momentum without buffers is refused before anything runs.
+  EXPECT_THROW(cuda_kernels::multi_sgd_update(upload(false, false), {lr, wd, mu, mu, false}),
+               Error);
+  EXPECT_THROW(cuda_kernels::multi_adam_update(upload(true, false), AdamCoefficients{}), Error);
+
   const AdamCoefficients c{0.9f, 0.1f, 0.999f, 0.001f, 1e-4f, 0.01f, 1.2f, 1e-8f};
-  cuda::Buffer dw = to_device(w0), dg = to_device(g), dm = to_device(m0), dv = to_device(v0);
-  cuda_kernels::adam_update(dw.data(), dg.data(), dm.data(), dv.data(), n, c);
-  const std::vector<float> w = to_host(dw), m = to_host(dm), v = to_host(dv);
-  for (std::size_t j = 0; j < w.size(); ++j) {
-    const double gj = static_cast<double>(g[j]) + static_cast<double>(c.weight_decay) * w0[j];
-    const double mj = c.beta1 * static_cast<double>(m0[j]) + c.one_minus_beta1 * gj;
-    const double vj = c.beta2 * static_cast<double>(v0[j]) + c.one_minus_beta2 * gj * gj;
-    const double wj = w0[j] - c.step_size * mj / (std::sqrt(vj) * c.inv_sqrt_bc2 + c.eps);
-    ASSERT_NEAR(m[j], mj, 4 * test::kEps * (std::fabs(mj) + 1));
-    ASSERT_NEAR(v[j], vj, 4 * test::kEps * (std::fabs(vj) + 1));
-    ASSERT_NEAR(w[j], wj, 16 * test::kEps * (std::fabs(wj) + 1));
+  cuda_kernels::multi_adam_update(upload(true, true), c);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const std::vector<float> w = to_host(t.w[i]), m = to_host(t.s1[i]), v = to_host(t.s2[i]);
+    for (std::size_t j = 0; j < w.size(); ++j) {
+      const double w0 = t.w0[i][j];
+      const double gj = static_cast<double>(t.g[i][j]) + static_cast<double>(c.weight_decay) * w0;
+      const double mj = c.beta1 * static_cast<double>(t.s10[i][j]) + c.one_minus_beta1 * gj;
+      const double vj = c.beta2 * static_cast<double>(t.s20[i][j]) + c.one_minus_beta2 * gj * gj;
+      const double wj = w0 - c.step_size * mj / (std::sqrt(vj) * c.inv_sqrt_bc2 + c.eps);
+      ASSERT_NEAR(m[j], mj, 4 * test::kEps * (std::fabs(mj) + 1)) << i;
+      ASSERT_NEAR(v[j], vj, 4 * test::kEps * (std::fabs(vj) + 1)) << i;
+      ASSERT_NEAR(w[j], wj, 16 * test::kEps * (std::fabs(wj) + 1)) << i;
+    }
   }
 }
 

@@ -8,10 +8,13 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
+#include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/activations.h"
 #include "nnperf/kernels/adam.h"
 #include "nnperf/kernels/batchnorm.h"
+#include "nnperf/kernels/multi_tensor_update.h"
 #include "nnperf/kernels/pool.h"
 #include "nnperf/kernels/softmax.h"
 
@@ -38,13 +41,23 @@ void queue_softmax_cross_entropy(const float* logits, const int32_t* labels, int
                                  float* slot);
 LossResult read_loss(const float* slot);
 
-// torch.optim.SGD's update (dampening 0): buf = keep * buf + g, g = grad + wd * w, then
-// w -= lr * (nesterov ? g + mu * buf : buf); without momentum (buf null) w -= lr * g.
-void sgd_update(float* w, const float* grad, float* buf, int64_t n, float lr, float wd, float mu,
-                float keep, bool nesterov);
-// torch.optim.Adam's update with the coefficients of train/optimizer.cc.
-void adam_update(float* w, const float* grad, float* m, float* v, int64_t n,
-                 const AdamCoefficients& c);
+// ---- the optimizers' update: every parameter tensor in one launch (multi_tensor_update.h) ----
+// The tensors and their chunks in device memory, uploaded once by update_table and launched over
+// at every step; made again when a tensor's buffers move (state allocated, a checkpoint loaded).
+struct UpdateTable {
+  cuda::Buffer rows;  // the UpdateTensor rows, then the UpdateChunk rows, as bytes
+  std::size_t tensors = 0;
+  int64_t blocks = 0;           // chunks: one block each
+  bool s1 = false, s2 = false;  // every tensor has that state buffer
+};
+// Throws Error naming the tensor when one with elements has no values or gradient.
+UpdateTable update_table(std::span<const UpdateTensor> tensors);
+// torch.optim.SGD's step (sgd_element) on every tensor of the table; with momentum the table's
+// tensors all need s1 (checked).
+void multi_sgd_update(const UpdateTable& table, const SgdCoefficients& c);
+// torch.optim.Adam's step (adam_element, the coefficients of train/optimizer.cc); the tensors
+// all need s1 and s2 (checked).
+void multi_adam_update(const UpdateTable& table, const AdamCoefficients& c);
 
 // ---- CNN inference (kernels/cnn_cuda.cu), one thread per output element ----
 // y[n][c][i] = x[n][c][i] * scale[c] + shift[c] (BatchNorm with its running statistics folded,

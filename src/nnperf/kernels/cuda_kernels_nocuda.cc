@@ -21,8 +21,9 @@ void queue_softmax_cross_entropy(const float*, const int32_t*, int64_t, int64_t,
   fail();
 }
 LossResult read_loss(const float*) { fail(); }
-void sgd_update(float*, const float*, float*, int64_t, float, float, float, float, bool) { fail(); }
-void adam_update(float*, const float*, float*, float*, int64_t, const AdamCoefficients&) { fail(); }
+UpdateTable update_table(std::span<const UpdateTensor>) { fail(); }
+void multi_sgd_update(const UpdateTable&, const SgdCoefficients&) { fail(); }
+void multi_adam_update(const UpdateTable&, const AdamCoefficients&) { fail(); }
 
 void channel_affine(const BatchNormShape&, const float*, const float*, const float*, float*) {
   fail();

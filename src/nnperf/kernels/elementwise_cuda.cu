@@ -1,15 +1,18 @@
 // The GPU kernels of kernels/cuda_kernels.h: one thread per element (grid-stride loops; four at a
-// time, as float4, for the activations on aligned arrays) for the activations, bias and optimizer
-// updates; one thread per row for softmax cross-entropy and per column for the bias gradient (the
-// MLP's rows are at most a few thousand wide). Plain CUDA math (erff, expf, expm1f, log1pf,
-// tanhf) without fast-math, so the CPU rows' tolerances apply.
+// time, as float4, for the activations on aligned arrays) for the activations and bias; one block
+// per chunk of a parameter tensor for the optimizers' update over all of them
+// (multi_tensor_update.h); one thread per row for softmax cross-entropy and per column for the
+// bias gradient (the MLP's rows are at most a few thousand wide). Plain CUDA math (erff, expf,
+// expm1f, log1pf, tanhf) without fast-math, so the CPU rows' tolerances apply.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/gpu/cuda_check.h"
@@ -207,30 +210,17 @@ __global__ void softmax_xent(const float* logits, const int32_t* labels, int64_t
   }
 }
 
-__global__ void sgd(float* w, const float* grad, float* buf, int64_t n, float lr, float wd,
-                    float mu, float keep, bool nesterov) {
-  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < n;
-       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float g = grad[j] + wd * w[j];
-    if (buf == nullptr) {
-      w[j] -= lr * g;
-      continue;
-    }
-    buf[j] = keep * buf[j] + g;
-    w[j] -= lr * (nesterov ? g + mu * buf[j] : buf[j]);
-  }
+__global__ void multi_sgd(const UpdateTensor* tensors, const UpdateChunk* chunks,
+                          SgdCoefficients c) {
+  walk_chunk(chunks[blockIdx.x], tensors, threadIdx.x, blockDim.x,
+             [&](const UpdateTensor& t, int64_t j) { sgd_element(t.w, t.grad, t.s1, j, c); });
 }
 
-__global__ void adam(float* w, const float* grad, float* m, float* v, int64_t n,
-                     AdamCoefficients c) {
-  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < n;
-       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float g = grad[j] + c.weight_decay * w[j];
-    m[j] = c.beta1 * m[j] + c.one_minus_beta1 * g;
-    v[j] = c.beta2 * v[j] + c.one_minus_beta2 * g * g;
-    const float denom = sqrtf(v[j]) * c.inv_sqrt_bc2 + c.eps;
-    w[j] -= c.step_size * m[j] / denom;
-  }
+__global__ void multi_adam(const UpdateTensor* tensors, const UpdateChunk* chunks,
+                           AdamCoefficients c) {
+  walk_chunk(
+      chunks[blockIdx.x], tensors, threadIdx.x, blockDim.x,
+      [&](const UpdateTensor& t, int64_t j) { adam_element(t.w, t.grad, t.s1, t.s2, j, c); });
 }
 
 using detail::blocks_for;
@@ -283,22 +273,68 @@ LossResult read_loss(const float* slot) {
   return {host.loss_sum, static_cast<int64_t>(host.correct)};
 }
 
-void sgd_update(float* w, const float* grad, float* buf, int64_t n, float lr, float wd, float mu,
-                float keep, bool nesterov) {
-
+UpdateTable update_table(std::span<const UpdateTensor> tensors) {
   cuda::ensure_device();
-  if (n <= 0) return;
-  sgd<<<blocks_for(n), kBlock>>>(w, grad, buf, n, lr, wd, mu, keep, nesterov);
-  launched("sgd_update");
+  std::vector<int64_t> sizes;
+  UpdateTable table;
+  table.tensors = tensors.size();
+  table.s1 = table.s2 = true;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const UpdateTensor& t = tensors[i];
+    if (t.n > 0 && (t.w == nullptr || t.grad == nullptr)) {
+      cuda::fail("update table: tensor " + std::to_string(i) + " of " + std::to_string(t.n) +
+                 " elements has no " + (t.w == nullptr ? "values" : "gradient"));
+    }
+    table.s1 = table.s1 && (t.n == 0 || t.s1 != nullptr);
+    table.s2 = table.s2 && (t.n == 0 || t.s2 != nullptr);
+    sizes.push_back(t.n);
+  }
+  const std::vector<UpdateChunk> chunks = update_chunks(sizes);
+  table.blocks = static_cast<int64_t>(chunks.size());
+  if (table.blocks >= int64_t{1} << 31) {
+    cuda::fail("update table: " + std::to_string(table.blocks) + " chunks, more than a grid holds");
+  }
+  static_assert(sizeof(UpdateTensor) % alignof(UpdateChunk) == 0);
+  const std::size_t head = tensors.size_bytes(), bytes = head + chunks.size() * sizeof(UpdateChunk);
+  std::vector<float> staging((bytes + sizeof(float) - 1) / sizeof(float));
+  if (!tensors.empty()) std::memcpy(staging.data(), tensors.data(), head);
+  if (!chunks.empty()) {
+    std::memcpy(reinterpret_cast<char*>(staging.data()) + head, chunks.data(),
+                chunks.size() * sizeof(UpdateChunk));
+  }
+  table.rows = cuda::to_device(staging);
+  return table;
 }
 
-void adam_update(float* w, const float* grad, float* m, float* v, int64_t n,
-                 const AdamCoefficients& c) {
+namespace {
 
+// The table's two arrays on the device.
+const UpdateTensor* tensor_rows(const UpdateTable& t) {
+  return reinterpret_cast<const UpdateTensor*>(t.rows.data());
+}
+const UpdateChunk* chunk_rows(const UpdateTable& t) {
+  return reinterpret_cast<const UpdateChunk*>(reinterpret_cast<const char*>(t.rows.data()) +
+                                              t.tensors * sizeof(UpdateTensor));
+}
+
+}  // namespace
+
+void multi_sgd_update(const UpdateTable& table, const SgdCoefficients& c) {
   cuda::ensure_device();
-  if (n <= 0) return;
-  adam<<<blocks_for(n), kBlock>>>(w, grad, m, v, n, c);
-  launched("adam_update");
+  if (c.momentum != 0.0f && !table.s1) cuda::fail("SGD with momentum: a tensor has no buffer");
+  if (table.blocks == 0) return;
+  multi_sgd<<<static_cast<unsigned>(table.blocks), kBlock>>>(tensor_rows(table), chunk_rows(table),
+                                                             c);
+  launched("multi_sgd_update");
+}
+
+void multi_adam_update(const UpdateTable& table, const AdamCoefficients& c) {
+  cuda::ensure_device();
+  if (!table.s1 || !table.s2) cuda::fail("Adam: a tensor has no moment buffers");
+  if (table.blocks == 0) return;
+  multi_adam<<<static_cast<unsigned>(table.blocks), kBlock>>>(tensor_rows(table), chunk_rows(table),
+                                                              c);
+  launched("multi_adam_update");
 }
 
 }  // namespace nnperf::cuda_kernels

@@ -675,29 +675,28 @@ void CudaCnnTrainer::mark(StepPhase phase, bool begin) {
 }
 
 void CudaCnnTrainer::update() {
-  const float wd = static_cast<float>(opt_.weight_decay);
   const float mu = static_cast<float>(opt_.momentum);
-  const bool adam = opt_.name == "adam";
-  const AdamCoefficients c = adam_coefficients(opt_, lr_, steps_ + 1);
-  for (const auto& p : params_) {
-    const auto n = static_cast<int64_t>(p->value.size());
-    if (adam) {
-      if (p->s1.size() == 0) {
-        p->s1 = cuda::to_device(std::vector<float>(p->value.size(), 0.0f));
-        p->s2 = cuda::to_device(std::vector<float>(p->value.size(), 0.0f));
-      }
-      cuda_kernels::adam_update(p->value.data(), p->grad.data(), p->s1.data(), p->s2.data(), n, c);
-    } else if (mu == 0.0f) {
-      cuda_kernels::sgd_update(p->value.data(), p->grad.data(), nullptr, n, lr_, wd, 0.0f, 0.0f,
-                               false);
-    } else {
-      // Zeros, not uninitialised memory: keep * buf with keep 0 must not meet a NaN pattern.
-      if (p->s1.size() == 0) p->s1 = cuda::to_device(std::vector<float>(p->value.size(), 0.0f));
-      // torch.optim.SGD (dampening 0): the buffer is the gradient on the first step.
-      const float keep = steps_ == 0 ? 0.0f : mu;
-      cuda_kernels::sgd_update(p->value.data(), p->grad.data(), p->s1.data(), n, lr_, wd, mu, keep,
-                               opt_.nesterov);
+  const bool adam = opt_.name == "adam", momentum = !adam && mu != 0.0f;
+  if (!update_table_) {
+    // Zeros, not uninitialised memory: keep * buf with keep 0 must not meet a NaN pattern.
+    const auto zeros = [](const cuda::Buffer& like) {
+      return cuda::to_device(std::vector<float>(like.size(), 0.0f));
+    };
+    std::vector<UpdateTensor> rows;
+    for (const auto& p : params_) {
+      if ((adam || momentum) && p->s1.size() == 0) p->s1 = zeros(p->value);
+      if (adam && p->s2.size() == 0) p->s2 = zeros(p->value);
+      rows.push_back({p->value.data(), p->grad.data(), adam || momentum ? p->s1.data() : nullptr,
+                      adam ? p->s2.data() : nullptr, static_cast<int64_t>(p->value.size())});
     }
+    update_table_ = std::make_unique<cuda_kernels::UpdateTable>(cuda_kernels::update_table(rows));
+  }
+  if (adam) {
+    cuda_kernels::multi_adam_update(*update_table_, adam_coefficients(opt_, lr_, steps_ + 1));
+  } else {
+    // torch.optim.SGD (dampening 0): the buffer is the gradient on the first step.
+    cuda_kernels::multi_sgd_update(*update_table_, {lr_, static_cast<float>(opt_.weight_decay), mu,
+                                                    steps_ == 0 ? 0.0f : mu, opt_.nesterov});
   }
   ++steps_;
 }
@@ -874,6 +873,7 @@ std::vector<std::pair<std::string, Tensor>> CudaCnnTrainer::optimizer_state() co
 void CudaCnnTrainer::load_optimizer_state(
     const std::vector<std::pair<std::string, const Tensor*>>& state, int64_t steps) {
   NNPERF_CHECK(steps >= 0, "step count {}", steps);
+  update_table_.reset();  // the state buffers below are new
   for (const auto& [name, t] : state) {
     const std::size_t dot = name.rfind('.');
     const std::string kind = name.substr(0, dot);

@@ -30,6 +30,10 @@
 
 namespace nnperf {
 
+namespace cuda_kernels {
+struct UpdateTable;
+}
+
 class Conv2d;
 
 // "" when every node of `graph` can be trained on the GPU, else the refusal naming the first
@@ -82,13 +86,13 @@ struct CudaTrainOptions {
   // every kernel) and again whenever process-wide scratch was reallocated since
   // (cuda::CapturedWork::current); what changes per step reaches the graph through device memory
   // (the batch, its labels, Dropout's step count). The optimizer's update (its rate changes per
-  // step) and an epoch's short last batch run eagerly; evaluation's forward pass (always at the
-  // planned batch) is a graph of its own, captured at the first evaluation. A step with hooks (a
-  // recorded step, e.g. StepRecorder on CUDA events) is captured for itself with its hooks'
-  // timeline marks as event-record nodes (host-side hooks such as NVTX ranges then wrap its
-  // capture, not its run). find times its candidates as graphs (cudnn::Launch::kGraph). A capture
-  // CUDA refuses leaves the run eager, the reason in CudaCnnTrainer::launch(); for a recorded step
-  // it throws.
+  // step; one launch over every parameter) and an epoch's short last batch run eagerly;
+  // evaluation's forward pass (always at the planned batch) is a graph of its own, captured at the
+  // first evaluation. A step with hooks (a recorded step, e.g. StepRecorder on CUDA events) is
+  // captured for itself with its hooks' timeline marks as event-record nodes (host-side hooks such
+  // as NVTX ranges then wrap its capture, not its run). find times its candidates as graphs
+  // (cudnn::Launch::kGraph). A capture CUDA refuses leaves the run eager, the reason in
+  // CudaCnnTrainer::launch(); for a recorded step it throws.
   std::string launch = "eager";
 };
 
@@ -185,6 +189,8 @@ class CudaCnnTrainer {
   void prepare_evaluation();
   void backward();
   void backward_node(int n);
+  // One launch over every parameter (cuda_kernels::multi_*_update); the first after planning or
+  // a loaded state allocates what state is missing and uploads the table.
   void update();
 
   Graph& graph_;
@@ -203,6 +209,7 @@ class CudaCnnTrainer {
   StepHook* step_hook_ = nullptr;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Param>> params_;
+  std::unique_ptr<cuda_kernels::UpdateTable> update_table_;  // null: made at the next update
   std::vector<cuda::Buffer> scratch_;  // fan-out edges' gradients (GradientRouting::scratch)
   std::vector<float> label_bits_;
   cuda::Buffer labels_;      // int32 labels as float bit patterns

@@ -115,6 +115,18 @@ CudaMlpTrainer::CudaMlpTrainer(Graph& graph, const GemmAlgorithm& gemm,
     throw UsageError("the GPU trainer needs an MLP whose last layer is Linear (the logits)");
   }
   classes_ = width;
+  // The CPU optimizer's parameter order (Graph::params(): weight, then bias, node by node).
+  const bool adam = opt_.name == "adam", momentum = !adam && opt_.momentum != 0.0;
+  std::vector<UpdateTensor> rows;
+  const auto row = [&](cuda::Buffer& w, const cuda::Buffer& g, cuda::Buffer& s1, cuda::Buffer& s2) {
+    rows.push_back({w.data(), g.data(), adam || momentum ? s1.data() : nullptr,
+                    adam ? s2.data() : nullptr, static_cast<int64_t>(w.size())});
+  };
+  for (Dense& d : dense_) {
+    row(d.w, d.dw, d.s1w, d.s2w);
+    if (d.bias) row(d.b, d.db, d.s1b, d.s2b);
+  }
+  update_table_ = std::make_unique<cuda_kernels::UpdateTable>(cuda_kernels::update_table(rows));
 }
 
 CudaMlpTrainer::~CudaMlpTrainer() = default;
@@ -233,26 +245,13 @@ void CudaMlpTrainer::run_backward() {
 }
 
 void CudaMlpTrainer::update() {
-  const float wd = static_cast<float>(opt_.weight_decay);
   const float mu = static_cast<float>(opt_.momentum);
-  const bool adam = opt_.name == "adam";
-  const AdamCoefficients c = adam_coefficients(opt_, lr_, steps_ + 1);
-  const auto one = [&](cuda::Buffer& w, const cuda::Buffer& g, cuda::Buffer& s1, cuda::Buffer& s2) {
-    const auto n = static_cast<int64_t>(w.size());
-    if (adam) {
-      cuda_kernels::adam_update(w.data(), g.data(), s1.data(), s2.data(), n, c);
-    } else if (mu == 0.0f) {
-      cuda_kernels::sgd_update(w.data(), g.data(), nullptr, n, lr_, wd, 0.0f, 0.0f, false);
-    } else {
-      // torch.optim.SGD (dampening 0): the buffer is the gradient on the first step.
-      const float keep = steps_ == 0 ? 0.0f : mu;
-      cuda_kernels::sgd_update(w.data(), g.data(), s1.data(), n, lr_, wd, mu, keep, opt_.nesterov);
-    }
-  };
-  // The CPU optimizer's parameter order (Graph::params(): weight, then bias, node by node).
-  for (Dense& d : dense_) {
-    one(d.w, d.dw, d.s1w, d.s2w);
-    if (d.bias) one(d.b, d.db, d.s1b, d.s2b);
+  if (opt_.name == "adam") {
+    cuda_kernels::multi_adam_update(*update_table_, adam_coefficients(opt_, lr_, steps_ + 1));
+  } else {
+    // torch.optim.SGD (dampening 0): the buffer is the gradient on the first step.
+    cuda_kernels::multi_sgd_update(*update_table_, {lr_, static_cast<float>(opt_.weight_decay), mu,
+                                                    steps_ == 0 ? 0.0f : mu, opt_.nesterov});
   }
   ++steps_;
 }

@@ -29,6 +29,10 @@
 
 namespace nnperf {
 
+namespace cuda_kernels {
+struct UpdateTable;
+}
+
 class CudaMlpTrainer {
  public:
   // Copies the graph's parameters to the device (the graph is left as it is; download_params()
@@ -76,7 +80,7 @@ class CudaMlpTrainer {
   // (`step`: the 1-based step it came from, 0 in evaluation).
   BatchResult read_loss(int64_t step) const;
   void run_backward();
-  void update();
+  void update();  // one launch over every weight and bias (cuda_kernels::multi_*_update)
 
   const GemmAlgorithm& gemm_;
   OptimizerOptions opt_;
@@ -85,6 +89,7 @@ class CudaMlpTrainer {
   int64_t features_ = 0, classes_ = 0, mb_ = 0, capacity_ = 0, steps_ = 0;
   std::vector<Dense> dense_;
   std::vector<Node> nodes_;  // in forward order, Flatten dropped
+  std::unique_ptr<cuda_kernels::UpdateTable> update_table_;
   cuda::Buffer x_, labels_;  // labels_ holds int32 bit patterns
   cuda::Buffer loss_slot_;   // cuda_kernels::kLossSlotFloats: the last loss queued
   std::vector<float> label_bits_;

@@ -203,7 +203,9 @@ void adam_update_sse(float* w, const float* grad, float* m, float* v, int64_t n,
 }
 
 // The widest path this CPU has; all paths do the same operations in the same order (no FMA
-// contraction: the build is ISO C++, -ffp-contract=off), so results do not depend on the path.
+// contraction: CMakeLists.txt builds optimizer_avx2.cc with -ffp-contract=off, which GCC needs
+// for intrinsics too), so results do not depend on the path (tests/train/
+// multi_tensor_update_test.cc holds each path to the same scalar code bit for bit).
 void adam_update(float* w, const float* grad, float* m, float* v, int64_t n, const AdamCoefficients& c) {
   if (active_simd() >= SimdLevel::kAvx2) {
     adam_update_avx2(w, grad, m, v, n, c);
