@@ -496,6 +496,36 @@ TEST(CudaCnnTrainer, AShortLastBatchTrainsAsTheCpuTrainerDoes) {
   expect_short_batch_training("resnet18", Shape{4, 3, 64, 64}, 3, 1e-3);
   // One image: Linear at m = 1, Dropout's mask for one image, max pools.
   expect_short_batch_training("vgg16", Shape{2, 3, 32, 32}, 1, 1e-3);
+  // Concat at a short batch (its parts per image from the inputs' sizes at that batch; the
+  // whole-network gradients held to 10% as in TrainingStepsMatchTheCpuTrainer).
+  expect_short_batch_training("densenet121", Shape{4, 3, 65, 65}, 3, 0.1);
+}
+
+// ResNet-18 at 32x32 ends on 1x1 maps: a short batch of one image would leave its last
+// BatchNorms one value per channel, which the CPU refuses at planning (as PyTorch does); the GPU
+// refuses the step, naming the layer, before anything runs, and trains on after it.
+TEST(CudaCnnTrainer, AShortBatchWithOneValuePerChannelIsRefused) {
+  if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
+  Graph g = built("resnet18", 5);
+  plan_model(find_model("resnet18"), g, Shape{2, 3, 32, 32}, gpu_host_ctx());
+  OptimizerOptions sgd;
+  sgd.name = "sgd";
+  CudaCnnTrainer gpu(g, sgd, {});
+  const Tensor x = test::random_tensor(Shape{2, 3, 32, 32}, 3);
+  const std::vector<int32_t> labels = {1, 2};
+  try {
+    gpu.step(std::span(x.data(), static_cast<std::size_t>(x.numel() / 2)),
+             std::span(labels).first(1));
+    FAIL() << "a step of one image trained";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 1 value per channel"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("layer4"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(gpu.short_batch(), 0);
+  const BatchResult r = gpu.step(span_of(x), labels);
+  EXPECT_EQ(r.count, 2);
+  EXPECT_TRUE(std::isfinite(r.mean_loss()));
 }
 
 // Evaluation (BatchNorm on running statistics, a short batch) against the CPU Trainer on the GPU's

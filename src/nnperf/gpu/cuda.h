@@ -102,11 +102,13 @@ inline std::atomic<std::uint64_t>& scratch_generation_counter() {
   return generation;
 }
 inline std::uint64_t scratch_generation() { return scratch_generation_counter().load(); }
-// `b` grown to at least `floats` (its contents are not kept) and its address.
+// `b` grown to at least `floats` (its contents are not kept) and its address. The old buffer is
+// freed first (cudaFree waits for the work queued on it), so growing needs only the new size.
 inline float* grow_scratch(Buffer& b, std::size_t floats) {
   if (b.size() < floats) {
+    b = Buffer();
+    ++scratch_generation_counter();  // graphs holding the old address are stale from here on
     b = Buffer(floats);
-    ++scratch_generation_counter();
   }
   return b.data();
 }

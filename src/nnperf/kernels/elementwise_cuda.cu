@@ -160,11 +160,13 @@ __global__ void bias_rows(float* dst, const float* bias, int64_t mb, int64_t n, 
 }
 
 __global__ void column_sums(const float* d_dst, float* d_bias, int64_t mb, int64_t n, int64_t ld) {
-  const int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (j >= n) return;
-  double s = 0.0;
-  for (int64_t i = 0; i < mb; ++i) s += d_dst[i * ld + j];
-  d_bias[j] = static_cast<float>(s);
+  // Grid-stride: blocks_for caps the grid at kMaxBlocks.
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < n;
+       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    double s = 0.0;
+    for (int64_t i = 0; i < mb; ++i) s += d_dst[i * ld + j];
+    d_bias[j] = static_cast<float>(s);
+  }
 }
 
 struct LossAccumulator {
@@ -175,38 +177,40 @@ struct LossAccumulator {
 __global__ void softmax_xent(const float* logits, const int32_t* labels, int64_t mb, int64_t n,
                              float* d_logits, float grad_scale, float smoothing,
                              LossAccumulator* acc) {
-  const int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (r >= mb) return;
-  const float* x = logits + r * n;
-  const int label = labels[r];
-  float mx = x[0];
-  int64_t arg = 0;
-  for (int64_t c = 1; c < n; ++c) {
-    if (x[c] > mx) {
-      mx = x[c];
-      arg = c;
+  // Grid-stride: blocks_for caps the grid at kMaxBlocks.
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < mb;
+       r += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float* x = logits + r * n;
+    const int label = labels[r];
+    float mx = x[0];
+    int64_t arg = 0;
+    for (int64_t c = 1; c < n; ++c) {
+      if (x[c] > mx) {
+        mx = x[c];
+        arg = c;
+      }
     }
-  }
-  double sum = 0.0, sum_shifted = 0.0;
-  for (int64_t c = 0; c < n; ++c) {
-    const double z = static_cast<double>(x[c]) - mx;
-    sum += exp(z);
-    sum_shifted += z;
-  }
-  const double log_sum = log(sum);
-  const double logp_label = static_cast<double>(x[label]) - mx - log_sum;
-  const double sum_logp = sum_shifted - static_cast<double>(n) * log_sum;
-  const double s = smoothing;
-  const double loss = -((1.0 - s) * logp_label + s / static_cast<double>(n) * sum_logp);
-  atomicAdd(&acc->loss_sum, loss);
-  if (arg == label) atomicAdd(&acc->correct, 1ull);
-  if (d_logits == nullptr) return;
-  float* d = d_logits + r * n;
-  const float off = smoothing / static_cast<float>(n);
-  for (int64_t c = 0; c < n; ++c) {
-    const float p = static_cast<float>(exp(static_cast<double>(x[c]) - mx - log_sum));
-    const float t = (c == label ? 1.0f - smoothing : 0.0f) + off;
-    d[c] = (p - t) * grad_scale;
+    double sum = 0.0, sum_shifted = 0.0;
+    for (int64_t c = 0; c < n; ++c) {
+      const double z = static_cast<double>(x[c]) - mx;
+      sum += exp(z);
+      sum_shifted += z;
+    }
+    const double log_sum = log(sum);
+    const double logp_label = static_cast<double>(x[label]) - mx - log_sum;
+    const double sum_logp = sum_shifted - static_cast<double>(n) * log_sum;
+    const double s = smoothing;
+    const double loss = -((1.0 - s) * logp_label + s / static_cast<double>(n) * sum_logp);
+    atomicAdd(&acc->loss_sum, loss);
+    if (arg == label) atomicAdd(&acc->correct, 1ull);
+    if (d_logits == nullptr) continue;
+    float* d = d_logits + r * n;
+    const float off = smoothing / static_cast<float>(n);
+    for (int64_t c = 0; c < n; ++c) {
+      const float p = static_cast<float>(exp(static_cast<double>(x[c]) - mx - log_sum));
+      const float t = (c == label ? 1.0f - smoothing : 0.0f) + off;
+      d[c] = (p - t) * grad_scale;
+    }
   }
 }
 

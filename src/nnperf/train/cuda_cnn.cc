@@ -431,6 +431,14 @@ void CudaCnnTrainer::plan_node(int n, bool owns_gradient) {
 
 void CudaCnnTrainer::set_batch(int64_t mb) {
   if (mb == batch_) return;
+  // A new short size: every convolution's plans for it first, so that a refusal (no algorithm,
+  // no memory for find) leaves the trainer as it was.
+  const bool replan = mb != mb_ && mb != short_mb_;
+  std::vector<std::unique_ptr<ConvPlans>> short_plans(nodes_.size());
+  for (std::size_t n = 1; replan && n < nodes_.size(); ++n) {
+    Node& m = *nodes_[n];
+    if (m.kind == Kind::kConv) short_plans[n] = plan_conv(m, static_cast<int>(n), mb);
+  }
   // Every batch-dependent size is a multiple of the planned batch (or 0 where unused).
   const auto scaled = [&](int64_t planned) { return planned / mb_ * mb; };
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
@@ -442,14 +450,12 @@ void CudaCnnTrainer::set_batch(int64_t mb) {
     m.gemm.m = scaled(m.planned.gemm.m);
     for (Node::Sum& a : m.accumulate) a.n = scaled(a.planned_n);
     if (m.kind != Kind::kConv || n == 0) continue;
-    if (mb != mb_ && mb != short_mb_) m.short_conv = plan_conv(m, static_cast<int>(n), mb);
+    if (replan) m.short_conv = std::move(short_plans[n]);
     m.plans = mb == mb_ ? m.conv.get() : m.short_conv.get();
   }
-  if (mb != mb_ && mb != short_mb_) {
-    short_mb_ = mb;
-    reserve_workspace();
-  }
+  if (replan) short_mb_ = mb;
   batch_ = mb;
+  if (replan) reserve_workspace();
 }
 
 // Graph's routing (Graph::gradient_routing) on device buffers: a node's first consumer in
@@ -558,7 +564,8 @@ void CudaCnnTrainer::forward_node(int n, bool training) {
     case Kind::kConcat: {
       int64_t offset = 0;
       for (const int k : m.inputs) {
-        const int64_t part = graph_.output_shape(k).numel() / m.mb;
+        // Per image: the input's size at the current batch (set_batch) over the batch.
+        const int64_t part = nodes_[static_cast<std::size_t>(k)]->numel / m.mb;
         cuda_kernels::concat_part(nodes_[static_cast<std::size_t>(k)]->out.data(), m.mb, part, y,
                                   m.numel / m.mb, offset);
         offset += part;
@@ -629,7 +636,7 @@ void CudaCnnTrainer::backward_node(int n) {
     case Kind::kConcat: {
       int64_t offset = 0;
       for (std::size_t i = 0; i < m.inputs.size(); ++i) {
-        const int64_t part = graph_.output_shape(m.inputs[i]).numel() / m.mb;
+        const int64_t part = nodes_[static_cast<std::size_t>(m.inputs[i])]->numel / m.mb;
         if (m.d_src[i] != nullptr) {
           cuda_kernels::concat_slice(dy, m.mb, part, m.numel / m.mb, offset, m.d_src[i]);
         }
@@ -747,6 +754,14 @@ BatchResult CudaCnnTrainer::step(std::span<const float> x, std::span<const int32
                per_image);
   for (const int32_t l : labels) {
     if (l < 0 || l >= classes_) fail("label {} outside [0, {})", l, classes_);
+  }
+  // A short batch's BatchNorm statistics, as BatchNorm2d's plan refuses them on the CPU.
+  for (std::size_t n = 1; n < nodes_.size(); ++n) {
+    const Node& m = *nodes_[n];
+    if (m.kind == Kind::kBatchNorm && mb * m.planned.shape.plane < 2) {
+      fail("{}: training needs more than 1 value per channel, a batch of {} has {}",
+           graph_.name(static_cast<int>(n)), mb, mb * m.planned.shape.plane);
+    }
   }
   set_batch(mb);
   nodes_[0]->out.upload_prefix(x);
