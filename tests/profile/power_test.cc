@@ -282,6 +282,33 @@ TEST_F(FakeNvml, TheTotalEnergyCounterGivesTheEnergyAndTheSamplesTheSpread) {
   EXPECT_FALSE(r.energy_joules());  // a board without the counter
 }
 
+TEST_F(FakeNvml, ACudaRunReadsOnlyItsOwnBoard) {
+  // Three boards of 50 W each (the stand-in puts board i on bus i + 1): the CUDA device's bus
+  // selects one; no bus, or one NVML does not know, reads all three, summed, and says so.
+  ::setenv("NNPERF_FAKE_CUDA_DEVICES", "3", 1);
+  NvmlReader own(NNPERF_FAKE_CUDA_LIB, "00000000:02:00.0");
+  ASSERT_TRUE(own.available()) << own.unavailable_reason();
+  EXPECT_EQ(own.devices(), 1);
+  EXPECT_EQ(own.scope(), "the board at 00000000:02:00.0");
+  EXPECT_DOUBLE_EQ(own.power_watts().value_or(0.0), 50.0);
+  for (const std::string bus : {"", "00000000:09:00.0"}) {
+    NvmlReader all(NNPERF_FAKE_CUDA_LIB, bus);
+    EXPECT_EQ(all.devices(), 3) << bus;
+    EXPECT_EQ(all.scope(), "all 3 boards NVML sees, summed") << bus;
+    EXPECT_DOUBLE_EQ(all.power_watts().value_or(0.0), 150.0) << bus;
+  }
+  PowerOptions o = options("/nonexistent/powercap");
+  o.device = Device::kCuda;
+  o.nvml_pci_bus_id = "00000000:03:00.0";
+  PowerMonitor m(o);
+  ASSERT_TRUE(m.available()) << m.unavailable_reason();
+  EXPECT_EQ(m.scope(), "the board at 00000000:03:00.0");
+  m.begin();
+  const PowerWindow w = m.end();
+  ASSERT_TRUE(w.power_max_w);
+  EXPECT_DOUBLE_EQ(*w.power_max_w, 50.0);
+}
+
 TEST_F(FakeNvml, AWindowShorterThanTheIntervalEndsAtOnceWithOneReading) {
   // Sampling every 10 s, a 5 ms window: end() wakes the sampler instead of waiting out its
   // interval, the window's length is taken before the sampler stops (so ~5 ms, not 10 s), and

@@ -48,6 +48,7 @@ struct DeviceProperties {
   int clock_mhz = 0;  // peak SM clock from the runtime; 0 = not reported
   int64_t l2_bytes = 0;
   std::size_t total_bytes = 0, free_bytes = 0;
+  std::string pci_bus_id;  // "0000:3B:00.0" (cudaDeviceGetPCIBusId); "" when not reported
 };
 DeviceProperties device_properties();
 

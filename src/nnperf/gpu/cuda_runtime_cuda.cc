@@ -2,20 +2,22 @@
 // static runtime, so the binary starts on machines without the driver; the driver itself
 // (libcuda.so.1) is opened by the runtime on first use, and gpu/probe.h's dlopen probe words the
 // reason when it is missing.
-#include <cuda_runtime.h>
+#include "nnperf/gpu/cuda.h"
+
 #include <cuda_profiler_api.h>
+#include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <mutex>
 #include <vector>
 
+#include "nnperf/core/clock.h"
 #include "nnperf/core/error.h"
-#include "nnperf/gpu/cuda.h"
 #include "nnperf/gpu/cuda_check.h"
 #include "nnperf/gpu/probe.h"
-#include "nnperf/core/clock.h"
 
 namespace nnperf::cuda {
 
@@ -77,6 +79,10 @@ DeviceProperties device_properties() {
   if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0) == cudaSuccess) d.clock_mhz = khz / 1000;
   d.l2_bytes = p.l2CacheSize;
   check(cudaMemGetInfo(&d.free_bytes, &d.total_bytes), "cudaMemGetInfo");
+  std::array<char, 32> bus{};
+  if (cudaDeviceGetPCIBusId(bus.data(), static_cast<int>(bus.size()), 0) == cudaSuccess) {
+    d.pci_bus_id = bus.data();
+  }
   return d;
 }
 

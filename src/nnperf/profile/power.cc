@@ -143,7 +143,7 @@ double RaplReader::package_joules(const std::vector<uint64_t>& before,
 }
 
 // NVML entry points by their documented C signatures (no header on this machine).
-NvmlReader::NvmlReader(const std::string& library) {
+NvmlReader::NvmlReader(const std::string& library, const std::string& pci_bus_id) {
   lib_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib_ == nullptr) {
     const char* e = dlerror();
@@ -172,9 +172,17 @@ NvmlReader::NvmlReader(const std::string& library) {
   }
   unsigned int n = 0;
   count(&n);
-  for (unsigned int i = 0; i < n; ++i) {
-    void* h = nullptr;
-    if (handle(i, &h) == 0) handles_.push_back(h);
+  auto by_bus = reinterpret_cast<int (*)(const char*, void**)>(
+      dlsym(lib_, "nvmlDeviceGetHandleByPciBusId_v2"));
+  if (void* h = nullptr;
+      !pci_bus_id.empty() && by_bus != nullptr && by_bus(pci_bus_id.c_str(), &h) == 0) {
+    handles_.push_back(h);
+    scope_ = fmt::format("the board at {}", pci_bus_id);
+  } else {
+    for (unsigned int i = 0; i < n; ++i) {
+      if (handle(i, &h) == 0) handles_.push_back(h);
+    }
+    scope_ = fmt::format("all {} boards NVML sees, summed", handles_.size());
   }
   devices_ = static_cast<int>(handles_.size());
   if (devices_ == 0) {
@@ -270,7 +278,7 @@ PowerMonitor::PowerMonitor(const PowerOptions& options)
     }
     return;
   }
-  nvml_ = std::make_unique<NvmlReader>(options_.nvml_library);
+  nvml_ = std::make_unique<NvmlReader>(options_.nvml_library, options_.nvml_pci_bus_id);
   if (nvml_->available()) {
     active_ = "nvml";
   } else if (src == "nvml") {
@@ -290,6 +298,7 @@ PowerMonitor::~PowerMonitor() {
 
 bool PowerMonitor::available() const { return !active_.empty(); }
 std::string PowerMonitor::source() const { return active_.empty() ? "none" : active_; }
+std::string PowerMonitor::scope() const { return active_ == "nvml" ? nvml_->scope() : ""; }
 
 std::string PowerMonitor::unavailable_reason() const {
   if (available()) return {};

@@ -55,22 +55,27 @@ class RaplReader {
 // NVML through dlopen("libnvidia-ml.so.1"): total board power (mW) of every GPU.
 class NvmlReader {
  public:
-  explicit NvmlReader(const std::string& library = "libnvidia-ml.so.1");
+  // pci_bus_id: the one board to read (the CUDA device's, as cudaDeviceGetPCIBusId writes it);
+  // "" or a bus NVML does not know: every board NVML sees, summed (scope() says which).
+  explicit NvmlReader(const std::string& library = "libnvidia-ml.so.1",
+                      const std::string& pci_bus_id = "");
   ~NvmlReader();
   NvmlReader(const NvmlReader&) = delete;
   NvmlReader& operator=(const NvmlReader&) = delete;
   bool available() const { return devices_ > 0; }
   const std::string& unavailable_reason() const { return reason_; }
   int devices() const { return devices_; }
-  std::optional<double> power_watts() const;  // summed over devices
+  // The boards read: "the board at <bus>" or "all N boards NVML sees, summed".
+  const std::string& scope() const { return scope_; }
+  std::optional<double> power_watts() const;  // summed over the boards read
   // The boards' total-energy counters (nvmlDeviceGetTotalEnergyConsumption, mJ since the driver
-  // loaded; Volta and later), summed over devices, in joules; nullopt where a board has none.
+  // loaded; Volta and later), summed over the boards read, in joules; nullopt where one has none.
   std::optional<double> energy_joules() const;
 
  private:
   void* lib_ = nullptr;
   int devices_ = 0;
-  std::string reason_;
+  std::string reason_, scope_;
   std::vector<void*> handles_;
   int (*get_power_)(void*, unsigned int*) = nullptr;
   int (*get_energy_)(void*, unsigned long long*) = nullptr;  // null when the library lacks it
@@ -113,6 +118,9 @@ struct PowerOptions {
   //   "rapl", "nvml": that meter, whatever the device; nnperf::Error when it cannot be read.
   std::string source = "auto";
   Device device = Device::kCpu;  // where the measured run executes
+  // NVML: the CUDA device's PCI bus (DeviceProperties::pci_bus_id), so that a host with several
+  // boards reads only the one that runs the work; "": every board, summed.
+  std::string nvml_pci_bus_id = "";
   double interval_ms =
       20.0;  // RAPL's sysfs counter updates about every 1 ms; NVML's power every 20-100 ms
 };
@@ -125,6 +133,8 @@ class PowerMonitor {
   bool available() const;
   std::string unavailable_reason() const;  // why no source, for run.json
   std::string source() const;
+  // Which boards an NVML window reads (NvmlReader::scope); "" when NVML is not the source.
+  std::string scope() const;
   // A window: a sampler thread reads the sources every interval between begin() and end().
   void begin();
   PowerWindow end();

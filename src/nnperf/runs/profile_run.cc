@@ -332,6 +332,9 @@ PowerOptions power_options(const ProfileOptions& o) {
   PowerOptions po;
   po.source = o.power_source;
   po.device = o.device;
+  if (o.device == Device::kCuda && cuda::available()) {
+    po.nvml_pci_bus_id = cuda::device_properties().pci_bus_id;  // its board only
+  }
   return po;
 }
 
@@ -351,7 +354,8 @@ nlohmann::json run_record(const ProfileOptions& o, const nlohmann::json& setup, 
       {"strict", o.strict},
       {"fold_bn", o.fold_bn},
       {"find_exhaustive", o.find_exhaustive},
-      {"power", {{"source", power.source()}, {"available", power.available()}}},
+      {"power",
+       {{"source", power.source()}, {"available", power.available()}, {"scope", power.scope()}}},
       {"device", device_name(o.device)},
       {"timing",
        o.device == Device::kCuda
