@@ -11,12 +11,16 @@
 namespace nnperf {
 namespace {
 
-// Mark i happens at 1000 * (i + 1) ns; counts its reads.
+// Mark i happens at 1000 * (i + 1) ns; counts its reads and keeps what was reserved.
 class ScriptedTimeline final : public Timeline {
  public:
-  explicit ScriptedTimeline(int* reads) : reads_(reads) {}
+  explicit ScriptedTimeline(int* reads, int* reserved = nullptr)
+      : reads_(reads), reserved_(reserved) {}
   const char* name() const override { return "scripted"; }
   int mark() override { return n_++; }
+  void reserve(int marks) override {
+    if (reserved_ != nullptr) *reserved_ = marks;
+  }
   std::vector<int64_t> read() override {
     ++*reads_;
     std::vector<int64_t> t;
@@ -27,8 +31,16 @@ class ScriptedTimeline final : public Timeline {
 
  private:
   int* reads_;
+  int* reserved_;
   int n_ = 0;
 };
+
+TEST(StepRecorder, ReadiesAStepsMarksBeforeTheStep) {
+  int reads = 0, reserved = 0;
+  StepRecorder rec(3, std::make_unique<ScriptedTimeline>(&reads, &reserved));
+  EXPECT_GE(reserved, 4 * 3);  // every node's two marks in each phase, before any is made
+  EXPECT_EQ(reads, 0);
+}
 
 TEST(StepRecorder, SpansAreTheMarksOfTheirOwnCalls) {
   int reads = 0;

@@ -112,6 +112,9 @@ class Timeline {
   virtual const char* name() const = 0;
   virtual int mark() = 0;
   virtual std::vector<int64_t> read() = 0;
+  // Readies `marks` marks before anything is timed, so that none is prepared between two of them
+  // (the CUDA timeline creates its events here rather than at their first mark()).
+  virtual void reserve(int marks) = 0;
 };
 
 class CpuTimeline final : public Timeline {
@@ -121,7 +124,13 @@ class CpuTimeline final : public Timeline {
     marks_.push_back(now_ns());
     return static_cast<int>(marks_.size()) - 1;
   }
-  std::vector<int64_t> read() override { return std::exchange(marks_, {}); }
+  std::vector<int64_t> read() override {
+    std::vector<int64_t> out = std::move(marks_);
+    marks_.clear();
+    marks_.reserve(out.capacity());  // the next round marks as many without reallocating
+    return out;
+  }
+  void reserve(int marks) override { marks_.reserve(static_cast<std::size_t>(marks)); }
 
  private:
   std::vector<int64_t> marks_;

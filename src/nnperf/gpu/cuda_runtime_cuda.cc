@@ -159,11 +159,8 @@ class EventTimeline final : public Timeline {
   EventTimeline& operator=(const EventTimeline&) = delete;
   const char* name() const override { return "cuda-events"; }
   int mark() override {
-    if (next_ == events_.size()) {
-      cudaEvent_t e = nullptr;
-      check(cudaEventCreate(&e), "cudaEventCreate");
-      events_.push_back(e);
-    }
+    if (next_ == events_.size()) reserve(static_cast<int>(next_ + 1));  // not reserved: now
+
     if (capturing()) {  // a node of the graph being captured, recorded at each launch
       check(cudaEventRecordWithFlags(events_[next_], cudaStreamPerThread, cudaEventRecordExternal),
             "cudaEventRecordWithFlags (captured)");
@@ -171,6 +168,13 @@ class EventTimeline final : public Timeline {
       check(cudaEventRecord(events_[next_], cudaStreamPerThread), "cudaEventRecord");
     }
     return static_cast<int>(next_++);
+  }
+  void reserve(int marks) override {
+    while (events_.size() < static_cast<std::size_t>(marks)) {
+      cudaEvent_t e = nullptr;
+      check(cudaEventCreate(&e), "cudaEventCreate");
+      events_.push_back(e);
+    }
   }
   // Summed from consecutive marks' intervals (each short, so its float milliseconds keep their
   // precision however long the timeline runs).
@@ -197,7 +201,10 @@ class EventTimeline final : public Timeline {
 // timed path); resolve() reads the timeline once and sums each pair's interval into its slot.
 class EventTimer final : public IntervalTimer {
  public:
-  explicit EventTimer(int slots) : pending_(static_cast<std::size_t>(slots), -1) {}
+  // Every slot's begin and end event created here, not inside a timed interval.
+  explicit EventTimer(int slots) : pending_(static_cast<std::size_t>(slots), -1) {
+    timeline_.reserve(2 * slots);
+  }
   const char* name() const override { return "cuda-events"; }
 
   void begin(int slot) override { pending_[static_cast<std::size_t>(slot)] = timeline_.mark(); }

@@ -288,6 +288,12 @@ void CudaInference::run_node(int n) {
   }
 }
 
+void CudaInference::set_timeline(Timeline* timeline) {
+  timeline_ = timeline;
+  // One mark before the first node and at most one after each.
+  if (timeline_ != nullptr) timeline_->reserve(static_cast<int>(nodes_.size()) + 1);
+}
+
 void CudaInference::run() {
   if (!cuda_graph_) return queue_pass();
   if (timeline_ != nullptr) {  // captured again: the marks are the timeline's next events

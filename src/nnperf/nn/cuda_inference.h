@@ -63,7 +63,8 @@ class CudaInference {
   // nothing left out and one event per node (not a begin/end pair: at batch 1 a pass is bound by
   // the host's launches, and every event record lengthens it). Flatten and Dropout queue nothing:
   // no mark, time 0.
-  void set_timeline(Timeline* timeline) { timeline_ = timeline; }
+  // The timeline's marks are readied here (Timeline::reserve), outside the timed passes.
+  void set_timeline(Timeline* timeline);
   bool cuda_graph() const { return cuda_graph_; }
   // The nodes of the captured untimed pass (0 before one).
   std::size_t graph_nodes() const;

@@ -7,6 +7,9 @@ StepRecorder::StepRecorder(int num_nodes, std::unique_ptr<Timeline> timeline)
       fwd_begin_(static_cast<std::size_t>(num_nodes), 0),
       bwd_begin_(static_cast<std::size_t>(num_nodes), 0) {
   marked_.reserve(static_cast<std::size_t>(2 * num_nodes + 8));
+  // A step's marks: each node's two per phase and the step's phases (CUDA events are created
+  // now, not inside the spans they time).
+  timeline_->reserve(4 * num_nodes + 16);
 }
 
 void StepRecorder::before(int node, Phase phase) {
