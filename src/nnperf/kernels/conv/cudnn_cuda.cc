@@ -15,6 +15,7 @@
 
 #include "nnperf/core/error.h"
 #include "nnperf/gpu/cuda.h"
+#include "nnperf/gpu/probe.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/kernels/conv/cudnn_internal.h"
 
@@ -115,6 +116,13 @@ Api load() {
   resolve(a, a.FindBwdFilterAlgorithmEx, "cudnnFindConvolutionBackwardFilterAlgorithmEx");
   resolve(a, a.ConvolutionBackwardFilter, "cudnnConvolutionBackwardFilter");
   if (!a.reason.empty()) return a;
+  // Built against cuDNN 9's enums (algorithm lists, backend attributes, numerical notes):
+  // `libcudnn.so` may be another major version.
+  if (const auto v = static_cast<long long>(a.GetVersion()); v / 10000 != 9) {
+    a.reason =
+        fmt::format("cuDNN {} found, but nnperf is built for cuDNN 9", cudnn_version_string(v));
+    return a;
+  }
   // The library and every entry point first (checkable on a machine without a GPU), then the
   // device the handle needs.
   if (!cuda::available()) {
@@ -163,8 +171,7 @@ void check(cudnnStatus_t s, const char* what) {
 std::string version() {
   const Api& a = api();
   if (a.GetVersion == nullptr) return "";
-  const std::size_t v = a.GetVersion();  // 9.x.y as 90000 + 100 x + y
-  return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100);
+  return cudnn_version_string(static_cast<long long>(a.GetVersion()));
 }
 
 namespace {
@@ -482,7 +489,9 @@ std::vector<AlgoResult> ConvForward::find_on(const FindOptions& o, const float* 
   const std::vector<std::string> names = m.with_engines(std::move(served), o);
   cuda::Buffer& workspace = workspace_of_at_least(find_workspace(
       names, o.max_workspace_bytes, [&](const std::string& n) { return workspace_bytes(n); }));
-  const std::size_t have = workspace.size() * sizeof(float);
+  // What find may use: the limit asked for, not more, even where an earlier convolution grew the
+  // shared workspace past it (the cached ranking must not depend on what ran before).
+  const std::size_t have = std::min(workspace.size() * sizeof(float), o.max_workspace_bytes);
   int max = 0, got = 0;
   check(a.GetConvolutionForwardAlgorithmMaxCount(a.handle, &max),
         "cudnnGetConvolutionForwardAlgorithmMaxCount");
@@ -661,7 +670,8 @@ std::vector<AlgoResult> ConvBackward::find_on(const FindOptions& o, const float*
       names, o.max_workspace_bytes, [&](const std::string& n) { return workspace_bytes(n); }));
   const int max = m.max_count();
   int got = 0;
-  const std::size_t have = workspace.size() * sizeof(float);
+  // As ConvForward::find_on: the limit, even where the workspace has grown past it.
+  const std::size_t have = std::min(workspace.size() * sizeof(float), o.max_workspace_bytes);
   std::vector<AlgoResult> found;
   if (m.data()) {
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<std::size_t>(max));
