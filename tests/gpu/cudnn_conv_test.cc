@@ -207,6 +207,19 @@ TEST_P(CudnnConvMatches, EveryServedAlgorithmWithinItsBound) {
   }
   EXPECT_TRUE(guessed);
   EXPECT_TRUE(found);
+  // Released weights: run_with on the caller's still runs within the bound; what needs the
+  // conv's own refuses by name.
+  const cuda::Buffer x3 = cuda::to_device(src), w3 = cuda::to_device(wei);
+  cuda::Buffer y3(ref.size());
+  conv.release_weights();
+  std::string served_one;
+  for (const char* name : cudnn::forward_algorithms()) {
+    if (served_one.empty() && conv.why_not(name).empty()) served_one = name;
+  }
+  conv.run_with(served_one, x3.data(), w3.data(), y3.data());
+  expect_output_within_bound(served_one, cuda::to_host(y3));
+  EXPECT_THROW(conv.run(served_one), Error);
+  EXPECT_THROW((void)conv.find(), Error);
 }
 
 // Each backward pass's served algorithms against the float64 backward reference.

@@ -138,7 +138,7 @@ CudaInference::CudaInference(const Graph& graph, const std::string& conv_algorit
   std::size_t workspace = 0;  // the convolutions share one cuDNN workspace (cudnn_cuda.cc)
   for (const CudaNodeInfo& i : info_) workspace = std::max(workspace, i.workspace_bytes);
   device_bytes_ += workspace;
-  cudnn::reserve_workspace(workspace);  // now, not inside a capture
+  cudnn::fit_workspace(workspace);  // now, not inside a capture; what find held beyond, freed
   if (cuda_graph_) {
     plain_ = std::make_unique<cuda::CapturedWork>();
     timed_ = std::make_unique<cuda::CapturedWork>();

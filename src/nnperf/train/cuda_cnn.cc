@@ -308,9 +308,9 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
   reserve_workspace();
 }
 
-// cuDNN's shared workspace grown now to the largest need of the plans in use (the planned
-// batch's, and a short batch's once made), so that no convolution regrows it inside a step or an
-// evaluation being captured as a CUDA graph.
+// cuDNN's shared workspace made now the largest need of the plans in use (the planned batch's,
+// and a short batch's once made; what find's candidates held beyond it freed), so that no
+// convolution regrows it inside a step or an evaluation being captured as a CUDA graph.
 void CudaCnnTrainer::reserve_workspace() {
   std::size_t bytes = 0;
   for (const auto& m : nodes_) {
@@ -321,7 +321,7 @@ void CudaCnnTrainer::reserve_workspace() {
                         p->bwd_weights->workspace_bytes(p->alg_weights)});
     }
   }
-  cudnn::reserve_workspace(bytes);
+  cudnn::fit_workspace(bytes);
 }
 
 CudaCnnTrainer::~CudaCnnTrainer() = default;
@@ -350,6 +350,7 @@ std::unique_ptr<CudaCnnTrainer::ConvPlans> CudaCnnTrainer::plan_conv(Node& m, in
   r->alg_weights =
       choose_backward(*r->bwd_weights, p, ConvPass::kBackwardWeights, choice_.backward_weights,
                       deterministic_, find, x, m.grad_at, m.w->grad.data());
+  r->fwd->release_weights();  // the steps run on the trainer's weights (run_with)
   return r;
 }
 

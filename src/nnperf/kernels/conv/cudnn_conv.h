@@ -84,11 +84,12 @@ struct FindCacheStats {
 };
 FindCacheStats find_cache_stats();
 
-// The workspace every ConvForward and ConvBackward of the process shares: grown now to at least
-// `bytes` (a plan's largest need, before a CUDA graph captures its convolutions). It grows by
-// cuda::grow_scratch: a graph captured before a larger need regrew it sees
-// cuda::scratch_generation() moved and must be captured again.
-void reserve_workspace(std::size_t bytes);
+// The workspace every ConvForward and ConvBackward of the process shares, made now exactly
+// `bytes` long (a plan's largest need, before a CUDA graph captures its convolutions): grown, or
+// shrunk where find's candidates had grown it further (so the memory a plan reports is what it
+// holds). Either way a new buffer moves cuda::scratch_generation(), and a graph captured on the
+// old one must be captured again.
+void fit_workspace(std::size_t bytes);
 
 // One problem on the device: descriptors and device tensors made once, then any algorithm run on
 // them. Throws Error naming cuDNN's status on a failed call; UsageError("--device cuda: ...")
@@ -135,10 +136,15 @@ class ConvForward {
   // takes the weights from a device buffer (training, where they change every step).
   void run_on(std::string_view algorithm, const float* src, float* dst);
   void run_with(std::string_view algorithm, const float* src, const float* wei, float* dst);
+  // Frees the weights uploaded at construction, for a caller that from now on runs only with
+  // its own (run_with: the GPU trainer, whose plans would otherwise hold a second copy of every
+  // convolution's weights); find, find_on, run and run_on refuse after it.
+  void release_weights();
   // The output [mb, oc, oh, ow] once the queued work has finished.
   std::vector<float> output();
 
  private:
+  const float* own_weights() const;  // the uploaded weights; Error once released
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

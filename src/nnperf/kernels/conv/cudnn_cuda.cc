@@ -378,8 +378,13 @@ void add_engine_candidates(std::vector<AlgoResult>& found, Descriptors& m,
 
 }  // namespace
 
-void reserve_workspace(std::size_t bytes) {
+void fit_workspace(std::size_t bytes) {
   usable();
+  cuda::Buffer& w = shared_workspace();
+  if (w.size() > (bytes + sizeof(float) - 1) / sizeof(float)) {
+    w = cuda::Buffer();  // cudaFree waits for the work queued on it
+    ++cuda::scratch_generation_counter();
+  }
   workspace_of_at_least(bytes);
 }
 
@@ -496,11 +501,12 @@ std::vector<AlgoResult> ConvForward::find_on(const FindOptions& o, const float* 
   check(a.GetConvolutionForwardAlgorithmMaxCount(a.handle, &max),
         "cudnnGetConvolutionForwardAlgorithmMaxCount");
   std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<std::size_t>(std::max(max, 1)));
-  check(a.FindConvolutionForwardAlgorithmEx(a.handle, m.x, x, m.w, m.wei.data(), m.conv, m.y, y,
-                                            max, &got, perf.data(), workspace.data(), have),
+  const float* wei = own_weights();
+  check(a.FindConvolutionForwardAlgorithmEx(a.handle, m.x, x, m.w, wei, m.conv, m.y, y, max, &got,
+                                            perf.data(), workspace.data(), have),
         "cudnnFindConvolutionForwardAlgorithmEx");
   std::vector<AlgoResult> found = m.results(perf.data(), got);
-  add_engine_candidates(found, m, names, have, o.launch, {x, m.wei.data(), y});
+  add_engine_candidates(found, m, names, have, o.launch, {x, wei, y});
   return retimed(std::move(found), have, o.launch,
                  [&](std::string_view algo) { run_on(algo, x, y); });
 }
@@ -512,7 +518,17 @@ void ConvForward::run(std::string_view algorithm) {
 }
 
 void ConvForward::run_on(std::string_view algorithm, const float* x, float* y) {
-  run_with(algorithm, x, impl_->wei.data(), y);
+  run_with(algorithm, x, own_weights(), y);
+}
+
+void ConvForward::release_weights() { impl_->wei = cuda::Buffer(); }
+
+const float* ConvForward::own_weights() const {
+  if (impl_->wei.size() == 0 && impl_->p.wei_numel() > 0) {
+    fail("cuDNN conv {}: its weights were released (release_weights); use run_with",
+         impl_->p.str());
+  }
+  return impl_->wei.data();
 }
 
 void ConvForward::run_with(std::string_view algorithm, const float* x, const float* wei,

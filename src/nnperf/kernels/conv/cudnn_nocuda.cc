@@ -22,7 +22,7 @@ namespace {
 }  // namespace
 
 std::string version() { return ""; }
-void reserve_workspace(std::size_t) { refuse(); }
+void fit_workspace(std::size_t) { refuse(); }
 
 struct ConvForward::Impl {};
 ConvForward::ConvForward(const ConvProblem&, std::span<const float>, std::span<const float>) {
@@ -40,6 +40,8 @@ std::vector<AlgoResult> ConvForward::find_on(const FindOptions&, const float*, f
 void ConvForward::run(std::string_view) { refuse(); }
 void ConvForward::run_on(std::string_view, const float*, float*) { refuse(); }
 void ConvForward::run_with(std::string_view, const float*, const float*, float*) { refuse(); }
+void ConvForward::release_weights() { refuse(); }
+const float* ConvForward::own_weights() const { refuse(); }
 std::vector<float> ConvForward::output() { refuse(); }
 
 struct ConvBackward::Impl {};
