@@ -119,9 +119,7 @@ TEST_P(ReplayedUpdate, TakesTheCpuOptimizersStepsExactly) {
         adam_element(t.w, t.grad, t.s1, t.s2, j, c);
       });
     } else {
-      const auto mu = static_cast<float>(o.momentum);
-      const SgdCoefficients c{lr, static_cast<float>(o.weight_decay), mu, step == 0 ? 0.0f : mu,
-                              o.nesterov};
+      const SgdCoefficients c = sgd_coefficients(o, lr, step + 1);
       replay(chunks, rows,
              [&](const UpdateTensor& t, int64_t j) { sgd_element(t.w, t.grad, t.s1, j, c); });
     }

@@ -113,6 +113,15 @@ inline float* grow_scratch(Buffer& b, std::size_t floats) {
   }
   return b.data();
 }
+// `b` made exactly `floats` long: grown as grow_scratch does, or shrunk (freed, counted, then
+// allocated again) when it is longer.
+inline float* fit_scratch(Buffer& b, std::size_t floats) {
+  if (b.size() > floats) {
+    b = Buffer();
+    ++scratch_generation_counter();
+  }
+  return grow_scratch(b, floats);
+}
 
 // Waits for all queued work; throws Error naming the failed call if a kernel failed.
 void synchronize();

@@ -160,7 +160,6 @@ class EventTimeline final : public Timeline {
   const char* name() const override { return "cuda-events"; }
   int mark() override {
     if (next_ == events_.size()) reserve(static_cast<int>(next_ + 1));  // not reserved: now
-
     if (capturing()) {  // a node of the graph being captured, recorded at each launch
       check(cudaEventRecordWithFlags(events_[next_], cudaStreamPerThread, cudaEventRecordExternal),
             "cudaEventRecordWithFlags (captured)");

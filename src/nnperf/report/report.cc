@@ -716,8 +716,6 @@ ReportSection complexity_section(const std::vector<fs::path>& files, const fs::p
   return s;
 }
 
-// MLP runs (usra-survey's final_results.json: activation, hyperparameters) and CNN runs
-// (model, context.recipe, best accuracy, data wait) in one table.
 // Where a training run ran: "cpu", or "cuda" with how a CNN run's GPU steps ran (its run context's
 // cuda.launch, and find's engines and cuDNN's BatchNorm when asked), e.g. "cuda (graph, engines)".
 std::string training_device(const nlohmann::json& final_results, bool cnn) {
@@ -735,6 +733,8 @@ std::string training_device(const nlohmann::json& final_results, bool cnn) {
   return how.empty() ? "cuda" : fmt::format("cuda ({})", fmt::join(how, ", "));
 }
 
+// MLP runs (usra-survey's final_results.json: activation, hyperparameters) and CNN runs
+// (model, context.recipe, best accuracy, data wait) in one table.
 ReportSection training_section(const std::vector<fs::path>& files, const fs::path& root) {
   ReportSection s;
   s.title = "Training runs";

@@ -435,6 +435,15 @@ void CudaCnnTrainer::set_batch(int64_t mb) {
   // A new short size: every convolution's plans for it first, so that a refusal (no algorithm,
   // no memory for find) leaves the trainer as it was.
   const bool replan = mb != mb_ && mb != short_mb_;
+  // Its BatchNorm statistics, as BatchNorm2d's plan refuses them on the CPU (the planned batch
+  // was checked at planning).
+  for (std::size_t n = 1; replan && n < nodes_.size(); ++n) {
+    const Node& m = *nodes_[n];
+    if (m.kind == Kind::kBatchNorm && mb * m.planned.shape.plane < 2) {
+      fail("{}: training needs more than 1 value per channel, a batch of {} has {}",
+           graph_.name(static_cast<int>(n)), mb, mb * m.planned.shape.plane);
+    }
+  }
   std::vector<std::unique_ptr<ConvPlans>> short_plans(nodes_.size());
   for (std::size_t n = 1; replan && n < nodes_.size(); ++n) {
     Node& m = *nodes_[n];
@@ -683,8 +692,7 @@ void CudaCnnTrainer::mark(StepPhase phase, bool begin) {
 }
 
 void CudaCnnTrainer::update() {
-  const float mu = static_cast<float>(opt_.momentum);
-  const bool adam = opt_.name == "adam", momentum = !adam && mu != 0.0f;
+  const bool adam = opt_.name == "adam", momentum = !adam && opt_.momentum != 0.0;
   if (!update_table_) {
     // Zeros, not uninitialised memory: keep * buf with keep 0 must not meet a NaN pattern.
     const auto zeros = [](const cuda::Buffer& like) {
@@ -702,9 +710,7 @@ void CudaCnnTrainer::update() {
   if (adam) {
     cuda_kernels::multi_adam_update(*update_table_, adam_coefficients(opt_, lr_, steps_ + 1));
   } else {
-    // torch.optim.SGD (dampening 0): the buffer is the gradient on the first step.
-    cuda_kernels::multi_sgd_update(*update_table_, {lr_, static_cast<float>(opt_.weight_decay), mu,
-                                                    steps_ == 0 ? 0.0f : mu, opt_.nesterov});
+    cuda_kernels::multi_sgd_update(*update_table_, sgd_coefficients(opt_, lr_, steps_ + 1));
   }
   ++steps_;
 }
@@ -755,14 +761,6 @@ BatchResult CudaCnnTrainer::step(std::span<const float> x, std::span<const int32
                per_image);
   for (const int32_t l : labels) {
     if (l < 0 || l >= classes_) fail("label {} outside [0, {})", l, classes_);
-  }
-  // A short batch's BatchNorm statistics, as BatchNorm2d's plan refuses them on the CPU.
-  for (std::size_t n = 1; n < nodes_.size(); ++n) {
-    const Node& m = *nodes_[n];
-    if (m.kind == Kind::kBatchNorm && mb * m.planned.shape.plane < 2) {
-      fail("{}: training needs more than 1 value per channel, a batch of {} has {}",
-           graph_.name(static_cast<int>(n)), mb, mb * m.planned.shape.plane);
-    }
   }
   set_batch(mb);
   nodes_[0]->out.upload_prefix(x);

@@ -245,13 +245,10 @@ void CudaMlpTrainer::run_backward() {
 }
 
 void CudaMlpTrainer::update() {
-  const float mu = static_cast<float>(opt_.momentum);
   if (opt_.name == "adam") {
     cuda_kernels::multi_adam_update(*update_table_, adam_coefficients(opt_, lr_, steps_ + 1));
   } else {
-    // torch.optim.SGD (dampening 0): the buffer is the gradient on the first step.
-    cuda_kernels::multi_sgd_update(*update_table_, {lr_, static_cast<float>(opt_.weight_decay), mu,
-                                                    steps_ == 0 ? 0.0f : mu, opt_.nesterov});
+    cuda_kernels::multi_sgd_update(*update_table_, sgd_coefficients(opt_, lr_, steps_ + 1));
   }
   ++steps_;
 }

@@ -230,6 +230,11 @@ AdamCoefficients adam_coefficients(const OptimizerOptions& o, float lr, int64_t 
           o.eps};
 }
 
+SgdCoefficients sgd_coefficients(const OptimizerOptions& o, float lr, int64_t t) {
+  const auto mu = static_cast<float>(o.momentum);
+  return {lr, static_cast<float>(o.weight_decay), mu, t <= 1 ? 0.0f : mu, o.nesterov};
+}
+
 namespace {
 
 class Adam : public Optimizer {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nnperf/kernels/adam.h"
+#include "nnperf/kernels/multi_tensor_update.h"
 #include "nnperf/nn/layer.h"
 
 namespace nnperf {
@@ -50,6 +51,9 @@ class Optimizer {
 // The coefficients of Adam's step number t (1 for the first) at learning rate lr: the CPU
 // optimizer and the GPU trainer (train/cuda_mlp) take the same step.
 AdamCoefficients adam_coefficients(const OptimizerOptions& options, float lr, int64_t t);
+// The same for SGD's step t: the momentum buffer is the gradient on the first step (keep 0), as
+// torch.optim.SGD's with dampening 0.
+SgdCoefficients sgd_coefficients(const OptimizerOptions& options, float lr, int64_t t);
 
 // Throws UsageError for an unknown name ("expected sgd or adam").
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options);

@@ -380,12 +380,7 @@ void add_engine_candidates(std::vector<AlgoResult>& found, Descriptors& m,
 
 void fit_workspace(std::size_t bytes) {
   usable();
-  cuda::Buffer& w = shared_workspace();
-  if (w.size() > (bytes + sizeof(float) - 1) / sizeof(float)) {
-    w = cuda::Buffer();  // cudaFree waits for the work queued on it
-    ++cuda::scratch_generation_counter();
-  }
-  workspace_of_at_least(bytes);
+  cuda::fit_scratch(shared_workspace(), (bytes + sizeof(float) - 1) / sizeof(float));
 }
 
 struct ConvForward::Impl : Descriptors {
