@@ -344,8 +344,11 @@ TEST(GpuCli, ProfileOnTheGpuOrOneLineWhyNot) {
     // Both event costs measured (each at least 0; the one-block figure is the one taken off).
     EXPECT_GE(j["event_timer"]["layer_event_cost_ns"].get<double>(), 0.0);
     EXPECT_GE(j["event_timer"]["layer_event_cost_full_device_ns"].get<double>(), 0.0);
-    // Energy: where NVML reads the board, every size has its energy per inference.
+    // Energy: where NVML reads the board, every size has its energy per inference, read from
+    // the CUDA device's own board (its bus id, as cudaDeviceGetPCIBusId writes it, found by NVML).
     if (j["power"]["available"].get<bool>()) {
+      EXPECT_EQ(j["power"]["scope"].get<std::string>().rfind("the board at ", 0), 0u)
+          << j["power"]["scope"];
       std::istringstream overall(test::read_text(out / "resnet18_implicit_gemm_overall.csv"));
       const auto cells = [](const std::string& line) {
         std::vector<std::string> v;
@@ -374,6 +377,18 @@ TEST(GpuCli, ProfileOnTheGpuOrOneLineWhyNot) {
     const auto j = nlohmann::json::parse(test::read_text(eager / "run.json"));
     EXPECT_EQ(j["setup"]["launch"], "eager");
     EXPECT_NE(j["timing"].get<std::string>().find("kernel by kernel"), std::string::npos);
+    // --warmup 0 (what scripts/ncu_profile.sh runs): the graph is captured, not run, before the
+    // one measured pass.
+    const std::filesystem::path cold = dir.path() / "cold";
+    const auto c = run_nnperf(
+        fmt::format("profile --device cuda --model resnet18 --sizes 40 --warmup 0 --measure 1 "
+                    "--algorithm guess --progress quiet --output-dir '{}'",
+                    cold.string()));
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    const auto k = nlohmann::json::parse(test::read_text(cold / "run.json"));
+    EXPECT_EQ(k["setup"]["launch"], "graph");
+    const std::string rows = test::read_text(cold / "resnet18_guess_overall.csv");
+    EXPECT_GE(std::count(rows.begin(), rows.end(), '\n'), 2) << rows;  // the header, size 40
   }
   for (const char* bad :
        {"--pass train", "--fold-bn", "--algorithm winograd_x", "--launch later"}) {

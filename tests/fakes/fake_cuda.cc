@@ -101,9 +101,12 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void** h) {
   *h = handle(static_cast<int>(i));
   return 0;
 }
+// domain:bus:device.function in hex, as NVML parses it: the domain 4 digits (what
+// cudaDeviceGetPCIBusId writes) or 8 (what NVML's own pciInfo.busId holds).
 int nvmlDeviceGetHandleByPciBusId_v2(const char* bus, void** h) {
-  unsigned int b = 0;
-  if (std::sscanf(bus, "00000000:%X:00.0", &b) != 1 || b == 0 || static_cast<int>(b) > devices())
+  unsigned int domain = 0, b = 0, dev = 0, fn = 0;
+  if (std::sscanf(bus, "%x:%x:%x.%x", &domain, &b, &dev, &fn) != 4) return 2;  // INVALID_ARGUMENT
+  if (domain != 0 || dev != 0 || fn != 0 || b == 0 || static_cast<int>(b) > devices())
     return 6;  // NVML_ERROR_NOT_FOUND
   *h = handle(static_cast<int>(b) - 1);
   return 0;

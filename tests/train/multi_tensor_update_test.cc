@@ -5,8 +5,10 @@
 // into FMAs, is checked against float64 in tests/gpu/cuda_kernels_test.cc).
 #include "nnperf/kernels/multi_tensor_update.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,9 +45,14 @@ TEST(MultiTensorUpdate, ChunksCoverEveryElementOnce) {
   }
   std::size_t blocks = 0;
   int32_t last = -1;
+  int64_t covered = 0, total = 0;
   for (const UpdateChunk& ch : chunks) {
+    ASSERT_GE(ch.tensor, 0);
+    ASSERT_LT(static_cast<std::size_t>(ch.tensor), sizes.size());
     EXPECT_LT(ch.begin, ch.end);
+    EXPECT_LE(ch.end, sizes[static_cast<std::size_t>(ch.tensor)]);  // never past its tensor
     EXPECT_LE(ch.end - ch.begin, kUpdateChunk);
+    covered += ch.end - ch.begin;
     EXPECT_EQ(ch.begin % kUpdateChunk, 0);
     EXPECT_GE(ch.tensor, last);  // tensor by tensor
     last = ch.tensor;
@@ -56,8 +63,10 @@ TEST(MultiTensorUpdate, ChunksCoverEveryElementOnce) {
       ASSERT_EQ(visits[i][j], 1.0f) << "tensor " << i << " element " << j;
     }
     blocks += static_cast<std::size_t>((sizes[i] + kUpdateChunk - 1) / kUpdateChunk);
+    total += sizes[i];
   }
   EXPECT_EQ(chunks.size(), blocks);
+  EXPECT_EQ(covered, total);
   EXPECT_TRUE(update_chunks({}).empty());
 }
 
@@ -119,7 +128,7 @@ TEST_P(ReplayedUpdate, TakesTheCpuOptimizersStepsExactly) {
         adam_element(t.w, t.grad, t.s1, t.s2, j, c);
       });
     } else {
-      const SgdCoefficients c = sgd_coefficients(o, lr, step + 1);
+      const SgdCoefficients c = sgd_coefficients(o, lr, step == 0);  // buffers made at step 0
       replay(chunks, rows,
              [&](const UpdateTensor& t, int64_t j) { sgd_element(t.w, t.grad, t.s1, j, c); });
     }
@@ -139,6 +148,55 @@ TEST_P(ReplayedUpdate, TakesTheCpuOptimizersStepsExactly) {
       ASSERT_EQ(mine[static_cast<std::size_t>(j)], t->data()[j]) << name << " element " << j;
     }
   }
+}
+
+// A momentum buffer loaded from a checkpoint at step 0 (a file another program wrote) is kept, not
+// replaced by the gradient: the CPU optimizer keeps it because it did not create it, and the GPU
+// trainers pass fresh_state = false for loaded state.
+TEST(MultiTensorUpdate, SgdKeepsALoadedMomentumBufferAtStepZero) {
+  OptimizerOptions o;
+  o.name = "sgd";
+  o.lr = 0.05;
+  o.momentum = 0.9;
+  Params cpu, replayed;
+  const std::unique_ptr<Optimizer> opt = make_optimizer(o);
+  std::vector<std::pair<std::string, Tensor>> state;
+  std::vector<std::vector<float>> s1;
+  std::vector<UpdateTensor> rows;
+  std::vector<int64_t> sizes;
+  for (std::size_t i = 0; i < replayed.w.size(); ++i) {
+    Tensor buf = test::random_tensor(replayed.w[i].shape(), 40 + i);
+    s1.emplace_back(buf.data(), buf.data() + buf.numel());
+    state.emplace_back(fmt::format("momentum_buffer.{}", i), std::move(buf));
+    rows.push_back({replayed.w[i].data(), replayed.g[i].data(), s1.back().data(), nullptr,
+                    replayed.w[i].numel()});
+    sizes.push_back(replayed.w[i].numel());
+  }
+  opt->load_state(state, 0);
+  cpu.set_grads(0);
+  replayed.set_grads(0);
+  opt->step(cpu.list());
+  const SgdCoefficients c = sgd_coefficients(o, static_cast<float>(o.lr), false);
+  replay(update_chunks(sizes), rows,
+         [&](const UpdateTensor& t, int64_t j) { sgd_element(t.w, t.grad, t.s1, j, c); });
+  for (std::size_t i = 0; i < cpu.w.size(); ++i) {
+    for (int64_t j = 0; j < cpu.w[i].numel(); ++j) {
+      ASSERT_EQ(replayed.w[i].data()[j], cpu.w[i].data()[j]) << "tensor " << i << " element " << j;
+    }
+  }
+  // The case matters: the fresh-buffer step (keep 0) from the same weights lands elsewhere.
+  Params fresh;
+  fresh.set_grads(0);
+  std::vector<float> zeros(static_cast<std::size_t>(fresh.w[0].numel()), 0.0f);
+  const UpdateTensor row{fresh.w[0].data(), fresh.g[0].data(), zeros.data(), nullptr,
+                         fresh.w[0].numel()};
+  const SgdCoefficients first = sgd_coefficients(o, static_cast<float>(o.lr), true);
+  const std::vector<int64_t> one_size = {row.n};
+  replay(update_chunks(one_size), {row},
+         [&](const UpdateTensor& t, int64_t j) { sgd_element(t.w, t.grad, t.s1, j, first); });
+  int differ = 0;
+  for (int64_t j = 0; j < row.n; ++j) differ += fresh.w[0].data()[j] != cpu.w[0].data()[j];
+  EXPECT_GT(differ, row.n / 2);
 }
 
 OptimizerOptions sgd(double momentum, double weight_decay, bool nesterov) {

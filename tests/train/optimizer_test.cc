@@ -241,6 +241,22 @@ TEST(MakeOptimizer, BadOptionsThrowUsageErrors) {
   EXPECT_THROW(make_optimizer(o), UsageError);
 }
 
+// The GPU trainers compare names: whatever the case the user typed, they read the optimizer's own
+// name (an "Adam" once ran SGD with momentum on the GPU while the CPU ran Adam).
+TEST(MakeOptimizer, CheckedOptionsCarryTheOptimizersOwnName) {
+  OptimizerOptions o;
+  o.name = "Adam";
+  o.lr = 0.25;
+  EXPECT_EQ(make_optimizer(o)->name(), "adam");
+  const OptimizerOptions checked = checked_optimizer(o);
+  EXPECT_EQ(checked.name, "adam");
+  EXPECT_EQ(checked.lr, 0.25);
+  o.name = "SGD";
+  EXPECT_EQ(checked_optimizer(o).name, "sgd");
+  o.name = "rmsprop";
+  EXPECT_THROW(checked_optimizer(o), UsageError);
+}
+
 TEST(Optimizer, SetLrChangesTheStep) {
   OptimizerOptions o;
   o.name = "sgd";

@@ -140,10 +140,10 @@ inline std::vector<float> to_host(const Buffer& b) {
 // begin/end pairs per slot between resolves.
 std::unique_ptr<IntervalTimer> make_event_timer(int slots);
 
-// A Timeline of CUDA events: mark() records one into the stream (events are created on first
-// use and reused); read() synchronises once on the last and returns each mark's time after the
-// first (cudaEventElapsedTime between consecutive marks, summed; about 0.5 us resolution), then
-// starts over. make_event_timer's intervals are pairs of marks on one.
+// A Timeline of CUDA events: mark() records one into the stream (events are created ahead by
+// reserve(marks), else at first use, and reused); read() synchronises once on the last and returns
+// each mark's time after the first (cudaEventElapsedTime between consecutive marks, summed; about
+// 0.5 us resolution), then starts over. make_event_timer's intervals are pairs of marks on one.
 std::unique_ptr<Timeline> make_event_timeline();
 
 // Work that one function queues, captured into a CUDA graph (cudaStreamBeginCapture on this
@@ -161,7 +161,10 @@ class CapturedWork {
   // Runs `queue` with this thread's stream capturing (nothing executes) and makes the result
   // launchable, updating the last capture's executable graph in place where CUDA allows.
   // Throws Error naming the CUDA call that failed (a call that cannot be captured ends the
-  // capture: the stream is usable again, and the last capture is dropped).
+  // capture: the stream is usable again, and the last capture is dropped). When `queue`
+  // reallocated process-wide scratch (grow_scratch: another owner had shrunk a shared workspace),
+  // the nodes queued before it hold the freed address: `queue` then runs a second time, and a
+  // second reallocation is an Error. So what is captured is always current() on return.
   void capture(const std::function<void()>& queue);
   bool captured() const;
   // Captured, and no process-wide scratch reallocated since the capture began (grow_scratch):

@@ -272,44 +272,58 @@ CapturedWork::~CapturedWork() = default;
 void CapturedWork::capture(const std::function<void()>& queue) {
   require("CUDA graph capture");
   State& s = *state_;
-  s.generation = scratch_generation();  // a reallocation during the capture leaves it stale
-  // Relaxed: a library's first-use allocation inside `queue` is allowed (it is not captured).
-  check(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeRelaxed),
-        "cudaStreamBeginCapture");
-  cudaGraph_t g = nullptr;
-  try {
-    queue();
-  } catch (...) {
-    (void)cudaStreamEndCapture(cudaStreamPerThread, &g);  // ends it whatever went wrong
-    if (g != nullptr) (void)cudaGraphDestroy(g);
-    (void)cudaGetLastError();  // the capture's error is not sticky: clear it
-    s.drop();
-    throw;
-  }
-  if (const cudaError_t rc = cudaStreamEndCapture(cudaStreamPerThread, &g); rc != cudaSuccess) {
-    (void)cudaGetLastError();
-    s.drop();
-    check(rc, "cudaStreamEndCapture (a queued call could not be captured)");
-  }
-  if (s.exec != nullptr) {  // the same work again (new event marks, same kernels): update in place
-    cudaGraphExecUpdateResultInfo info{};
-    if (cudaGraphExecUpdate(s.exec, g, &info) != cudaSuccess) {
-      (void)cudaGetLastError();
-      (void)cudaGraphExecDestroy(s.exec);
-      s.exec = nullptr;
-    }
-  }
-  if (s.exec == nullptr) {
-    if (const cudaError_t rc = cudaGraphInstantiate(&s.exec, g, 0); rc != cudaSuccess) {
-      (void)cudaGraphDestroy(g);
-      s.exec = nullptr;
+  const auto once = [&] {
+    s.generation = scratch_generation();  // a reallocation during the capture leaves it stale
+    // Relaxed: a library's first-use allocation inside `queue` is allowed (it is not captured).
+    check(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeRelaxed),
+          "cudaStreamBeginCapture");
+    cudaGraph_t g = nullptr;
+    try {
+      queue();
+    } catch (...) {
+      (void)cudaStreamEndCapture(cudaStreamPerThread, &g);  // ends it whatever went wrong
+      if (g != nullptr) (void)cudaGraphDestroy(g);
+      (void)cudaGetLastError();  // the capture's error is not sticky: clear it
       s.drop();
-      check(rc, "cudaGraphInstantiate");
+      throw;
     }
+    if (const cudaError_t rc = cudaStreamEndCapture(cudaStreamPerThread, &g); rc != cudaSuccess) {
+      (void)cudaGetLastError();
+      s.drop();
+      check(rc, "cudaStreamEndCapture (a queued call could not be captured)");
+    }
+    if (s.exec != nullptr) {  // the same work again (new event marks, same kernels): in place
+      cudaGraphExecUpdateResultInfo info{};
+      if (cudaGraphExecUpdate(s.exec, g, &info) != cudaSuccess) {
+        (void)cudaGetLastError();
+        (void)cudaGraphExecDestroy(s.exec);
+        s.exec = nullptr;
+      }
+    }
+    if (s.exec == nullptr) {
+      if (const cudaError_t rc = cudaGraphInstantiate(&s.exec, g, 0); rc != cudaSuccess) {
+        (void)cudaGraphDestroy(g);
+        s.exec = nullptr;
+        s.drop();
+        check(rc, "cudaGraphInstantiate");
+      }
+    }
+    if (s.graph != nullptr) (void)cudaGraphDestroy(s.graph);
+    s.graph = g;
+    check(cudaGraphGetNodes(g, nullptr, &s.nodes), "cudaGraphGetNodes");
+  };
+  // Work that grows shared scratch while it is queued (a workspace another plan owner shrank)
+  // leaves the nodes queued before the growth on the freed buffer: capture again, now that the
+  // scratch is large enough. A second move means the work reallocates every time it is queued.
+  once();
+  if (current()) return;
+  once();
+  if (!current()) {
+    s.drop();
+    throw Error(
+        "CUDA graph capture: process-wide scratch was reallocated during each of two "
+        "captures of the same work (its addresses would not hold)");
   }
-  if (s.graph != nullptr) (void)cudaGraphDestroy(s.graph);
-  s.graph = g;
-  check(cudaGraphGetNodes(g, nullptr, &s.nodes), "cudaGraphGetNodes");
 }
 
 bool CapturedWork::captured() const { return state_->exec != nullptr; }

@@ -301,8 +301,12 @@ void CudaInference::run() {
     timed_->launch();
     return;
   }
-  if (!plain_->current()) plain_->capture([this] { queue_pass(); });
+  prepare();
   plain_->launch();
+}
+
+void CudaInference::prepare() {
+  if (cuda_graph_ && !plain_->current()) plain_->capture([this] { queue_pass(); });
 }
 
 std::size_t CudaInference::graph_nodes() const {

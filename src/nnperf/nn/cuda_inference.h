@@ -70,6 +70,10 @@ class CudaInference {
   std::size_t graph_nodes() const;
   // Queues one forward pass; returns without waiting for it.
   void run();
+  // With cuda_graph: captures the untimed pass when it is not current, without running it (the
+  // capture queues nothing on the device), so that a first timed run() holds no capture and a
+  // profiler sees only the passes run. Without: nothing to do.
+  void prepare();
   // After a run() with a timeline: waits for it (the one synchronisation) and returns each node's
   // milliseconds, indexed by node ([0], the input, is 0).
   std::vector<double> node_ms();

@@ -174,8 +174,9 @@ NvmlReader::NvmlReader(const std::string& library, const std::string& pci_bus_id
   count(&n);
   auto by_bus = reinterpret_cast<int (*)(const char*, void**)>(
       dlsym(lib_, "nvmlDeviceGetHandleByPciBusId_v2"));
+  int bus_rc = 0;  // the lookup's NVML error, where one was made and failed
   if (void* h = nullptr;
-      !pci_bus_id.empty() && by_bus != nullptr && by_bus(pci_bus_id.c_str(), &h) == 0) {
+      !pci_bus_id.empty() && by_bus != nullptr && (bus_rc = by_bus(pci_bus_id.c_str(), &h)) == 0) {
     handles_.push_back(h);
     scope_ = fmt::format("the board at {}", pci_bus_id);
   } else {
@@ -183,6 +184,11 @@ NvmlReader::NvmlReader(const std::string& library, const std::string& pci_bus_id
       if (handle(i, &h) == 0) handles_.push_back(h);
     }
     scope_ = fmt::format("all {} boards NVML sees, summed", handles_.size());
+    if (!pci_bus_id.empty()) {
+      scope_ += by_bus == nullptr
+                    ? fmt::format(" (this NVML cannot look up bus {})", pci_bus_id)
+                    : fmt::format(" (NVML error {} looking up bus {})", bus_rc, pci_bus_id);
+    }
   }
   devices_ = static_cast<int>(handles_.size());
   if (devices_ == 0) {

@@ -148,9 +148,10 @@ void measure_whole_gpu(Sweep& sw, const ProfileOptions& o, SizeRecord& r,
                        const std::function<void(const std::string&)>& show) {
   show(fmt::format("warm-up ({})", o.warmup));
   for (int i = 0; i < o.warmup; ++i) sw.gpu->run();
-  // The graph is captured at the first run(): with --warmup 0 that run is made here, untimed, so
-  // that no timed pass holds the capture's host work.
-  if (o.warmup == 0 && sw.gpu->cuda_graph()) sw.gpu->run();
+  // The graph is captured at the first run(): with --warmup 0 it is captured here instead, so
+  // that no timed pass holds the capture's host work and nothing runs untimed (a profiler such as
+  // ncu, scripts/ncu_profile.sh, sees exactly the --measure passes).
+  sw.gpu->prepare();
   cuda::synchronize();
   check_interrupt();
   const std::unique_ptr<IntervalTimer> timer = cuda::make_event_timer(o.measure);

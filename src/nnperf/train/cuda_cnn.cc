@@ -170,7 +170,8 @@ std::string cuda_training_unsupported(const Graph& graph) {
 }
 
 std::size_t cuda_training_bytes(const Graph& graph, const OptimizerOptions& optimizer) {
-  const std::size_t states = optimizer.name == "adam" ? 2 : (optimizer.momentum != 0.0 ? 1 : 0);
+  const OptimizerOptions o = checked_optimizer(optimizer);
+  const std::size_t states = o.name == "adam" ? 2 : (o.momentum != 0.0 ? 1 : 0);
   const GradientRouting routing = graph.gradient_routing();
   std::size_t floats = 0;
   for (int n = 0; n < graph.size(); ++n) {
@@ -244,7 +245,7 @@ struct CudaCnnTrainer::Node {
 CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
                                const CudaTrainOptions& options)
     : graph_(graph),
-      opt_(optimizer),
+      opt_(checked_optimizer(optimizer)),
       lr_(static_cast<float>(optimizer.lr)),
       label_smoothing_(options.label_smoothing),
       deterministic_(options.deterministic),
@@ -265,8 +266,7 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
   if (cudnn_batchnorm_) require_cudnn_batchnorm(graph);
-  (void)make_optimizer(optimizer);  // the CPU optimizer's checks of the options
-  const std::size_t need = cuda_training_bytes(graph, optimizer);
+  const std::size_t need = cuda_training_bytes(graph, opt_);
   if (const std::size_t free = cuda::device_properties().free_bytes; need > free) {
     throw Error(fmt::format(
         "training this batch needs at least {:.1f} GiB of device memory (activations, "
@@ -445,9 +445,14 @@ void CudaCnnTrainer::set_batch(int64_t mb) {
     }
   }
   std::vector<std::unique_ptr<ConvPlans>> short_plans(nodes_.size());
-  for (std::size_t n = 1; replan && n < nodes_.size(); ++n) {
-    Node& m = *nodes_[n];
-    if (m.kind == Kind::kConv) short_plans[n] = plan_conv(m, static_cast<int>(n), mb);
+  try {
+    for (std::size_t n = 1; replan && n < nodes_.size(); ++n) {
+      Node& m = *nodes_[n];
+      if (m.kind == Kind::kConv) short_plans[n] = plan_conv(m, static_cast<int>(n), mb);
+    }
+  } catch (const Error&) {
+    reserve_workspace();  // find grew the shared workspace for the plans now dropped
+    throw;
   }
   // Every batch-dependent size is a multiple of the planned batch (or 0 where unused).
   const auto scaled = [&](int64_t planned) { return planned / mb_ * mb; };
@@ -693,6 +698,7 @@ void CudaCnnTrainer::mark(StepPhase phase, bool begin) {
 
 void CudaCnnTrainer::update() {
   const bool adam = opt_.name == "adam", momentum = !adam && opt_.momentum != 0.0;
+  bool created = false;  // state buffers made now (not loaded): SGD's first momentum step
   if (!update_table_) {
     // Zeros, not uninitialised memory: keep * buf with keep 0 must not meet a NaN pattern.
     const auto zeros = [](const cuda::Buffer& like) {
@@ -700,7 +706,10 @@ void CudaCnnTrainer::update() {
     };
     std::vector<UpdateTensor> rows;
     for (const auto& p : params_) {
-      if ((adam || momentum) && p->s1.size() == 0) p->s1 = zeros(p->value);
+      if ((adam || momentum) && p->s1.size() == 0) {
+        p->s1 = zeros(p->value);
+        created = true;
+      }
       if (adam && p->s2.size() == 0) p->s2 = zeros(p->value);
       rows.push_back({p->value.data(), p->grad.data(), adam || momentum ? p->s1.data() : nullptr,
                       adam ? p->s2.data() : nullptr, static_cast<int64_t>(p->value.size())});
@@ -710,7 +719,7 @@ void CudaCnnTrainer::update() {
   if (adam) {
     cuda_kernels::multi_adam_update(*update_table_, adam_coefficients(opt_, lr_, steps_ + 1));
   } else {
-    cuda_kernels::multi_sgd_update(*update_table_, sgd_coefficients(opt_, lr_, steps_ + 1));
+    cuda_kernels::multi_sgd_update(*update_table_, sgd_coefficients(opt_, lr_, created));
   }
   ++steps_;
 }

@@ -50,16 +50,13 @@ cuda::Buffer zeros(int64_t n) {
 
 CudaMlpTrainer::CudaMlpTrainer(Graph& graph, const GemmAlgorithm& gemm,
                                const OptimizerOptions& optimizer, float label_smoothing)
-    :       gemm_(gemm),
-      opt_(optimizer),
+    : gemm_(gemm),
+      opt_(checked_optimizer(optimizer)),
       lr_(static_cast<float>(optimizer.lr)),
       label_smoothing_(label_smoothing) {
   if (gemm.device != Device::kCuda) {
     throw UsageError(fmt::format("--impl {}: runs on the CPU; the GPU trainer needs one of: {}",
                                  gemm.name, gemm_algorithm_names(Device::kCuda)));
-  }
-  if (opt_.name != "sgd" && opt_.name != "adam") {
-    throw UsageError(fmt::format("--optimizer {}: expected sgd or adam", opt_.name));
   }
   cuda::require("--device cuda");
   loss_slot_ = cuda::Buffer(cuda_kernels::kLossSlotFloats);
@@ -248,7 +245,8 @@ void CudaMlpTrainer::update() {
   if (opt_.name == "adam") {
     cuda_kernels::multi_adam_update(*update_table_, adam_coefficients(opt_, lr_, steps_ + 1));
   } else {
-    cuda_kernels::multi_sgd_update(*update_table_, sgd_coefficients(opt_, lr_, steps_ + 1));
+    // The state buffers are made (zeros) at construction and never loaded.
+    cuda_kernels::multi_sgd_update(*update_table_, sgd_coefficients(opt_, lr_, steps_ == 0));
   }
   ++steps_;
 }

@@ -230,9 +230,9 @@ AdamCoefficients adam_coefficients(const OptimizerOptions& o, float lr, int64_t 
           o.eps};
 }
 
-SgdCoefficients sgd_coefficients(const OptimizerOptions& o, float lr, int64_t t) {
+SgdCoefficients sgd_coefficients(const OptimizerOptions& o, float lr, bool fresh_state) {
   const auto mu = static_cast<float>(o.momentum);
-  return {lr, static_cast<float>(o.weight_decay), mu, t <= 1 ? 0.0f : mu, o.nesterov};
+  return {lr, static_cast<float>(o.weight_decay), mu, fresh_state ? 0.0f : mu, o.nesterov};
 }
 
 namespace {
@@ -320,6 +320,12 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o) {
     return std::make_unique<Adam>(o);
   }
   throw UsageError(fmt::format("unknown optimizer '{}': expected sgd or adam", o.name));
+}
+
+OptimizerOptions checked_optimizer(const OptimizerOptions& options) {
+  OptimizerOptions o = options;
+  o.name = make_optimizer(options)->name();
+  return o;
 }
 
 }  // namespace nnperf

@@ -51,11 +51,15 @@ class Optimizer {
 // The coefficients of Adam's step number t (1 for the first) at learning rate lr: the CPU
 // optimizer and the GPU trainer (train/cuda_mlp) take the same step.
 AdamCoefficients adam_coefficients(const OptimizerOptions& options, float lr, int64_t t);
-// The same for SGD's step t: the momentum buffer is the gradient on the first step (keep 0), as
-// torch.optim.SGD's with dampening 0.
-SgdCoefficients sgd_coefficients(const OptimizerOptions& options, float lr, int64_t t);
+// The same for SGD: the momentum buffer is the gradient on the step that creates it (fresh_state:
+// keep 0), as torch.optim.SGD's with dampening 0; a buffer loaded from a checkpoint is kept even
+// at step 0, as the CPU optimizer does.
+SgdCoefficients sgd_coefficients(const OptimizerOptions& options, float lr, bool fresh_state);
 
-// Throws UsageError for an unknown name ("expected sgd or adam").
+// Throws UsageError for an unknown name ("expected sgd or adam") or out-of-range options.
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options);
+// The options checked as make_optimizer checks them, with the name as the optimizer reports it
+// ("sgd" or "adam", whatever the case the user typed): what code that compares names reads.
+OptimizerOptions checked_optimizer(const OptimizerOptions& options);
 
 }  // namespace nnperf

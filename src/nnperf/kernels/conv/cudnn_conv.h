@@ -129,8 +129,9 @@ class ConvForward {
   std::vector<AlgoResult> find(const FindOptions& o = {});
   std::vector<AlgoResult> find_on(const FindOptions& o, const float* src, float* dst);
   // Queues one forward pass (dst = conv(src, wei)) with `algorithm`. Every ConvForward and
-  // ConvBackward of the process shares one cuDNN workspace (they run on one stream), grown to the
-  // largest one asked for and kept; each algorithm's workspace size is asked of cuDNN once.
+  // ConvBackward of the process shares one cuDNN workspace (they run on one stream), grown when a
+  // run asks for more and made exactly a plan's need by fit_workspace; each algorithm's
+  // workspace size is asked of cuDNN once.
   void run(std::string_view algorithm);
   // The same on device buffers src [mb, ic, ih, iw] and dst [mb, oc, oh, ow]; run_with also
   // takes the weights from a device buffer (training, where they change every step).

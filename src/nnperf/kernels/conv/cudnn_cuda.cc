@@ -82,7 +82,15 @@ Api load() {
     a.reason = "no cuDNN (" + errors + ")";
     return a;
   }
-  resolve(a, a.GetVersion, "cudnnGetVersion");
+  // Built against cuDNN 9's enums (algorithm lists, backend attributes, numerical notes):
+  // `libcudnn.so` may be another major version, which is named before any entry point it lacks.
+  if (resolve(a, a.GetVersion, "cudnnGetVersion")) {
+    if (const auto v = static_cast<long long>(a.GetVersion()); v / 10000 != 9) {
+      a.reason =
+          fmt::format("cuDNN {} found, but nnperf is built for cuDNN 9", cudnn_version_string(v));
+      return a;
+    }
+  }
   resolve(a, a.GetErrorString, "cudnnGetErrorString");
   resolve(a, a.Create, "cudnnCreate");
   resolve(a, a.SetStream, "cudnnSetStream");
@@ -116,13 +124,6 @@ Api load() {
   resolve(a, a.FindBwdFilterAlgorithmEx, "cudnnFindConvolutionBackwardFilterAlgorithmEx");
   resolve(a, a.ConvolutionBackwardFilter, "cudnnConvolutionBackwardFilter");
   if (!a.reason.empty()) return a;
-  // Built against cuDNN 9's enums (algorithm lists, backend attributes, numerical notes):
-  // `libcudnn.so` may be another major version.
-  if (const auto v = static_cast<long long>(a.GetVersion()); v / 10000 != 9) {
-    a.reason =
-        fmt::format("cuDNN {} found, but nnperf is built for cuDNN 9", cudnn_version_string(v));
-    return a;
-  }
   // The library and every entry point first (checkable on a machine without a GPU), then the
   // device the handle needs.
   if (!cuda::available()) {
@@ -281,14 +282,18 @@ std::vector<AlgoResult> results_of(const Perf* perf, int n, std::span<const char
 // captured once as a CUDA graph and launched), once untimed, then kFindRounds rounds alternating
 // them between CUDA events (cuda::time_alternately); ranked by the median, cuDNN's own figure kept
 // in cudnn_ms. Candidates needing more workspace than `limit` are left where cuDNN put them, after
-// the timed ones.
+// the timed ones: both cuDNN's figure for a candidate and what a run of it asks for
+// (`workspace_of`, the workspace-size query run() sizes the workspace by) must fit, so that no
+// timed run grows the shared workspace under the graphs captured for the others.
 constexpr int kFindRounds = 5;
 
 std::vector<AlgoResult> retimed(std::vector<AlgoResult> found, std::size_t limit, Launch launch,
+                                const std::function<std::size_t(const std::string&)>& workspace_of,
                                 const std::function<void(std::string_view)>& run) {
   std::vector<AlgoResult> timed, rest;
   for (AlgoResult& r : found) {
-    const bool ok = r.status == "CUDNN_STATUS_SUCCESS" && r.workspace_bytes <= limit;
+    const bool ok = r.status == "CUDNN_STATUS_SUCCESS" && r.workspace_bytes <= limit &&
+                    workspace_of(r.algorithm) <= limit;
     (ok ? timed : rest).push_back(std::move(r));
   }
   if (timed.empty()) return rest;
@@ -320,10 +325,11 @@ int pass_algo_index(ConvPass pass, std::string_view name) {
                                to_string(pass), name, list));
 }
 
-// One workspace for every convolution of the process, grown to the largest need and kept: all of
-// them are queued on one stream, so no two use it at once, and the largest need is held once (as
-// PyTorch's cuDNN workspace) instead of once per layer and pass. Growing frees the old buffer,
-// which waits for the work queued on it (cudaFree synchronises with the device).
+// One workspace for every convolution of the process: all of them are queued on one stream, so
+// no two use it at once, and the largest need is held once (as PyTorch's cuDNN workspace) instead
+// of once per layer and pass. A run or find that needs more grows it; fit_workspace makes it
+// exactly a plan's largest need (shrinking what find's candidates grew). A new buffer frees the
+// old one, which waits for the work queued on it (cudaFree synchronises with the device).
 cuda::Buffer& shared_workspace() {
   static cuda::Buffer workspace;
   return workspace;
@@ -486,9 +492,11 @@ std::vector<AlgoResult> ConvForward::find_on(const FindOptions& o, const float* 
   for (const char* n : forward_algorithms()) {
     if (why_not(n).empty()) served.emplace_back(n);
   }
+  const float* wei = own_weights();  // refused before the workspace grows for nothing
   const std::vector<std::string> names = m.with_engines(std::move(served), o);
-  cuda::Buffer& workspace = workspace_of_at_least(find_workspace(
-      names, o.max_workspace_bytes, [&](const std::string& n) { return workspace_bytes(n); }));
+  const auto ws_of = [&](const std::string& n) { return workspace_bytes(n); };
+  cuda::Buffer& workspace =
+      workspace_of_at_least(find_workspace(names, o.max_workspace_bytes, ws_of));
   // What find may use: the limit asked for, not more, even where an earlier convolution grew the
   // shared workspace past it (the cached ranking must not depend on what ran before).
   const std::size_t have = std::min(workspace.size() * sizeof(float), o.max_workspace_bytes);
@@ -496,13 +504,12 @@ std::vector<AlgoResult> ConvForward::find_on(const FindOptions& o, const float* 
   check(a.GetConvolutionForwardAlgorithmMaxCount(a.handle, &max),
         "cudnnGetConvolutionForwardAlgorithmMaxCount");
   std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<std::size_t>(std::max(max, 1)));
-  const float* wei = own_weights();
   check(a.FindConvolutionForwardAlgorithmEx(a.handle, m.x, x, m.w, wei, m.conv, m.y, y, max, &got,
                                             perf.data(), workspace.data(), have),
         "cudnnFindConvolutionForwardAlgorithmEx");
   std::vector<AlgoResult> found = m.results(perf.data(), got);
   add_engine_candidates(found, m, names, have, o.launch, {x, wei, y});
-  return retimed(std::move(found), have, o.launch,
+  return retimed(std::move(found), have, o.launch, ws_of,
                  [&](std::string_view algo) { run_on(algo, x, y); });
 }
 
@@ -677,8 +684,9 @@ std::vector<AlgoResult> ConvBackward::find_on(const FindOptions& o, const float*
     if (m.query(n, &bytes) == CUDNN_STATUS_SUCCESS) served.emplace_back(n);
   }
   const std::vector<std::string> names = m.with_engines(std::move(served), o);
-  cuda::Buffer& workspace = workspace_of_at_least(find_workspace(
-      names, o.max_workspace_bytes, [&](const std::string& n) { return workspace_bytes(n); }));
+  const auto ws_of = [&](const std::string& n) { return workspace_bytes(n); };
+  cuda::Buffer& workspace =
+      workspace_of_at_least(find_workspace(names, o.max_workspace_bytes, ws_of));
   const int max = m.max_count();
   int got = 0;
   // As ConvForward::find_on: the limit, even where the workspace has grown past it.
@@ -698,7 +706,7 @@ std::vector<AlgoResult> ConvBackward::find_on(const FindOptions& o, const float*
     found = results_of(perf.data(), got, algorithms(m.pass));
   }
   add_engine_candidates(found, m, names, have, o.launch, m.tensors(first, dy, out));
-  return retimed(std::move(found), have, o.launch,
+  return retimed(std::move(found), have, o.launch, ws_of,
                  [&](std::string_view algo) { run_on(algo, first, dy, out); });
 }
 
