@@ -49,6 +49,10 @@ const char* const kShapes[] = {
     // that gemm puts two images to a GEMM (the last chunk one image)
     "mb2ic16ih14oc24kh1", "mb1ic24ih14oc16kh1sh2", "mb1ic300ih6oc10kh1", "mb1ic40ih7oc9kh3ph1",
     "mb5ic12ih7oc20kh1",
+    // stride 2 across the width only, rows of 33-37 columns: implicit_precomp_gemm's vector
+    // deinterleave of each padded row's phases (16-float loads inside the row, element-wise
+    // ends), with padding 0, 2 and an even kernel width
+    "mb2ic5ih9iw37oc6kh3kw4sw2pw2", "mb1ic3ih8iw35oc5kh1sw2", "mb1ic4ih5iw33oc3kh3sw2",
     // groups, depthwise, channel multiplier
     "g2mb1ic8ih10oc6kh3ph1", "g4mb2ic8ih9oc12kh3ph1", "g16mb1ic16ih15oc16kh3ph1",
     "g12mb1ic12ih20oc12kh3sh2ph1", "g8mb1ic8ih9oc16kh3ph1", "g6mb1ic6ih13oc6kh5ph2",

@@ -332,6 +332,32 @@ inline bool phase_read(const Plan& pl, int64_t phase) {
   return false;
 }
 
+// out[t] = sr[t * sw + r - pw] for t < wph (0 outside [0, iw)): phase r of one padded input row.
+// At stride 2 (ResNet's downsampling convolutions) the in-range middle is deinterleaved 8 outputs
+// at a time from two vector loads; done element by element, this copy was 11-16% of a ResNet-50
+// 3x3 stride-2 layer's time at batch 1 (layer2.0.conv2 on a Zen 3 core, 2026-11-27).
+inline void phase_row(const float* sr, int64_t iw, int64_t sw, int64_t r, int64_t pw, int64_t wph,
+                      float* out) {
+  int64_t t = 0;
+  for (; t < wph && t * sw + r - pw < 0; ++t) out[t] = 0.0f;
+#if defined(__AVX2__)
+  if (sw == 2) {
+    // 16 loaded floats (all inside the row) give 8 outputs: lanes 0, 2, .., 14.
+    for (; t + 8 <= wph && 2 * t + r - pw + 16 <= iw; t += 8) {
+      const float* p = sr + 2 * t + r - pw;
+      const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
+      const __m256 even = _mm256_shuffle_ps(a, b, 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
+      _mm256_storeu_ps(out + t, _mm256_castpd_ps(_mm256_permute4x64_pd(
+                                    _mm256_castps_pd(even), 0xD8)));  // 64-bit units 0 2 1 3
+    }
+  }
+#endif
+  for (; t < wph; ++t) {
+    const int64_t w = t * sw + r - pw;
+    out[t] = w >= 0 && w < iw ? sr[w] : 0.0f;
+  }
+}
+
 // One input plane -> hp padded rows of sw phases (see Plan::hp); rows and phases no tap reads
 // are left unwritten.
 inline void pad_plane(const Plan& pl, const float* in, float* d) {
@@ -347,12 +373,7 @@ inline void pad_plane(const Plan& pl, const float* in, float* d) {
       continue;
     }
     for (int64_t r = 0; r < pl.sw; ++r) {
-      if (!phase_read(pl, r)) continue;
-      float* ph_row = row + r * pl.wph;
-      for (int64_t t = 0; t < pl.wph; ++t) {
-        const int64_t w = t * pl.sw + r - pl.pw;
-        ph_row[t] = w >= 0 && w < pl.iw ? sr[w] : 0.0f;
-      }
+      if (phase_read(pl, r)) phase_row(sr, pl.iw, pl.sw, r, pl.pw, pl.wph, row + r * pl.wph);
     }
   }
   __builtin_memset(d + (pl.ph + pl.ih) * pl.rs, 0, sizeof(float) * pl.ph * pl.rs);
