@@ -744,7 +744,7 @@ void CudaCnnTrainer::queue_step(int64_t mb) {
 // capture leaves every later step eager. A step with hooks gets a capture of its own, made for it:
 // the hooks' timeline marks become event-record nodes (new events at each recorded step).
 cuda::CapturedWork* CudaCnnTrainer::step_graph() {
-  if (!graph_launch_ || batch_ != mb_ || !capture_failure_.empty() || ++full_steps_ == 1) {
+  if (!graph_launch_ || batch_ != mb_ || !step_capture_failure_.empty() || ++full_steps_ == 1) {
     return nullptr;
   }
   const bool recorded = layer_hook_ != nullptr || step_hook_ != nullptr;
@@ -756,7 +756,7 @@ cuda::CapturedWork* CudaCnnTrainer::step_graph() {
     // The hooks have seen the step once already (their marks inside the failed capture): an
     // eager rerun would record it twice.
     if (recorded) throw Error(fmt::format("--launch graph: the recorded step: {}", e.what()));
-    capture_failure_ = e.what();
+    step_capture_failure_ = e.what();
     return nullptr;
   }
   return &g;
@@ -804,7 +804,7 @@ BatchResult CudaCnnTrainer::step(std::span<const float> x, std::span<const int32
 // its own, captured at the first evaluation and again after scratch was reallocated; with hooks
 // or after a refused capture, eager.
 cuda::CapturedWork* CudaCnnTrainer::evaluation_graph() {
-  if (!graph_launch_ || !capture_failure_.empty() || layer_hook_ != nullptr ||
+  if (!graph_launch_ || !evaluation_capture_failure_.empty() || layer_hook_ != nullptr ||
       step_hook_ != nullptr) {
     return nullptr;
   }
@@ -812,7 +812,7 @@ cuda::CapturedWork* CudaCnnTrainer::evaluation_graph() {
   try {
     evaluation_graph_->capture([this] { forward(false); });
   } catch (const Error& e) {
-    capture_failure_ = e.what();
+    evaluation_capture_failure_ = e.what();
     return nullptr;
   }
   return evaluation_graph_.get();
@@ -820,7 +820,10 @@ cuda::CapturedWork* CudaCnnTrainer::evaluation_graph() {
 
 std::string CudaCnnTrainer::launch() const {
   if (!graph_launch_) return "eager";
-  return capture_failure_.empty() ? "graph" : "eager: " + capture_failure_;
+  if (!step_capture_failure_.empty()) return "eager: " + step_capture_failure_;
+  return evaluation_capture_failure_.empty()
+             ? "graph"
+             : "graph; evaluation eager: " + evaluation_capture_failure_;
 }
 
 // BatchNorm in evaluation: y = gamma (x - running mean) / sqrt(running var + eps) + beta as

@@ -160,8 +160,10 @@ class CudaCnnTrainer {
   std::string short_batch_algorithms(int node) const;
   int64_t short_batch() const { return short_mb_; }
   // How the steps ran: "eager", "graph", or "eager: <why the capture failed>" after a
-  // refused capture (the steps from then on eager); graph_launches() counts the steps launched
-  // as the captured graph, evaluation_launches() the evaluations launched as theirs.
+  // refused capture of a step (the steps from then on eager); a refused capture of evaluation's
+  // forward pass leaves evaluations eager only, said as "graph; evaluation eager: <why>".
+  // graph_launches() counts the steps launched as the captured graph, evaluation_launches() the
+  // evaluations launched as theirs.
   std::string launch() const;
   int64_t graph_launches() const { return graph_launches_; }
   int64_t evaluation_launches() const { return evaluation_launches_; }
@@ -216,12 +218,12 @@ class CudaCnnTrainer {
   cuda::Buffer loss_slot_;   // the step's loss sum and correct count (cuda_kernels::read_loss)
   cuda::Buffer step_count_;  // steps_ as a uint64 for Dropout's draws (empty: no Dropout)
   // --launch graph: the captured step (and a recorded step's, with its hooks' marks, and
-  // evaluation's), the full-batch steps seen, the launches, and why a capture failed ("" while
-  // none has).
+  // evaluation's), the full-batch steps seen, the launches, and why a step's or evaluation's
+  // capture failed ("" while none has; each leaves only its own work eager).
   bool graph_launch_ = false;
   std::unique_ptr<cuda::CapturedWork> step_graph_, recorded_graph_, evaluation_graph_;
   int64_t full_steps_ = 0, graph_launches_ = 0, evaluation_launches_ = 0;
-  std::string capture_failure_;
+  std::string step_capture_failure_, evaluation_capture_failure_;
 };
 
 }  // namespace nnperf
