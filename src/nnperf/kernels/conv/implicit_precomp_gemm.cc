@@ -74,10 +74,13 @@ void conv_implicit_precomp_gemm_run(const ConvArgs& args) {
 
 // As implicit_gemm (on the fitted core ~86 GFLOP/s, portable ~21), with cheaper packing (~0.1 ns
 // per patch element: vector loads; ~0.4 with gathers on maps narrower than 8) plus one padded
-// copy of the input (~15 GB/s).
+// copy of the input, 8 bytes per padded element, at 1.35 x the core's 1-thread DRAM triad: timed
+// alone (the GEMMs skipped) on 128 channels of 56x56 on a Zen 3 core whose triad is 19.7 GB/s,
+// 26.5 GB/s at stride 2 (the vector deinterleave; 39.5 at stride 1), 2026-11-27. It was 15 / 21
+// of the triad while the stride-2 copy went element by element.
 constexpr double kRate = 86.0 / conv_fit::kFmaGflops;
 constexpr double kPortableRate = 21.0 / conv_fit::kFmaGflops;
-constexpr double kPadCopyDram = 15.0 / conv_fit::kDramGbps;
+constexpr double kPadCopyDram = 1.35;
 
 double conv_implicit_precomp_gemm_cost(const ConvProblem& p, int threads) {
   const ConvMachine m = conv_machine();
