@@ -720,6 +720,18 @@ void expect_graph_steps_equal_eager(const std::string& model, const Shape& input
   EXPECT_EQ(graphed.launch(), "graph");
   EXPECT_EQ(graphed.graph_launches(), 4);  // the full steps after the first
   EXPECT_EQ(graphed.steps(), static_cast<int64_t>(sizes.size()));
+  // The update is part of the captured step: a loaded optimizer state (new buffers, a new update
+  // table) has the step captured again, and the steps stay equal.
+  const std::vector<std::pair<std::string, Tensor>> state = eager.optimizer_state();
+  std::vector<std::pair<std::string, const Tensor*>> view;
+  for (const auto& [name, t] : state) view.emplace_back(name, &t);
+  eager.load_optimizer_state(view, eager.steps());
+  graphed.load_optimizer_state(view, graphed.steps());
+  for (int i = 0; i < 2; ++i) {
+    const BatchResult a = eager.step(span_of(x), labels), b = graphed.step(span_of(x), labels);
+    EXPECT_NEAR(b.loss_sum, a.loss_sum, 1e-12 * std::fabs(a.loss_sum)) << "resumed step " << i;
+  }
+  EXPECT_EQ(graphed.graph_launches(), 6);
   for (int n = 1; n < graph_graph.size(); ++n) {
     if (graph_graph.layer(n).kind() == "Dropout") {
       EXPECT_EQ(graphed.dropout_mask(n), eager.dropout_mask(n)) << graph_graph.name(n);

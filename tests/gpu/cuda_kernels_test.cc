@@ -239,5 +239,88 @@ TEST(CudaKernels, OneLaunchUpdatesFollowTorchOptim) {
   }
 }
 
+// The update a captured training step holds: its coefficients read from device memory, written
+// between launches of one graph. Two steps with different coefficients each equal, bit for bit,
+// the by-value kernel run eagerly on a copy of the same tensors (SGD's first step with keep 0, the
+// second with keep = momentum; Adam's two steps with their own bias corrections).
+TEST(CudaKernels, CapturedUpdatesReadEachStepsCoefficientsFromTheDevice) {
+  SKIP_WITHOUT_DEVICE();
+  const std::vector<int64_t> sizes = {kUpdateChunk + 5, 3, 0, 700};
+  struct Copy {
+    std::vector<cuda::Buffer> w, g, s1, s2;
+    cuda_kernels::UpdateTable table;
+  };
+  const auto make = [&] {
+    Copy c;
+    std::vector<UpdateTensor> rows;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      c.w.push_back(to_device(test::random_vector(sizes[i], 100 + i)));
+      c.g.push_back(to_device(test::random_vector(sizes[i], 120 + i)));
+      c.s1.push_back(to_device(std::vector<float>(static_cast<std::size_t>(sizes[i]), 0.0f)));
+      c.s2.push_back(to_device(std::vector<float>(static_cast<std::size_t>(sizes[i]), 0.0f)));
+      rows.push_back(
+          {c.w.back().data(), c.g.back().data(), c.s1.back().data(), c.s2.back().data(), sizes[i]});
+    }
+    c.table = cuda_kernels::update_table(rows);
+    return c;
+  };
+  const auto expect_equal = [&](const Copy& a, const Copy& b, const std::string& what) {
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      EXPECT_EQ(to_host(a.w[i]), to_host(b.w[i])) << what << " tensor " << i;
+      EXPECT_EQ(to_host(a.s1[i]), to_host(b.s1[i])) << what << " tensor " << i;
+      EXPECT_EQ(to_host(a.s2[i]), to_host(b.s2[i])) << what << " tensor " << i;
+    }
+  };
+  // Coefficients as float bit patterns in a device buffer.
+  cuda::Buffer at(16);
+  const auto put = [&](const auto& c) {
+    std::vector<float> bits(16, 0.0f);
+    std::memcpy(bits.data(), &c, sizeof c);
+    at.upload(bits);
+  };
+  {
+    Copy graphed = make(), eager = make();
+    cuda::CapturedWork step;
+    step.capture([&] {
+      cuda_kernels::multi_sgd_update(graphed.table,
+                                     reinterpret_cast<const SgdCoefficients*>(at.data()), true);
+    });
+    const std::vector<SgdCoefficients> steps = {{0.1f, 5e-4f, 0.9f, 0.0f, true},
+                                                {0.05f, 5e-4f, 0.9f, 0.9f, true}};
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      put(steps[k]);
+      step.launch();
+      cuda_kernels::multi_sgd_update(eager.table, steps[k]);
+      cuda::synchronize();
+      expect_equal(graphed, eager, fmt::format("sgd step {}", k + 1));
+    }
+  }
+  {
+    Copy graphed = make(), eager = make();
+    cuda::CapturedWork step;
+    step.capture([&] {
+      cuda_kernels::multi_adam_update(graphed.table,
+                                      reinterpret_cast<const AdamCoefficients*>(at.data()));
+    });
+    const std::vector<AdamCoefficients> steps = {
+        {0.9f, 0.1f, 0.999f, 0.001f, 1e-4f, 0.01f, 31.6f, 1e-8f},
+        {0.9f, 0.1f, 0.999f, 0.001f, 1e-4f, 0.0053f, 22.4f, 1e-8f}};
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      put(steps[k]);
+      step.launch();
+      cuda_kernels::multi_adam_update(eager.table, steps[k]);
+      cuda::synchronize();
+      expect_equal(graphed, eager, fmt::format("adam step {}", k + 1));
+    }
+  }
+  // The host's checks hold for this form too.
+  Copy none = make();
+  EXPECT_THROW(cuda_kernels::multi_sgd_update(
+                   cuda_kernels::update_table(std::vector<UpdateTensor>{
+                       {none.w[0].data(), none.g[0].data(), nullptr, nullptr, sizes[0]}}),
+                   reinterpret_cast<const SgdCoefficients*>(at.data()), true),
+               Error);
+}
+
 }  // namespace
 }  // namespace nnperf

@@ -58,6 +58,12 @@ void multi_sgd_update(const UpdateTable& table, const SgdCoefficients& c);
 // torch.optim.Adam's step (adam_element, the coefficients of train/optimizer.cc); the tensors
 // all need s1 and s2 (checked).
 void multi_adam_update(const UpdateTable& table, const AdamCoefficients& c);
+// The same, each block reading the step's coefficients from device memory at `c`: what a training
+// step captured as a CUDA graph launches (the graph holds the address; each step writes its
+// numbers there before the launch). `momentum`: whether the SGD coefficients have momentum (the
+// buffer check made on the host).
+void multi_sgd_update(const UpdateTable& table, const SgdCoefficients* c, bool momentum);
+void multi_adam_update(const UpdateTable& table, const AdamCoefficients* c);
 
 // ---- CNN inference (kernels/cnn_cuda.cu), one thread per output element ----
 // y[n][c][i] = x[n][c][i] * scale[c] + shift[c] (BatchNorm with its running statistics folded,

@@ -24,6 +24,8 @@ LossResult read_loss(const float*) { fail(); }
 UpdateTable update_table(std::span<const UpdateTensor>) { fail(); }
 void multi_sgd_update(const UpdateTable&, const SgdCoefficients&) { fail(); }
 void multi_adam_update(const UpdateTable&, const AdamCoefficients&) { fail(); }
+void multi_sgd_update(const UpdateTable&, const SgdCoefficients*, bool) { fail(); }
+void multi_adam_update(const UpdateTable&, const AdamCoefficients*) { fail(); }
 
 void channel_affine(const BatchNormShape&, const float*, const float*, const float*, float*) {
   fail();

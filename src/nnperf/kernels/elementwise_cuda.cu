@@ -220,6 +220,21 @@ __global__ void multi_sgd(const UpdateTensor* tensors, const UpdateChunk* chunks
              [&](const UpdateTensor& t, int64_t j) { sgd_element(t.w, t.grad, t.s1, j, c); });
 }
 
+__global__ void multi_sgd_at(const UpdateTensor* tensors, const UpdateChunk* chunks,
+                             const SgdCoefficients* at) {
+  const SgdCoefficients c = *at;
+  walk_chunk(chunks[blockIdx.x], tensors, threadIdx.x, blockDim.x,
+             [&](const UpdateTensor& t, int64_t j) { sgd_element(t.w, t.grad, t.s1, j, c); });
+}
+
+__global__ void multi_adam_at(const UpdateTensor* tensors, const UpdateChunk* chunks,
+                              const AdamCoefficients* at) {
+  const AdamCoefficients c = *at;
+  walk_chunk(
+      chunks[blockIdx.x], tensors, threadIdx.x, blockDim.x,
+      [&](const UpdateTensor& t, int64_t j) { adam_element(t.w, t.grad, t.s1, t.s2, j, c); });
+}
+
 __global__ void multi_adam(const UpdateTensor* tensors, const UpdateChunk* chunks,
                            AdamCoefficients c) {
   walk_chunk(
@@ -339,6 +354,24 @@ void multi_adam_update(const UpdateTable& table, const AdamCoefficients& c) {
   multi_adam<<<static_cast<unsigned>(table.blocks), kBlock>>>(tensor_rows(table), chunk_rows(table),
                                                               c);
   launched("multi_adam_update");
+}
+
+void multi_sgd_update(const UpdateTable& table, const SgdCoefficients* c, bool momentum) {
+  cuda::ensure_device();
+  if (momentum && !table.s1) cuda::fail("SGD with momentum: a tensor has no buffer");
+  if (table.blocks == 0) return;
+  multi_sgd_at<<<static_cast<unsigned>(table.blocks), kBlock>>>(tensor_rows(table),
+                                                                chunk_rows(table), c);
+  launched("multi_sgd_update (coefficients in device memory)");
+}
+
+void multi_adam_update(const UpdateTable& table, const AdamCoefficients* c) {
+  cuda::ensure_device();
+  if (!table.s1 || !table.s2) cuda::fail("Adam: a tensor has no moment buffers");
+  if (table.blocks == 0) return;
+  multi_adam_at<<<static_cast<unsigned>(table.blocks), kBlock>>>(tensor_rows(table),
+                                                                 chunk_rows(table), c);
+  launched("multi_adam_update (coefficients in device memory)");
 }
 
 }  // namespace nnperf::cuda_kernels

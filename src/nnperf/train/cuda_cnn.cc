@@ -12,6 +12,7 @@
 #include <cstring>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 
 #include "nnperf/core/error.h"
 #include "nnperf/gpu/cuda.h"
@@ -696,9 +697,8 @@ void CudaCnnTrainer::mark(StepPhase phase, bool begin) {
   if (step_hook_ != nullptr) step_hook_->phase(phase, begin);
 }
 
-void CudaCnnTrainer::update() {
+void CudaCnnTrainer::prepare_update() {
   const bool adam = opt_.name == "adam", momentum = !adam && opt_.momentum != 0.0;
-  bool created = false;  // state buffers made now (not loaded): SGD's first momentum step
   if (!update_table_) {
     // Zeros, not uninitialised memory: keep * buf with keep 0 must not meet a NaN pattern.
     const auto zeros = [](const cuda::Buffer& like) {
@@ -708,7 +708,7 @@ void CudaCnnTrainer::update() {
     for (const auto& p : params_) {
       if ((adam || momentum) && p->s1.size() == 0) {
         p->s1 = zeros(p->value);
-        created = true;
+        state_fresh_ = true;
       }
       if (adam && p->s2.size() == 0) p->s2 = zeros(p->value);
       rows.push_back({p->value.data(), p->grad.data(), adam || momentum ? p->s1.data() : nullptr,
@@ -716,12 +716,34 @@ void CudaCnnTrainer::update() {
     }
     update_table_ = std::make_unique<cuda_kernels::UpdateTable>(cuda_kernels::update_table(rows));
   }
+  // The step's numbers as float bit patterns, into the buffer the queued kernel reads.
+  const auto upload = [this](const auto& c) {
+    static_assert(std::is_trivially_copyable_v<std::decay_t<decltype(c)>>);
+    std::vector<float> bits((sizeof c + sizeof(float) - 1) / sizeof(float), 0.0f);
+    std::memcpy(bits.data(), &c, sizeof c);
+    if (coefficients_.size() == 0) {
+      coefficients_ = cuda::Buffer(
+          (std::max(sizeof(SgdCoefficients), sizeof(AdamCoefficients)) + sizeof(float) - 1) /
+          sizeof(float));
+    }
+    coefficients_.upload_prefix(bits);
+  };
   if (adam) {
-    cuda_kernels::multi_adam_update(*update_table_, adam_coefficients(opt_, lr_, steps_ + 1));
+    upload(adam_coefficients(opt_, lr_, steps_ + 1));
   } else {
-    cuda_kernels::multi_sgd_update(*update_table_, sgd_coefficients(opt_, lr_, created));
+    upload(sgd_coefficients(opt_, lr_, state_fresh_));
   }
-  ++steps_;
+}
+
+void CudaCnnTrainer::queue_update() {
+  if (opt_.name == "adam") {
+    cuda_kernels::multi_adam_update(
+        *update_table_, reinterpret_cast<const AdamCoefficients*>(coefficients_.data()));
+  } else {
+    cuda_kernels::multi_sgd_update(*update_table_,
+                                   reinterpret_cast<const SgdCoefficients*>(coefficients_.data()),
+                                   opt_.momentum != 0.0);
+  }
 }
 
 void CudaCnnTrainer::queue_step(int64_t mb) {
@@ -737,6 +759,9 @@ void CudaCnnTrainer::queue_step(int64_t mb) {
   mark(StepPhase::kBackward, true);
   backward();
   mark(StepPhase::kBackward, false);
+  mark(StepPhase::kOptimizer, true);
+  queue_update();
+  mark(StepPhase::kOptimizer, false);
 }
 
 // CudaTrainOptions::launch: a full batch, once a first such step ran eagerly, is launched as the
@@ -782,16 +807,16 @@ BatchResult CudaCnnTrainer::step(std::span<const float> x, std::span<const int32
     std::memcpy(bits.data(), &count, sizeof count);
     step_count_.upload(bits);
   }
+  prepare_update();
   if (cuda::CapturedWork* g = step_graph()) {
     g->launch();
     ++graph_launches_;
   } else {
     queue_step(mb);
   }
-  mark(StepPhase::kOptimizer, true);
-  update();
-  mark(StepPhase::kOptimizer, false);
   cuda::synchronize();
+  ++steps_;
+  state_fresh_ = false;
   const LossResult r = cuda_kernels::read_loss(loss_slot_.data());
   if (!std::isfinite(r.loss_sum)) {
     throw DivergenceError(fmt::format("training diverged at step {}: loss is {} on the GPU", steps_,
@@ -899,7 +924,11 @@ std::vector<std::pair<std::string, Tensor>> CudaCnnTrainer::optimizer_state() co
 void CudaCnnTrainer::load_optimizer_state(
     const std::vector<std::pair<std::string, const Tensor*>>& state, int64_t steps) {
   NNPERF_CHECK(steps >= 0, "step count {}", steps);
-  update_table_.reset();  // the state buffers below are new
+  // The state buffers below are new: so is the table, and a captured step (which holds the old
+  // table's address) is captured again.
+  update_table_.reset();
+  state_fresh_ = false;
+  if (step_graph_) step_graph_ = std::make_unique<cuda::CapturedWork>();
   for (const auto& [name, t] : state) {
     const std::size_t dot = name.rfind('.');
     const std::string kind = name.substr(0, dot);

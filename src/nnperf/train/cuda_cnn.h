@@ -185,15 +185,22 @@ class CudaCnnTrainer {
   void batchnorm_forward(Node& m, const float* x, float* y, bool training);
   void batchnorm_backward(Node& m, const float* x, const float* dy, float* dx);
   void mark(StepPhase phase, bool begin);
-  void queue_step(int64_t mb);       // forward, loss and backward (the loss to loss_slot_)
+  // forward, loss (to loss_slot_), backward and the optimizer's update: the whole step, eager or
+  // captured
+  void queue_step(int64_t mb);
   cuda::CapturedWork* step_graph();  // the graph this step launches (null: eager; launch())
   cuda::CapturedWork* evaluation_graph();  // the same for an evaluation's forward pass
   void prepare_evaluation();
   void backward();
   void backward_node(int n);
-  // One launch over every parameter (cuda_kernels::multi_*_update); the first after planning or
-  // a loaded state allocates what state is missing and uploads the table.
-  void update();
+  // Before each step, on the host: the first after planning or a loaded state allocates what
+  // optimizer state is missing and uploads the table (cuda_kernels::update_table); every step
+  // writes its coefficients (rate, Adam's bias corrections, SGD's first-step keep) to
+  // coefficients_, where the queued update reads them.
+  void prepare_update();
+  // One launch over every parameter (cuda_kernels::multi_*_update), its coefficients read from
+  // coefficients_ on the device, so that a captured step holds the update too.
+  void queue_update();
 
   Graph& graph_;
   OptimizerOptions opt_;
@@ -212,6 +219,8 @@ class CudaCnnTrainer {
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Param>> params_;
   std::unique_ptr<cuda_kernels::UpdateTable> update_table_;  // null: made at the next update
+  cuda::Buffer coefficients_;  // this step's SgdCoefficients or AdamCoefficients (prepare_update)
+  bool state_fresh_ = false;   // the state buffers were made, not loaded, and no step used them
   std::vector<cuda::Buffer> scratch_;  // fan-out edges' gradients (GradientRouting::scratch)
   std::vector<float> label_bits_;
   cuda::Buffer labels_;      // int32 labels as float bit patterns
