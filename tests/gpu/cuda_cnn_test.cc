@@ -584,6 +584,13 @@ TEST(CudaCnnTrainer, EvaluationAndOptimizerStateMatchTheCpu) {
   Tensor wrong({3});
   EXPECT_THROW(resumed.load_optimizer_state({{"momentum_buffer.0", &wrong}}, 1), Error);
   EXPECT_THROW(resumed.load_optimizer_state({{"exp_avg.999", &wrong}}, 1), Error);
+  // As the CPU optimizer: a state covers every parameter or none, and is this optimizer's.
+  EXPECT_THROW(resumed.load_optimizer_state({view.front()}, 1), Error);
+  EXPECT_THROW(resumed.load_optimizer_state({{"exp_avg.0", view.front().second}}, 1), Error);
+  resumed.load_optimizer_state({}, 0);  // none: made afresh at the next step
+  EXPECT_TRUE(resumed.optimizer_state().empty());
+  (void)resumed.step(span_of(x), labels);
+  EXPECT_EQ(resumed.optimizer_state().size(), g.params().size());
 }
 
 // --deterministic keeps cuDNN's non-deterministic backward algorithms out, whatever guess ranks
@@ -681,9 +688,9 @@ TEST(CudaCnnTrainer, CudnnBatchNormTrainsEveryLayerAsTheCpu) {
 
 // --launch graph: the steps of the planned batch launched as one captured CUDA graph give the
 // eager steps' results. Two trainers from the same weights and the same deterministic algorithms;
-// the rate changed at every step (the update stays eager and reads it); Dropout's masks drawn per
-// step through the device counter; an epoch's short batch (eager) between full ones; then two
-// evaluations. The loss within 1e-12 of the eager one (its float64 sum adds rows atomically, in
+// the rate changed at every step (the captured update reads it from device memory); Dropout's masks
+// drawn per step through the device counter; an epoch's short batch (eager) between full ones; then
+// two evaluations. The loss within 1e-12 of the eager one (its float64 sum adds rows atomically, in
 // any order); the masks, the last output, the evaluations' results and every parameter equal bit
 // for bit (the same kernels on the same inputs).
 void expect_graph_steps_equal_eager(const std::string& model, const Shape& input, int64_t short_n,
@@ -703,6 +710,7 @@ void expect_graph_steps_equal_eager(const std::string& model, const Shape& input
   for (std::size_t i = 0; i < labels.size(); ++i)
     labels[i] = static_cast<int32_t>((3 * i + 1) % 10);
   const std::vector<int64_t> sizes = {input[0], input[0], input[0], short_n, input[0], input[0]};
+  std::vector<std::pair<std::string, Tensor>> after_three;  // the optimizer's state then
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const float lr = 0.01f * static_cast<float>(i + 1);
     eager.set_lr(lr);
@@ -714,24 +722,28 @@ void expect_graph_steps_equal_eager(const std::string& model, const Shape& input
     EXPECT_NEAR(b.loss_sum, a.loss_sum, 1e-12 * std::fabs(a.loss_sum)) << "step " << i;
     EXPECT_EQ(b.correct, a.correct) << "step " << i;
     EXPECT_EQ(b.count, sizes[i]);
+    if (i == 2) after_three = eager.optimizer_state();
   }
   EXPECT_EQ(eager.launch(), "eager");
   EXPECT_EQ(eager.graph_launches(), 0);
   EXPECT_EQ(graphed.launch(), "graph");
   EXPECT_EQ(graphed.graph_launches(), 4);  // the full steps after the first
   EXPECT_EQ(graphed.steps(), static_cast<int64_t>(sizes.size()));
-  // The update is part of the captured step: a loaded optimizer state (new buffers, a new update
-  // table) has the step captured again, and the steps stay equal.
-  const std::vector<std::pair<std::string, Tensor>> state = eager.optimizer_state();
+  EXPECT_EQ(graphed.step_captures(), 1);
+  // The update is part of the captured step: a loaded optimizer state (the one after step 3, not
+  // the current one: new buffers, a new update table) has the step captured again, and the steps
+  // stay equal.
   std::vector<std::pair<std::string, const Tensor*>> view;
-  for (const auto& [name, t] : state) view.emplace_back(name, &t);
-  eager.load_optimizer_state(view, eager.steps());
-  graphed.load_optimizer_state(view, graphed.steps());
+  for (const auto& [name, t] : after_three) view.emplace_back(name, &t);
+  ASSERT_FALSE(view.empty());
+  eager.load_optimizer_state(view, 3);
+  graphed.load_optimizer_state(view, 3);
   for (int i = 0; i < 2; ++i) {
     const BatchResult a = eager.step(span_of(x), labels), b = graphed.step(span_of(x), labels);
     EXPECT_NEAR(b.loss_sum, a.loss_sum, 1e-12 * std::fabs(a.loss_sum)) << "resumed step " << i;
   }
   EXPECT_EQ(graphed.graph_launches(), 6);
+  EXPECT_EQ(graphed.step_captures(), 2);
   for (int n = 1; n < graph_graph.size(); ++n) {
     if (graph_graph.layer(n).kind() == "Dropout") {
       EXPECT_EQ(graphed.dropout_mask(n), eager.dropout_mask(n)) << graph_graph.name(n);
@@ -797,7 +809,8 @@ TEST(CudaCnnTrainer, LaunchIsCheckedBeforeAnything) {
   EXPECT_FALSE(parse_cuda_launch("eager"));
   expect_refused_before_anything({.launch = "graphs"},
                                  "--launch graphs: expected graph (each full-batch step's "
-                                 "forward, loss and backward as one CUDA graph) or eager");
+                                 "forward, loss, backward and update as one CUDA graph) or "
+                                 "eager");
 }
 
 TEST(CudaCnnTrainer, BatchNormAlgorithmIsCheckedBeforeAnything) {

@@ -256,8 +256,9 @@ TEST(CudaKernels, CapturedUpdatesReadEachStepsCoefficientsFromTheDevice) {
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       c.w.push_back(to_device(test::random_vector(sizes[i], 100 + i)));
       c.g.push_back(to_device(test::random_vector(sizes[i], 120 + i)));
-      c.s1.push_back(to_device(std::vector<float>(static_cast<std::size_t>(sizes[i]), 0.0f)));
-      c.s2.push_back(to_device(std::vector<float>(static_cast<std::size_t>(sizes[i]), 0.0f)));
+      // State that is not zero, so that SGD's keep (0, then momentum) changes the result.
+      c.s1.push_back(to_device(test::random_vector(sizes[i], 140 + i)));
+      c.s2.push_back(to_device(test::random_vector(sizes[i], 160 + i, 0.0f, 1.0f)));
       rows.push_back(
           {c.w.back().data(), c.g.back().data(), c.s1.back().data(), c.s2.back().data(), sizes[i]});
     }

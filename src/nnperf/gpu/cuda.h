@@ -164,8 +164,10 @@ class CapturedWork {
   // capture: the stream is usable again, and the last capture is dropped). When `queue`
   // reallocated process-wide scratch (grow_scratch: another owner had shrunk a shared workspace),
   // the nodes queued before it hold the freed address: `queue` then runs a second time, and a
-  // second reallocation is an Error. So what is captured is always current() on return.
-  void capture(const std::function<void()>& queue);
+  // second reallocation is an Error. So what is captured is always current() on return. With
+  // `rerun` false (work whose queueing has effects of its own, such as a hook's timeline marks)
+  // the first reallocation is the Error.
+  void capture(const std::function<void()>& queue, bool rerun = true);
   bool captured() const;
   // Captured, and no process-wide scratch reallocated since the capture began (grow_scratch):
   // the graph's addresses still hold. Owners capture again when it is not.

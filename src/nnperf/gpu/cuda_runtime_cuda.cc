@@ -269,7 +269,7 @@ struct CapturedWork::State {
 CapturedWork::CapturedWork() : state_(std::make_unique<State>()) {}
 CapturedWork::~CapturedWork() = default;
 
-void CapturedWork::capture(const std::function<void()>& queue) {
+void CapturedWork::capture(const std::function<void()>& queue, bool rerun) {
   require("CUDA graph capture");
   State& s = *state_;
   const auto once = [&] {
@@ -317,12 +317,13 @@ void CapturedWork::capture(const std::function<void()>& queue) {
   // scratch is large enough. A second move means the work reallocates every time it is queued.
   once();
   if (current()) return;
-  once();
+  if (rerun) once();
   if (!current()) {
     s.drop();
-    throw Error(
-        "CUDA graph capture: process-wide scratch was reallocated during each of two "
-        "captures of the same work (its addresses would not hold)");
+    throw Error(rerun ? "CUDA graph capture: process-wide scratch was reallocated during each of "
+                        "two captures of the same work (its addresses would not hold)"
+                      : "CUDA graph capture: process-wide scratch was reallocated during the "
+                        "capture (its addresses would not hold)");
   }
 }
 

@@ -38,7 +38,7 @@ std::unique_ptr<Timeline> make_event_timeline() { fail(); }
 struct CapturedWork::State {};
 CapturedWork::CapturedWork() = default;
 CapturedWork::~CapturedWork() = default;
-void CapturedWork::capture(const std::function<void()>&) { fail(); }
+void CapturedWork::capture(const std::function<void()>&, bool) { fail(); }
 bool CapturedWork::captured() const { return false; }
 bool CapturedWork::current() const { return false; }
 void CapturedWork::launch() { fail(); }

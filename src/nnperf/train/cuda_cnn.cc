@@ -135,8 +135,8 @@ void require_cudnn_batchnorm(const Graph& graph) {
 bool parse_cuda_launch(const std::string& launch) {
   if (launch != "graph" && launch != "eager") {
     throw UsageError(fmt::format(
-        "--launch {}: expected graph (each full-batch step's forward, loss and backward as one "
-        "CUDA graph) or eager",
+        "--launch {}: expected graph (each full-batch step's forward, loss, backward and update "
+        "as one CUDA graph) or eager",
         launch));
   }
   return launch == "graph";
@@ -776,7 +776,8 @@ cuda::CapturedWork* CudaCnnTrainer::step_graph() {
   cuda::CapturedWork& g = recorded ? *recorded_graph_ : *step_graph_;
   if (!recorded && g.current()) return &g;
   try {
-    g.capture([this] { queue_step(mb_); });
+    // A recorded step's hooks mark its timeline as it is queued: never queued twice.
+    g.capture([this] { queue_step(mb_); }, !recorded);
   } catch (const Error& e) {
     // The hooks have seen the step once already (their marks inside the failed capture): an
     // eager rerun would record it twice.
@@ -784,6 +785,7 @@ cuda::CapturedWork* CudaCnnTrainer::step_graph() {
     step_capture_failure_ = e.what();
     return nullptr;
   }
+  if (!recorded) ++step_captures_;
   return &g;
 }
 
@@ -929,6 +931,14 @@ void CudaCnnTrainer::load_optimizer_state(
   update_table_.reset();
   state_fresh_ = false;
   if (step_graph_) step_graph_ = std::make_unique<cuda::CapturedWork>();
+  // As the CPU optimizer's load: the state is replaced whole (an empty one means buffers made
+  // afresh at the next step, its first momentum step keeping none), and must cover every
+  // parameter or none.
+  for (const auto& p : params_) {
+    p->s1 = cuda::Buffer();
+    p->s2 = cuda::Buffer();
+  }
+  const bool adam = opt_.name == "adam";
   for (const auto& [name, t] : state) {
     const std::size_t dot = name.rfind('.');
     const std::string kind = name.substr(0, dot);
@@ -939,13 +949,25 @@ void CudaCnnTrainer::load_optimizer_state(
     }
     Param& p = *params_[i];
     const std::span<const float> values{t->data(), count(t->shape())};
-    if (kind == "momentum_buffer" || kind == "exp_avg") {
+    if (kind == (adam ? "exp_avg" : "momentum_buffer")) {
       p.s1 = cuda::to_device(values);
-    } else if (kind == "exp_avg_sq") {
+    } else if (adam && kind == "exp_avg_sq") {
       p.s2 = cuda::to_device(values);
     } else {
       fail("optimizer state {}: not a state of the {} optimizer", name, opt_.name);
     }
+  }
+  std::size_t with_s1 = 0, with_s2 = 0;
+  for (const auto& p : params_) {
+    with_s1 += p->s1.size() > 0 ? 1 : 0;
+    with_s2 += p->s2.size() > 0 ? 1 : 0;
+  }
+  if ((with_s1 != 0 && with_s1 != params_.size()) || (adam && with_s2 != with_s1) ||
+      (!adam && with_s2 != 0)) {
+    fail(
+        "optimizer state: buffers for {} and {} of the {} parameters (the {} optimizer's state "
+        "covers every parameter or none)",
+        with_s1, with_s2, params_.size(), opt_.name);
   }
   steps_ = steps;
 }

@@ -9,11 +9,11 @@
 // backward-weights algorithms (guess, or find when asked) and the backward kernels of
 // kernels/cuda_kernels.h, with a node feeding several consumers getting their gradients summed,
 // as Graph does. Update: torch.optim's SGD (momentum, Nesterov, weight decay) or Adam, as the CPU
-// optimizer. One synchronisation per step, at its end (the loss comes back); with
-// `launch = "graph"` the forward, loss and backward of a full batch are one CUDA graph, captured
-// once and launched in one call (CudaTrainOptions::launch). Evaluation: BatchNorm on its
-// running statistics, Dropout off. Layers without GPU kernels are refused by name before anything
-// is allocated.
+// optimizer, one launch over every parameter. One synchronisation per step, at its end (the loss
+// comes back); with `launch = "graph"` the forward, loss, backward and update of a full batch are
+// one CUDA graph, captured once and launched in one call (CudaTrainOptions::launch). Evaluation:
+// BatchNorm on its running statistics, Dropout off. Layers without GPU kernels are refused by name
+// before anything is allocated.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -81,12 +81,13 @@ struct CudaTrainOptions {
   // allocated where a layer's shape is beyond it).
   std::string batchnorm = "own";
   // --launch: "eager" (each kernel and cuDNN call queued as the step runs) or "graph": a step of
-  // the planned batch queues its forward, loss and backward as one CUDA graph (cuda::CapturedWork),
+  // the planned batch queues its forward, loss, backward and update as one CUDA graph
+  // (cuda::CapturedWork),
   // captured at the second such step (the first, eager, has grown every scratch buffer and loaded
   // every kernel) and again whenever process-wide scratch was reallocated since
   // (cuda::CapturedWork::current); what changes per step reaches the graph through device memory
-  // (the batch, its labels, Dropout's step count). The optimizer's update (its rate changes per
-  // step; one launch over every parameter) and an epoch's short last batch run eagerly;
+  // (the batch, its labels, Dropout's step count, the update's coefficients); a loaded optimizer
+  // state has it captured again. An epoch's short last batch runs eagerly;
   // evaluation's forward pass (always at the planned batch) is a graph of its own, captured at the
   // first evaluation. A step with hooks (a recorded step, e.g. StepRecorder on CUDA events) is
   // captured for itself with its hooks' timeline marks as event-record nodes (host-side hooks such
@@ -162,10 +163,12 @@ class CudaCnnTrainer {
   // How the steps ran: "eager", "graph", or "eager: <why the capture failed>" after a
   // refused capture of a step (the steps from then on eager); a refused capture of evaluation's
   // forward pass leaves evaluations eager only, said as "graph; evaluation eager: <why>".
-  // graph_launches() counts the steps launched as the captured graph, evaluation_launches() the
-  // evaluations launched as theirs.
+  // graph_launches() counts the steps launched as the captured graph, step_captures() the
+  // captures made of it (again after a loaded optimizer state or a scratch reallocation),
+  // evaluation_launches() the evaluations launched as theirs.
   std::string launch() const;
   int64_t graph_launches() const { return graph_launches_; }
+  int64_t step_captures() const { return step_captures_; }
   int64_t evaluation_launches() const { return evaluation_launches_; }
 
  private:
@@ -231,7 +234,7 @@ class CudaCnnTrainer {
   // capture failed ("" while none has; each leaves only its own work eager).
   bool graph_launch_ = false;
   std::unique_ptr<cuda::CapturedWork> step_graph_, recorded_graph_, evaluation_graph_;
-  int64_t full_steps_ = 0, graph_launches_ = 0, evaluation_launches_ = 0;
+  int64_t full_steps_ = 0, graph_launches_ = 0, evaluation_launches_ = 0, step_captures_ = 0;
   std::string step_capture_failure_, evaluation_capture_failure_;
 };
 
