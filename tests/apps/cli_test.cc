@@ -32,7 +32,8 @@ const char* kSmall =
 TEST(Cli, TrainWritesEveryOutputWithExactColumns) {
   TempDir dir;
   const auto r =
-      run_nnperf(fmt::format("train --model mlp {} --epochs 2 --activation GELU --out-dir '{}'",
+      run_nnperf(fmt::format("train --model mlp {} --epochs 2 --activation GELU --optimizer Adam "
+                             "--out-dir '{}'",
                              kSmall, dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   EXPECT_TRUE(std::regex_match(
@@ -69,6 +70,7 @@ TEST(Cli, TrainWritesEveryOutputWithExactColumns) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["activation"], "GELU");
+  EXPECT_EQ(j["hyperparameters"]["optimizer"], "adam");  // the optimizer's name, not as typed
   EXPECT_EQ(j["activation_times"].size(), 2u);
   for (const char* key :
        {"batch_size", "total_epochs", "warmup_epochs", "timing_epochs", "learning_rate"}) {

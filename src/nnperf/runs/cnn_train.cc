@@ -444,7 +444,7 @@ nlohmann::json run_context(const CnnTrainOptions& o, const Session& s, int threa
        {{"epochs", o.epochs},
         {"warmup_epochs", o.warmup_epochs},
         {"batch_size", o.batch_size},
-        {"optimizer", o.optimizer.name},
+        {"optimizer", checked_optimizer(o.optimizer).name},
         {"lr", o.optimizer.lr},
         {"momentum", o.optimizer.momentum},
         {"nesterov", o.optimizer.nesterov},

@@ -353,7 +353,7 @@ nlohmann::json final_results_json(const TrainRunResult& result, const TrainRunOp
         {"warmup_epochs", o.warmup_epochs},
         {"timing_epochs", timed_epochs},
         {"learning_rate", o.optimizer.lr},
-        {"optimizer", o.optimizer.name},
+        {"optimizer", checked_optimizer(o.optimizer).name},
         {"hidden", o.hidden},
         {"seed", o.seed},
         {"threads", threads},
