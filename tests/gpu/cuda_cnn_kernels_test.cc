@@ -337,9 +337,7 @@ TEST(CudaCnnKernels, DropoutReadsItsStepCountFromTheDevice) {
                                   reinterpret_cast<const uint64_t*>(counter.data()), per_step);
   });
   for (const uint64_t k : {uint64_t{0}, uint64_t{1}, uint64_t{5}, uint64_t{1} << 33}) {
-    std::vector<float> bits(2);
-    std::memcpy(bits.data(), &k, sizeof k);
-    counter.upload(bits);
+    cuda::upload_value(counter, k);
     draw.launch();
     const std::vector<float> m = to_host(mask);
     for (int64_t i = 0; i < n; ++i) {

@@ -272,48 +272,43 @@ TEST(CudaKernels, CapturedUpdatesReadEachStepsCoefficientsFromTheDevice) {
       EXPECT_EQ(to_host(a.s2[i]), to_host(b.s2[i])) << what << " tensor " << i;
     }
   };
-  // Coefficients as float bit patterns in a device buffer.
+  // Two steps of one rule: the graphed copy's update captured once, reading its coefficients
+  // from `at`, the eager copy's by value; equal after each step.
   cuda::Buffer at(16);
-  const auto put = [&](const auto& c) {
-    std::vector<float> bits(16, 0.0f);
-    std::memcpy(bits.data(), &c, sizeof c);
-    at.upload(bits);
+  const auto two_steps = [&](const std::string& rule, const auto& steps, const auto& graphed_update,
+                             const auto& eager_update) {
+    Copy graphed = make(), eager = make();
+    cuda::CapturedWork step;
+    step.capture([&] { graphed_update(graphed.table); });
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      cuda::upload_value(at, steps[k]);
+      step.launch();
+      eager_update(eager.table, steps[k]);
+      cuda::synchronize();
+      expect_equal(graphed, eager, fmt::format("{} step {}", rule, k + 1));
+    }
   };
-  {
-    Copy graphed = make(), eager = make();
-    cuda::CapturedWork step;
-    step.capture([&] {
-      cuda_kernels::multi_sgd_update(graphed.table,
-                                     reinterpret_cast<const SgdCoefficients*>(at.data()), true);
-    });
-    const std::vector<SgdCoefficients> steps = {{0.1f, 5e-4f, 0.9f, 0.0f, true},
-                                                {0.05f, 5e-4f, 0.9f, 0.9f, true}};
-    for (std::size_t k = 0; k < steps.size(); ++k) {
-      put(steps[k]);
-      step.launch();
-      cuda_kernels::multi_sgd_update(eager.table, steps[k]);
-      cuda::synchronize();
-      expect_equal(graphed, eager, fmt::format("sgd step {}", k + 1));
-    }
-  }
-  {
-    Copy graphed = make(), eager = make();
-    cuda::CapturedWork step;
-    step.capture([&] {
-      cuda_kernels::multi_adam_update(graphed.table,
-                                      reinterpret_cast<const AdamCoefficients*>(at.data()));
-    });
-    const std::vector<AdamCoefficients> steps = {
-        {0.9f, 0.1f, 0.999f, 0.001f, 1e-4f, 0.01f, 31.6f, 1e-8f},
-        {0.9f, 0.1f, 0.999f, 0.001f, 1e-4f, 0.0053f, 22.4f, 1e-8f}};
-    for (std::size_t k = 0; k < steps.size(); ++k) {
-      put(steps[k]);
-      step.launch();
-      cuda_kernels::multi_adam_update(eager.table, steps[k]);
-      cuda::synchronize();
-      expect_equal(graphed, eager, fmt::format("adam step {}", k + 1));
-    }
-  }
+  two_steps(
+      "sgd",
+      std::vector<SgdCoefficients>{{0.1f, 5e-4f, 0.9f, 0.0f, true},
+                                   {0.05f, 5e-4f, 0.9f, 0.9f, true}},
+      [&](const cuda_kernels::UpdateTable& t) {
+        cuda_kernels::multi_sgd_update(t, reinterpret_cast<const SgdCoefficients*>(at.data()),
+                                       true);
+      },
+      [](const cuda_kernels::UpdateTable& t, const SgdCoefficients& c) {
+        cuda_kernels::multi_sgd_update(t, c);
+      });
+  two_steps(
+      "adam",
+      std::vector<AdamCoefficients>{{0.9f, 0.1f, 0.999f, 0.001f, 1e-4f, 0.01f, 31.6f, 1e-8f},
+                                    {0.9f, 0.1f, 0.999f, 0.001f, 1e-4f, 0.0053f, 22.4f, 1e-8f}},
+      [&](const cuda_kernels::UpdateTable& t) {
+        cuda_kernels::multi_adam_update(t, reinterpret_cast<const AdamCoefficients*>(at.data()));
+      },
+      [](const cuda_kernels::UpdateTable& t, const AdamCoefficients& c) {
+        cuda_kernels::multi_adam_update(t, c);
+      });
   // The host's checks hold for this form too.
   Copy none = make();
   EXPECT_THROW(cuda_kernels::multi_sgd_update(

@@ -10,11 +10,13 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -91,6 +93,17 @@ inline Buffer to_device(std::span<const float> host) {
   Buffer b(host.size());
   if (!host.empty()) b.upload(host);
   return b;
+}
+
+// Copies the bytes of a trivially copyable value to the start of `b` (as float bit patterns, a
+// synchronous upload_prefix): a step's counter or coefficients that a captured graph reads from
+// device memory.
+template <typename T>
+void upload_value(Buffer& b, const T& value) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  std::vector<float> bits((sizeof(T) + sizeof(float) - 1) / sizeof(float), 0.0f);
+  std::memcpy(bits.data(), &value, sizeof(T));
+  b.upload_prefix(bits);
 }
 
 // Process-wide scratch (cuDNN's shared workspace, the kernels' per-thread scratch) grows through

@@ -12,7 +12,6 @@
 #include <cstring>
 #include <optional>
 #include <string_view>
-#include <type_traits>
 
 #include "nnperf/core/error.h"
 #include "nnperf/gpu/cuda.h"
@@ -716,22 +715,16 @@ void CudaCnnTrainer::prepare_update() {
     }
     update_table_ = std::make_unique<cuda_kernels::UpdateTable>(cuda_kernels::update_table(rows));
   }
-  // The step's numbers as float bit patterns, into the buffer the queued kernel reads.
-  const auto upload = [this](const auto& c) {
-    static_assert(std::is_trivially_copyable_v<std::decay_t<decltype(c)>>);
-    std::vector<float> bits((sizeof c + sizeof(float) - 1) / sizeof(float), 0.0f);
-    std::memcpy(bits.data(), &c, sizeof c);
-    if (coefficients_.size() == 0) {
-      coefficients_ = cuda::Buffer(
-          (std::max(sizeof(SgdCoefficients), sizeof(AdamCoefficients)) + sizeof(float) - 1) /
-          sizeof(float));
-    }
-    coefficients_.upload_prefix(bits);
-  };
+  // The step's numbers, into the buffer the queued kernel reads.
+  if (coefficients_.size() == 0) {
+    coefficients_ = cuda::Buffer(
+        (std::max(sizeof(SgdCoefficients), sizeof(AdamCoefficients)) + sizeof(float) - 1) /
+        sizeof(float));
+  }
   if (adam) {
-    upload(adam_coefficients(opt_, lr_, steps_ + 1));
+    cuda::upload_value(coefficients_, adam_coefficients(opt_, lr_, steps_ + 1));
   } else {
-    upload(sgd_coefficients(opt_, lr_, state_fresh_));
+    cuda::upload_value(coefficients_, sgd_coefficients(opt_, lr_, state_fresh_));
   }
 }
 
@@ -803,12 +796,7 @@ BatchResult CudaCnnTrainer::step(std::span<const float> x, std::span<const int32
   label_bits_.assign(static_cast<std::size_t>(mb), 0.0f);  // int32 bit patterns in floats
   std::memcpy(label_bits_.data(), labels.data(), labels.size() * sizeof(int32_t));
   labels_.upload_prefix(label_bits_);
-  if (step_count_.size() > 0) {
-    std::array<float, 2> bits{};
-    const auto count = static_cast<uint64_t>(steps_);
-    std::memcpy(bits.data(), &count, sizeof count);
-    step_count_.upload(bits);
-  }
+  if (step_count_.size() > 0) cuda::upload_value(step_count_, static_cast<uint64_t>(steps_));
   prepare_update();
   if (cuda::CapturedWork* g = step_graph()) {
     g->launch();
