@@ -203,9 +203,11 @@ TEST(CudaKernels, OneLaunchUpdatesFollowTorchOptim) {
   const float lr = 0.1f, wd = 5e-4f, mu = 0.9f;
   for (int mode = 0; mode < 3; ++mode) {  // plain, momentum, nesterov
     const bool momentum = mode > 0, nesterov = mode == 2;
-    const cuda_kernels::UpdateTable table = upload(momentum, false);
+    cuda_kernels::UpdateTable table = upload(momentum, false);
     EXPECT_EQ(table.tensors, sizes.size());
-    cuda_kernels::multi_sgd_update(table, {lr, wd, momentum ? mu : 0.0f, mu, nesterov});
+    cuda_kernels::set_coefficients(table,
+                                   SgdCoefficients{lr, wd, momentum ? mu : 0.0f, mu, nesterov});
+    cuda_kernels::multi_sgd_update(table);
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       const std::vector<float> w = to_host(t.w[i]), buf = to_host(t.s1[i]);
       for (std::size_t j = 0; j < w.size(); ++j) {
@@ -217,13 +219,22 @@ TEST(CudaKernels, OneLaunchUpdatesFollowTorchOptim) {
       }
     }
   }
-  // Momentum without buffers is refused before anything runs.
-  EXPECT_THROW(cuda_kernels::multi_sgd_update(upload(false, false), {lr, wd, mu, mu, false}),
-               Error);
-  EXPECT_THROW(cuda_kernels::multi_adam_update(upload(true, false), AdamCoefficients{}), Error);
+  // Refused before anything runs: momentum without buffers, Adam without its second moments,
+  // a launch without coefficients or with the other rule's.
+  cuda_kernels::UpdateTable bare = upload(false, false);
+  EXPECT_THROW(cuda_kernels::multi_sgd_update(bare), Error);
+  cuda_kernels::set_coefficients(bare, SgdCoefficients{lr, wd, mu, mu, false});
+  EXPECT_THROW(cuda_kernels::multi_sgd_update(bare), Error);
+  EXPECT_THROW(cuda_kernels::multi_adam_update(bare), Error);
+  cuda_kernels::UpdateTable one_moment = upload(true, false);
+  cuda_kernels::set_coefficients(one_moment, AdamCoefficients{});
+  EXPECT_THROW(cuda_kernels::multi_adam_update(one_moment), Error);
+  EXPECT_THROW(cuda_kernels::multi_sgd_update(one_moment), Error);
 
   const AdamCoefficients c{0.9f, 0.1f, 0.999f, 0.001f, 1e-4f, 0.01f, 1.2f, 1e-8f};
-  cuda_kernels::multi_adam_update(upload(true, true), c);
+  cuda_kernels::UpdateTable both = upload(true, true);
+  cuda_kernels::set_coefficients(both, c);
+  cuda_kernels::multi_adam_update(both);
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const std::vector<float> w = to_host(t.w[i]), m = to_host(t.s1[i]), v = to_host(t.s2[i]);
     for (std::size_t j = 0; j < w.size(); ++j) {
@@ -239,10 +250,10 @@ TEST(CudaKernels, OneLaunchUpdatesFollowTorchOptim) {
   }
 }
 
-// The update a captured training step holds: its coefficients read from device memory, written
-// between launches of one graph. Two steps with different coefficients each equal, bit for bit,
-// the by-value kernel run eagerly on a copy of the same tensors (SGD's first step with keep 0, the
-// second with keep = momentum; Adam's two steps with their own bias corrections).
+// The update a captured training step holds: its coefficients read from the table's device slot,
+// set between launches of one graph. Two steps with different coefficients each equal, bit for
+// bit, the same launch queued eagerly on a copy of the same tensors (SGD's first step with keep 0,
+// the second with keep = momentum; Adam's two steps with their own bias corrections).
 TEST(CudaKernels, CapturedUpdatesReadEachStepsCoefficientsFromTheDevice) {
   SKIP_WITHOUT_DEVICE();
   const std::vector<int64_t> sizes = {kUpdateChunk + 5, 3, 0, 700};
@@ -272,50 +283,31 @@ TEST(CudaKernels, CapturedUpdatesReadEachStepsCoefficientsFromTheDevice) {
       EXPECT_EQ(to_host(a.s2[i]), to_host(b.s2[i])) << what << " tensor " << i;
     }
   };
-  // Two steps of one rule: the graphed copy's update captured once, reading its coefficients
-  // from `at`, the eager copy's by value; equal after each step.
-  cuda::Buffer at(16);
-  const auto two_steps = [&](const std::string& rule, const auto& steps, const auto& graphed_update,
-                             const auto& eager_update) {
+  // Two steps of one rule: the graphed copy's update captured once (after its first coefficients
+  // were set, as the trainer does), the eager copy's queued at each step; equal after each step.
+  const auto two_steps = [&](const std::string& rule, const auto& steps, const auto& update) {
     Copy graphed = make(), eager = make();
+    cuda_kernels::set_coefficients(graphed.table, steps[0]);
     cuda::CapturedWork step;
-    step.capture([&] { graphed_update(graphed.table); });
+    step.capture([&] { update(graphed.table); });
     for (std::size_t k = 0; k < steps.size(); ++k) {
-      cuda::upload_value(at, steps[k]);
+      cuda_kernels::set_coefficients(graphed.table, steps[k]);
       step.launch();
-      eager_update(eager.table, steps[k]);
+      cuda_kernels::set_coefficients(eager.table, steps[k]);
+      update(eager.table);
       cuda::synchronize();
       expect_equal(graphed, eager, fmt::format("{} step {}", rule, k + 1));
     }
   };
-  two_steps(
-      "sgd",
-      std::vector<SgdCoefficients>{{0.1f, 5e-4f, 0.9f, 0.0f, true},
-                                   {0.05f, 5e-4f, 0.9f, 0.9f, true}},
-      [&](const cuda_kernels::UpdateTable& t) {
-        cuda_kernels::multi_sgd_update(t, reinterpret_cast<const SgdCoefficients*>(at.data()),
-                                       true);
-      },
-      [](const cuda_kernels::UpdateTable& t, const SgdCoefficients& c) {
-        cuda_kernels::multi_sgd_update(t, c);
-      });
+  two_steps("sgd",
+            std::vector<SgdCoefficients>{{0.1f, 5e-4f, 0.9f, 0.0f, true},
+                                         {0.05f, 5e-4f, 0.9f, 0.9f, true}},
+            [](const cuda_kernels::UpdateTable& t) { cuda_kernels::multi_sgd_update(t); });
   two_steps(
       "adam",
       std::vector<AdamCoefficients>{{0.9f, 0.1f, 0.999f, 0.001f, 1e-4f, 0.01f, 31.6f, 1e-8f},
                                     {0.9f, 0.1f, 0.999f, 0.001f, 1e-4f, 0.0053f, 22.4f, 1e-8f}},
-      [&](const cuda_kernels::UpdateTable& t) {
-        cuda_kernels::multi_adam_update(t, reinterpret_cast<const AdamCoefficients*>(at.data()));
-      },
-      [](const cuda_kernels::UpdateTable& t, const AdamCoefficients& c) {
-        cuda_kernels::multi_adam_update(t, c);
-      });
-  // The host's checks hold for this form too.
-  Copy none = make();
-  EXPECT_THROW(cuda_kernels::multi_sgd_update(
-                   cuda_kernels::update_table(std::vector<UpdateTensor>{
-                       {none.w[0].data(), none.g[0].data(), nullptr, nullptr, sizes[0]}}),
-                   reinterpret_cast<const SgdCoefficients*>(at.data()), true),
-               Error);
+      [](const cuda_kernels::UpdateTable& t) { cuda_kernels::multi_adam_update(t); });
 }
 
 }  // namespace

@@ -44,26 +44,30 @@ LossResult read_loss(const float* slot);
 // ---- the optimizers' update: every parameter tensor in one launch (multi_tensor_update.h) ----
 // The tensors and their chunks in device memory, uploaded once by update_table and launched over
 // at every step; made again when a tensor's buffers move (state allocated, a checkpoint loaded).
+// The step's coefficients live in the table's own device slot: every launch reads them there, so
+// a launch captured into a CUDA graph takes those set before each replay.
 struct UpdateTable {
-  cuda::Buffer rows;  // the UpdateTensor rows, then the UpdateChunk rows, as bytes
+  cuda::Buffer rows;          // the UpdateTensor rows, then the UpdateChunk rows, as bytes
+  cuda::Buffer coefficients;  // SgdCoefficients or AdamCoefficients, as set_coefficients wrote
   std::size_t tensors = 0;
   int64_t blocks = 0;           // chunks: one block each
   bool s1 = false, s2 = false;  // every tensor has that state buffer
+  // What set_coefficients last wrote, checked on the host when a launch is queued.
+  enum class Rule { kNone, kSgd, kAdam } rule = Rule::kNone;
+  bool momentum = false;  // the SGD coefficients' momentum is not 0
 };
 // Throws Error naming the tensor when one with elements has no values or gradient.
 UpdateTable update_table(std::span<const UpdateTensor> tensors);
-// torch.optim.SGD's step (sgd_element) on every tensor of the table; with momentum the table's
-// tensors all need s1 (checked).
-void multi_sgd_update(const UpdateTable& table, const SgdCoefficients& c);
-// torch.optim.Adam's step (adam_element, the coefficients of train/optimizer.cc); the tensors
-// all need s1 and s2 (checked).
-void multi_adam_update(const UpdateTable& table, const AdamCoefficients& c);
-// The same, each block reading the step's coefficients from device memory at `c`: what a training
-// step captured as a CUDA graph launches (the graph holds the address; each step writes its
-// numbers there before the launch). `momentum`: whether the SGD coefficients have momentum (the
-// buffer check made on the host).
-void multi_sgd_update(const UpdateTable& table, const SgdCoefficients* c, bool momentum);
-void multi_adam_update(const UpdateTable& table, const AdamCoefficients* c);
+// Writes one step's coefficients into the table's slot: a synchronous upload, ordered on this
+// thread's stream after the work already queued (so after any earlier launch read the slot).
+void set_coefficients(UpdateTable& table, const SgdCoefficients& c);
+void set_coefficients(UpdateTable& table, const AdamCoefficients& c);
+// torch.optim.SGD's step (sgd_element) on every tensor of the table with the SGD coefficients it
+// holds; with momentum the tensors all need s1. Both are checked (Error) before anything is queued.
+void multi_sgd_update(const UpdateTable& table);
+// torch.optim.Adam's step (adam_element, the coefficients of train/optimizer.cc) with the Adam
+// coefficients the table holds; the tensors all need s1 and s2 (checked).
+void multi_adam_update(const UpdateTable& table);
 
 // ---- CNN inference (kernels/cnn_cuda.cu), one thread per output element ----
 // y[n][c][i] = x[n][c][i] * scale[c] + shift[c] (BatchNorm with its running statistics folded,

@@ -22,10 +22,10 @@ void queue_softmax_cross_entropy(const float*, const int32_t*, int64_t, int64_t,
 }
 LossResult read_loss(const float*) { fail(); }
 UpdateTable update_table(std::span<const UpdateTensor>) { fail(); }
-void multi_sgd_update(const UpdateTable&, const SgdCoefficients&) { fail(); }
-void multi_adam_update(const UpdateTable&, const AdamCoefficients&) { fail(); }
-void multi_sgd_update(const UpdateTable&, const SgdCoefficients*, bool) { fail(); }
-void multi_adam_update(const UpdateTable&, const AdamCoefficients*) { fail(); }
+void set_coefficients(UpdateTable&, const SgdCoefficients&) { fail(); }
+void set_coefficients(UpdateTable&, const AdamCoefficients&) { fail(); }
+void multi_sgd_update(const UpdateTable&) { fail(); }
+void multi_adam_update(const UpdateTable&) { fail(); }
 
 void channel_affine(const BatchNormShape&, const float*, const float*, const float*, float*) {
   fail();

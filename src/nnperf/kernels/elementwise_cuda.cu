@@ -214,29 +214,17 @@ __global__ void softmax_xent(const float* logits, const int32_t* labels, int64_t
   }
 }
 
+// Each block reads the step's coefficients from the table's slot (UpdateTable::coefficients).
 __global__ void multi_sgd(const UpdateTensor* tensors, const UpdateChunk* chunks,
-                          SgdCoefficients c) {
-  walk_chunk(chunks[blockIdx.x], tensors, threadIdx.x, blockDim.x,
-             [&](const UpdateTensor& t, int64_t j) { sgd_element(t.w, t.grad, t.s1, j, c); });
-}
-
-__global__ void multi_sgd_at(const UpdateTensor* tensors, const UpdateChunk* chunks,
-                             const SgdCoefficients* at) {
+                          const SgdCoefficients* at) {
   const SgdCoefficients c = *at;
   walk_chunk(chunks[blockIdx.x], tensors, threadIdx.x, blockDim.x,
              [&](const UpdateTensor& t, int64_t j) { sgd_element(t.w, t.grad, t.s1, j, c); });
 }
 
-__global__ void multi_adam_at(const UpdateTensor* tensors, const UpdateChunk* chunks,
-                              const AdamCoefficients* at) {
-  const AdamCoefficients c = *at;
-  walk_chunk(
-      chunks[blockIdx.x], tensors, threadIdx.x, blockDim.x,
-      [&](const UpdateTensor& t, int64_t j) { adam_element(t.w, t.grad, t.s1, t.s2, j, c); });
-}
-
 __global__ void multi_adam(const UpdateTensor* tensors, const UpdateChunk* chunks,
-                           AdamCoefficients c) {
+                           const AdamCoefficients* at) {
+  const AdamCoefficients c = *at;
   walk_chunk(
       chunks[blockIdx.x], tensors, threadIdx.x, blockDim.x,
       [&](const UpdateTensor& t, int64_t j) { adam_element(t.w, t.grad, t.s1, t.s2, j, c); });
@@ -322,6 +310,9 @@ UpdateTable update_table(std::span<const UpdateTensor> tensors) {
                 chunks.size() * sizeof(UpdateChunk));
   }
   table.rows = cuda::to_device(staging);
+  table.coefficients = cuda::Buffer(
+      (std::max(sizeof(SgdCoefficients), sizeof(AdamCoefficients)) + sizeof(float) - 1) /
+      sizeof(float));
   return table;
 }
 
@@ -338,40 +329,38 @@ const UpdateChunk* chunk_rows(const UpdateTable& t) {
 
 }  // namespace
 
-void multi_sgd_update(const UpdateTable& table, const SgdCoefficients& c) {
+void set_coefficients(UpdateTable& table, const SgdCoefficients& c) {
+  cuda::upload_value(table.coefficients, c);
+  table.rule = UpdateTable::Rule::kSgd;
+  table.momentum = c.momentum != 0.0f;
+}
+
+void set_coefficients(UpdateTable& table, const AdamCoefficients& c) {
+  cuda::upload_value(table.coefficients, c);
+  table.rule = UpdateTable::Rule::kAdam;
+  table.momentum = false;
+}
+
+void multi_sgd_update(const UpdateTable& table) {
   cuda::ensure_device();
-  if (c.momentum != 0.0f && !table.s1) cuda::fail("SGD with momentum: a tensor has no buffer");
+  if (table.rule != UpdateTable::Rule::kSgd) cuda::fail("SGD update: no SGD coefficients set");
+  if (table.momentum && !table.s1) cuda::fail("SGD with momentum: a tensor has no buffer");
   if (table.blocks == 0) return;
-  multi_sgd<<<static_cast<unsigned>(table.blocks), kBlock>>>(tensor_rows(table), chunk_rows(table),
-                                                             c);
+  multi_sgd<<<static_cast<unsigned>(table.blocks), kBlock>>>(
+      tensor_rows(table), chunk_rows(table),
+      reinterpret_cast<const SgdCoefficients*>(table.coefficients.data()));
   launched("multi_sgd_update");
 }
 
-void multi_adam_update(const UpdateTable& table, const AdamCoefficients& c) {
+void multi_adam_update(const UpdateTable& table) {
   cuda::ensure_device();
+  if (table.rule != UpdateTable::Rule::kAdam) cuda::fail("Adam update: no Adam coefficients set");
   if (!table.s1 || !table.s2) cuda::fail("Adam: a tensor has no moment buffers");
   if (table.blocks == 0) return;
-  multi_adam<<<static_cast<unsigned>(table.blocks), kBlock>>>(tensor_rows(table), chunk_rows(table),
-                                                              c);
+  multi_adam<<<static_cast<unsigned>(table.blocks), kBlock>>>(
+      tensor_rows(table), chunk_rows(table),
+      reinterpret_cast<const AdamCoefficients*>(table.coefficients.data()));
   launched("multi_adam_update");
-}
-
-void multi_sgd_update(const UpdateTable& table, const SgdCoefficients* c, bool momentum) {
-  cuda::ensure_device();
-  if (momentum && !table.s1) cuda::fail("SGD with momentum: a tensor has no buffer");
-  if (table.blocks == 0) return;
-  multi_sgd_at<<<static_cast<unsigned>(table.blocks), kBlock>>>(tensor_rows(table),
-                                                                chunk_rows(table), c);
-  launched("multi_sgd_update (coefficients in device memory)");
-}
-
-void multi_adam_update(const UpdateTable& table, const AdamCoefficients* c) {
-  cuda::ensure_device();
-  if (!table.s1 || !table.s2) cuda::fail("Adam: a tensor has no moment buffers");
-  if (table.blocks == 0) return;
-  multi_adam_at<<<static_cast<unsigned>(table.blocks), kBlock>>>(tensor_rows(table),
-                                                                 chunk_rows(table), c);
-  launched("multi_adam_update (coefficients in device memory)");
 }
 
 }  // namespace nnperf::cuda_kernels

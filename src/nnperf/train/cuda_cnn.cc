@@ -715,27 +715,19 @@ void CudaCnnTrainer::prepare_update() {
     }
     update_table_ = std::make_unique<cuda_kernels::UpdateTable>(cuda_kernels::update_table(rows));
   }
-  // The step's numbers, into the buffer the queued kernel reads.
-  if (coefficients_.size() == 0) {
-    coefficients_ = cuda::Buffer(
-        (std::max(sizeof(SgdCoefficients), sizeof(AdamCoefficients)) + sizeof(float) - 1) /
-        sizeof(float));
-  }
+  // The step's numbers, into the table's slot that the queued kernel reads.
   if (adam) {
-    cuda::upload_value(coefficients_, adam_coefficients(opt_, lr_, steps_ + 1));
+    cuda_kernels::set_coefficients(*update_table_, adam_coefficients(opt_, lr_, steps_ + 1));
   } else {
-    cuda::upload_value(coefficients_, sgd_coefficients(opt_, lr_, state_fresh_));
+    cuda_kernels::set_coefficients(*update_table_, sgd_coefficients(opt_, lr_, state_fresh_));
   }
 }
 
 void CudaCnnTrainer::queue_update() {
   if (opt_.name == "adam") {
-    cuda_kernels::multi_adam_update(
-        *update_table_, reinterpret_cast<const AdamCoefficients*>(coefficients_.data()));
+    cuda_kernels::multi_adam_update(*update_table_);
   } else {
-    cuda_kernels::multi_sgd_update(*update_table_,
-                                   reinterpret_cast<const SgdCoefficients*>(coefficients_.data()),
-                                   opt_.momentum != 0.0);
+    cuda_kernels::multi_sgd_update(*update_table_);
   }
 }
 

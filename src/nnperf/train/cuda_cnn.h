@@ -198,11 +198,11 @@ class CudaCnnTrainer {
   void backward_node(int n);
   // Before each step, on the host: the first after planning or a loaded state allocates what
   // optimizer state is missing and uploads the table (cuda_kernels::update_table); every step
-  // writes its coefficients (rate, Adam's bias corrections, SGD's first-step keep) to
-  // coefficients_, where the queued update reads them.
+  // writes its coefficients (rate, Adam's bias corrections, SGD's first-step keep) into the
+  // table's slot (cuda_kernels::set_coefficients), where the queued update reads them.
   void prepare_update();
   // One launch over every parameter (cuda_kernels::multi_*_update), its coefficients read from
-  // coefficients_ on the device, so that a captured step holds the update too.
+  // the table's slot on the device, so that a captured step holds the update too.
   void queue_update();
 
   Graph& graph_;
@@ -222,7 +222,6 @@ class CudaCnnTrainer {
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Param>> params_;
   std::unique_ptr<cuda_kernels::UpdateTable> update_table_;  // null: made at the next update
-  cuda::Buffer coefficients_;  // this step's SgdCoefficients or AdamCoefficients (prepare_update)
   bool state_fresh_ = false;   // the state buffers were made, not loaded, and no step used them
   std::vector<cuda::Buffer> scratch_;  // fan-out edges' gradients (GradientRouting::scratch)
   std::vector<float> label_bits_;

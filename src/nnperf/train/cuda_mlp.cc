@@ -243,10 +243,12 @@ void CudaMlpTrainer::run_backward() {
 
 void CudaMlpTrainer::update() {
   if (opt_.name == "adam") {
-    cuda_kernels::multi_adam_update(*update_table_, adam_coefficients(opt_, lr_, steps_ + 1));
+    cuda_kernels::set_coefficients(*update_table_, adam_coefficients(opt_, lr_, steps_ + 1));
+    cuda_kernels::multi_adam_update(*update_table_);
   } else {
     // The state buffers are made (zeros) at construction and never loaded.
-    cuda_kernels::multi_sgd_update(*update_table_, sgd_coefficients(opt_, lr_, steps_ == 0));
+    cuda_kernels::set_coefficients(*update_table_, sgd_coefficients(opt_, lr_, steps_ == 0));
+    cuda_kernels::multi_sgd_update(*update_table_);
   }
   ++steps_;
 }
