@@ -1,0 +1,125 @@
+// The GPU trainer's options and checks made without a device (train/cuda_cnn.h): --algorithm's
+// passes, --engines, --launch, the layers it can train and the memory it needs.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "nnperf/core/error.h"
+#include "nnperf/kernels/conv/cudnn_conv.h"
+#include "nnperf/nn/cuda_layers.h"
+#include "nnperf/train/cuda_cnn.h"
+
+namespace nnperf {
+
+namespace {
+
+// One pass's part of --algorithm: guess, find or one of `names`.
+std::string checked_name(const std::string& algorithm, const std::string& pass,
+                         const std::string& name, std::span<const char* const> names) {
+  if (name == "guess" || name == "find" ||
+      std::find(names.begin(), names.end(), name) != names.end()) {
+    return name;
+  }
+  throw UsageError(fmt::format("--algorithm {}: {} takes guess, find or one of cuDNN's {}",
+                               algorithm, pass, fmt::join(names, ", ")));
+}
+
+// The choice `algorithm` names, without --engines' check.
+CudaConvChoice parse_passes(const std::string& algorithm) {
+  CudaConvChoice c;
+  if (algorithm.find('=') == std::string::npos) {
+    c.forward = checked_name(algorithm, "the forward pass", algorithm, cudnn::forward_algorithms());
+    if (algorithm == "find") c.backward_data = c.backward_weights = "find";
+    return c;
+  }
+  std::string_view rest = algorithm;
+  for (bool more = true; more;) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view part = rest.substr(0, comma);
+    more = comma != std::string_view::npos;
+    if (more) rest = rest.substr(comma + 1);
+    const std::size_t eq = part.find('=');
+    const std::string key(part.substr(0, eq));
+    const std::string value(eq == std::string_view::npos ? "" : part.substr(eq + 1));
+    if (key == "fwd") {
+      c.forward = checked_name(algorithm, "fwd", value, cudnn::forward_algorithms());
+    } else if (key == "bwd_data") {
+      c.backward_data =
+          checked_name(algorithm, "bwd_data", value, cudnn::algorithms(ConvPass::kBackwardData));
+    } else if (key == "bwd_weights") {
+      c.backward_weights = checked_name(algorithm, "bwd_weights", value,
+                                        cudnn::algorithms(ConvPass::kBackwardWeights));
+    } else {
+      throw UsageError(fmt::format(
+          "--algorithm {}: expected fwd=NAME, bwd_data=NAME and bwd_weights=NAME, comma-separated",
+          algorithm));
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+bool parse_cuda_launch(const std::string& launch) {
+  if (launch != "graph" && launch != "eager") {
+    throw UsageError(fmt::format(
+        "--launch {}: expected graph (each full-batch step's forward, loss, backward and update "
+        "as one CUDA graph) or eager",
+        launch));
+  }
+  return launch == "graph";
+}
+
+CudaConvChoice parse_cuda_conv_choice(const std::string& algorithm, bool find_engines) {
+  CudaConvChoice c = parse_passes(algorithm);
+  if (find_engines && c.forward != "find" && c.backward_data != "find" &&
+      c.backward_weights != "find") {
+    throw UsageError(fmt::format(
+        "--engines: adds cuDNN's graph-API engines to find's candidates; --algorithm {} uses "
+        "find for no pass",
+        algorithm));
+  }
+  c.find_engines = find_engines;
+  return c;
+}
+
+std::string cuda_training_unsupported(const Graph& graph) {
+  for (int n = 1; n < graph.size(); ++n) {
+    const Layer& l = graph.layer(n);
+    if (!cuda_layer_kind(l)) {
+      return fmt::format("layer {} ({}): no GPU training kernel for {} yet", graph.name(n),
+                         l.describe(), l.kind());
+    }
+  }
+  const Shape& out = graph.output_shape(graph.size() - 1);
+  if (out.rank() != 2) {
+    return fmt::format("the output {} is not [batch, classes]", out.str());
+  }
+  return "";
+}
+
+std::size_t cuda_training_bytes(const Graph& graph, const OptimizerOptions& optimizer) {
+  const OptimizerOptions o = checked_optimizer(optimizer);
+  const std::size_t states = o.name == "adam" ? 2 : (o.momentum != 0.0 ? 1 : 0);
+  const GradientRouting routing = graph.gradient_routing();
+  std::size_t floats = 0;
+  for (int n = 0; n < graph.size(); ++n) {
+    const auto numel = static_cast<std::size_t>(graph.output_shape(n).numel());
+    floats += numel;  // the output
+    if (n == 0) continue;
+    // Its gradient, unless it is kept in the buffer of the Add it feeds (GradientRouting::storage).
+    if (routing.storage[static_cast<std::size_t>(n)] == n) floats += numel;
+    const Layer& l = graph.layer(n);
+    const std::optional<CudaLayerKind> kind = cuda_layer_kind(l);
+    if (kind == CudaLayerKind::kMaxPool || kind == CudaLayerKind::kDropout)
+      floats += numel;                                                  // argmax or mask
+    floats += (2 + states) * static_cast<std::size_t>(l.num_params());  // value, grad, state
+  }
+  return floats * sizeof(float);
+}
+
+}  // namespace nnperf
