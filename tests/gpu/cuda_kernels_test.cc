@@ -230,6 +230,7 @@ TEST(CudaKernels, OneLaunchUpdatesFollowTorchOptim) {
   cuda_kernels::set_coefficients(one_moment, AdamCoefficients{});
   EXPECT_THROW(cuda_kernels::multi_adam_update(one_moment), Error);
   EXPECT_THROW(cuda_kernels::multi_sgd_update(one_moment), Error);
+  EXPECT_THROW(cuda_kernels::set_coefficients(one_moment, SgdCoefficients{}), Error);
 
   const AdamCoefficients c{0.9f, 0.1f, 0.999f, 0.001f, 1e-4f, 0.01f, 1.2f, 1e-8f};
   cuda_kernels::UpdateTable both = upload(true, true);
@@ -308,6 +309,18 @@ TEST(CudaKernels, CapturedUpdatesReadEachStepsCoefficientsFromTheDevice) {
       std::vector<AdamCoefficients>{{0.9f, 0.1f, 0.999f, 0.001f, 1e-4f, 0.01f, 31.6f, 1e-8f},
                                     {0.9f, 0.1f, 0.999f, 0.001f, 1e-4f, 0.0053f, 22.4f, 1e-8f}},
       [](const cuda_kernels::UpdateTable& t) { cuda_kernels::multi_adam_update(t); });
+  // Setting them inside a capture is refused (a synchronous copy would break the capture), and
+  // the stream is usable after.
+  Copy inside = make();
+  cuda::CapturedWork refused;
+  EXPECT_THROW(refused.capture([&] {
+    cuda_kernels::set_coefficients(inside.table, SgdCoefficients{0.1f, 0.0f, 0.0f, 0.0f, false});
+  }),
+               Error);
+  EXPECT_FALSE(refused.captured());
+  cuda_kernels::set_coefficients(inside.table, SgdCoefficients{0.1f, 0.0f, 0.0f, 0.0f, false});
+  cuda_kernels::multi_sgd_update(inside.table);
+  cuda::synchronize();
 }
 
 }  // namespace

@@ -121,7 +121,7 @@ TEST_P(ReplayedUpdate, TakesTheCpuOptimizersStepsExactly) {
     cpu.set_grads(step);
     replayed.set_grads(step);
     opt->step(cpu.list());
-    // The coefficients as the GPU trainers compute them (train/cuda_cnn.cc, cuda_mlp.cc).
+    // The coefficients as the GPU trainers compute them (train/cuda_cnn_step.cc, cuda_mlp.cc).
     if (adam) {
       const AdamCoefficients c = adam_coefficients(o, lr, step + 1);
       replay(chunks, rows, [&](const UpdateTensor& t, int64_t j) {

@@ -59,7 +59,10 @@ struct UpdateTable {
 // Throws Error naming the tensor when one with elements has no values or gradient.
 UpdateTable update_table(std::span<const UpdateTensor> tensors);
 // Writes one step's coefficients into the table's slot: a synchronous upload, ordered on this
-// thread's stream after the work already queued (so after any earlier launch read the slot).
+// thread's stream after the work already queued (so after any earlier launch read the slot; a
+// copy from pageable memory waits for that work, so set them before queueing a step's passes).
+// Refused (Error) while the stream is captured, and for the other rule than the table's first
+// coefficients (a captured launch reads the slot as the rule it was queued for).
 void set_coefficients(UpdateTable& table, const SgdCoefficients& c);
 void set_coefficients(UpdateTable& table, const AdamCoefficients& c);
 // torch.optim.SGD's step (sgd_element) on every tensor of the table with the SGD coefficients it

@@ -329,16 +329,34 @@ const UpdateChunk* chunk_rows(const UpdateTable& t) {
 
 }  // namespace
 
+namespace {
+
+// The checks set_coefficients makes before it writes the slot.
+void check_settable(const UpdateTable& table, UpdateTable::Rule rule) {
+  cuda::ensure_device();
+  if (table.rule != UpdateTable::Rule::kNone && table.rule != rule) {
+    cuda::fail("update table: its rule (SGD or Adam) is that of its first coefficients");
+  }
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cuda::check(cudaStreamIsCapturing(cudaStreamPerThread, &status), "cudaStreamIsCapturing");
+  if (status != cudaStreamCaptureStatusNone) {
+    cuda::fail("update coefficients set while this thread's stream is captured: set them first");
+  }
+}
+
+}  // namespace
+
 void set_coefficients(UpdateTable& table, const SgdCoefficients& c) {
+  check_settable(table, UpdateTable::Rule::kSgd);
   cuda::upload_value(table.coefficients, c);
   table.rule = UpdateTable::Rule::kSgd;
   table.momentum = c.momentum != 0.0f;
 }
 
 void set_coefficients(UpdateTable& table, const AdamCoefficients& c) {
+  check_settable(table, UpdateTable::Rule::kAdam);
   cuda::upload_value(table.coefficients, c);
   table.rule = UpdateTable::Rule::kAdam;
-  table.momentum = false;
 }
 
 void multi_sgd_update(const UpdateTable& table) {

@@ -241,19 +241,29 @@ void CudaMlpTrainer::run_backward() {
   }
 }
 
-void CudaMlpTrainer::update() {
+void CudaMlpTrainer::set_update_coefficients() {
   if (opt_.name == "adam") {
     cuda_kernels::set_coefficients(*update_table_, adam_coefficients(opt_, lr_, steps_ + 1));
-    cuda_kernels::multi_adam_update(*update_table_);
   } else {
     // The state buffers are made (zeros) at construction and never loaded.
     cuda_kernels::set_coefficients(*update_table_, sgd_coefficients(opt_, lr_, steps_ == 0));
+  }
+}
+
+void CudaMlpTrainer::update() {
+  if (opt_.name == "adam") {
+    cuda_kernels::multi_adam_update(*update_table_);
+  } else {
     cuda_kernels::multi_sgd_update(*update_table_);
   }
   ++steps_;
 }
 
 BatchResult CudaMlpTrainer::step(const Tensor& x, std::span<const int32_t> labels) {
+  // Synchronous uploads first, while the device is idle (the last step ended with read_loss): a
+  // copy from pageable memory waits for the stream, so one made after the passes were queued
+  // would hold the host until they finish.
+  set_update_coefficients();
   upload_batch(x, labels);
   run_forward();
   queue_loss(true);

@@ -80,6 +80,8 @@ class CudaMlpTrainer {
   // (`step`: the 1-based step it came from, 0 in evaluation).
   BatchResult read_loss(int64_t step) const;
   void run_backward();
+  // This step's coefficients into the update table's slot (cuda_kernels::set_coefficients).
+  void set_update_coefficients();
   void update();  // one launch over every weight and bias (cuda_kernels::multi_*_update)
 
   const GemmAlgorithm& gemm_;
