@@ -43,7 +43,7 @@ struct MlpBenchResult {
   std::filesystem::path out_dir;  // claimed before anything was measured
 };
 
-// Measures; writes nothing but the claimed (empty) output folder.
+// Measures; writes nothing but the claimed output folder and its run.json.
 MlpBenchResult run_mlp_bench(const MlpBenchOptions& options);
 
 // The reporters (runs/mlp_bench_outputs.cc): everything below is rendered from the result's

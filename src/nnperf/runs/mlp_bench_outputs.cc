@@ -136,10 +136,9 @@ void write_mlp_bench_outputs(const MlpBenchResult& result,
                              const fs::path& json_path, const fs::path& csv_path) {
   const nlohmann::json& doc = result.json;
   write_json_atomic(result.out_dir / "mlp_bench.json", doc);
-  write_records_csv(doc.at("records"), result.out_dir / "mlp_bench.csv");
+  render_mlp_bench_outputs(doc, result.out_dir);
   if (!json_path.empty()) write_json_atomic(json_path, doc);
   if (!csv_path.empty()) write_records_csv(doc.at("records"), csv_path);
-  render_iteration_time_plot(doc, result.out_dir);
 }
 
 std::string format_mlp_bench(const nlohmann::json& j) {

@@ -78,7 +78,7 @@ struct SlurmOptions {
 std::string submit_sweep_slurm(const std::filesystem::path& dir, const SlurmOptions& options);
 
 // `nnperf status DIR` for a sweep: a line per cell, totals and the time left; merges when every
-// cell is done (merge_message says what the merge did or why it failed).
+// cell is done (its last line says what the merge did or why it failed).
 std::string sweep_status(const std::filesystem::path& dir);
 
 // Joins the cells' outputs into merged/: per model x algorithm the profiler's overall and layers
