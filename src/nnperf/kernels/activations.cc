@@ -8,7 +8,6 @@
 
 #include <array>
 #include <bit>
-#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -16,6 +15,7 @@
 
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
+#include "nnperf/core/registry.h"
 #include "nnperf/kernels/activations_internal.h"
 #include "nnperf/kernels/activations_math.h"
 
@@ -204,46 +204,20 @@ constexpr std::array<ActivationKernel, sizeof...(Ops)> make_table(OpList<Ops...>
 
 constexpr auto kTable = make_table(ActivationOps{});
 
-// Lower case without '_', '-' and spaces: "Leaky_ReLU" and "leaky-relu" both give "leakyrelu".
-std::string normalise(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    if (c == '_' || c == '-' || c == ' ') continue;
-    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
-struct Alias {
-  const char* alias;  // normalised
-  const char* name;   // table name
-};
-constexpr Alias kAliases[] = {{"swish", "SiLU"}};
+constexpr RegistryAlias kAliases[] = {{"swish", "SiLU"}};
+constexpr Registry<ActivationKernel> kRegistry{kTable, kAliases};
 
 }  // namespace
 }  // namespace detail
 
 std::span<const ActivationKernel> activation_kernels() { return detail::kTable; }
 
-std::string activation_names() {
-  std::string out;
-  for (const ActivationKernel& k : detail::kTable) {
-    if (!out.empty()) out += ", ";
-    out += k.name;
-  }
-  return out;
-}
+std::string activation_names() { return detail::kRegistry.names(); }
 
 const ActivationKernel& find_activation(std::string_view name) {
-  std::string want = detail::normalise(name);
-  for (const detail::Alias& a : detail::kAliases) {
-    if (want == a.alias) want = detail::normalise(a.name);
-  }
-  for (const ActivationKernel& k : detail::kTable) {
-    if (detail::normalise(k.name) == want) return k;
-  }
+  if (const ActivationKernel* k = detail::kRegistry.find(name)) return *k;
   throw UsageError(fmt::format(
-      "unknown activation '{}': expected one of {} (case-insensitive; also leaky_relu, swish)",
+      "unknown activation '{}': expected one of {} (any case, with or without _ and -; also swish)",
       name, activation_names()));
 }
 

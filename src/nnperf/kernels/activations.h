@@ -31,7 +31,7 @@ struct ActivationKernel {
 };
 
 std::span<const ActivationKernel> activation_kernels();  // in usra-survey's order
-// Case-insensitive; accepts "leaky_relu"/"leakyrelu", "swish" for SiLU. Throws UsageError
+// By registry_key (core/registry.h): "leaky_relu"/"Leaky-ReLU"; "swish" for SiLU. Throws UsageError
 // listing the valid names when unknown.
 const ActivationKernel& find_activation(std::string_view name);
 std::string activation_names();

@@ -9,9 +9,8 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
-
 #include "nnperf/core/error.h"
+#include "nnperf/core/registry.h"
 #include "nnperf/models/cnn.h"
 #include "nnperf/models/mlp.h"
 
@@ -90,16 +89,7 @@ constexpr ModelEntry kModels[] = {
      &mobilenet_v2, kImageNet, 1, 3504872},
 };
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
+constexpr Registry<ModelEntry> kRegistry{kModels};
 
 std::string with_commas(int64_t n) {
   std::string digits = std::to_string(n), out;
@@ -114,19 +104,10 @@ std::string with_commas(int64_t n) {
 
 std::span<const ModelEntry> model_registry() { return kModels; }
 
-std::string model_names() {
-  std::string out;
-  for (const ModelEntry& m : kModels) {
-    if (!out.empty()) out += ", ";
-    out += m.name;
-  }
-  return out;
-}
+std::string model_names() { return kRegistry.names(); }
 
 const ModelEntry& find_model(std::string_view name) {
-  for (const ModelEntry& m : kModels) {
-    if (iequals(m.name, name)) return m;
-  }
+  if (const ModelEntry* m = kRegistry.find(name)) return *m;
   std::string valid;
   for (const ModelEntry& m : kModels) {
     if (!valid.empty()) valid += ", ";

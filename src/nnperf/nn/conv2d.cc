@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "nnperf/core/error.h"
+#include "nnperf/core/registry.h"
 #include "nnperf/core/verbose.h"
 #include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/nn/batchnorm.h"
@@ -146,8 +146,7 @@ Shape Conv2d::plan(std::span<const Shape> src, const PlanContext& ctx) {
   training_ = ctx.training;
   threads_ = std::max(1, ctx.threads);
   const ConvSelection sel = selection(ctx);
-  std::string wanted = sel.wanted;
-  for (char& ch : wanted) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string wanted = registry_key(sel.wanted);
   const bool engine_choice = wanted.empty() || wanted == "guess" || wanted == "find";
   crop_ = engine_choice ? conv_live_taps(p) : ConvCrop{};
   const ConvProblem& rp = run_problem();

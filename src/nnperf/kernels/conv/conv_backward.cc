@@ -10,18 +10,17 @@
 //    d*(k-1) - p, run by the cheapest forward algorithm for that problem (Winograd for 3x3).
 #include "nnperf/kernels/conv/conv_backward.h"
 
-#include "nnperf/core/interrupt.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
 #include "nnperf/core/error.h"
+#include "nnperf/core/interrupt.h"
+#include "nnperf/core/registry.h"
 #include "nnperf/kernels/conv/conv_internal.h"
 #include "nnperf/kernels/gemm/gemm.h"
 
@@ -396,12 +395,6 @@ const ConvBackwardAlgorithm kWeights[] = {
      batched_weights_cost},
 };
 
-std::string lower(std::string_view s) {
-  std::string out;
-  for (char ch : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return out;
-}
-
 }  // namespace
 
 const char* to_string(ConvPass pass) {
@@ -423,19 +416,16 @@ std::span<const ConvBackwardAlgorithm> conv_backward_algorithms(ConvPass pass) {
 }
 
 const ConvBackwardAlgorithm& find_conv_backward(ConvPass pass, std::string_view name) {
-  for (const ConvBackwardAlgorithm& a : conv_backward_algorithms(pass)) {
-    if (lower(a.name) == lower(name)) return a;
+  if (const ConvBackwardAlgorithm* a =
+          Registry<ConvBackwardAlgorithm>(conv_backward_algorithms(pass)).find(name)) {
+    return *a;
   }
   throw UsageError(fmt::format("unknown {} convolution algorithm '{}': expected one of {}",
                                to_string(pass), name, conv_backward_algorithm_names(pass)));
 }
 
 std::string conv_backward_algorithm_names(ConvPass pass) {
-  std::string out;
-  for (const ConvBackwardAlgorithm& a : conv_backward_algorithms(pass)) {
-    out += (out.empty() ? "" : ", ") + std::string(a.name);
-  }
-  return out;
+  return Registry<ConvBackwardAlgorithm>(conv_backward_algorithms(pass)).names();
 }
 
 void conv2d_backward_reference(const ConvProblem& p, const float* x, const float* w,

@@ -44,7 +44,7 @@ struct ConvBackwardAlgorithm {
 };
 
 std::span<const ConvBackwardAlgorithm> conv_backward_algorithms(ConvPass pass);
-// Throws UsageError listing the pass's names.
+// By registry_key (core/registry.h); throws UsageError listing the pass's names when unknown.
 const ConvBackwardAlgorithm& find_conv_backward(ConvPass pass, std::string_view name);
 std::string conv_backward_algorithm_names(ConvPass pass);
 

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "nnperf/core/error.h"
+#include "nnperf/core/registry.h"
 #include "nnperf/core/verbose.h"
 #include "nnperf/kernels/conv/conv_internal.h"
 
@@ -43,12 +43,6 @@ std::mutex& find_mutex() {
 std::map<CacheKey, FindWinner>& find_cache() {
   static std::map<CacheKey, FindWinner> cache;
   return cache;
-}
-
-std::string lower(std::string_view s) {
-  std::string out;
-  for (char c : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 // The supported row with the lowest cost; null when none serves p. Ties keep registry order.
@@ -112,7 +106,7 @@ const Row& choose(std::span<const Row> rows, ConvPass pass, const ConvProblem& p
                   const ConvSelection& s, const CostFn<Row>& cost, const TimeFn<Row>& time,
                   Find find_row, const std::string& who, ConvChoice& out) {
   out = ConvChoice{};
-  const std::string wanted = lower(s.wanted);
+  const std::string wanted = registry_key(s.wanted);
   const Row* best = cheapest(rows, p, threads, cost);
   if (best == nullptr) {
     throw Error(
@@ -179,7 +173,7 @@ const ConvAlgorithm& choose_conv_forward(const ConvProblem& p, int threads, cons
   }
   const ConvAlgorithm& best =
       choose(conv_algorithms(), ConvPass::kForward, p, threads, s, cost, time, find_row, who, out);
-  const std::string wanted = lower(s.wanted);
+  const std::string wanted = registry_key(s.wanted);
   if (wanted.empty() || wanted == "guess" || wanted == "find") return best;
   const ConvAlgorithm* named = nullptr;
   try {
@@ -209,12 +203,10 @@ const ConvBackwardAlgorithm& choose_conv_backward(ConvPass pass, const ConvProbl
   const ConvBackwardAlgorithm& best =
       choose(rows, pass, p, threads, s, CostFn<ConvBackwardAlgorithm>(backward_cost), time,
              find_row, who, out);
-  const std::string wanted = lower(s.wanted);
+  const std::string wanted = registry_key(s.wanted);
   if (wanted.empty() || wanted == "guess" || wanted == "find") return best;
-  const auto named = std::find_if(rows.begin(), rows.end(), [&](const ConvBackwardAlgorithm& a) {
-    return lower(a.name) == wanted;
-  });
-  if (named == rows.end()) {  // a forward name: this pass takes its best guess
+  const ConvBackwardAlgorithm* named = Registry<ConvBackwardAlgorithm>(rows).find(s.wanted);
+  if (named == nullptr) {  // a forward name: this pass takes its best guess
     out.requested = "guess";
     return best;
   }

@@ -16,7 +16,7 @@
 namespace nnperf {
 
 struct ConvSelection {
-  std::string wanted = "guess";  // a name, "guess" or "find" (case-insensitive)
+  std::string wanted = "guess";  // a name, "guess" or "find" (as registry_key matches names)
   bool strict = false;
   bool exhaustive = false;  // find: time every supported row (else skip rows modelled > 8x best)
   // Training: the weights change every step, so a forward row's weight transform (pack_weights)

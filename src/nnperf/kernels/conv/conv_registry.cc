@@ -6,13 +6,13 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "nnperf/core/error.h"
 #include "nnperf/core/machine_model.h"
+#include "nnperf/core/registry.h"
 #include "nnperf/core/threads.h"
 #include "nnperf/core/workspace.h"
 #include "nnperf/kernels/conv/conv.h"
@@ -78,33 +78,16 @@ constexpr ConvAlgorithm kConvAlgorithms[] = {
 };
 // ===================== end of registry table =================================================
 
-std::string normalized(std::string_view name) {
-  std::string s;
-  for (char c : name) {
-    if (c == ' ' || c == '-') c = '_';
-    s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return s;
-}
+constexpr Registry<ConvAlgorithm> kRegistry{kConvAlgorithms};
 
 }  // namespace
 
 std::span<const ConvAlgorithm> conv_algorithms() { return kConvAlgorithms; }
 
-std::string conv_algorithm_names() {
-  std::string names;
-  for (const ConvAlgorithm& algo : kConvAlgorithms) {
-    if (!names.empty()) names += ", ";
-    names += algo.name;
-  }
-  return names;
-}
+std::string conv_algorithm_names() { return kRegistry.names(); }
 
 const ConvAlgorithm& find_conv(std::string_view name) {
-  const std::string wanted = normalized(name);
-  for (const ConvAlgorithm& algo : kConvAlgorithms) {
-    if (wanted == algo.name) return algo;
-  }
+  if (const ConvAlgorithm* algo = kRegistry.find(name)) return *algo;
   throw UsageError(fmt::format("unknown convolution algorithm '{}'; expected one of: {}", name,
                                conv_algorithm_names()));
 }

@@ -70,7 +70,7 @@ struct GemmAlgorithm {
 };
 
 std::span<const GemmAlgorithm> gemm_algorithms();
-// Throws UsageError naming the valid algorithms when `name` is unknown.
+// By registry_key (core/registry.h); throws UsageError naming the valid algorithms when unknown.
 const GemmAlgorithm& find_gemm(std::string_view name);
 // The same, for a caller whose operands live on `device`: an algorithm of the other device is
 // refused (UsageError naming it, where it runs and the algorithms of `device`).

@@ -10,6 +10,7 @@
 
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
+#include "nnperf/core/registry.h"
 #include "nnperf/core/workspace.h"
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/gemm/gemm.h"
@@ -79,19 +80,13 @@ std::string GemmShape::str() const {
 std::span<const GemmAlgorithm> gemm_algorithms() { return kGemmAlgorithms; }
 
 namespace {
-std::string names_of(bool all, Device device) {
-  std::string names;
-  for (const GemmAlgorithm& algo : kGemmAlgorithms) {
-    if (!all && algo.device != device) continue;
-    if (!names.empty()) names += ", ";
-    names += algo.name;
-  }
-  return names;
-}
+constexpr Registry<GemmAlgorithm> kRegistry{kGemmAlgorithms};
 }  // namespace
 
-std::string gemm_algorithm_names() { return names_of(true, Device::kCpu); }
-std::string gemm_algorithm_names(Device device) { return names_of(false, device); }
+std::string gemm_algorithm_names() { return kRegistry.names(); }
+std::string gemm_algorithm_names(Device device) {
+  return kRegistry.names([&](const GemmAlgorithm& a) { return a.device == device; });
+}
 
 const GemmAlgorithm& find_gemm(std::string_view name, Device device) {
   const GemmAlgorithm& algo = find_gemm(name);
@@ -105,9 +100,7 @@ const GemmAlgorithm& find_gemm(std::string_view name, Device device) {
 }
 
 const GemmAlgorithm& find_gemm(std::string_view name) {
-  for (const GemmAlgorithm& algo : kGemmAlgorithms) {
-    if (name == algo.name) return algo;
-  }
+  if (const GemmAlgorithm* algo = kRegistry.find(name)) return *algo;
   throw UsageError(fmt::format("unknown GEMM algorithm '{}'; expected one of: {}", name,
                                gemm_algorithm_names()));
 }
