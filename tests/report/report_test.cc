@@ -87,6 +87,12 @@ class ReportFolder : public ::testing::Test {
     std::filesystem::copy(sweeps / "gemm", engines);
     run["setup"]["find_engines"] = true;
     write_file_atomic(engines / "run.json", run.dump());
+    // And the CPU gemm sweep as if its timed pass had been a training step (--pass train).
+    const std::filesystem::path train = dir_->path() / "train_gemm";
+    std::filesystem::copy(sweeps / "gemm", train);
+    nlohmann::json train_run = nlohmann::json::parse(test::read_text(train / "run.json"));
+    train_run["setup"]["pass"] = "train";
+    write_file_atomic(train / "run.json", train_run.dump());
     auto r = test::run_nnperf(
         fmt::format("roofline '{}' --peak-compute 0.05 --peak-bw 10 --out-dir '{}'",
                     sweeps.string(), (dir_->path() / "roofline").string()));
@@ -121,9 +127,20 @@ TEST_F(ReportFolder, SectionsFindingsAndEscapedNames) {
   ASSERT_NE(profile, d.sections.end());
   // Both sweeps share the model and size: the report says which algorithm won, whole model and per
   // shape.
-  bool whole = false, shape = false, gpu = false, engines = false;
+  bool whole = false, shape = false, gpu = false, engines = false, trained = false,
+       fell_back = false;
   for (const auto& r : profile->recommendations) {
     whole = whole || r.find("is fastest for the whole model") != std::string::npos;
+    // A training step is never compared as the same thing as an inference.
+    trained = trained || r.find("gemm, training step") != std::string::npos;
+    // winograd serves only resnet18's 3x3 stride-1 convolutions: its whole-model entry says the
+    // others ran another algorithm, and which.
+    if (r.find("is fastest for the whole model") != std::string::npos) {
+      const std::size_t at = r.find("winograd (");
+      fell_back = at != std::string::npos &&
+                  r.find(" conv layers ran another; ran ", at) != std::string::npos &&
+                  r.find("gemm:", at) != std::string::npos;
+    }
     shape = shape || r.find("3x3 stride 1 convolutions") != std::string::npos;
     // The GPU copies are entries of their own beside the CPU's gemm, named by device, launch and
     // find's candidates.
@@ -139,6 +156,8 @@ TEST_F(ReportFolder, SectionsFindingsAndEscapedNames) {
   EXPECT_TRUE(shape);
   EXPECT_TRUE(gpu) << fmt::format("{}", fmt::join(profile->recommendations, " | "));
   EXPECT_TRUE(engines) << fmt::format("{}", fmt::join(profile->recommendations, " | "));
+  EXPECT_TRUE(trained) << fmt::format("{}", fmt::join(profile->recommendations, " | "));
+  EXPECT_TRUE(fell_back) << fmt::format("{}", fmt::join(profile->recommendations, " | "));
   const auto roof = std::find_if(d.sections.begin(), d.sections.end(), [](const ReportSection& s) {
     return s.title.rfind("Roofline", 0) == 0;
   });

@@ -412,7 +412,8 @@ struct Sweep {
 // algorithm's name, so that rows of one algorithm on the CPU and on the GPU, or launched as a
 // CUDA graph and kernel by kernel, are never compared as one: "" on the CPU, " on cuda (graph)"
 // or " on cuda (eager)" (a GPU sweep from before --launch existed ran eagerly), with ", engines"
-// when find's candidates included cuDNN's graph-API engines. Nothing when run.json is missing or
+// when find's candidates included cuDNN's graph-API engines, and ", training step" for a sweep
+// whose timed pass was a training step (--pass train). Nothing when run.json is missing or
 // unreadable.
 struct SweepInfo {
   std::vector<std::string> hosts;
@@ -436,6 +437,9 @@ SweepInfo sweep_info(const fs::path& run_json) {
     if (setup.is_object() && setup.value("device", "cpu") == "cuda")
       out.label = fmt::format(" on cuda ({}{})", setup.value("launch", "eager"),
                               setup.value("find_engines", false) ? ", engines" : "");
+    if (setup.is_object() && setup.value("pass", "inference") == "train") {
+      out.label += ", training step";
+    }
   } catch (const Error&) {
   } catch (const nlohmann::json::exception&) {
   }
@@ -470,6 +474,22 @@ struct ProfileFigures {
   std::vector<std::string> cut;  // files whose last row was cut (left out)
 };
 
+// What a row of an overall CSV ran: the algorithm asked for, and when some conv layers ran
+// another ("fft" falling back to gemm where it cannot serve), how many and what ran:
+// "fft (3 of 13 conv layers ran another; ran fft:10 gemm:3)". guess and find pick per layer, so
+// their rows say what they picked only in the CSV.
+std::string ran_label(const CsvTable& o, std::size_t r, std::size_t c_algo, int c_conv, int c_other,
+                      int c_used) {
+  const std::string& algo = o.cell(r, c_algo);
+  if (c_conv < 0 || c_other < 0 || algo == "guess" || algo == "find") return algo;
+  const std::string& other = o.cell(r, static_cast<std::size_t>(c_other));
+  if (other.empty() || other == "0") return algo;
+  return fmt::format(
+      "{} ({} of {} conv layers ran another{})", algo, other,
+      o.cell(r, static_cast<std::size_t>(c_conv)),
+      c_used < 0 ? std::string() : "; ran " + o.cell(r, static_cast<std::size_t>(c_used)));
+}
+
 // One sweep's overall CSV: its rows into `whole` (set up from the first sweep's columns), its
 // medians into the figures.
 void add_overall(const Sweep& sw, const fs::path& root, const std::string& label,
@@ -477,7 +497,9 @@ void add_overall(const Sweep& sw, const fs::path& root, const std::string& label
   const CsvTable o = read_csv(sw.overall);
   if (o.truncated_row) f.cut.push_back(rel(sw.overall, root));
   if (first) {
-    whole = csv_table(o, "Whole-model inference time (ms) per sweep and input size");
+    whole = csv_table(o,
+                      "Whole-model time (ms) per sweep and input size: an inference, or a "
+                      "training step for sweeps run with --pass train");
     whole.header.insert(whole.header.begin(), "sweep");
     whole.numeric.insert(whole.numeric.begin(), false);
     whole.rows.clear();
@@ -486,6 +508,9 @@ void add_overall(const Sweep& sw, const fs::path& root, const std::string& label
   const std::size_t c_model = o.require("model"), c_algo = o.require("algorithm"),
                     c_batch = o.require("batch_size"), c_size = o.require("input_size"),
                     c_med = o.require("median");
+  // Older CSVs lack these: their rows keep the algorithm's name alone.
+  const int c_conv = o.column("conv_layers"), c_other = o.column("conv_layers_other_algorithm"),
+            c_used = o.column("algorithms_used");
   for (std::size_t r = 0; r < o.rows.size(); ++r) {
     auto row = o.rows[r];
     if (row.size() + 1 == whole.header.size()) {
@@ -494,7 +519,7 @@ void add_overall(const Sweep& sw, const fs::path& root, const std::string& label
     }
     const std::string key = fmt::format("{} batch {} at {}x{}", o.cell(r, c_model),
                                         o.cell(r, c_batch), o.cell(r, c_size), o.cell(r, c_size));
-    f.model_ms[key][o.cell(r, c_algo) + label] = o.number(r, c_med);
+    f.model_ms[key][ran_label(o, r, c_algo, c_conv, c_other, c_used) + label] = o.number(r, c_med);
   }
 }
 
@@ -577,8 +602,8 @@ ReportSection profile_section(const std::vector<Sweep>& sweeps, const fs::path& 
   whole_model_findings(f.model_ms, s.recommendations);
   layer_findings(f, s.recommendations);
   whole.note =
-      "median/mean/std/min/max in ms per inference of the whole model, timed without per-layer "
-      "hooks; "
+      "median/mean/std/min/max in ms per inference (or training step, for --pass train sweeps) "
+      "of the whole model, timed without per-layer hooks; "
       "power and energy columns are empty where no counter was readable.";
   s.tables.push_back(std::move(whole));
   return s;
