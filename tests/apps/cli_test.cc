@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "nnperf/io/csv.h"
+#include "nnperf/io/files.h"
 #include "test_util.h"
 
 namespace nnperf {
@@ -203,6 +204,57 @@ TEST(Cli, MlpBenchWritesRecordsJsonAndCsv) {
   const CsvTable c = read_csv(dir / "b.csv");
   EXPECT_EQ(c.header[0], "impl");
   EXPECT_EQ(c.rows.size(), 12u);
+}
+
+// `nnperf report` rebuilds what the reporters render from saved records (runs/rerender.h): an
+// MLP run's and a CNN run's CSVs from train_records.json, an mlp-bench's CSV and plot data from
+// mlp_bench.json, byte for byte, and leaves complete folders alone.
+TEST(Cli, ReportRebuildsMissingOutputsFromTheirRecords) {
+  TempDir dir;
+  auto r = run_nnperf(fmt::format("train --model mlp {} --epochs 2 --out-dir '{}'", kSmall,
+                                  (dir / "mlp").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_nnperf(fmt::format(
+      "train --model resnet18 --synthetic --input-size 8 --limit-train 16 --limit-test 8 "
+      "--batch-size 8 --epochs 1 --threads 1 --progress quiet --out-dir '{}'",
+      (dir / "cnn").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_nnperf(fmt::format(
+      "mlp-bench --impls naive,blocked --batch-sizes 8 --warmup 0 --measure 2 --threads 1 "
+      "--consistency-steps 2 --overhead-reps 1 --synthetic --out-dir '{}'",
+      (dir / "bench").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<fs::path> rendered = {
+      dir / "mlp" / "training_metrics.csv", dir / "mlp" / "activation_timings.csv",
+      dir / "cnn" / "training_metrics.csv", dir / "bench" / "mlp_bench.csv",
+      dir / "bench" / "plots" / "iteration_time.dat"};
+  std::vector<std::string> before;
+  for (const fs::path& f : rendered) {
+    ASSERT_TRUE(fs::exists(f)) << f;
+    before.push_back(test::read_text(f));
+  }
+  // Complete folders: nothing rebuilt.
+  r = run_nnperf(fmt::format("report '{}'", dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("rebuilt"), std::string::npos) << r.out;
+  for (const fs::path& f : rendered) fs::remove(f);
+  r = run_nnperf(fmt::format("report '{}'", dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* what : {"rebuilt training_metrics.csv, activation_timings.csv from",
+                           "rebuilt training_metrics.csv from", "rebuilt mlp_bench.csv, "}) {
+    EXPECT_NE(r.out.find(what), std::string::npos) << what << "\n" << r.out;
+  }
+  for (std::size_t i = 0; i < rendered.size(); ++i) {
+    ASSERT_TRUE(fs::exists(rendered[i])) << rendered[i];
+    EXPECT_EQ(test::read_text(rendered[i]), before[i]) << rendered[i];
+  }
+  // An unreadable record is named and the report still written.
+  write_file_atomic(dir / "bench" / "mlp_bench.json", "{");
+  fs::remove(dir / "bench" / "mlp_bench.csv");
+  r = run_nnperf(fmt::format("report '{}'", dir.path().string()));
+  EXPECT_NE(r.out.find("not rebuilt from " + (dir / "bench" / "mlp_bench.json").string()),
+            std::string::npos)
+      << r.out << r.err;
 }
 
 TEST(Cli, VerboseDispatchNamesEachLayersAlgorithm) {

@@ -82,9 +82,18 @@ std::string rel(const fs::path& p, const fs::path& root) {
   return ec || r.empty() ? p.string() : r.generic_string();
 }
 
+// The figure when its SVG is there, else a line saying which is missing (the job ran without
+// gnuplot, or the file was removed), never a silent gap.
 void add_figure(ReportSection& s, const fs::path& svg, std::string caption) {
   std::error_code ec;
-  if (fs::exists(svg, ec)) s.figures.push_back({std::move(caption), svg});
+  if (fs::exists(svg, ec)) {
+    s.figures.push_back({std::move(caption), svg});
+  } else {
+    s.paragraphs.push_back(fmt::format(
+        "Figure not shown: {} is missing (gnuplot was not found when it was rendered, or the file "
+        "was removed): {}.",
+        svg.filename().string(), caption));
+  }
 }
 
 // ---------------------------------------------------------------- machine

@@ -1,0 +1,83 @@
+// See rerender.h.
+#include "nnperf/runs/rerender.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <system_error>
+
+#include "nnperf/core/error.h"
+#include "nnperf/core/interrupt.h"
+#include "nnperf/io/json_read.h"
+#include "nnperf/runs/cnn_train_outputs.h"
+#include "nnperf/runs/mlp_bench.h"
+#include "nnperf/runs/train_outputs.h"
+
+namespace nnperf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The files a record's reporter writes in its folder; empty when `record` is not one of them.
+std::vector<fs::path> rendered_from(const fs::path& record, const nlohmann::json& doc) {
+  const fs::path d = record.parent_path();
+  if (record.filename() == "mlp_bench.json") {
+    return {d / "mlp_bench.csv", d / "plots" / "iteration_time.dat"};
+  }
+  const bool mlp = doc.contains("context") && doc["context"].contains("activation_layers");
+  if (mlp) return {d / "training_metrics.csv", d / "activation_timings.csv"};
+  return {d / "training_metrics.csv"};
+}
+
+void render(const fs::path& record, const nlohmann::json& doc) {
+  const fs::path d = record.parent_path();
+  if (record.filename() == "mlp_bench.json") {
+    render_mlp_bench_outputs(doc, d);
+  } else if (doc.at("context").contains("activation_layers")) {
+    render_train_csvs(doc, d);
+  } else {
+    render_cnn_train_csv(doc, d);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> rerender_missing_outputs(const fs::path& dir) {
+  std::vector<fs::path> records;
+  std::error_code ec;
+  for (auto it =
+           fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if ((name == "train_records.json" || name == "mlp_bench.json") && it->is_regular_file(ec)) {
+      records.push_back(it->path());
+    }
+  }
+  std::sort(records.begin(), records.end());
+  std::vector<std::string> lines;
+  for (const fs::path& record : records) {
+    check_interrupt();
+    try {
+      const nlohmann::json doc = read_json(record);
+      std::vector<std::string> missing;
+      for (const fs::path& f : rendered_from(record, doc)) {
+        if (!fs::exists(f, ec)) missing.push_back(fs::relative(f, record.parent_path()).string());
+      }
+      if (missing.empty()) continue;
+      render(record, doc);
+      lines.push_back(fmt::format("rebuilt {} from {}", fmt::join(missing, ", "), record.string()));
+    } catch (const Error& e) {
+      lines.push_back(fmt::format("not rebuilt from {}: {}", record.string(), e.what()));
+    } catch (const nlohmann::json::exception& e) {
+      lines.push_back(fmt::format("not rebuilt from {}: {}", record.string(), e.what()));
+    } catch (const fs::filesystem_error& e) {
+      lines.push_back(fmt::format("not rebuilt from {}: {}", record.string(), e.what()));
+    }
+  }
+  return lines;
+}
+
+}  // namespace nnperf

@@ -1,0 +1,22 @@
+// What `nnperf report DIR` rebuilds before it reads DIR: the outputs the jobs' reporters render
+// from saved records, where they are missing (a folder copied with its JSON records alone, or a
+// CSV deleted). Each is rendered by the job's own reporter, so the bytes are those the job wrote.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace nnperf {
+
+// Under `dir` (recursively):
+// - a train_records.json without its training_metrics.csv (or, for an MLP run, without its
+//   activation_timings.csv): both CSVs rebuilt (render_train_csvs / render_cnn_train_csv);
+// - an mlp_bench.json without its mlp_bench.csv or plots/iteration_time.dat: both rebuilt
+//   (render_mlp_bench_outputs).
+// A folder whose files are all there is not touched; where one is missing, its record's reporter
+// writes all of them again (the bytes the job wrote). Returns one line per record rendered, or
+// why it could not be (an unreadable record, a folder not writable): never fatal, the report goes
+// on without it.
+std::vector<std::string> rerender_missing_outputs(const std::filesystem::path& dir);
+
+}  // namespace nnperf
