@@ -34,43 +34,6 @@ std::span<const float> span_of(const Tensor& t) {
 
 }  // namespace
 
-CudaNodeInfo choose_cudnn_forward(cudnn::ConvForward& conv, const ConvProblem& p,
-                                  const std::string& name, const std::string& asked, bool strict,
-                                  const float* x, float* y, const cudnn::FindOptions& find) {
-  CudaNodeInfo info;
-  if (asked == "find") {
-    for (const cudnn::AlgoResult& r : cudnn::cached_find(
-             p, ConvPass::kForward, find, [&] { return conv.find_on(find, x, y); })) {
-      if (r.status == "CUDNN_STATUS_SUCCESS") {
-        info.algorithm = r.algorithm;
-        break;
-      }
-    }
-  } else if (asked != "guess") {
-    const std::string why = conv.why_not(asked);
-    if (why.empty()) {
-      info.algorithm = asked;
-    } else if (strict) {
-      throw Error(
-          fmt::format("layer {}: cuDNN cannot run {} here: {} (--strict)", name, asked, why));
-    } else {
-      info.fallback_reason = fmt::format("cuDNN: {}", why);
-    }
-  }
-  if (info.algorithm.empty()) {
-    for (const cudnn::AlgoResult& r : conv.guess()) {
-      if (r.status == "CUDNN_STATUS_SUCCESS" && conv.why_not(r.algorithm).empty()) {
-        info.algorithm = r.algorithm;
-        break;
-      }
-    }
-  }
-  if (info.algorithm.empty())
-    throw Error(fmt::format("layer {}: cuDNN serves no forward algorithm", name));
-  info.workspace_bytes = conv.workspace_bytes(info.algorithm);
-  return info;
-}
-
 struct CudaInference::Node {
   Kind kind = Kind::kFlatten;
   cuda::Buffer out;                      // the node's output (empty for an alias)
@@ -170,7 +133,7 @@ void CudaInference::plan_node(int n, const std::string& conv_algorithm, bool str
       cudnn::FindOptions find;
       find.launch = cuda_graph_ ? cudnn::Launch::kGraph : cudnn::Launch::kEager;
       find.engines = find_engines_;
-      info_[static_cast<std::size_t>(n)] = choose_cudnn_forward(
+      info_[static_cast<std::size_t>(n)] = cudnn::choose_forward(
           *m.conv, c.problem(), name, conv_algorithm, strict, m.src[0], m.out.data(), find);
       device_bytes_ += static_cast<std::size_t>(c.problem().wei_numel()) * sizeof(float);
       if (c.has_bias()) {

@@ -16,24 +16,20 @@
 #include <vector>
 
 #include "nnperf/core/clock.h"
+#include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/nn/graph.h"
 
 namespace nnperf {
 
-namespace cudnn {
-class ConvForward;
-struct FindOptions;
-}  // namespace cudnn
 namespace cuda {
 class CapturedWork;
 }
 
 // What ran for one node (convolutions: the cuDNN algorithm, why not the requested one, its
 // workspace).
-struct CudaNodeInfo {
-  std::string algorithm, fallback_reason;
-  std::size_t workspace_bytes = 0;
-};
+// A node's algorithm, fallback reason and workspace: a conv's cudnn::choose_forward, empty for
+// the others.
+using CudaNodeInfo = cudnn::ForwardChoice;
 
 class CudaInference {
  public:
@@ -102,15 +98,6 @@ class CudaInference {
   std::unique_ptr<cuda::CapturedWork> plain_, timed_;  // the passes as graphs, untimed and timed
   std::size_t device_bytes_ = 0;
 };
-
-// The forward algorithm for one conv layer `name` (problem p): `asked` when cuDNN serves it, else
-// cuDNN's guess with the reason (an Error when strict); "find" runs
-// cudnnFindConvolutionForwardAlgorithmEx (and what `find` adds) on x and y (device buffers of the
-// layer's input and output) the first time p is asked for in the process (cudnn::cached_find).
-// Shared with GPU training.
-CudaNodeInfo choose_cudnn_forward(cudnn::ConvForward& conv, const ConvProblem& p,
-                                  const std::string& name, const std::string& asked, bool strict,
-                                  const float* x, float* y, const cudnn::FindOptions& find);
 
 // The kernels cuda_mark_cost_ms puts the marks between: one block each, or two blocks per SM
 // (each a float4 addition over 2048 floats per SM), which fill the device as a real layer's do.

@@ -32,31 +32,6 @@ using Kind = CudaLayerKind;
 
 std::size_t count(const Shape& s) { return static_cast<std::size_t>(s.numel()); }
 
-// A backward pass's algorithm: `asked` (a name, guess or find) where cuDNN serves it, else the
-// first that guess (or find, once per problem: cudnn::cached_find) ranks; with `deterministic`,
-// only those cuDNN marks deterministic.
-std::string choose_backward(cudnn::ConvBackward& c, const ConvProblem& p, ConvPass pass,
-                            const std::string& asked, bool deterministic,
-                            const cudnn::FindOptions& find, const float* first, const float* dy,
-                            float* out) {
-  const std::vector<cudnn::AlgoResult> ranked =
-      asked == "find"
-          ? cudnn::cached_find(p, pass, find, [&] { return c.find_on(find, first, dy, out); })
-          : c.guess();
-  const auto usable = [&](const cudnn::AlgoResult& r) {
-    return r.status == "CUDNN_STATUS_SUCCESS" && (!deterministic || r.deterministic) &&
-           c.why_not(r.algorithm).empty();
-  };
-  for (const cudnn::AlgoResult& r : ranked) {
-    if (r.algorithm == asked && usable(r)) return asked;
-  }
-  for (const cudnn::AlgoResult& r : ranked) {
-    if (usable(r)) return r.algorithm;
-  }
-  throw Error(fmt::format("cuDNN serves no {}backward algorithm for this convolution",
-                          deterministic ? "deterministic " : ""));
-}
-
 // UsageError naming the first BatchNorm layer of `graph` that cuDNN's batch normalisation cannot
 // run (cudnn::batchnorm_why_not), checked before the trainer allocates.
 void require_cudnn_batchnorm(const Graph& graph) {
@@ -170,17 +145,18 @@ std::unique_ptr<CudaCnnTrainer::ConvPlans> CudaCnnTrainer::plan_conv(Node& m, in
   cudnn::FindOptions find;  // 1 GiB of workspace at most; candidates timed as the steps run
   find.engines = choice_.find_engines;
   find.launch = graph_launch_ ? cudnn::Launch::kGraph : cudnn::Launch::kEager;
-  r->alg_fwd = choose_cudnn_forward(*r->fwd, p, graph_.name(n), choice_.forward, false, x,
-                                    m.out.data(), find)
+  r->alg_fwd = cudnn::choose_forward(*r->fwd, p, graph_.name(n), choice_.forward, false, x,
+                                     m.out.data(), find)
                    .algorithm;
   r->bwd_data = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardData);
   r->bwd_weights = std::make_unique<cudnn::ConvBackward>(p, ConvPass::kBackwardWeights);
   cuda::Buffer dx(static_cast<std::size_t>(p.src_numel()));
-  r->alg_data = choose_backward(*r->bwd_data, p, ConvPass::kBackwardData, choice_.backward_data,
-                                deterministic_, find, m.w->value.data(), m.grad_at, dx.data());
-  r->alg_weights =
-      choose_backward(*r->bwd_weights, p, ConvPass::kBackwardWeights, choice_.backward_weights,
-                      deterministic_, find, x, m.grad_at, m.w->grad.data());
+  r->alg_data =
+      cudnn::choose_backward(*r->bwd_data, p, ConvPass::kBackwardData, choice_.backward_data,
+                             deterministic_, find, m.w->value.data(), m.grad_at, dx.data());
+  r->alg_weights = cudnn::choose_backward(*r->bwd_weights, p, ConvPass::kBackwardWeights,
+                                          choice_.backward_weights, deterministic_, find, x,
+                                          m.grad_at, m.w->grad.data());
   r->fwd->release_weights();  // the steps run on the trainer's weights (run_with)
   return r;
 }

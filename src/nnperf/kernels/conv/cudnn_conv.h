@@ -187,4 +187,28 @@ class ConvBackward {
   std::unique_ptr<Impl> impl_;
 };
 
+// ---- Algorithm selection (kernels/conv/cudnn_choice.cc; no CUDA needed), as
+// kernels/conv/conv_dispatch.h chooses on the CPU.
+
+// What one conv layer's forward pass runs: the algorithm, why the one asked for was not taken
+// ("" when it was, or when guess or find chose), and its workspace.
+struct ForwardChoice {
+  std::string algorithm, fallback_reason;
+  std::size_t workspace_bytes = 0;
+};
+// The forward algorithm for conv layer `who` (problem p): `asked` (one of forward_algorithms())
+// when cuDNN serves it, else cuDNN's guess with the reason (an Error when strict); "guess": the
+// first that cudnnGetConvolutionForwardAlgorithm_v7 ranks and cuDNN serves; "find": the fastest
+// of cudnnFindConvolutionForwardAlgorithmEx (and what `find` adds) on x and y (device buffers of
+// the layer's input and output), run the first time p is asked for in the process (cached_find).
+ForwardChoice choose_forward(ConvForward& conv, const ConvProblem& p, const std::string& who,
+                             const std::string& asked, bool strict, const float* x, float* y,
+                             const FindOptions& find);
+// A backward pass's algorithm: `asked` (a name of algorithms(pass), guess or find) where cuDNN
+// serves it, else the first that guess (or find, once per problem: cached_find, on first, dy and
+// out) ranks; with `deterministic`, only those cuDNN marks deterministic. Error when none serves.
+std::string choose_backward(ConvBackward& c, const ConvProblem& p, ConvPass pass,
+                            const std::string& asked, bool deterministic, const FindOptions& find,
+                            const float* first, const float* dy, float* out);
+
 }  // namespace nnperf::cudnn
