@@ -84,5 +84,43 @@ TEST(Elementwise, AllFiniteFindsInfAndNaNAnywhere) {
   EXPECT_TRUE(all_finite(nullptr, 0));
 }
 
+// ReLU6's clamp and Dropout's multiply: exact, so equal to the double loops bit for bit, at
+// lengths around a vector, with values at and past the bounds, and NaN kept by the clamp.
+TEST(Elementwise, ClampAndMultiplyEqualTheDoubleLoops) {
+  for (const int64_t n :
+       {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{8}, int64_t{33}, int64_t{1000}}) {
+    std::vector<float> x = test::random_vector(n, 50 + n, -8.0f, 8.0f);
+    if (n >= 7) {
+      x[0] = 0.0f;
+      x[1] = 6.0f;
+      x[2] = std::numeric_limits<float>::quiet_NaN();
+      x[3] = -std::numeric_limits<float>::infinity();
+      x[4] = std::numeric_limits<float>::infinity();
+    }
+    const std::vector<float> dy = test::random_vector(n, 60 + n),
+                             m = test::random_vector(n, 70 + n);
+    std::vector<float> y(n), dx(n), p(n);
+    clamp(x.data(), y.data(), n, 0.0f, 6.0f);
+    clamp_backward(x.data(), dy.data(), dx.data(), n, 0.0f, 6.0f);
+    multiply(dy.data(), m.data(), p.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double xi = x[i];
+      if (std::isnan(xi)) {
+        EXPECT_TRUE(std::isnan(y[i])) << i;
+      } else {
+        EXPECT_EQ(y[i], static_cast<float>(xi < 0.0 ? 0.0 : xi > 6.0 ? 6.0 : xi)) << i;
+      }
+      EXPECT_EQ(dx[i], xi > 0.0 && xi < 6.0 ? dy[i] : 0.0f) << i;
+      EXPECT_EQ(p[i], static_cast<float>(static_cast<double>(dy[i]) * m[i])) << i;
+    }
+    // In place.
+    std::vector<float> z = x;
+    clamp(z.data(), z.data(), n, 0.0f, 6.0f);
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_TRUE(z[i] == y[i] || (std::isnan(z[i]) && std::isnan(y[i]))) << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nnperf

@@ -38,6 +38,18 @@ void add_elementwise(const float* a, const float* b, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = a[i] + b[i];
 }
 
+void clamp(const float* x, float* y, int64_t n, float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(x[i], lo), hi);
+}
+
+void clamp_backward(const float* x, const float* dy, float* dx, int64_t n, float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = (x[i] > lo && x[i] < hi) ? dy[i] : 0.0f;
+}
+
+void multiply(const float* a, const float* b, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
+}
+
 bool all_finite(const float* x, int64_t n, int threads) {
   // Exponent all ones = inf or NaN. An OR over the loop (no early exit) vectorises.
   constexpr uint32_t kExponent = 0x7F800000u;

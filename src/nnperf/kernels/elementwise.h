@@ -18,6 +18,12 @@ void sum_rows(const float* d_dst, float* d_bias, int64_t mb, int64_t n, int64_t 
 void add_inplace(float* dst, const float* src, int64_t n);
 // dst[i] = a[i] + b[i] (dst may alias a or b)
 void add_elementwise(const float* a, const float* b, float* dst, int64_t n);
+// y[i] = min(max(x[i], lo), hi), a NaN kept (ReLU6: lo 0, hi 6); y may alias x.
+void clamp(const float* x, float* y, int64_t n, float lo, float hi);
+// clamp's backward: dx[i] = dy[i] where lo < x[i] < hi, else 0.
+void clamp_backward(const float* x, const float* dy, float* dx, int64_t n, float lo, float hi);
+// y[i] = a[i] * b[i] (Dropout's mask, forward and backward); y may alias a or b.
+void multiply(const float* a, const float* b, float* y, int64_t n);
 // True when every element is finite; up to `threads` threads on long arrays.
 bool all_finite(const float* x, int64_t n, int threads = 1);
 

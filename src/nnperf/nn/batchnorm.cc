@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "nnperf/core/error.h"
 #include "nnperf/kernels/batchnorm.h"
@@ -57,23 +58,23 @@ Shape BatchNorm2d::plan(std::span<const Shape> src, const PlanContext& ctx) {
   return x;
 }
 
+std::pair<double, double> BatchNorm2d::channel_scale_shift(int64_t c) const {
+  const double s =
+      static_cast<double>(weight_[c]) / std::sqrt(static_cast<double>(running_var_[c]) + eps_);
+  return {s, static_cast<double>(bias_[c]) - static_cast<double>(running_mean_[c]) * s};
+}
+
 void BatchNorm2d::inference_scale_shift(double* scale, double* shift) const {
-  for (int64_t c = 0; c < c_; ++c) {
-    const double s =
-        static_cast<double>(weight_[c]) / std::sqrt(static_cast<double>(running_var_[c]) + eps_);
-    scale[c] = s;
-    shift[c] = static_cast<double>(bias_[c]) - static_cast<double>(running_mean_[c]) * s;
-  }
+  for (int64_t c = 0; c < c_; ++c) std::tie(scale[c], shift[c]) = channel_scale_shift(c);
 }
 
 void BatchNorm2d::forward(std::span<const Tensor* const> src, Tensor& dst) {
   const BatchNormShape shape{mb_, c_, plane_};
   if (!training_) {
     for (int64_t c = 0; c < c_; ++c) {
-      const double s =
-          static_cast<double>(weight_[c]) / std::sqrt(static_cast<double>(running_var_[c]) + eps_);
-      scale_[c] = static_cast<float>(s);
-      shift_[c] = static_cast<float>(static_cast<double>(bias_[c]) - running_mean_[c] * s);
+      const auto [scale, shift] = channel_scale_shift(c);
+      scale_[c] = static_cast<float>(scale);
+      shift_[c] = static_cast<float>(shift);
     }
     batchnorm_apply(shape, src[0]->data(), scale_.data(), shift_.data(), dst.data(), threads_);
     return;

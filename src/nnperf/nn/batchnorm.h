@@ -5,6 +5,7 @@
 // Running statistics are buffers, not parameters (torchvision's parameter counts exclude them).
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "nnperf/nn/layer.h"
@@ -43,6 +44,8 @@ class BatchNorm2d : public Layer {
   void inference_scale_shift(double* scale, double* shift) const;
 
  private:
+  std::pair<double, double> channel_scale_shift(int64_t c) const;  // inference_scale_shift's
+
   int64_t c_;
   double eps_, momentum_;
   Tensor weight_, bias_, d_weight_, d_bias_, running_mean_, running_var_;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "nnperf/core/error.h"
+#include "nnperf/kernels/elementwise.h"
 
 namespace nnperf {
 
@@ -37,10 +38,8 @@ void Dropout::forward(std::span<const Tensor* const> src, Tensor& dst) {
   }
   const double keep = 1.0 - p_;
   const float scale = static_cast<float>(1.0 / keep);
-  for (int64_t i = 0; i < n_; ++i) {
-    mask_[i] = rng_.uniform() < keep ? scale : 0.0f;
-    y[i] = x[i] * mask_[i];
-  }
+  for (int64_t i = 0; i < n_; ++i) mask_[i] = rng_.uniform() < keep ? scale : 0.0f;
+  multiply(x, mask_.data(), y, n_);
 }
 
 void Dropout::backward(std::span<const Tensor* const> /*src*/, const Tensor& /*dst*/,
@@ -52,7 +51,7 @@ void Dropout::backward(std::span<const Tensor* const> /*src*/, const Tensor& /*d
     if (n_ > 0) std::memcpy(dx, dy, static_cast<std::size_t>(n_) * sizeof(float));
     return;
   }
-  for (int64_t i = 0; i < n_; ++i) dx[i] = dy[i] * mask_[i];
+  multiply(dy, mask_.data(), dx, n_);
 }
 
 double Dropout::forward_flops() const { return training_ ? static_cast<double>(n_) : 0.0; }
