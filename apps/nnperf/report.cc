@@ -30,8 +30,8 @@ const Registrar reg{
                   "Write report.md and a self-contained report.html from a results folder (peaks, "
                   "rooflines, "
                   "profiles, mlp-bench, activation studies, complexity, training runs), rebuilt "
-                  "from saved files (first rebuilding, from their JSON records, the training "
-                  "and mlp-bench CSVs and plots that are missing)");
+                  "from saved files (first rebuilding, from their JSON records, the training, "
+                  "mlp-bench and profile CSVs, plots and traces that are missing)");
               auto f = std::make_shared<Flags>();
               sub.add_option("dir", f->dir, "Results folder (searched recursively)")->required();
               sub.add_option("--out-dir", f->out_dir, "Where to write the report (default: DIR)");

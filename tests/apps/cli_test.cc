@@ -224,10 +224,19 @@ TEST(Cli, ReportRebuildsMissingOutputsFromTheirRecords) {
       "--consistency-steps 2 --overhead-reps 1 --synthetic --out-dir '{}'",
       (dir / "bench").string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::vector<fs::path> rendered = {
-      dir / "mlp" / "training_metrics.csv", dir / "mlp" / "activation_timings.csv",
-      dir / "cnn" / "training_metrics.csv", dir / "bench" / "mlp_bench.csv",
-      dir / "bench" / "plots" / "iteration_time.dat"};
+  r = run_nnperf(fmt::format(
+      "profile --model resnet18 --stage sanity --sizes 32,40 --threads 1 --output-dir '{}'",
+      (dir / "profile").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<fs::path> rendered = {dir / "mlp" / "training_metrics.csv",
+                                          dir / "mlp" / "activation_timings.csv",
+                                          dir / "cnn" / "training_metrics.csv",
+                                          dir / "bench" / "mlp_bench.csv",
+                                          dir / "bench" / "plots" / "iteration_time.dat",
+                                          dir / "profile" / "resnet18_guess_overall.csv",
+                                          dir / "profile" / "resnet18_guess_layers.csv",
+                                          dir / "profile" / "resnet18_guess_trace_32.json",
+                                          dir / "profile" / "resnet18_guess_trace_40.json"};
   std::vector<std::string> before;
   for (const fs::path& f : rendered) {
     ASSERT_TRUE(fs::exists(f)) << f;
@@ -241,7 +250,9 @@ TEST(Cli, ReportRebuildsMissingOutputsFromTheirRecords) {
   r = run_nnperf(fmt::format("report '{}'", dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* what : {"rebuilt training_metrics.csv, activation_timings.csv from",
-                           "rebuilt training_metrics.csv from", "rebuilt mlp_bench.csv, "}) {
+                           "rebuilt training_metrics.csv from", "rebuilt mlp_bench.csv, ",
+                           "rebuilt resnet18_guess_overall.csv, resnet18_guess_layers.csv, "
+                           "resnet18_guess_trace_32.json, resnet18_guess_trace_40.json from"}) {
     EXPECT_NE(r.out.find(what), std::string::npos) << what << "\n" << r.out;
   }
   for (std::size_t i = 0; i < rendered.size(); ++i) {

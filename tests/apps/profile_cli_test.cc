@@ -113,6 +113,15 @@ TEST(ProfileCli, ResumeNeverDuplicatesAndRefusesToClobber) {
   ASSERT_EQ(o.rows.size(), 2u);
   EXPECT_EQ(o.rows[0][3], "32");
   EXPECT_EQ(o.rows[1][3], "40");
+  // The records hold both sizes too, and render the same overall CSV.
+  const auto records = nlohmann::json::parse(test::read_text(dir / "profile_records.json"));
+  ASSERT_EQ(records["records"].size(), 2u);
+  EXPECT_EQ(records["records"][0]["size"], 32);
+  EXPECT_EQ(records["records"][1]["size"], 40);
+  const std::string overall = test::read_text(dir / "resnet18_guess_overall.csv");
+  fs::remove(dir / "resnet18_guess_overall.csv");
+  ASSERT_EQ(run_nnperf(fmt::format("report '{}'", dir.path().string())).exit_code, 0);
+  EXPECT_EQ(test::read_text(dir / "resnet18_guess_overall.csv"), overall);
   const auto st = run_nnperf(fmt::format("status '{}'", dir.path().string()));
   ASSERT_EQ(st.exit_code, 0);
   EXPECT_NE(st.out.find("complete"), std::string::npos) << st.out;

@@ -21,6 +21,7 @@
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
+#include "nnperf/io/json_read.h"
 #include "nnperf/io/out_dir.h"
 #include "nnperf/io/records.h"
 #include "nnperf/io/run_info.h"
@@ -36,6 +37,7 @@
 #include "nnperf/profile/profiler.h"
 #include "nnperf/profile/stats.h"
 #include "nnperf/runs/profile_measure.h"
+#include "nnperf/runs/profile_outputs.h"
 #include "nnperf/train/trainer.h"
 
 namespace nnperf {
@@ -44,26 +46,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kOverallHeader{
-    "model", "algorithm", "batch_size", "input_size", "mean", "std", "min", "max", "median",
-    "power_mean_w", "power_std_w", "power_min_w", "power_max_w", "energy_total_j",
-    "energy_per_inference_j", "power_samples",
-    // ours, after ai3-8CuDNN's columns
-    "layers_sum_ms", "threads", "power_source", "conv_layers", "conv_layers_other_algorithm",
-    "algorithms_used"};
-const std::vector<std::string> kLayersHeader{
-    "model", "algorithm", "input_size", "layer", "in_channels", "out_channels", "kernel_size",
-    "stride", "padding", "mean_ms", "std_ms", "percentage",
-    // ours
-    "layer_type", "is_conv", "algorithm_used", "fallback_reason", "problem",
-    // --pass train: the backward rows of each convolution
-    "backward_data_algorithm", "backward_weights_algorithm",
-    // the forward algorithm's workspace (cuDNN's on the GPU)
-    "workspace_bytes"};
-
-std::string opt_num(const std::optional<double>& v) {
-  return v ? csv_number(*v, 7) : std::string();
-}
+using profile_sweep::kLayersHeader;
+using profile_sweep::kOverallHeader;
 
 // What a sweep's rows depend on: resuming with any of these changed would put rows of two setups
 // in one file.
@@ -215,10 +199,8 @@ void apply_stage(ProfileOptions& o) {
 
 namespace {
 
-using profile_sweep::LayerRow;
 using profile_sweep::SizeRecord;
 using profile_sweep::Sweep;
-using profile_sweep::TraceSlice;
 
 // --device cuda: inference only, cuDNN's algorithm names, a device and cuDNN present.
 void validate_cuda(const ProfileOptions& o) {
@@ -397,55 +379,41 @@ nlohmann::json run_record(const ProfileOptions& o, const nlohmann::json& setup, 
   return r;
 }
 
-// The reporter: renders each size's record into the two CSVs (ai3-8CuDNN's columns, then ours),
-// the trace and the progress line.
+// The sweep's records and what is rendered from them (runs/profile_outputs.h): each size's
+// record is appended to profile_records.json (rewritten atomically), then rendered into the two
+// CSVs and the trace; the progress line says what the size measured.
 class SweepOutputs {
  public:
   SweepOutputs(const ProfileOptions& o, const std::string& model, int threads,
-               const fs::path& overall, const fs::path& layers, std::string stem)
+               int64_t input_channels, const std::set<int64_t>& done, const fs::path& overall,
+               const fs::path& layers)
       : o_(o),
         model_(model),
-        threads_(threads),
-        stem_(std::move(stem)),
+        records_path_(o.output_dir / "profile_records.json"),
+        doc_{{"context", profile_sweep::profile_context(model, o.algorithm, o.batch_size, threads,
+                                                        o.layers, input_channels)},
+             {"records", nlohmann::json::array()}},
         overall_(overall, kOverallHeader, CsvWriter::Mode::kAppend),
-        layers_(layers, kLayersHeader, CsvWriter::Mode::kAppend) {}
-
-  void add(const SizeRecord& r, int64_t input_channels, Progress& progress) {
-    const std::string size = std::to_string(r.size);
-    for (const LayerRow& l : r.layers) {
-      const LayerColumns& c = l.columns;
-      layers_.row({model_, o_.algorithm, size, l.name, c.in_channels, c.out_channels, c.kernel_size,
-                   c.stride, c.padding, csv_number(l.time.mean, 7), csv_number(l.time.std, 7),
-                   csv_number(r.layers_sum > 0 ? 100 * l.time.mean / r.layers_sum : 0.0, 6),
-                   c.layer_type, c.is_conv ? "yes" : "no", c.algorithm_used, c.fallback_reason,
-                   c.problem, c.backward_data, c.backward_weights, c.workspace_bytes});
+        layers_(layers, kLayersHeader, CsvWriter::Mode::kAppend) {
+    // Resumed: the records of the sizes the CSVs keep (a folder from before the records file
+    // starts without them).
+    if (!done.empty() && fs::exists(records_path_)) {
+      const nlohmann::json old = read_json(records_path_);
+      for (const nlohmann::json& rec : old.at("records")) {
+        if (done.count(rec.at("size").get<int64_t>())) doc_["records"].push_back(rec);
+      }
     }
-    if (o_.layers) write_trace(r, input_channels);
+    write_json_atomic(records_path_, doc_);
+  }
+
+  void add(const SizeRecord& r, Progress& progress) {
+    const nlohmann::json rec = profile_sweep::size_record_json(r);
+    doc_["records"].push_back(rec);
+    write_json_atomic(records_path_, doc_);
+    profile_sweep::render_size(doc_["context"], rec, overall_, layers_, o_.output_dir);
     const PowerWindow& pw = r.power;
     const double per_inf = pw.energy_j ? *pw.energy_j / static_cast<double>(r.energy_passes) : 0.0;
     const Summary& w = r.whole;
-    overall_.row({model_,
-                  o_.algorithm,
-                  std::to_string(o_.batch_size),
-                  size,
-                  csv_number(w.mean, 7),
-                  csv_number(w.std, 7),
-                  csv_number(w.min, 7),
-                  csv_number(w.max, 7),
-                  csv_number(w.median, 7),
-                  opt_num(pw.power_mean_w),
-                  opt_num(pw.power_std_w),
-                  opt_num(pw.power_min_w),
-                  opt_num(pw.power_max_w),
-                  opt_num(pw.energy_j),
-                  pw.energy_j ? csv_number(per_inf, 7) : "",
-                  std::to_string(pw.samples),
-                  o_.layers ? csv_number(r.layers_sum, 7) : "",
-                  std::to_string(threads_),
-                  pw.source,
-                  std::to_string(r.use.conv_layers),
-                  std::to_string(r.use.other),
-                  r.use.text()});
     progress.line(fmt::format(
         "{} {}{} size {}: median {:.3f} ms (min {:.3f}, max {:.3f}){}{}{}", model_, o_.algorithm,
         o_.device != Device::kCuda ? ""
@@ -476,23 +444,10 @@ class SweepOutputs {
   }
 
  private:
-  // The last instrumented pass: one slice per layer.
-  void write_trace(const SizeRecord& r, int64_t input_channels) const {
-    TraceWriter trace("nnperf profile");
-    trace.set_thread_name(0, "layers");
-    trace.set_metadata("model", model_);
-    trace.set_metadata("algorithm", o_.algorithm);
-    trace.set_metadata("input",
-                       fmt::format("{}x{}x{}x{}", o_.batch_size, input_channels, r.size, r.size));
-    for (const TraceSlice& t : r.trace)
-      trace.add_complete(t.name, t.kind, t.begin_us, t.dur_us, 0, t.args);
-    trace.write(o_.output_dir / fmt::format("{}_trace_{}.json", stem_, r.size));
-  }
-
   const ProfileOptions& o_;
   std::string model_;
-  int threads_;
-  std::string stem_;
+  fs::path records_path_;
+  nlohmann::json doc_;
   CsvWriter overall_, layers_;
 };
 
@@ -559,7 +514,8 @@ ProfileResult run_profile(ProfileOptions o) {
     sw.mark_cost_full_device_ms = cuda_mark_cost_ms(o.cuda_graph, MarkKernels::kFullDevice);
   }
   write_run_json(o.output_dir, o.command_line, run_record(o, setup, sw));
-  SweepOutputs outputs(o, model.name, threads, overall_path, layers_path, stem);
+  SweepOutputs outputs(o, model.name, threads, model.default_input[0], done, overall_path,
+                       layers_path);
 
   configure_sweep(sw, o, threads);
   // NNPERF_VERBOSE=exec: every pass (warm-up, whole model, layers) logs each node.
@@ -587,7 +543,7 @@ ProfileResult run_profile(ProfileOptions o) {
           processed, todo, what + (eta.empty() ? "" : ", " + eta));
     };
     const SizeRecord r = measure_size(sw, o, size, show);
-    outputs.add(r, model.default_input[0], progress);
+    outputs.add(r, progress);
     result.layers_other_algorithm = std::max(result.layers_other_algorithm, r.use.other);
     result.conv_layers = r.use.conv_layers;
     result.algorithms_used = r.use.text();

@@ -13,6 +13,7 @@
 #include "nnperf/io/json_read.h"
 #include "nnperf/runs/cnn_train_outputs.h"
 #include "nnperf/runs/mlp_bench.h"
+#include "nnperf/runs/profile_outputs.h"
 #include "nnperf/runs/train_outputs.h"
 
 namespace nnperf {
@@ -27,6 +28,17 @@ std::vector<fs::path> rendered_from(const fs::path& record, const nlohmann::json
   if (record.filename() == "mlp_bench.json") {
     return {d / "mlp_bench.csv", d / "plots" / "iteration_time.dat"};
   }
+  if (record.filename() == "profile_records.json") {
+    const nlohmann::json& ctx = doc.at("context");
+    const std::string stem = ctx.at("stem").get<std::string>();
+    std::vector<fs::path> files = {d / (stem + "_overall.csv"), d / (stem + "_layers.csv")};
+    if (ctx.at("layers").get<bool>()) {
+      for (const nlohmann::json& r : doc.at("records")) {
+        files.push_back(d / fmt::format("{}_trace_{}.json", stem, r.at("size").get<int64_t>()));
+      }
+    }
+    return files;
+  }
   const bool mlp = doc.contains("context") && doc["context"].contains("activation_layers");
   if (mlp) return {d / "training_metrics.csv", d / "activation_timings.csv"};
   return {d / "training_metrics.csv"};
@@ -36,6 +48,8 @@ void render(const fs::path& record, const nlohmann::json& doc) {
   const fs::path d = record.parent_path();
   if (record.filename() == "mlp_bench.json") {
     render_mlp_bench_outputs(doc, d);
+  } else if (record.filename() == "profile_records.json") {
+    profile_sweep::render_profile_outputs(doc, d);
   } else if (doc.at("context").contains("activation_layers")) {
     render_train_csvs(doc, d);
   } else {
@@ -52,7 +66,9 @@ std::vector<std::string> rerender_missing_outputs(const fs::path& dir) {
            fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if ((name == "train_records.json" || name == "mlp_bench.json") && it->is_regular_file(ec)) {
+    if ((name == "train_records.json" || name == "mlp_bench.json" ||
+         name == "profile_records.json") &&
+        it->is_regular_file(ec)) {
       records.push_back(it->path());
     }
   }

@@ -12,7 +12,9 @@ namespace nnperf {
 // - a train_records.json without its training_metrics.csv (or, for an MLP run, without its
 //   activation_timings.csv): both CSVs rebuilt (render_train_csvs / render_cnn_train_csv);
 // - an mlp_bench.json without its mlp_bench.csv or plots/iteration_time.dat: both rebuilt
-//   (render_mlp_bench_outputs).
+//   (render_mlp_bench_outputs);
+// - a profile sweep's profile_records.json without its <stem>_overall.csv, <stem>_layers.csv or
+//   (with --layers) a size's trace: all rebuilt (render_profile_outputs).
 // A folder whose files are all there is not touched; where one is missing, its record's reporter
 // writes all of them again (the bytes the job wrote). Returns one line per record rendered, or
 // why it could not be (an unreadable record, a folder not writable): never fatal, the report goes

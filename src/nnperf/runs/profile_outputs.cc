@@ -1,0 +1,194 @@
+// See profile_outputs.h.
+#include "nnperf/runs/profile_outputs.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "nnperf/io/trace.h"
+
+namespace nnperf::profile_sweep {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kOverallHeader{
+    "model", "algorithm", "batch_size", "input_size", "mean", "std", "min", "max", "median",
+    "power_mean_w", "power_std_w", "power_min_w", "power_max_w", "energy_total_j",
+    "energy_per_inference_j", "power_samples",
+    // ours, after ai3-8CuDNN's columns
+    "layers_sum_ms", "threads", "power_source", "conv_layers", "conv_layers_other_algorithm",
+    "algorithms_used"};
+const std::vector<std::string> kLayersHeader{
+    "model", "algorithm", "input_size", "layer", "in_channels", "out_channels", "kernel_size",
+    "stride", "padding", "mean_ms", "std_ms", "percentage",
+    // ours
+    "layer_type", "is_conv", "algorithm_used", "fallback_reason", "problem",
+    // --pass train: the backward rows of each convolution
+    "backward_data_algorithm", "backward_weights_algorithm",
+    // the forward algorithm's workspace (cuDNN's on the GPU)
+    "workspace_bytes"};
+
+namespace {
+
+nlohmann::json summary_json(const Summary& s) {
+  return {{"count", s.count}, {"mean", s.mean},     {"std", s.std}, {"min", s.min},
+          {"max", s.max},     {"median", s.median}, {"p95", s.p95}};
+}
+
+nlohmann::json optional_json(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+std::string num(const nlohmann::json& v) { return csv_number(v.get<double>(), 7); }
+std::string opt_num(const nlohmann::json& v) { return v.is_null() ? "" : num(v); }
+
+}  // namespace
+
+nlohmann::json profile_context(const std::string& model, const std::string& algorithm,
+                               int64_t batch_size, int threads, bool layers,
+                               int64_t input_channels) {
+  return {{"model", model},
+          {"algorithm", algorithm},
+          {"batch_size", batch_size},
+          {"threads", threads},
+          {"layers", layers},
+          {"input_channels", input_channels},
+          {"stem", fmt::format("{}_{}", model, algorithm)}};
+}
+
+nlohmann::json size_record_json(const SizeRecord& r) {
+  const PowerWindow& pw = r.power;
+  nlohmann::json layers = nlohmann::json::array();
+  for (const LayerRow& l : r.layers) {
+    const LayerColumns& c = l.columns;
+    layers.push_back({{"name", l.name},
+                      {"layer_type", c.layer_type},
+                      {"in_channels", c.in_channels},
+                      {"out_channels", c.out_channels},
+                      {"kernel_size", c.kernel_size},
+                      {"stride", c.stride},
+                      {"padding", c.padding},
+                      {"is_conv", c.is_conv},
+                      {"algorithm_used", c.algorithm_used},
+                      {"fallback_reason", c.fallback_reason},
+                      {"backward_data", c.backward_data},
+                      {"backward_weights", c.backward_weights},
+                      {"problem", c.problem},
+                      {"workspace_bytes", c.workspace_bytes},
+                      {"time_ms", summary_json(l.time)}});
+  }
+  nlohmann::json trace = nlohmann::json::array();
+  for (const TraceSlice& t : r.trace) {
+    trace.push_back({{"name", t.name},
+                     {"kind", t.kind},
+                     {"begin_us", t.begin_us},
+                     {"dur_us", t.dur_us},
+                     {"args", t.args}});
+  }
+  return {{"size", r.size},
+          {"whole_ms", summary_json(r.whole)},
+          {"passes", r.passes},
+          {"energy_passes", r.energy_passes},
+          {"power",
+           {{"seconds", pw.seconds},
+            {"energy_j", optional_json(pw.energy_j)},
+            {"power_mean_w", optional_json(pw.power_mean_w)},
+            {"power_std_w", optional_json(pw.power_std_w)},
+            {"power_min_w", optional_json(pw.power_min_w)},
+            {"power_max_w", optional_json(pw.power_max_w)},
+            {"samples", pw.samples},
+            {"source", pw.source}}},
+          {"conv_layers", r.use.conv_layers},
+          {"conv_layers_other_algorithm", r.use.other},
+          {"algorithms_used", r.use.text()},
+          {"layers", layers},
+          {"layers_sum_ms", r.layers_sum},
+          {"layers_sum_raw_ms", r.layers_sum_raw},
+          {"device_bytes", r.device_bytes},
+          {"graph_nodes", r.graph_nodes},
+          {"trace", trace}};
+}
+
+void render_size(const nlohmann::json& ctx, const nlohmann::json& rec, CsvWriter& overall,
+                 CsvWriter& layers, const fs::path& dir) {
+  const std::string model = ctx.at("model").get<std::string>(),
+                    algorithm = ctx.at("algorithm").get<std::string>(),
+                    size = std::to_string(rec.at("size").get<int64_t>());
+  const bool with_layers = ctx.at("layers").get<bool>();
+  const double layers_sum = rec.at("layers_sum_ms").get<double>();
+  for (const nlohmann::json& l : rec.at("layers")) {
+    const double mean = l.at("time_ms").at("mean").get<double>();
+    layers.row({model,
+                algorithm,
+                size,
+                l.at("name").get<std::string>(),
+                l.at("in_channels").get<std::string>(),
+                l.at("out_channels").get<std::string>(),
+                l.at("kernel_size").get<std::string>(),
+                l.at("stride").get<std::string>(),
+                l.at("padding").get<std::string>(),
+                csv_number(mean, 7),
+                num(l.at("time_ms").at("std")),
+                csv_number(layers_sum > 0 ? 100 * mean / layers_sum : 0.0, 6),
+                l.at("layer_type").get<std::string>(),
+                l.at("is_conv").get<bool>() ? "yes" : "no",
+                l.at("algorithm_used").get<std::string>(),
+                l.at("fallback_reason").get<std::string>(),
+                l.at("problem").get<std::string>(),
+                l.at("backward_data").get<std::string>(),
+                l.at("backward_weights").get<std::string>(),
+                l.at("workspace_bytes").get<std::string>()});
+  }
+  if (with_layers) {
+    TraceWriter trace("nnperf profile");
+    trace.set_thread_name(0, "layers");
+    trace.set_metadata("model", model);
+    trace.set_metadata("algorithm", algorithm);
+    trace.set_metadata("input", fmt::format("{}x{}x{}x{}", ctx.at("batch_size").get<int64_t>(),
+                                            ctx.at("input_channels").get<int64_t>(), size, size));
+    for (const nlohmann::json& t : rec.at("trace")) {
+      trace.add_complete(t.at("name").get<std::string>(), t.at("kind").get<std::string>(),
+                         t.at("begin_us").get<double>(), t.at("dur_us").get<double>(), 0,
+                         t.at("args"));
+    }
+    trace.write(dir / fmt::format("{}_trace_{}.json", ctx.at("stem").get<std::string>(), size));
+  }
+  const nlohmann::json& pw = rec.at("power");
+  const nlohmann::json& w = rec.at("whole_ms");
+  const bool energy = !pw.at("energy_j").is_null();
+  const double per_inf = energy ? pw.at("energy_j").get<double>() /
+                                      static_cast<double>(rec.at("energy_passes").get<int64_t>())
+                                : 0.0;
+  overall.row({model,
+               algorithm,
+               std::to_string(ctx.at("batch_size").get<int64_t>()),
+               size,
+               num(w.at("mean")),
+               num(w.at("std")),
+               num(w.at("min")),
+               num(w.at("max")),
+               num(w.at("median")),
+               opt_num(pw.at("power_mean_w")),
+               opt_num(pw.at("power_std_w")),
+               opt_num(pw.at("power_min_w")),
+               opt_num(pw.at("power_max_w")),
+               opt_num(pw.at("energy_j")),
+               energy ? csv_number(per_inf, 7) : "",
+               std::to_string(pw.at("samples").get<int64_t>()),
+               with_layers ? csv_number(layers_sum, 7) : "",
+               std::to_string(ctx.at("threads").get<int>()),
+               pw.at("source").get<std::string>(),
+               std::to_string(rec.at("conv_layers").get<int>()),
+               std::to_string(rec.at("conv_layers_other_algorithm").get<int>()),
+               rec.at("algorithms_used").get<std::string>()});
+}
+
+void render_profile_outputs(const nlohmann::json& doc, const fs::path& dir) {
+  const nlohmann::json& ctx = doc.at("context");
+  const std::string stem = ctx.at("stem").get<std::string>();
+  CsvWriter overall(dir / (stem + "_overall.csv"), kOverallHeader);
+  CsvWriter layers(dir / (stem + "_layers.csv"), kLayersHeader);
+  for (const nlohmann::json& rec : doc.at("records")) render_size(ctx, rec, overall, layers, dir);
+}
+
+}  // namespace nnperf::profile_sweep
