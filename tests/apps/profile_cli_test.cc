@@ -134,6 +134,32 @@ TEST(ProfileCli, ResumeNeverDuplicatesAndRefusesToClobber) {
   EXPECT_NE(r.err.find("cannot resume"), std::string::npos) << r.err;
 }
 
+// A sweep resumed without the records of its first sizes (begun by an nnperf from before the
+// records were kept): its records list those sizes, and nnperf report never renders the CSVs
+// from records that lack them.
+TEST(ProfileCli, RecordsThatLackResumedSizesAreNotRenderedFrom) {
+  TempDir dir;
+  auto r =
+      run_nnperf(fmt::format("profile --model resnet18 {} --sizes 32 --no-layers --output-dir '{}'",
+                             kFast, dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  fs::remove(dir / "profile_records.json");
+  r = run_nnperf(fmt::format(
+      "profile --model resnet18 {} --sizes 32,40 --no-layers --resume --output-dir '{}'", kFast,
+      dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto records = nlohmann::json::parse(test::read_text(dir / "profile_records.json"));
+  ASSERT_EQ(records["records"].size(), 1u);
+  EXPECT_EQ(records["records"][0]["size"], 40);
+  EXPECT_EQ(records["sizes_without_records"], nlohmann::json::array({32}));
+  fs::remove(dir / "resnet18_guess_layers.csv");
+  r = run_nnperf(fmt::format("report '{}'", dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("it lacks the records of sizes [32]"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "resnet18_guess_layers.csv"));
+  EXPECT_EQ(read_csv(dir / "resnet18_guess_overall.csv").rows.size(), 2u);
+}
+
 TEST(ProfileCli, StrictRefusesAnUnservableLayerElseFallsBackAndSaysSo) {
   TempDir dir;
   auto r = run_nnperf(fmt::format(

@@ -73,15 +73,29 @@ TEST(SweepPlan, CellsCarryTheirCommandOutputAndEstimate) {
   for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
            {"--profile --models resnet18 --algorithms strassen", "strassen"},
            {"--profile --models lenet --algorithms gemm", "lenet"},
-           {"--profile --train --models resnet18 --algorithms gemm", "exactly one of --profile and --train"},
+           {"--profile --train --models resnet18 --algorithms gemm",
+            "exactly one of --profile and --train"},
            {"--profile --models resnet18", "--algorithms: expected at least one"},
            {"--train --models resnet18", "--batch-sizes: expected at least one"},
-           {"--profile --models resnet18,resnet18 --algorithms gemm", "planned twice"}}) {
+           {"--profile --models resnet18,resnet18 --algorithms gemm", "planned twice"},
+           // One model in two spellings is one model given twice.
+           {"--profile --models resnet18,ResNet-18 --algorithms gemm", "planned twice"},
+           {"--profile --models MLP --algorithms gemm", "mlp-bench times the MLP"}}) {
     r = run_nnperf(fmt::format("sweep plan {} --out-dir {}", flags, q(t / "other")));
     EXPECT_EQ(r.exit_code, 2) << flags;
     EXPECT_NE(r.err.find(message), std::string::npos) << flags << ": " << r.err;
     EXPECT_FALSE(fs::exists(t / "other" / "sweep.json")) << flags;
   }
+  // Cells are named, and their profiles run, with the registries' spellings: the files a cell's
+  // profile writes are the ones status and merge look for.
+  r = run_nnperf(fmt::format(
+      "sweep plan --profile --models ResNet-18 --algorithms Implicit-GEMM,FIND --sizes 32 "
+      "--stage sanity --out-dir {}",
+      q(t / "canon")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto canon = nlohmann::json::parse(test::read_text(t / "canon" / "sweep.json"));
+  EXPECT_EQ(canon["cells"][0]["name"], "resnet18_implicit_gemm_32-32");
+  EXPECT_EQ(canon["cells"][1]["name"], "resnet18_find_32-32");
 }
 
 TEST(SweepLocal, RunsMergesReportsAndSurvivesAMove) {
@@ -174,6 +188,13 @@ TEST(SweepLocal, TrainingCellsMergeIntoOneMetricsCsv) {
   EXPECT_EQ(m.cell(0, m.require("label")), "resnet18_b2_t1");
   EXPECT_EQ(m.cell(1, m.require("label")), "resnet18_b3_t1");
   EXPECT_EQ(m.header.size(), 22u);
+  // The merged folder is a report of its own: a row per run and the fastest per batch size.
+  const auto rep = run_nnperf(fmt::format("report {}", q(dir / "merged")));
+  ASSERT_EQ(rep.exit_code, 0) << rep.out << rep.err;
+  const std::string md = test::read_text(dir / "merged" / "report.md");
+  EXPECT_NE(md.find("Fixed-iteration training runs"), std::string::npos) << md;
+  EXPECT_NE(md.find("resnet18\\_b3\\_t1"), std::string::npos) << md;
+  EXPECT_NE(md.find("resnet18 at batch 2: fastest run "), std::string::npos) << md;
 }
 
 TEST(SweepSlurm, TheScriptRunsEachCellThroughBashWhateverThePath) {

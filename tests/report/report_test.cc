@@ -87,12 +87,15 @@ class ReportFolder : public ::testing::Test {
     std::filesystem::copy(sweeps / "gemm", engines);
     run["setup"]["find_engines"] = true;
     write_file_atomic(engines / "run.json", run.dump());
-    // And the CPU gemm sweep as if its timed pass had been a training step (--pass train).
-    const std::filesystem::path train = dir_->path() / "train_gemm";
-    std::filesystem::copy(sweeps / "gemm", train);
-    nlohmann::json train_run = nlohmann::json::parse(test::read_text(train / "run.json"));
-    train_run["setup"]["pass"] = "train";
-    write_file_atomic(train / "run.json", train_run.dump());
+    // And the two CPU sweeps as if their timed pass had been a training step (--pass train).
+    for (const char* algo : {"gemm", "winograd"}) {
+      const std::filesystem::path train = dir_->path() / "train" / algo;
+      std::filesystem::create_directories(train.parent_path());
+      std::filesystem::copy(sweeps / algo, train);
+      nlohmann::json train_run = nlohmann::json::parse(test::read_text(train / "run.json"));
+      train_run["setup"]["pass"] = "train";
+      write_file_atomic(train / "run.json", train_run.dump());
+    }
     auto r = test::run_nnperf(
         fmt::format("roofline '{}' --peak-compute 0.05 --peak-bw 10 --out-dir '{}'",
                     sweeps.string(), (dir_->path() / "roofline").string()));
@@ -131,8 +134,14 @@ TEST_F(ReportFolder, SectionsFindingsAndEscapedNames) {
        fell_back = false;
   for (const auto& r : profile->recommendations) {
     whole = whole || r.find("is fastest for the whole model") != std::string::npos;
-    // A training step is never compared as the same thing as an inference.
-    trained = trained || r.find("gemm, training step") != std::string::npos;
+    // Training steps are compared among themselves, never with inferences.
+    if (r.find("training step") != std::string::npos) {
+      trained = trained || r.rfind("resnet18 batch 1 at 32x32, training step: ", 0) == 0;
+      EXPECT_TRUE(r.find(", training step: ") != std::string::npos ||
+                  r.find(", training step, ") != std::string::npos)
+          << r;
+      EXPECT_EQ(r.find("on cuda"), std::string::npos) << r;
+    }
     // winograd serves only resnet18's 3x3 stride-1 convolutions: its whole-model entry says the
     // others ran another algorithm, and which.
     if (r.find("is fastest for the whole model") != std::string::npos) {

@@ -1,7 +1,7 @@
 // One lookup and one name rule for nnperf's tables of named things: the GEMM and convolution
 // algorithms, the activations and the models. A name finds the row whose name gives the same
 // registry_key (lower case, without '_', '-' and spaces: "Leaky_ReLU", "leaky-relu" and
-// "LeakyReLU" are one name; "IM2COL-GEMM" is im2col_gemm), or the row an alias of the table
+// "LeakyReLU" are one name; "Implicit-GEMM" is implicit_gemm), or the row an alias of the table
 // stands for. Rows keep their own spelling, which is what outputs print.
 #pragma once
 #include <cctype>

@@ -421,12 +421,13 @@ struct Sweep {
 // algorithm's name, so that rows of one algorithm on the CPU and on the GPU, or launched as a
 // CUDA graph and kernel by kernel, are never compared as one: "" on the CPU, " on cuda (graph)"
 // or " on cuda (eager)" (a GPU sweep from before --launch existed ran eagerly), with ", engines"
-// when find's candidates included cuDNN's graph-API engines, and ", training step" for a sweep
-// whose timed pass was a training step (--pass train). Nothing when run.json is missing or
-// unreadable.
+// when find's candidates included cuDNN's graph-API engines; and whether the timed pass was a
+// training step (--pass train): such sweeps are compared among themselves, never with
+// inferences. Nothing when run.json is missing or unreadable.
 struct SweepInfo {
   std::vector<std::string> hosts;
   std::string label;
+  std::string pass;  // ", training step" for a --pass train sweep, else ""
 };
 
 SweepInfo sweep_info(const fs::path& run_json) {
@@ -447,7 +448,7 @@ SweepInfo sweep_info(const fs::path& run_json) {
       out.label = fmt::format(" on cuda ({}{})", setup.value("launch", "eager"),
                               setup.value("find_engines", false) ? ", engines" : "");
     if (setup.is_object() && setup.value("pass", "inference") == "train") {
-      out.label += ", training step";
+      out.pass = ", training step";
     }
   } catch (const Error&) {
   } catch (const nlohmann::json::exception&) {
@@ -501,8 +502,8 @@ std::string ran_label(const CsvTable& o, std::size_t r, std::size_t c_algo, int 
 
 // One sweep's overall CSV: its rows into `whole` (set up from the first sweep's columns), its
 // medians into the figures.
-void add_overall(const Sweep& sw, const fs::path& root, const std::string& label,
-                 ReportTable& whole, bool& first, ProfileFigures& f) {
+void add_overall(const Sweep& sw, const fs::path& root, const SweepInfo& info, ReportTable& whole,
+                 bool& first, ProfileFigures& f) {
   const CsvTable o = read_csv(sw.overall);
   if (o.truncated_row) f.cut.push_back(rel(sw.overall, root));
   if (first) {
@@ -526,16 +527,18 @@ void add_overall(const Sweep& sw, const fs::path& root, const std::string& label
       row.insert(row.begin(), rel(sw.overall.parent_path(), root));
       whole.rows.push_back(row);
     }
-    const std::string key = fmt::format("{} batch {} at {}x{}", o.cell(r, c_model),
-                                        o.cell(r, c_batch), o.cell(r, c_size), o.cell(r, c_size));
-    f.model_ms[key][ran_label(o, r, c_algo, c_conv, c_other, c_used) + label] = o.number(r, c_med);
+    const std::string key =
+        fmt::format("{} batch {} at {}x{}{}", o.cell(r, c_model), o.cell(r, c_batch),
+                    o.cell(r, c_size), o.cell(r, c_size), info.pass);
+    f.model_ms[key][ran_label(o, r, c_algo, c_conv, c_other, c_used) + info.label] =
+        o.number(r, c_med);
   }
 }
 
 // One sweep's layers CSV: each conv layer's time under the algorithm that ran (a layer of the
 // `find` sweep that ran winograd counts as winograd) and the sweep's label (sweep_info), the
 // fastest of the sweeps that ran it.
-void add_layers(const fs::path& layers, const fs::path& root, const std::string& label,
+void add_layers(const fs::path& layers, const fs::path& root, const SweepInfo& info,
                 ProfileFigures& f) {
   const CsvTable l = read_csv(layers);
   if (l.truncated_row) f.cut.push_back(rel(layers, root));
@@ -546,9 +549,10 @@ void add_layers(const fs::path& layers, const fs::path& root, const std::string&
                     l_used = l.require("algorithm_used");
   for (std::size_t r = 0; r < l.rows.size(); ++r) {
     if (l.cell(r, l_conv) != "yes") continue;
-    const std::string key = fmt::format("{} at {}", l.cell(r, l_model), l.cell(r, l_size));
+    const std::string key =
+        fmt::format("{} at {}{}", l.cell(r, l_model), l.cell(r, l_size), info.pass);
     const std::string algo =
-        (l.cell(r, l_used).empty() ? l.cell(r, l_algo) : l.cell(r, l_used)) + label;
+        (l.cell(r, l_used).empty() ? l.cell(r, l_algo) : l.cell(r, l_used)) + info.label;
     auto& slot = f.layer_ms[key][l.cell(r, l_layer)];
     const double ms = l.number(r, l_ms);
     if (!slot.count(algo) || ms < slot[algo]) slot[algo] = ms;
@@ -593,8 +597,8 @@ ReportSection profile_section(const std::vector<Sweep>& sweeps, const fs::path& 
     check_interrupt();
     const SweepInfo info = sweep_info(sw.overall.parent_path() / "run.json");
     hosts.insert(info.hosts.begin(), info.hosts.end());
-    add_overall(sw, root, info.label, whole, first, f);
-    if (!sw.layers.empty()) add_layers(sw.layers, root, info.label, f);
+    add_overall(sw, root, info, whole, first, f);
+    if (!sw.layers.empty()) add_layers(sw.layers, root, info, f);
   }
   if (!f.cut.empty()) {
     s.paragraphs.push_back(fmt::format(
@@ -769,6 +773,67 @@ std::string training_device(const nlohmann::json& final_results, bool cnn) {
 
 // MLP runs (usra-survey's final_results.json: activation, hyperparameters) and CNN runs
 // (model, context.recipe, best accuracy, data wait) in one table.
+// The fixed-iteration driver's metrics.csv files (run_train.py's 22 columns, one row a run;
+// sweep merge joins the training cells' rows into one): the rows that say what ran and how fast,
+// and per model and batch size the fastest run. A file without those columns is another job's
+// metrics.csv and is not read.
+bool is_driver_metrics(const fs::path& f) {
+  if (f.filename() != "metrics.csv") return false;
+  try {
+    const CsvTable t = parse_csv(read_file(f).substr(0, 4096), f.string());
+    for (const char* c :
+         {"arch", "backend", "batch_size", "measured_iters", "elapsed_sec", "images_per_sec"}) {
+      if (t.column(c) < 0) return false;
+    }
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+ReportSection driver_section(const std::vector<fs::path>& files, const fs::path& root) {
+  ReportSection s;
+  s.title = "Fixed-iteration training runs";
+  ReportTable t;
+  t.caption = "One row per run of the driver (train --iters): time of the measured steps only";
+  t.header = {"file",           "arch",         "backend",  "device", "batch", "warm-up",
+              "measured steps", "measured (s)", "images/s", "label",  "host"};
+  t.numeric = {false, false, false, false, true, true, true, true, true, false, false};
+  std::map<std::string, std::pair<double, std::string>> best;  // arch at batch -> images/s, row
+  for (const fs::path& f : files) {
+    check_interrupt();
+    const CsvTable m = read_csv(f);
+    const auto col = [&](const char* name) { return m.require(name); };
+    for (std::size_t r = 0; r < m.rows.size(); ++r) {
+      const double ips = m.number(r, col("images_per_sec")), sec = m.number(r, col("elapsed_sec"));
+      if (!(ips >= 0) || !(sec >= 0)) {
+        fail("{}:{}: expected images_per_sec and elapsed_sec >= 0", f.string(), m.line(r));
+      }
+      const auto text = [&](const char* name) {
+        const int c = m.column(name);
+        return c < 0 ? std::string() : m.cell(r, static_cast<std::size_t>(c));
+      };
+      const std::string device = text("device_name");
+      t.rows.push_back({rel(f, root), m.cell(r, col("arch")), m.cell(r, col("backend")), device,
+                        m.cell(r, col("batch_size")), text("warmup_iters"),
+                        m.cell(r, col("measured_iters")), m.cell(r, col("elapsed_sec")),
+                        m.cell(r, col("images_per_sec")), text("label"), text("hostname")});
+      const std::string key =
+          fmt::format("{} at batch {}", m.cell(r, col("arch")), m.cell(r, col("batch_size")));
+      const std::string what =
+          fmt::format("{} on {}{}", m.cell(r, col("backend")), device.empty() ? "?" : device,
+                      text("label").empty() ? "" : " (" + text("label") + ")");
+      if (!best.count(key) || ips > best[key].first) best[key] = {ips, what};
+    }
+  }
+  for (const auto& [key, b] : best) {
+    s.recommendations.push_back(
+        fmt::format("{}: fastest run {} images/s, {}.", key, g4(b.first), b.second));
+  }
+  s.tables.push_back(std::move(t));
+  return s;
+}
+
 ReportSection training_section(const std::vector<fs::path>& files, const fs::path& root) {
   ReportSection s;
   s.title = "Training runs";
@@ -847,7 +912,8 @@ ReportDocument build_report(const fs::path& dir) {
   }
   if (ec) fail("{}: cannot list ({})", dir.string(), ec.message());
   std::sort(files.begin(), files.end());
-  std::vector<fs::path> runs, peaks, rooflines, benches, studies, complexity, trainings, ncus;
+  std::vector<fs::path> runs, peaks, rooflines, benches, studies, complexity, trainings, ncus,
+      drivers;
   std::vector<Sweep> sweeps;
   std::set<fs::path> study_dirs;
   for (const fs::path& f : files) {
@@ -876,6 +942,8 @@ ReportDocument build_report(const fs::path& dir) {
       sweeps.push_back({f, fs::exists(layers, ec) ? layers : fs::path()});
     } else if (is_complexity_json(f)) {
       complexity.push_back(f);
+    } else if (is_driver_metrics(f)) {
+      drivers.push_back(f);
     }
   }
   ReportDocument doc;
@@ -896,11 +964,13 @@ ReportDocument build_report(const fs::path& dir) {
   for (const auto& p : studies) doc.sections.push_back(activation_section(p, dir));
   if (!complexity.empty()) doc.sections.push_back(complexity_section(complexity, dir));
   if (!trainings.empty()) doc.sections.push_back(training_section(trainings, dir));
+  if (!drivers.empty()) doc.sections.push_back(driver_section(drivers, dir));
   add_unfinished_section(doc, runs, dir);
   if (doc.sections.empty()) {
     throw UsageError(
         fmt::format("{}: no nnperf results found (peaks.json, roofline.json, profile sweeps, "
-                    "mlp_bench.json, activation studies, complexity JSON, final_results.json)",
+                    "mlp_bench.json, activation studies, complexity JSON, final_results.json, the "
+                    "training driver's metrics.csv)",
                     dir.string()));
   }
   if (!runs.empty()) doc.sections.push_back(machine_section(runs, dir));

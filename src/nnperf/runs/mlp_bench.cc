@@ -59,14 +59,12 @@ Plan plan_bench(const MlpBenchOptions& o) {
     }
   } else {
     for (const auto& n : o.impls) {
-      const auto& all = gemm_algorithms();
-      const auto it = std::find_if(all.begin(), all.end(),
-                                   [&](const GemmAlgorithm& a) { return a.name == n; });
-      if (it == all.end()) {
+      try {
+        p.algos.push_back(&find_gemm(n));
+      } catch (const UsageError&) {
         throw UsageError(fmt::format("--impls {}: unknown GEMM implementation; expected one of: {}",
                                      n, gemm_algorithm_names()));
       }
-      p.algos.push_back(&*it);
     }
   }
   for (const GemmAlgorithm* a : p.algos) {

@@ -395,22 +395,32 @@ class SweepOutputs {
              {"records", nlohmann::json::array()}},
         overall_(overall, kOverallHeader, CsvWriter::Mode::kAppend),
         layers_(layers, kLayersHeader, CsvWriter::Mode::kAppend) {
-    // Resumed: the records of the sizes the CSVs keep (a folder from before the records file
-    // starts without them).
+    // Resumed: the records of the sizes the CSVs keep. Sizes whose rows have no record (measured
+    // by an nnperf from before records were kept, or killed between the rows and the record) are
+    // listed, so that nothing renders the CSVs from records that lack them.
+    std::set<int64_t> kept;
     if (!done.empty() && fs::exists(records_path_)) {
       const nlohmann::json old = read_json(records_path_);
       for (const nlohmann::json& rec : old.at("records")) {
-        if (done.count(rec.at("size").get<int64_t>())) doc_["records"].push_back(rec);
+        const auto size = rec.at("size").get<int64_t>();
+        if (done.count(size) && kept.insert(size).second) doc_["records"].push_back(rec);
       }
     }
+    std::vector<int64_t> without;
+    for (const int64_t size : done) {
+      if (!kept.count(size)) without.push_back(size);
+    }
+    if (!without.empty()) doc_["sizes_without_records"] = without;
     write_json_atomic(records_path_, doc_);
   }
 
   void add(const SizeRecord& r, Progress& progress) {
+    // The rows and the trace first, then the record: a size's record is saved only once all
+    // its files are there (nnperf report rebuilds a file that is missing from the record).
     const nlohmann::json rec = profile_sweep::size_record_json(r);
+    profile_sweep::render_size(doc_["context"], rec, overall_, layers_, o_.output_dir);
     doc_["records"].push_back(rec);
     write_json_atomic(records_path_, doc_);
-    profile_sweep::render_size(doc_["context"], rec, overall_, layers_, o_.output_dir);
     const PowerWindow& pw = r.power;
     const double per_inf = pw.energy_j ? *pw.energy_j / static_cast<double>(r.energy_passes) : 0.0;
     const Summary& w = r.whole;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -44,8 +45,8 @@ std::vector<fs::path> rendered_from(const fs::path& record, const nlohmann::json
   return {d / "training_metrics.csv"};
 }
 
-void render(const fs::path& record, const nlohmann::json& doc) {
-  const fs::path d = record.parent_path();
+// Renders `record`'s files into `d`.
+void render(const fs::path& record, const nlohmann::json& doc, const fs::path& d) {
   if (record.filename() == "mlp_bench.json") {
     render_mlp_bench_outputs(doc, d);
   } else if (record.filename() == "profile_records.json") {
@@ -54,6 +55,39 @@ void render(const fs::path& record, const nlohmann::json& doc) {
     render_train_csvs(doc, d);
   } else {
     render_cnn_train_csv(doc, d);
+  }
+}
+
+// A folder beside the record that the renderers write into, removed with everything in it.
+struct Scratch {
+  fs::path path;
+  explicit Scratch(const fs::path& dir)
+      : path(dir / fmt::format(".nnperf-rerender-{}", static_cast<long>(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+};
+
+// Renders the record's files beside it, then moves in those that are missing (each a rename,
+// so a file appears whole or not at all); the others are left as they are, also a file a running
+// job is still appending to.
+void render_missing(const fs::path& record, const nlohmann::json& doc,
+                    const std::vector<fs::path>& missing) {
+  const fs::path d = record.parent_path();
+  const Scratch scratch(d);
+  render(record, doc, scratch.path);
+  for (const fs::path& f : missing) {
+    const fs::path made = scratch.path / fs::relative(f, d);
+    if (!fs::exists(made))
+      fail("{}: its reporter did not write {}", record.string(), made.string());
+    fs::create_directories(f.parent_path());
+    fs::rename(made, f);
   }
 }
 
@@ -78,13 +112,25 @@ std::vector<std::string> rerender_missing_outputs(const fs::path& dir) {
     check_interrupt();
     try {
       const nlohmann::json doc = read_json(record);
-      std::vector<std::string> missing;
+      std::vector<fs::path> missing;
+      std::vector<std::string> names;
       for (const fs::path& f : rendered_from(record, doc)) {
-        if (!fs::exists(f, ec)) missing.push_back(fs::relative(f, record.parent_path()).string());
+        if (fs::exists(f, ec)) continue;
+        missing.push_back(f);
+        names.push_back(fs::relative(f, record.parent_path()).string());
       }
       if (missing.empty()) continue;
-      render(record, doc);
-      lines.push_back(fmt::format("rebuilt {} from {}", fmt::join(missing, ", "), record.string()));
+      // A resumed sweep whose records lack sizes its CSVs hold: what they render would too.
+      if (const auto it = doc.find("sizes_without_records");
+          it != doc.end() && it->is_array() && !it->empty()) {
+        lines.push_back(fmt::format(
+            "not rebuilt from {}: it lacks the records of sizes {} (their rows were written "
+            "without one)",
+            record.string(), it->dump()));
+        continue;
+      }
+      render_missing(record, doc, missing);
+      lines.push_back(fmt::format("rebuilt {} from {}", fmt::join(names, ", "), record.string()));
     } catch (const Error& e) {
       lines.push_back(fmt::format("not rebuilt from {}: {}", record.string(), e.what()));
     } catch (const nlohmann::json::exception& e) {

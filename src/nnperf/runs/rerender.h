@@ -15,10 +15,11 @@ namespace nnperf {
 //   (render_mlp_bench_outputs);
 // - a profile sweep's profile_records.json without its <stem>_overall.csv, <stem>_layers.csv or
 //   (with --layers) a size's trace: all rebuilt (render_profile_outputs).
-// A folder whose files are all there is not touched; where one is missing, its record's reporter
-// writes all of them again (the bytes the job wrote). Returns one line per record rendered, or
-// why it could not be (an unreadable record, a folder not writable): never fatal, the report goes
-// on without it.
+// The reporter renders into a scratch folder beside the record, and only the missing files are
+// moved into place (each a rename: whole or absent); files that exist are never touched. Returns
+// one line per record rendered, or why it could not be (an unreadable record, records that lack
+// sizes a resumed sweep measured before they were kept, a folder not writable): never fatal, the
+// report goes on without it.
 std::vector<std::string> rerender_missing_outputs(const std::filesystem::path& dir);
 
 }  // namespace nnperf

@@ -1,5 +1,7 @@
 // `nnperf sweep plan`: cells, their command lines and cost estimates, written to sweep.json; reading
 // a sweep back; shell quoting.
+#include "nnperf/runs/sweep.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -11,13 +13,13 @@
 #include "nnperf/analysis/complexity.h"
 #include "nnperf/core/error.h"
 #include "nnperf/core/machine_model.h"
+#include "nnperf/core/registry.h"
 #include "nnperf/io/files.h"
 #include "nnperf/io/json_read.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/models/registry.h"
 #include "nnperf/runs/profile_run.h"
-#include "nnperf/runs/sweep.h"
 
 namespace nnperf {
 
@@ -93,10 +95,22 @@ std::map<std::string, FlopsModel> count_models(const std::vector<std::string>& m
 
 std::string join_sizes(const std::vector<int64_t>& sizes) { return fmt::format("{}", fmt::join(sizes, ",")); }
 
+// The models and algorithms as their registries spell them ("ResNet-18" is resnet18): a cell's
+// name, folder and the files its profile writes all use those, and a name given twice in two
+// spellings is one name given twice.
+SweepPlanOptions canonical_names(const SweepPlanOptions& options) {
+  SweepPlanOptions o = options;
+  for (auto& m : o.models) m = find_model(m).name;
+  for (auto& a : o.algorithms) {
+    const std::string key = registry_key(a);
+    a = key == "guess" || key == "find" ? key : std::string(find_conv(a).name);
+  }
+  return o;
+}
+
 void check_names(const SweepPlanOptions& o) {
   if (o.models.empty()) throw UsageError("--models: expected at least one model");
   for (const auto& m : o.models) {
-    (void)find_model(m);
     if (m == "mlp") throw UsageError("--models mlp: sweeps cover the CNNs; mlp-bench times the MLP");
   }
   if (o.threads < 1) throw UsageError(fmt::format("--threads {}: expected at least 1", o.threads));
@@ -221,10 +235,11 @@ void claim_sweep_dir(const fs::path& dir) {
 
 }  // namespace
 
-
-nlohmann::json plan_sweep(const SweepPlanOptions& o) {
-  if (o.kind != "profile" && o.kind != "train") throw UsageError("sweep plan: expected --profile or --train");
-  if (o.out_dir.empty()) throw UsageError("--out-dir: required");
+nlohmann::json plan_sweep(const SweepPlanOptions& options) {
+  if (options.kind != "profile" && options.kind != "train")
+    throw UsageError("sweep plan: expected --profile or --train");
+  if (options.out_dir.empty()) throw UsageError("--out-dir: required");
+  const SweepPlanOptions o = canonical_names(options);
   check_names(o);
   nlohmann::json cells = o.kind == "profile" ? profile_cells(o) : train_cells(o);
   std::set<std::string> names;
