@@ -15,7 +15,7 @@
 
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
-#include "nnperf/core/registry.h"
+#include "nnperf/core/name_registry.h"
 #include "nnperf/kernels/activations_internal.h"
 #include "nnperf/kernels/activations_math.h"
 

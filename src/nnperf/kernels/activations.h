@@ -31,8 +31,8 @@ struct ActivationKernel {
 };
 
 std::span<const ActivationKernel> activation_kernels();  // in usra-survey's order
-// By registry_key (core/registry.h): "leaky_relu"/"Leaky-ReLU"; "swish" for SiLU. Throws UsageError
-// listing the valid names when unknown.
+// By registry_key (core/name_registry.h): "leaky_relu"/"Leaky-ReLU"; "swish" for SiLU. Throws
+// UsageError listing the valid names when unknown.
 const ActivationKernel& find_activation(std::string_view name);
 std::string activation_names();
 

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "nnperf/core/error.h"
-#include "nnperf/core/registry.h"
+#include "nnperf/core/name_registry.h"
 #include "nnperf/models/cnn.h"
 #include "nnperf/models/mlp.h"
 

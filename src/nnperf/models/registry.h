@@ -42,7 +42,7 @@ struct ModelEntry {
 };
 
 std::span<const ModelEntry> model_registry();
-// By registry_key (core/registry.h). Throws UsageError listing the valid names and parameter
+// By registry_key (core/name_registry.h). Throws UsageError listing the valid names and parameter
 // counts when unknown.
 const ModelEntry& find_model(std::string_view name);
 std::string model_names();  // "mlp, alexnet, ..."

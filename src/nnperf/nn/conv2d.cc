@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "nnperf/core/error.h"
-#include "nnperf/core/registry.h"
+#include "nnperf/core/name_registry.h"
 #include "nnperf/core/verbose.h"
 #include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/nn/batchnorm.h"

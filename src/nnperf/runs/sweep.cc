@@ -13,7 +13,7 @@
 #include "nnperf/analysis/complexity.h"
 #include "nnperf/core/error.h"
 #include "nnperf/core/machine_model.h"
-#include "nnperf/core/registry.h"
+#include "nnperf/core/name_registry.h"
 #include "nnperf/io/files.h"
 #include "nnperf/io/json_read.h"
 #include "nnperf/io/run_info.h"

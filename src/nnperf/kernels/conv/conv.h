@@ -93,8 +93,8 @@ struct ConvAlgorithm {
 };
 
 std::span<const ConvAlgorithm> conv_algorithms();
-// By registry_key (core/registry.h: "Implicit-GEMM", "implicit gemm"); throws UsageError listing
-// the valid names when unknown.
+// By registry_key (core/name_registry.h: "Implicit-GEMM", "implicit gemm"); throws UsageError
+// listing the valid names when unknown.
 const ConvAlgorithm& find_conv(std::string_view name);
 std::string conv_algorithm_names();
 

@@ -20,7 +20,7 @@
 
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
-#include "nnperf/core/registry.h"
+#include "nnperf/core/name_registry.h"
 #include "nnperf/kernels/conv/conv_internal.h"
 #include "nnperf/kernels/gemm/gemm.h"
 

@@ -44,7 +44,7 @@ struct ConvBackwardAlgorithm {
 };
 
 std::span<const ConvBackwardAlgorithm> conv_backward_algorithms(ConvPass pass);
-// By registry_key (core/registry.h); throws UsageError listing the pass's names when unknown.
+// By registry_key (core/name_registry.h); throws UsageError listing the pass's names when unknown.
 const ConvBackwardAlgorithm& find_conv_backward(ConvPass pass, std::string_view name);
 std::string conv_backward_algorithm_names(ConvPass pass);
 

@@ -12,7 +12,7 @@
 
 #include "nnperf/core/error.h"
 #include "nnperf/core/machine_model.h"
-#include "nnperf/core/registry.h"
+#include "nnperf/core/name_registry.h"
 #include "nnperf/core/threads.h"
 #include "nnperf/core/workspace.h"
 #include "nnperf/kernels/conv/conv.h"

@@ -70,7 +70,8 @@ struct GemmAlgorithm {
 };
 
 std::span<const GemmAlgorithm> gemm_algorithms();
-// By registry_key (core/registry.h); throws UsageError naming the valid algorithms when unknown.
+// By registry_key (core/name_registry.h); throws UsageError naming the valid algorithms when
+// unknown.
 const GemmAlgorithm& find_gemm(std::string_view name);
 // The same, for a caller whose operands live on `device`: an algorithm of the other device is
 // refused (UsageError naming it, where it runs and the algorithms of `device`).

@@ -10,7 +10,7 @@
 
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
-#include "nnperf/core/registry.h"
+#include "nnperf/core/name_registry.h"
 #include "nnperf/core/workspace.h"
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/gemm/gemm.h"

@@ -1,6 +1,6 @@
-// The one name rule (core/registry.h) and every table that uses it: GEMM, forward and backward
+// The one name rule (core/name_registry.h) and every table that uses it: GEMM, forward and backward
 // convolution algorithms, activations, models.
-#include "nnperf/core/registry.h"
+#include "nnperf/core/name_registry.h"
 
 #include <gtest/gtest.h>
 
