@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nnperf/io/csv.h"
+#include "nnperf/io/files.h"
 #include "test_util.h"
 
 namespace nnperf {
@@ -158,6 +159,17 @@ TEST(ProfileCli, RecordsThatLackResumedSizesAreNotRenderedFrom) {
   EXPECT_NE(r.out.find("it lacks the records of sizes [32]"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir / "resnet18_guess_layers.csv"));
   EXPECT_EQ(read_csv(dir / "resnet18_guess_overall.csv").rows.size(), 2u);
+  // Unreadable records do not stop a resume (the CSVs are its state): replaced, sizes listed.
+  write_file_atomic(dir / "profile_records.json", "{");
+  r = run_nnperf(fmt::format(
+      "profile --model resnet18 {} --sizes 32,40,48 --no-layers --resume --output-dir '{}'", kFast,
+      dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("profile_records.json: unreadable"), std::string::npos) << r.err;
+  const auto again = nlohmann::json::parse(test::read_text(dir / "profile_records.json"));
+  ASSERT_EQ(again["records"].size(), 1u);
+  EXPECT_EQ(again["records"][0]["size"], 48);
+  EXPECT_EQ(again["sizes_without_records"], nlohmann::json::array({32, 40}));
 }
 
 TEST(ProfileCli, StrictRefusesAnUnservableLayerElseFallsBackAndSaysSo) {

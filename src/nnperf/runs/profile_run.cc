@@ -400,10 +400,18 @@ class SweepOutputs {
     // listed, so that nothing renders the CSVs from records that lack them.
     std::set<int64_t> kept;
     if (!done.empty() && fs::exists(records_path_)) {
-      const nlohmann::json old = read_json(records_path_);
-      for (const nlohmann::json& rec : old.at("records")) {
-        const auto size = rec.at("size").get<int64_t>();
-        if (done.count(size) && kept.insert(size).second) doc_["records"].push_back(rec);
+      // The CSVs are the resume state: unreadable records are replaced, their sizes listed.
+      try {
+        const nlohmann::json old = read_json(records_path_);
+        for (const nlohmann::json& rec : old.at("records")) {
+          const auto size = rec.at("size").get<int64_t>();
+          if (done.count(size) && kept.insert(size).second) doc_["records"].push_back(rec);
+        }
+      } catch (const std::exception& e) {
+        warn("{}: unreadable ({}); its sizes are listed as sizes_without_records",
+             records_path_.string(), e.what());
+        kept.clear();
+        doc_["records"] = nlohmann::json::array();
       }
     }
     std::vector<int64_t> without;
