@@ -80,10 +80,11 @@ Request validate(const Flags& f) {
   if (!f.optimizer.empty()) {
     if (!f.training)
       throw UsageError("--optimizer: counts the optimizer step of --training; add --training");
-    if (f.optimizer != "sgd" && f.optimizer != "adam") {
-      throw UsageError(fmt::format("--optimizer '{}': expected sgd or adam", f.optimizer));
+    try {
+      r.options.optimizer = find_optimizer_cost(f.optimizer).name;
+    } catch (const UsageError& e) {
+      throw UsageError(std::string("--") + e.what());
     }
-    r.options.optimizer = f.optimizer;
   }
   if (f.fold_bn && f.training) {
     throw UsageError("--fold-bn: folding BatchNorm is for inference; drop it or --training");

@@ -206,6 +206,28 @@ TEST(Cli, MlpBenchWritesRecordsJsonAndCsv) {
   EXPECT_EQ(c.rows.size(), 12u);
 }
 
+// Names are found by the one name rule and recorded in the tables' spelling: "SGD" trains as sgd
+// (with sgd's learning rate) and "leaky-relu" as LeakyReLU.
+TEST(Cli, MlpBenchRecordsTheTablesSpellings) {
+  TempDir dir;
+  const auto r = run_nnperf(fmt::format(
+      "mlp-bench --impls Naive --batch-sizes 8 --warmup 0 --measure 1 --threads 1 "
+      "--consistency-steps 0 --overhead-reps 0 --synthetic --optimizer SGD --activation leaky-relu "
+      "--out-dir '{}' --json '{}'",
+      dir.path().string(), (dir / "b.json").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto j = nlohmann::json::parse(test::read_text(dir / "b.json"));
+  EXPECT_EQ(j["context"]["optimizer"], "sgd");
+  EXPECT_EQ(j["context"]["activation"], "LeakyReLU");
+  EXPECT_EQ(j["records"][0]["impl"], "naive");
+  const auto bad =
+      run_nnperf("mlp-bench --optimizer lion --synthetic --out-dir " + (dir / "lion").string());
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("unknown optimizer 'lion': expected sgd or adam"), std::string::npos)
+      << bad.err;
+  EXPECT_FALSE(fs::exists(dir / "lion"));
+}
+
 // `nnperf report` rebuilds what the reporters render from saved records (runs/rerender.h): an
 // MLP run's and a CNN run's CSVs from train_records.json, an mlp-bench's CSV and plot data from
 // mlp_bench.json, byte for byte, and leaves complete folders alone.

@@ -1,19 +1,27 @@
 // The one name rule (core/name_registry.h) and every table that uses it: GEMM, forward and backward
-// convolution algorithms, activations, models.
+// convolution algorithms (the project's and cuDNN's), activations, models, optimizers (and the
+// complexity model's optimizer costs), the GPU's BatchNorm algorithms.
 #include "nnperf/core/name_registry.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "nnperf/analysis/complexity.h"
 #include "nnperf/core/error.h"
 #include "nnperf/kernels/activations.h"
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/kernels/conv/conv_backward.h"
+#include "nnperf/kernels/conv/cudnn_batchnorm.h"
+#include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/models/registry.h"
+#include "nnperf/train/optimizer.h"
 
 namespace nnperf {
 namespace {
@@ -29,6 +37,36 @@ TEST(Registry, OneKeyForCaseSeparatorsAndSpaces) {
   EXPECT_EQ(registry_key("IM2COL-GEMM"), registry_key("im2col_gemm"));
   EXPECT_EQ(registry_key(""), "");
   EXPECT_NE(registry_key("fft"), registry_key("fft_tiling"));
+}
+
+TEST(Registry, SameKeyComparesWithoutBuildingKeys) {
+  for (const auto& [a, b] :
+       std::vector<std::pair<std::string, std::string>>{{"Leaky_ReLU", "leakyrelu"},
+                                                        {"-leaky relu-", "LEAKYRELU"},
+                                                        {"", "_- "},
+                                                        {"im2col_gemm", "Im2Col-Gemm"},
+                                                        {"fft", "fft_tiling"},
+                                                        {"fft_tiling", "fft"},
+                                                        {"relu", "relu6"},
+                                                        {"a", ""},
+                                                        {"winograd", "winograd_nonfused"}}) {
+    EXPECT_EQ(same_registry_key(a, b), registry_key(a) == registry_key(b)) << a << " / " << b;
+    EXPECT_EQ(same_registry_key(b, a), same_registry_key(a, b)) << a << " / " << b;
+  }
+}
+
+TEST(Registry, TablesOfPlainNames) {
+  constexpr std::array<const char*, 3> names = {"implicit_gemm", "fft", "fft_tiling"};
+  const Registry<const char*> r(names);
+  EXPECT_EQ(r.find("Implicit-GEMM"), &names[0]);
+  EXPECT_EQ(r.find("FFT Tiling"), &names[2]);
+  EXPECT_EQ(r.find("tiling"), nullptr);
+  EXPECT_EQ(r.names(), "implicit_gemm, fft, fft_tiling");
+  EXPECT_EQ(r.alternatives(), "implicit_gemm, fft or fft_tiling");
+  EXPECT_EQ(Registry<const char*>(std::span(names).first(2)).alternatives(),
+            "implicit_gemm or fft");
+  EXPECT_EQ(Registry<const char*>(std::span(names).first(1)).alternatives(), "implicit_gemm");
+  EXPECT_EQ(r.clash(), "");
 }
 
 TEST(Registry, FindsRowsByKeyAndAliasInTableOrder) {
@@ -55,6 +93,8 @@ TEST(Registry, ClashesAreFound) {
   EXPECT_EQ(Registry<Row>(rows, shadow).clash(), "alias ReLU is row relu's name");
   constexpr std::array<RegistryAlias, 1> dangling = {{{"swish", "silu"}}};
   EXPECT_EQ(Registry<Row>(rows, dangling).clash(), "alias swish names no row");
+  constexpr std::array<RegistryAlias, 2> twice = {{{"rect", "relu"}, {"RECT", "gelu"}}};
+  EXPECT_EQ(Registry<Row>(rows, twice).clash(), "alias RECT is given twice");
 }
 
 // Every table: no two rows share a key, and each row is found by its own name and by a spelling
@@ -63,11 +103,12 @@ template <class T>
 void expect_table(std::span<const T> rows, const auto& find, const std::string& what) {
   EXPECT_EQ(Registry<T>(rows).clash(), "") << what;
   for (const T& row : rows) {
+    const std::string name(registry_row_name(row));
     std::string shouted;
-    for (const char c : std::string(row.name)) {
+    for (const char c : name) {
       shouted += c == '_' ? '-' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     }
-    EXPECT_EQ(&find(row.name), &row) << what << " " << row.name;
+    EXPECT_EQ(&find(name), &row) << what << " " << name;
     EXPECT_EQ(&find(shouted), &row) << what << " " << shouted;
   }
 }
@@ -88,7 +129,37 @@ TEST(Registry, EveryTableFollowsTheRule) {
       "activation");
   expect_table(
       model_registry(), [](std::string_view n) -> auto& { return find_model(n); }, "model");
+  expect_table(
+      optimizer_registry(), [](std::string_view n) -> auto& { return find_optimizer(n); },
+      "optimizer");
+  expect_table(
+      optimizer_costs(), [](std::string_view n) -> auto& { return find_optimizer_cost(n); },
+      "optimizer cost");
+  for (const ConvPass pass :
+       {ConvPass::kForward, ConvPass::kBackwardData, ConvPass::kBackwardWeights}) {
+    const auto names = cudnn::algorithms(pass);
+    expect_table(
+        names, [ pass, names ](std::string_view n) -> auto& {
+          const char* row = cudnn::find_algorithm(pass, n);
+          EXPECT_NE(row, nullptr) << n;
+          return *std::find(names.begin(), names.end(), row);
+        },
+        std::string("cuDNN ") + to_string(pass));
+  }
+  // The complexity model prices the optimizers the trainers have, row for row.
+  ASSERT_EQ(optimizer_costs().size(), optimizer_registry().size());
+  for (std::size_t i = 0; i < optimizer_costs().size(); ++i) {
+    EXPECT_STREQ(optimizer_costs()[i].name, optimizer_registry()[i].name);
+  }
   // The same rule for names that were matched exactly or by case alone before.
+  EXPECT_STREQ(find_optimizer("SGD").name, "sgd");
+  EXPECT_EQ(make_optimizer({.name = "Adam"})->name(), "adam");
+  EXPECT_STREQ(find_optimizer_cost("ADAM").name, "adam");
+  EXPECT_STREQ(cudnn::find_algorithm(ConvPass::kForward, "Implicit-Precomp-GEMM"),
+               "implicit_precomp_gemm");
+  EXPECT_EQ(cudnn::checked_algorithm(ConvPass::kBackwardData, "--algorithms", "ALGO-1"), "algo_1");
+  EXPECT_EQ(cudnn::checked_batchnorm_algorithm("--batchnorm", "cuDNN"), "cudnn");
+  EXPECT_EQ(cudnn::checked_batchnorm_algorithm("--batchnorm", "OWN"), "own");
   EXPECT_STREQ(find_gemm("Blas").name, "blas");
   EXPECT_STREQ(find_model("MobileNet-V2").name, "mobilenet_v2");
   EXPECT_STREQ(find_model("ResNet50").name, "resnet50");
@@ -98,6 +169,18 @@ TEST(Registry, EveryTableFollowsTheRule) {
   EXPECT_THROW(find_conv("winograd2"), UsageError);
   EXPECT_THROW(find_model("resnet"), UsageError);
   EXPECT_THROW(find_activation("relu7"), UsageError);
+  EXPECT_THROW(find_optimizer("lion"), UsageError);
+  EXPECT_THROW(find_optimizer_cost("lion"), UsageError);
+  EXPECT_EQ(cudnn::find_algorithm(ConvPass::kBackwardWeights, "direct"), nullptr);
+  try {
+    (void)cudnn::checked_algorithm(ConvPass::kForward, "--algorithms", "winograd2");
+    ADD_FAILURE() << "winograd2 accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--algorithms winograd2: not one of cuDNN's"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)cudnn::checked_batchnorm_algorithm("--batchnorm", "miopen"), UsageError);
 }
 
 }  // namespace

@@ -6,12 +6,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <optional>
 
 #include "nnperf/core/error.h"
 #include "nnperf/core/memory.h"
+#include "nnperf/core/name_registry.h"
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/models/cnn_blocks.h"
 #include "nnperf/nn/activation.h"
@@ -48,8 +50,10 @@ constexpr ActivationBackward kActivationBackward[] = {
     {"Mish", 13},      // tanh(softplus) 3 + sigmoid 4 + t * t, 1 -, x * s, *, + t, * dy
 };
 
-constexpr double kSgdFlopsPerParam = 4, kSgdValuesPerParam = 5;     // m = mu m + g; w -= lr m
-constexpr double kAdamFlopsPerParam = 13, kAdamValuesPerParam = 7;  // m, v, sqrt, eps, update
+constexpr std::array<OptimizerCost, 2> kOptimizerCosts = {{
+    {"sgd", 4, 5, 1},    // m = mu m + g; w -= lr m
+    {"adam", 13, 7, 2},  // m, v, sqrt, eps, update
+}};
 
 double numel(const Shape& s) {
   double n = 1;
@@ -335,22 +339,6 @@ std::optional<Rule> layer_rule(const Layer& l, std::span<const Shape> in, bool t
   return std::nullopt;
 }
 
-void optimizer_costs(const std::string& name, double& flops_per_param, double& values_per_param) {
-  if (name == "sgd") {
-    flops_per_param = kSgdFlopsPerParam;
-    values_per_param = kSgdValuesPerParam;
-  } else if (name == "adam") {
-    flops_per_param = kAdamFlopsPerParam;
-    values_per_param = kAdamValuesPerParam;
-  } else {
-    throw UsageError(fmt::format("optimizer '{}': expected sgd or adam", name));
-  }
-}
-
-double state_values_per_param(const std::string& optimizer) {
-  return optimizer == "adam" ? 2.0 : 1.0;  // Adam: m and v; SGD: the momentum buffer
-}
-
 // Builds registry model `m` for input_size x input_size after the checks that need no memory.
 Graph build_checked(const ModelEntry& m, int64_t input_size, ModelOptions& o) {
   if (input_size < 1 || input_size > kComplexityMaxInputSize) {
@@ -506,7 +494,7 @@ void sum_totals(ModelComplexity& c, const std::vector<bool>& needs_grad, int64_t
   t.param_bytes = kBytesPerValue * static_cast<double>(params);
   if (training) {
     t.gradient_bytes = t.param_bytes;
-    t.optimizer_state_bytes = t.param_bytes * state_values_per_param(c.options.optimizer);
+    t.optimizer_state_bytes = t.param_bytes * find_optimizer_cost(c.options.optimizer).state_values;
   }
   for (const LayerComplexity& l : c.layers) {
     t.forward_activation_bytes += l.output_bytes;
@@ -539,7 +527,11 @@ ModelComplexity analyze_complexity(const Graph& g, const Shape& input,
                                    const ComplexityOptions& options, std::string name) {
   const bool training = options.training;
   double optimizer_flops = 0, optimizer_values = 0;
-  if (training) optimizer_costs(options.optimizer, optimizer_flops, optimizer_values);
+  if (training) {
+    const OptimizerCost& cost = find_optimizer_cost(options.optimizer);
+    optimizer_flops = cost.flops;
+    optimizer_values = cost.values;
+  }
   bool positive = input.rank() >= 2;
   for (int64_t d : input.dims()) positive = positive && d >= 1;
   if (!positive) {
@@ -588,6 +580,14 @@ ModelComplexity analyze_complexity(const Graph& g, const Shape& input,
   return c;
 }
 
+std::span<const OptimizerCost> optimizer_costs() { return kOptimizerCosts; }
+
+const OptimizerCost& find_optimizer_cost(std::string_view name) {
+  constexpr Registry<OptimizerCost> registry{kOptimizerCosts};
+  if (const OptimizerCost* row = registry.find(name)) return *row;
+  throw UsageError(fmt::format("optimizer '{}': expected {}", name, registry.alternatives()));
+}
+
 ModelComplexity model_complexity(std::string_view model, int64_t input_size, int64_t batch,
                                  const ComplexityOptions& options, ModelOptions model_options) {
   const ModelEntry& m = find_model(model);
@@ -596,8 +596,7 @@ ModelComplexity model_complexity(std::string_view model, int64_t input_size, int
         fmt::format("batch size {}: expected an integer in 1..{}", batch, kComplexityMaxBatch));
   }
   if (options.training) {
-    double f = 0, v = 0;
-    optimizer_costs(options.optimizer, f, v);
+    (void)find_optimizer_cost(options.optimizer);
     if (model_options.fold_bn) {
       throw UsageError("BatchNorm folding is for inference only: drop it or drop training");
     }

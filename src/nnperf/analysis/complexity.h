@@ -28,8 +28,21 @@ inline constexpr int64_t kComplexityMaxBatch = int64_t{1} << 24;
 
 struct ComplexityOptions {
   bool training = false;          // count the backward pass and the optimizer step too
-  std::string optimizer = "sgd";  // when training: "sgd" (with momentum) or "adam"
+  std::string optimizer = "sgd";  // when training: a row of optimizer_costs()
 };
+
+// What one optimizer step costs per parameter: one row per optimizer of train/optimizer.h's
+// table (a test checks the two name the same optimizers).
+struct OptimizerCost {
+  const char* name;
+  double flops;         // per parameter and step
+  double values;        // float values read and written per parameter and step
+  double state_values;  // state kept per parameter (SGD: the momentum buffer; Adam: m and v)
+};
+std::span<const OptimizerCost> optimizer_costs();
+// The row `name` names (core/name_registry.h's rule); UsageError "optimizer 'x': expected sgd
+// or adam" otherwise.
+const OptimizerCost& find_optimizer_cost(std::string_view name);
 
 // One graph node. Counts are for the whole batch. A layer type without a formula has
 // counted == false and NaN in every count (null in JSON), never a silent zero; a formula that

@@ -545,7 +545,10 @@ nlohmann::json bench_conv_cuda(const ConvProblem& p, const ConvBenchOptions& o) 
   if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
-  std::vector<std::string> names = o.algorithms;
+  std::vector<std::string> names;
+  for (const std::string& n : o.algorithms) {
+    names.push_back(cudnn::checked_algorithm(o.pass, "--algorithms", n));
+  }
   if (names.empty()) {
     for (const char* n : cudnn::algorithms(o.pass)) names.emplace_back(n);
   }

@@ -44,6 +44,14 @@ constexpr int64_t kFeatures = 784;
 constexpr int64_t kOverheadBatch = 64;
 constexpr int kOverheadWarmup = 20;
 
+// The optimizer `name` (the table's spelling) at the learning rate the benchmark trains with.
+OptimizerOptions optimizer_options(const std::string& name) {
+  OptimizerOptions oo;
+  oo.name = name;
+  oo.lr = name == "sgd" ? 0.01f : 1e-3f;
+  return oo;
+}
+
 // What the benchmark measures with, validated before an output folder is claimed.
 struct Plan {
   int threads = 1;
@@ -74,10 +82,7 @@ Plan plan_bench(const MlpBenchOptions& o) {
   }
   if (o.device == Device::kCuda) cuda::require("--device cuda");
   if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
-  (void)find_activation(o.activation);  // before the folder is claimed, not after
-  OptimizerOptions optimizer;
-  optimizer.name = o.optimizer;
-  (void)make_optimizer(optimizer);
+  (void)make_optimizer(optimizer_options(o.optimizer));  // its options, checked
   const int64_t max_batch = *std::max_element(o.batch_sizes.begin(), o.batch_sizes.end());
   check_mlp_memory(o.hidden, max_batch,
                    fmt::format("--hidden {} with --batch-sizes up to {} for {}",
@@ -92,13 +97,6 @@ Graph make_graph(const MlpBenchOptions& o) {
   Rng rng(o.seed);
   g.init(rng);
   return g;
-}
-
-OptimizerOptions optimizer_options(const std::string& name) {
-  OptimizerOptions oo;
-  oo.name = name;
-  oo.lr = name == "sgd" ? 0.01f : 1e-3f;
-  return oo;
 }
 
 // One implementation's MLP from the run's initial weights (the same for every implementation)
@@ -459,7 +457,11 @@ nlohmann::json bench_context(const MlpBenchOptions& o, int threads) {
 
 }  // namespace
 
-MlpBenchResult run_mlp_bench(const MlpBenchOptions& o) {
+MlpBenchResult run_mlp_bench(const MlpBenchOptions& options) {
+  // The tables' spellings ("SGD" runs and is recorded as sgd), checked before a folder is claimed.
+  MlpBenchOptions o = options;
+  o.optimizer = find_optimizer(o.optimizer).name;
+  o.activation = find_activation(o.activation).name;
   const Plan p = plan_bench(o);
   // The data first: a missing or corrupt --data is refused before any folder or measurement.
   const ConsistencyData data = o.consistency_steps > 0 ? consistency_data(o) : ConsistencyData{};

@@ -208,12 +208,13 @@ void validate_cuda(const ProfileOptions& o) {
     throw UsageError("--pass train: training passes are profiled on the CPU only, not with "
                      "--device cuda");
   }
-  if (o.fold_bn) throw UsageError("--fold-bn: folding BatchNorm is a CPU rewrite, not with --device cuda");
-  const auto names = cudnn::forward_algorithms();
+  if (o.fold_bn)
+    throw UsageError("--fold-bn: folding BatchNorm is a CPU rewrite, not with --device cuda");
   if (o.algorithm != "guess" && o.algorithm != "find" &&
-      std::find(names.begin(), names.end(), o.algorithm) == names.end()) {
-    throw UsageError(fmt::format("--algorithm {}: with --device cuda, one of cuDNN's ({}), guess or find",
-                                 o.algorithm, fmt::join(names, ", ")));
+      cudnn::find_algorithm(ConvPass::kForward, o.algorithm) == nullptr) {
+    throw UsageError(
+        fmt::format("--algorithm {}: with --device cuda, one of cuDNN's ({}), guess or find",
+                    o.algorithm, fmt::join(cudnn::forward_algorithms(), ", ")));
   }
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
@@ -279,6 +280,9 @@ void validate_sweep(ProfileOptions& o, const ModelEntry& model) {
   }
   if (o.device == Device::kCuda) {
     validate_cuda(o);
+    if (o.algorithm != "guess" && o.algorithm != "find") {
+      o.algorithm = cudnn::find_algorithm(ConvPass::kForward, o.algorithm);
+    }
   } else if (o.algorithm != "guess" && o.algorithm != "find") {
     o.algorithm = find_conv(o.algorithm).name;
   }

@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <algorithm>
 #include <optional>
-#include <span>
 #include <string_view>
 
 #include "nnperf/core/error.h"
@@ -17,22 +15,20 @@ namespace nnperf {
 
 namespace {
 
-// One pass's part of --algorithm: guess, find or one of `names`.
-std::string checked_name(const std::string& algorithm, const std::string& pass,
-                         const std::string& name, std::span<const char* const> names) {
-  if (name == "guess" || name == "find" ||
-      std::find(names.begin(), names.end(), name) != names.end()) {
-    return name;
-  }
+// One pass's part of --algorithm: guess, find or one of cuDNN's names for `pass` (its spelling).
+std::string checked_name(const std::string& algorithm, const std::string& what, ConvPass pass,
+                         const std::string& name) {
+  if (name == "guess" || name == "find") return name;
+  if (const char* row = cudnn::find_algorithm(pass, name)) return row;
   throw UsageError(fmt::format("--algorithm {}: {} takes guess, find or one of cuDNN's {}",
-                               algorithm, pass, fmt::join(names, ", ")));
+                               algorithm, what, fmt::join(cudnn::algorithms(pass), ", ")));
 }
 
 // The choice `algorithm` names, without --engines' check.
 CudaConvChoice parse_passes(const std::string& algorithm) {
   CudaConvChoice c;
   if (algorithm.find('=') == std::string::npos) {
-    c.forward = checked_name(algorithm, "the forward pass", algorithm, cudnn::forward_algorithms());
+    c.forward = checked_name(algorithm, "the forward pass", ConvPass::kForward, algorithm);
     if (algorithm == "find") c.backward_data = c.backward_weights = "find";
     return c;
   }
@@ -46,13 +42,12 @@ CudaConvChoice parse_passes(const std::string& algorithm) {
     const std::string key(part.substr(0, eq));
     const std::string value(eq == std::string_view::npos ? "" : part.substr(eq + 1));
     if (key == "fwd") {
-      c.forward = checked_name(algorithm, "fwd", value, cudnn::forward_algorithms());
+      c.forward = checked_name(algorithm, "fwd", ConvPass::kForward, value);
     } else if (key == "bwd_data") {
-      c.backward_data =
-          checked_name(algorithm, "bwd_data", value, cudnn::algorithms(ConvPass::kBackwardData));
+      c.backward_data = checked_name(algorithm, "bwd_data", ConvPass::kBackwardData, value);
     } else if (key == "bwd_weights") {
-      c.backward_weights = checked_name(algorithm, "bwd_weights", value,
-                                        cudnn::algorithms(ConvPass::kBackwardWeights));
+      c.backward_weights =
+          checked_name(algorithm, "bwd_weights", ConvPass::kBackwardWeights, value);
     } else {
       throw UsageError(fmt::format(
           "--algorithm {}: expected fwd=NAME, bwd_data=NAME and bwd_weights=NAME, comma-separated",

@@ -6,12 +6,13 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
+#include <array>
 #include <cmath>
 #include <map>
 
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
+#include "nnperf/core/name_registry.h"
 #include "nnperf/kernels/elementwise.h"
 #include "nnperf/train/optimizer_internal.h"
 
@@ -288,38 +289,46 @@ class Adam : public Optimizer {
   BufferSet exp_avg_, exp_avg_sq_;
 };
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return out;
+std::unique_ptr<Optimizer> make_sgd(const OptimizerOptions& o) {
+  if (!(o.momentum >= 0.0f)) {
+    throw UsageError(fmt::format("sgd: momentum must be >= 0, got {}", o.momentum));
+  }
+  if (o.nesterov && o.momentum <= 0.0f) {
+    throw UsageError("sgd: nesterov momentum requires a momentum > 0 (as torch.optim.SGD)");
+  }
+  return std::make_unique<Sgd>(o);
 }
+
+std::unique_ptr<Optimizer> make_adam(const OptimizerOptions& o) {
+  if (!(o.beta1 >= 0.0f && o.beta1 < 1.0f && o.beta2 >= 0.0f && o.beta2 < 1.0f)) {
+    throw UsageError(fmt::format("adam: betas must be in [0, 1), got {} and {}", o.beta1, o.beta2));
+  }
+  if (!(o.eps >= 0.0f)) throw UsageError(fmt::format("adam: eps must be >= 0, got {}", o.eps));
+  return std::make_unique<Adam>(o);
+}
+
+constexpr std::array<OptimizerEntry, 2> kOptimizers = {{
+    {"sgd", "SGD with momentum, weight decay and optional Nesterov (torch.optim.SGD)", make_sgd},
+    {"adam", "Adam, bias-corrected, L2 weight decay (torch.optim.Adam)", make_adam},
+}};
+constexpr Registry<OptimizerEntry> kRegistry{kOptimizers};
 
 }  // namespace
 
+std::span<const OptimizerEntry> optimizer_registry() { return kOptimizers; }
+
+const OptimizerEntry& find_optimizer(std::string_view name) {
+  if (const OptimizerEntry* row = kRegistry.find(name)) return *row;
+  throw UsageError(
+      fmt::format("unknown optimizer '{}': expected {}", name, kRegistry.alternatives()));
+}
+
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o) {
-  const std::string name = lower(o.name);
   if (!(o.lr >= 0.0f)) throw UsageError(fmt::format("optimizer: lr must be >= 0, got {}", o.lr));
   if (!(o.weight_decay >= 0.0f)) {
     throw UsageError(fmt::format("optimizer: weight decay must be >= 0, got {}", o.weight_decay));
   }
-  if (name == "sgd") {
-    if (!(o.momentum >= 0.0f)) {
-      throw UsageError(fmt::format("sgd: momentum must be >= 0, got {}", o.momentum));
-    }
-    if (o.nesterov && o.momentum <= 0.0f) {
-      throw UsageError("sgd: nesterov momentum requires a momentum > 0 (as torch.optim.SGD)");
-    }
-    return std::make_unique<Sgd>(o);
-  }
-  if (name == "adam") {
-    if (!(o.beta1 >= 0.0f && o.beta1 < 1.0f && o.beta2 >= 0.0f && o.beta2 < 1.0f)) {
-      throw UsageError(
-          fmt::format("adam: betas must be in [0, 1), got {} and {}", o.beta1, o.beta2));
-    }
-    if (!(o.eps >= 0.0f)) throw UsageError(fmt::format("adam: eps must be >= 0, got {}", o.eps));
-    return std::make_unique<Adam>(o);
-  }
-  throw UsageError(fmt::format("unknown optimizer '{}': expected sgd or adam", o.name));
+  return find_optimizer(o.name).make(o);
 }
 
 OptimizerOptions checked_optimizer(const OptimizerOptions& options) {

@@ -13,7 +13,7 @@
 namespace nnperf {
 
 struct OptimizerOptions {
-  std::string name = "adam";  // "sgd" | "adam"
+  std::string name = "adam";  // a row of optimizer_registry()
   // Doubles as the user typed them (run records show 0.001, not 0.0010000000474974513); the
   // update loops use float copies.
   double lr = 1e-3;
@@ -55,6 +55,17 @@ AdamCoefficients adam_coefficients(const OptimizerOptions& options, float lr, in
 // keep 0), as torch.optim.SGD's with dampening 0; a buffer loaded from a checkpoint is kept even
 // at step 0, as the CPU optimizer does.
 SgdCoefficients sgd_coefficients(const OptimizerOptions& options, float lr, bool fresh_state);
+
+// The optimizers, one row each: the name (core/name_registry.h's rule), what it does, and its
+// maker (which checks the options only it reads).
+struct OptimizerEntry {
+  const char* name;
+  const char* summary;
+  std::unique_ptr<Optimizer> (*make)(const OptimizerOptions&);
+};
+std::span<const OptimizerEntry> optimizer_registry();
+// The row `name` names; UsageError "unknown optimizer 'x': expected sgd or adam" otherwise.
+const OptimizerEntry& find_optimizer(std::string_view name);
 
 // Throws UsageError for an unknown name ("expected sgd or adam") or out-of-range options.
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options);

@@ -26,7 +26,8 @@ namespace nnperf::cudnn {
 // The GPU trainer's BatchNorm algorithms, the names `--batchnorm` takes: "own" (the project's
 // kernels: float64 statistics, each channel split over blocks) and "cudnn" (this header).
 const std::vector<std::string>& batchnorm_algorithms();
-// `name` if it is one of batchnorm_algorithms(), else UsageError naming `flag` and the list.
+// The entry of batchnorm_algorithms() `name` names under the project's name rule
+// (core/name_registry.h: "cuDNN" is cudnn), else UsageError naming `flag` and the list.
 std::string checked_batchnorm_algorithm(std::string_view flag, std::string_view name);
 
 // "" when cuDNN's batch normalisation can run shape s, else why not: cuDNN absent or without

@@ -30,6 +30,11 @@ std::span<const char* const> forward_algorithms();
 // "filter"): algo_0, algo_1, fft, algo_3, winograd (never implemented by cuDNN: refused by its
 // workspace query like any unsupported one), winograd_nonfused, fft_tiling. kForward: the above.
 std::span<const char* const> algorithms(ConvPass pass);
+// The entry of algorithms(pass) that `name` names under the project's name rule
+// (core/name_registry.h: "Implicit-GEMM" is implicit_gemm), or null.
+const char* find_algorithm(ConvPass pass, std::string_view name);
+// find_algorithm's entry as a string, or UsageError naming `flag` and listing the pass's names.
+std::string checked_algorithm(ConvPass pass, std::string_view flag, std::string_view name);
 
 // "" when cuDNN can run here (a CUDA device and libcudnn loaded, a handle created); else one line
 // saying why. Probed once.

@@ -5,6 +5,7 @@
 #include <cudnn.h>
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -315,14 +316,13 @@ std::vector<AlgoResult> retimed(std::vector<AlgoResult> found, std::size_t limit
 
 // The position of `name` in the pass's list; UsageError listing them when absent.
 int pass_algo_index(ConvPass pass, std::string_view name) {
+  const char* row = find_algorithm(pass, name);
   const auto names = algorithms(pass);
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    if (name == names[i]) return static_cast<int>(i);
+  if (row == nullptr) {
+    throw UsageError(fmt::format("unknown cuDNN {} algorithm '{}'; expected one of: {}",
+                                 to_string(pass), name, fmt::join(names, ", ")));
   }
-  std::string list;
-  for (const char* n : names) list += (list.empty() ? "" : ", ") + std::string(n);
-  throw UsageError(fmt::format("unknown cuDNN {} algorithm '{}'; expected one of: {}",
-                               to_string(pass), name, list));
+  return static_cast<int>(std::find(names.begin(), names.end(), row) - names.begin());
 }
 
 // One workspace for every convolution of the process: all of them are queued on one stream, so
