@@ -214,5 +214,19 @@ TEST(CsvNumber, CompactLocaleFreeAndRoundTrips) {
   }
 }
 
+// The header is read from the first line alone: a large file's rows are not read (a cut or
+// ragged row later does not matter), CRLF and quoted names are read as parse_csv reads them.
+TEST(Csv, HeaderReadFromTheFirstLineOnly) {
+  test::TempDir dir("nnperf-csv");
+  write_file_atomic(dir / "m.csv", "arch,\"images,per_sec\"\r\nresnet50,1\nragged\n\"cut");
+  EXPECT_EQ(read_csv_header(dir / "m.csv"), (std::vector<std::string>{"arch", "images,per_sec"}));
+  write_file_atomic(dir / "long.csv", std::string(100, 'x') + ",y\n1,2\n");
+  EXPECT_THROW((void)read_csv_header(dir / "long.csv", 50), Error);
+  EXPECT_EQ(read_csv_header(dir / "long.csv", 200).size(), 2u);
+  write_file_atomic(dir / "none.csv", "a,b");
+  EXPECT_THROW((void)read_csv_header(dir / "none.csv"), Error);
+  EXPECT_THROW((void)read_csv_header(dir / "absent.csv"), Error);
+}
+
 }  // namespace
 }  // namespace nnperf

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <fstream>
 #include <system_error>
 
 #include "nnperf/core/error.h"
@@ -282,6 +283,21 @@ CsvTable read_csv(const fs::path& path) {
          quote_input(*t.truncated_row));
   }
   return t;
+}
+
+std::vector<std::string> read_csv_header(const fs::path& path, std::size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot open for reading", path.string()));
+  std::string line;
+  for (char c; line.size() < max_bytes && in.get(c);) {
+    line += c;
+    if (c == '\n') break;
+  }
+  if (in.bad()) throw Error(fmt::format("{}: read failed", path.string()));
+  if (line.empty() || line.back() != '\n') {
+    throw Error(fmt::format("{}: no header line in its first {} bytes", path.string(), max_bytes));
+  }
+  return parse_csv(line, path.string()).header;
 }
 
 bool repair_truncated_csv(const fs::path& path) {

@@ -63,6 +63,11 @@ struct CsvTable {
 CsvTable parse_csv(std::string_view text, const std::string& source);
 // read_file + parse_csv; warns (one line) when the last row was cut and is ignored.
 CsvTable read_csv(const std::filesystem::path& path);
+// The header alone, read from the first line without reading the rest of the file; Error when the
+// file cannot be read or has no complete first line within max_bytes (a header with a quoted
+// newline is not read this way).
+std::vector<std::string> read_csv_header(const std::filesystem::path& path,
+                                         std::size_t max_bytes = 64 * 1024);
 // Drops a cut last row (a file not ending in a newline) by rewriting the file atomically, and
 // says so on stderr. Returns whether it changed the file.
 bool repair_truncated_csv(const std::filesystem::path& path);
