@@ -230,7 +230,8 @@ TEST(Cli, MlpBenchRecordsTheTablesSpellings) {
 
 // `nnperf report` rebuilds what the reporters render from saved records (runs/rerender.h): an
 // MLP run's and a CNN run's CSVs from train_records.json, an mlp-bench's CSV and plot data from
-// mlp_bench.json, byte for byte, and leaves complete folders alone.
+// mlp_bench.json, a profile sweep's CSVs and traces from profile_records.json, a one-step
+// profile's CSV and trace from one_step.json, byte for byte, and leaves complete folders alone.
 TEST(Cli, ReportRebuildsMissingOutputsFromTheirRecords) {
   TempDir dir;
   auto r = run_nnperf(fmt::format("train --model mlp {} --epochs 2 --out-dir '{}'", kSmall,
@@ -250,7 +251,15 @@ TEST(Cli, ReportRebuildsMissingOutputsFromTheirRecords) {
       "profile --model resnet18 --stage sanity --sizes 32,40 --threads 1 --output-dir '{}'",
       (dir / "profile").string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::vector<fs::path> rendered = {dir / "mlp" / "training_metrics.csv",
+  r = run_nnperf(fmt::format(
+      "train --model resnet18 --synthetic --input-size 8 --limit-train 16 --limit-test 8 "
+      "--batch-size 8 --threads 1 --progress quiet --profile-one-step --warmup-iters 1 "
+      "--profile-iter 1 --out-dir '{}'",
+      (dir / "step").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<fs::path> rendered = {dir / "step" / "one_step_layers.csv",
+                                          dir / "step" / "one_step_trace.json",
+                                          dir / "mlp" / "training_metrics.csv",
                                           dir / "mlp" / "activation_timings.csv",
                                           dir / "cnn" / "training_metrics.csv",
                                           dir / "bench" / "mlp_bench.csv",
@@ -274,7 +283,8 @@ TEST(Cli, ReportRebuildsMissingOutputsFromTheirRecords) {
   for (const char* what : {"rebuilt training_metrics.csv, activation_timings.csv from",
                            "rebuilt training_metrics.csv from", "rebuilt mlp_bench.csv, ",
                            "rebuilt resnet18_guess_overall.csv, resnet18_guess_layers.csv, "
-                           "resnet18_guess_trace_32.json, resnet18_guess_trace_40.json from"}) {
+                           "resnet18_guess_trace_32.json, resnet18_guess_trace_40.json from",
+                           "rebuilt one_step_layers.csv, one_step_trace.json from"}) {
     EXPECT_NE(r.out.find(what), std::string::npos) << what << "\n" << r.out;
   }
   for (std::size_t i = 0; i < rendered.size(); ++i) {

@@ -512,7 +512,8 @@ nlohmann::json profile_one_step(const CnnTrainOptions& o, Session& s, const fs::
   }
   s.graph.set_hook(nullptr);
   s.trainer.set_step_hook(nullptr);
-  const nlohmann::json phases = write_one_step_profile(dir, s.graph, rec, context);
+  const nlohmann::json spans = one_step_spans(s.graph, rec);
+  const nlohmann::json phases = one_step_phases(spans);
   // How the recorded step ran on the GPU: "graph" when it was launched as one captured graph
   // (its marks event-record nodes, its NVTX ranges around the capture), else "eager"; and the
   // trainer's launch() (a refused capture's reason).
@@ -521,12 +522,15 @@ nlohmann::json profile_one_step(const CnnTrainOptions& o, Session& s, const fs::
     launch = s.gpu->graph_launches() > graph_launches_before ? "graph" : "eager";
     trainer_launch = s.gpu->launch();
   }
-  write_json_atomic(dir / "one_step.json", {{"phases_ms", phases},
-                                            {"clock", rec.clock()},
-                                            {"launch", launch},
-                                            {"trainer_launch", trainer_launch},
-                                            {"nvtx_ranges", nvtx_available()},
-                                            {"context", context}});
+  const nlohmann::json doc = {{"phases_ms", phases},
+                              {"clock", rec.clock()},
+                              {"launch", launch},
+                              {"trainer_launch", trainer_launch},
+                              {"nvtx_ranges", nvtx_available()},
+                              {"context", context},
+                              {"spans", spans}};
+  render_one_step_profile(doc, dir);
+  write_json_atomic(dir / "one_step.json", doc);
   return phases;
 }
 

@@ -113,32 +113,60 @@ void CnnTrainOutputs::finish(const nlohmann::json& final_results) {
   write_json_atomic(dir_ / "final_results.json", final_results);
 }
 
-nlohmann::json write_one_step_profile(const fs::path& dir, const Graph& graph,
-                                      StepRecorder& rec, const nlohmann::json& context) {
+nlohmann::json one_step_spans(const Graph& graph, StepRecorder& rec) {
   const auto& spans = rec.spans();
   int64_t origin = spans.empty() ? 0 : spans.front().begin_ns;
   for (const auto& s : spans) origin = std::min(origin, s.begin_ns);
-  const auto us = [&](int64_t ns) { return static_cast<double>(ns - origin) * 1e-3; };
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& s : spans) {
+    const bool node = s.node >= 0;
+    nlohmann::json j = {{"node", s.node},
+                        {"name", node ? graph.name(s.node) : "step"},
+                        {"kind", node ? graph.layer(s.node).kind() : "step"},
+                        {"phase", s.phase},
+                        {"begin_ns", s.begin_ns - origin},
+                        {"end_ns", s.end_ns - origin}};
+    if (node) j["layer"] = graph.layer(s.node).describe();
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+namespace {
+double span_ms(const nlohmann::json& s) {
+  return static_cast<double>(s.at("end_ns").get<int64_t>() - s.at("begin_ns").get<int64_t>()) *
+         1e-6;
+}
+}  // namespace
+
+nlohmann::json one_step_phases(const nlohmann::json& spans) {
+  nlohmann::json phases = nlohmann::json::object();
+  for (const nlohmann::json& s : spans) {
+    if (s.at("node").get<int>() < 0) phases[s.at("phase").get<std::string>()] = span_ms(s);
+  }
+  return phases;
+}
+
+void render_one_step_profile(const nlohmann::json& doc, const fs::path& dir) {
+  const auto us = [](int64_t ns) { return static_cast<double>(ns) * 1e-3; };
   TraceWriter trace;
   trace.set_thread_name(0, "step phases");
   trace.set_thread_name(1, "layers");
-  trace.set_metadata("context", context);
+  trace.set_metadata("context", doc.at("context"));
   CsvWriter csv(dir / "one_step_layers.csv", {"node", "name", "kind", "phase", "start_ms", "ms"});
-  nlohmann::json phases = nlohmann::json::object();
-  for (const auto& s : spans) {
-    const bool node = s.node >= 0;
-    const std::string name = node ? graph.name(s.node) : "step";
-    const std::string kind = node ? graph.layer(s.node).kind() : "step";
-    trace.add_complete(node ? name + "." + s.phase : s.phase, s.phase, us(s.begin_ns),
-                       us(s.end_ns) - us(s.begin_ns), node ? 1 : 0,
-                       node ? nlohmann::json{{"layer", graph.layer(s.node).describe()}}
-                            : nlohmann::json::object());
-    csv.row({std::to_string(s.node), name, kind, s.phase, csv_number(us(s.begin_ns) * 1e-3, 6),
-             csv_number(s.ms(), 6)});
-    if (!node) phases[s.phase] = s.ms();
+  for (const nlohmann::json& s : doc.at("spans")) {
+    const int node = s.at("node").get<int>();
+    const std::string name = s.at("name").get<std::string>();
+    const std::string phase = s.at("phase").get<std::string>();
+    const int64_t begin = s.at("begin_ns").get<int64_t>(), end = s.at("end_ns").get<int64_t>();
+    trace.add_complete(
+        node >= 0 ? name + "." + phase : phase, phase, us(begin), us(end) - us(begin),
+        node >= 0 ? 1 : 0,
+        node >= 0 ? nlohmann::json{{"layer", s.at("layer")}} : nlohmann::json::object());
+    csv.row({std::to_string(node), name, s.at("kind").get<std::string>(), phase,
+             csv_number(us(begin) * 1e-3, 6), csv_number(span_ms(s), 6)});
   }
   trace.write(dir / "one_step_trace.json");
-  return phases;
 }
 
 }  // namespace nnperf

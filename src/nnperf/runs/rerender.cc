@@ -29,6 +29,9 @@ std::vector<fs::path> rendered_from(const fs::path& record, const nlohmann::json
   if (record.filename() == "mlp_bench.json") {
     return {d / "mlp_bench.csv", d / "plots" / "iteration_time.dat"};
   }
+  if (record.filename() == "one_step.json") {
+    return {d / "one_step_layers.csv", d / "one_step_trace.json"};
+  }
   if (record.filename() == "profile_records.json") {
     const nlohmann::json& ctx = doc.at("context");
     const std::string stem = ctx.at("stem").get<std::string>();
@@ -51,6 +54,11 @@ void render(const fs::path& record, const nlohmann::json& doc, const fs::path& d
     render_mlp_bench_outputs(doc, d);
   } else if (record.filename() == "profile_records.json") {
     profile_sweep::render_profile_outputs(doc, d);
+  } else if (record.filename() == "one_step.json") {
+    if (!doc.contains("spans")) {
+      fail("it keeps no spans (written by an nnperf from before they were kept)");
+    }
+    render_one_step_profile(doc, d);
   } else if (doc.at("context").contains("activation_layers")) {
     render_train_csvs(doc, d);
   } else {
@@ -101,7 +109,7 @@ std::vector<std::string> rerender_missing_outputs(const fs::path& dir) {
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if ((name == "train_records.json" || name == "mlp_bench.json" ||
-         name == "profile_records.json") &&
+         name == "profile_records.json" || name == "one_step.json") &&
         it->is_regular_file(ec)) {
       records.push_back(it->path());
     }
