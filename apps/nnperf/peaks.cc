@@ -5,8 +5,6 @@
 // (analysis/gpu_peaks.h) into its own env (default <hostname>-cuda).
 #include "nnperf/analysis/peaks.h"
 
-#include "nnperf/analysis/gpu_peaks.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,11 +13,13 @@
 
 #include "command.h"
 #include "flags.h"
+#include "nnperf/analysis/gpu_peaks.h"
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
 #include "nnperf/core/memory.h"
 #include "nnperf/io/files.h"
 #include "nnperf/io/plot.h"
+#include "nnperf/io/records.h"
 #include "nnperf/io/run_info.h"
 
 namespace nnperf::app {
@@ -102,8 +102,9 @@ void print_summary(const Peaks& p) {
   }
 }
 
-void plot_sweep(const Peaks& p, const fs::path& stem) {
-  const PlotResult r = peaks_bandwidth_plot(p, stem);
+void plot_sweep(const nlohmann::json& entry, const fs::path& peaks_json, const std::string& env) {
+  const fs::path stem = peaks_bandwidth_stem(peaks_json, env);
+  const PlotResult r = peaks_bandwidth_plot(entry, JsonPath{peaks_json.string(), env}, stem);
   if (r.rendered) {
     fmt::print("wrote {}.svg and .png\n", stem.string());
   } else {
@@ -182,11 +183,11 @@ int run(Flags& f) {
   print_summary(p);
   if (!f.out.empty()) {
     const std::string env = f.env.empty() ? hostname() : f.env;
-    merge_peaks_json(f.out, env, peaks_env_json(p));
+    const nlohmann::json entry = peaks_env_json(p);
+    merge_peaks_json(f.out, env, entry);
     fmt::print("wrote {} (env '{}')\n", f.out, env);
-    // peaks.json -> peaks_bandwidth.svg/.png (peaks_end.json -> peaks_end_bandwidth...).
-    const fs::path out = fs::absolute(f.out);
-    plot_sweep(p, out.parent_path() / (out.stem().string() + "_bandwidth"));
+    // peaks.json, env e -> peaks_bandwidth_e.svg/.png (peaks_end.json -> peaks_end_bandwidth_e).
+    plot_sweep(entry, fs::absolute(f.out), env);
   }
   return 0;
 }

@@ -11,6 +11,7 @@
 
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
+#include "nnperf/io/records.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/peak/peak.h"
 #include "test_util.h"
@@ -190,6 +191,45 @@ TEST(PeaksJson, ACorruptFileIsRefusedByNameAndLeftAsItIs) {
     EXPECT_THROW(merge_peaks_json(f, "mine", seed003_env(1, 1)), Error) << bad;
     EXPECT_EQ(test::read_text(f), bad);
   }
+}
+
+// The bandwidth figure is drawn from an env entry of peaks.json: one curve per kernel x threads,
+// the cache sizes marked; a file-safe name per env; malformed points refused by file and field.
+TEST(PeaksJson, BandwidthFigureFromTheEnvEntry) {
+  test::TempDir dir;
+  EXPECT_EQ(peaks_bandwidth_stem(dir / "peaks.json", "box/1 a"), dir / "peaks_bandwidth_box_1_a");
+  EXPECT_EQ(peaks_bandwidth_stem("end.json", "h-1.x"),
+            std::filesystem::path("end_bandwidth_h-1.x"));
+  const nlohmann::json entry = {
+      {"method", {{"bandwidth_simd", "avx2"}}},
+      {"machine", {{"caches", {{"L1d", 32768}, {"L2", 524288}, {"L3", 0}}}}},
+      {"bandwidth_sweep",
+       {{{"kernel", "read"}, {"threads", 1}, {"bytes", 4096}, {"gbps", 100.5}},
+        {{"kernel", "read"}, {"threads", 1}, {"bytes", 8192}, {"gbps", 90.25}},
+        {{"kernel", "triad"}, {"threads", 2}, {"bytes", 6144}, {"gbps", 150}}}}};
+  EXPECT_TRUE(has_bandwidth_sweep(entry));
+  EXPECT_FALSE(has_bandwidth_sweep({{"peak_gbps", 1}}));
+  (void)peaks_bandwidth_plot(entry, JsonPath{"peaks.json", "box"}, dir / "fig");
+  const std::string dat = test::read_text(dir / "fig.dat");
+  EXPECT_NE(dat.find("(box, avx2, STREAM byte counting)"), std::string::npos) << dat;
+  EXPECT_NE(dat.find("# series 0: read, 1 thread\n4 100.5\n8 90.25\n"), std::string::npos) << dat;
+  EXPECT_NE(dat.find("# series 1: triad, 2 threads\n6 150\n"), std::string::npos) << dat;
+  const std::string gp = test::read_text(dir / "fig.gp");
+  EXPECT_NE(gp.find("L1d 32.0 KiB per core"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("L2 512.0 KiB per core"), std::string::npos) << gp;
+  EXPECT_EQ(gp.find("L3 "), std::string::npos) << gp;
+  nlohmann::json bad = entry;
+  bad["bandwidth_sweep"][1]["gbps"] = "fast";
+  try {
+    (void)peaks_bandwidth_plot(bad, JsonPath{"peaks.json", "box"}, dir / "bad");
+    ADD_FAILURE() << "a string gbps was plotted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("peaks.json: field 'box.bandwidth_sweep[1].gbps'"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)peaks_bandwidth_plot({{"peak_gbps", 1}}, JsonPath{"p", "gpu"}, dir / "g"),
+               Error);
 }
 
 TEST(PeaksReader, ReadsASeed003FileFromThePythonProject) {

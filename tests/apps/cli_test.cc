@@ -352,9 +352,32 @@ TEST(Cli, PeaksQuickMergesIntoPeaksJsonAndDrawsTheSweep) {
     EXPECT_TRUE(j["test-env"].contains(key)) << key;
   }
   EXPECT_EQ(j["test-env"]["method"]["quick"], true);
-  // The plot's data and script always; the images when gnuplot is installed.
-  EXPECT_TRUE(fs::exists(dir / "peaks_bandwidth.dat"));
-  EXPECT_TRUE(fs::exists(dir / "peaks_bandwidth.gp"));
+  // The plot's data and script always; the images when gnuplot is installed. One figure per env
+  // with a sweep, named after it (the A100 entry has none).
+  const fs::path dat = dir / "peaks_bandwidth_test-env.dat";
+  ASSERT_TRUE(fs::exists(dat));
+  EXPECT_TRUE(fs::exists(dir / "peaks_bandwidth_test-env.gp"));
+  EXPECT_FALSE(fs::exists(dir / "peaks_bandwidth_gpu-box.dat"));
+  // The figure is rendered from peaks.json: nnperf report rebuilds a missing one byte for byte,
+  // and draws a merged env's (a name with a space and a slash) under a file-safe name.
+  const std::string data = test::read_text(dat);
+  auto doc = nlohmann::json::parse(test::read_text(file));
+  doc["lab 2/b"] = doc["test-env"];
+  write_file_atomic(file, doc.dump());
+  fs::remove(dat);
+  const auto rep = run_nnperf(fmt::format("report '{}'", dir.path().string()));
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_NE(rep.out.find("rebuilt peaks_bandwidth_lab_2_b.dat, peaks_bandwidth_lab_2_b.gp"),
+            std::string::npos)
+      << rep.out;
+  EXPECT_NE(rep.out.find("peaks_bandwidth_test-env.dat from " + file.string()), std::string::npos)
+      << rep.out;
+  EXPECT_EQ(test::read_text(dat), data);
+  // The same points under the merged env's title.
+  const std::string merged = test::read_text(dir / "peaks_bandwidth_lab_2_b.dat");
+  const std::string body = data.substr(data.find('\n'));
+  EXPECT_EQ(merged.substr(merged.find('\n')), body);
+  EXPECT_NE(merged.find("(lab 2/b, "), std::string::npos) << merged.substr(0, 200);
 }
 
 TEST(Cli, PeaksRefusesACorruptPeaksJsonBeforeMeasuring) {

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <limits>
 
+#include "nnperf/core/clock.h"
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
@@ -25,10 +26,10 @@
 #include "nnperf/core/workspace.h"
 #include "nnperf/io/json_read.h"
 #include "nnperf/io/plot.h"
+#include "nnperf/io/records.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/kernels/peak/peak.h"
-#include "nnperf/core/clock.h"
 #include "nnperf/profile/stats.h"
 
 namespace nnperf {
@@ -992,16 +993,29 @@ MachineCeilings read_peaks_json(const fs::path& path, const std::string& env) {
 }
 
 // Bandwidth against working set, one curve per kernel x threads, cache sizes marked.
-PlotResult peaks_bandwidth_plot(const Peaks& p, const std::filesystem::path& stem) {
+PlotResult peaks_bandwidth_plot(const nlohmann::json& entry, const JsonPath& where,
+                                const std::filesystem::path& stem) {
+  if (!has_bandwidth_sweep(entry)) fail("{}: no bandwidth_sweep to plot", where.str());
+  const std::string& env = where.path;
+  const nlohmann::json method = entry.value("method", nlohmann::json::object());
   PlotSpec spec;
-  spec.title = fmt::format("Bandwidth vs working set ({}, STREAM byte counting)", p.simd);
+  spec.title = fmt::format("Bandwidth vs working set ({}{}, STREAM byte counting)", env,
+                           method.contains("bandwidth_simd")
+                               ? ", " + method["bandwidth_simd"].get<std::string>()
+                               : std::string());
   spec.xlabel = "working set (KiB)";
   spec.ylabel = "GB/s";
   spec.logx = true;
-  spec.logy = true;                      // L1 on all threads and DRAM on one differ by 20x
-  for (const SweepPoint& s : p.sweep) {  // in size order within each kernel x threads
+  spec.logy = true;  // L1 on all threads and DRAM on one differ by 20x
+  const nlohmann::json& sweep = entry["bandwidth_sweep"];
+  for (std::size_t i = 0; i < sweep.size(); ++i) {  // size order per kernel x threads
+    const nlohmann::json& s = sweep[i];
+    const JsonPath at = where.at(fmt::format("bandwidth_sweep[{}]", i));
+    if (!s.is_object()) fail("{}: expected an object", at.str());
+    const std::string kernel = json_string(s, "kernel", at);
+    const int64_t threads = json_integer(s, "threads", at);
     const std::string title =
-        fmt::format("{}, {} thread{}", s.kernel, s.threads, s.threads > 1 ? "s" : "");
+        fmt::format("{}, {} thread{}", kernel, threads, threads > 1 ? "s" : "");
     auto it = std::find_if(spec.series.begin(), spec.series.end(),
                            [&](const Series& x) { return x.title == title; });
     if (it == spec.series.end()) {
@@ -1009,12 +1023,16 @@ PlotResult peaks_bandwidth_plot(const Peaks& p, const std::filesystem::path& ste
       added.title = title;
       it = spec.series.insert(spec.series.end(), added);
     }
-    it->x.push_back(static_cast<double>(s.bytes) / 1024);
-    it->y.push_back(s.gbps);
+    it->x.push_back(static_cast<double>(json_integer(s, "bytes", at)) / 1024);
+    it->y.push_back(json_number(s, "gbps", at));
   }
-  const std::tuple<const char*, int64_t, const char*> marks[] = {
-      {"L1d", p.caches.l1d, "per core"}, {"L2", p.caches.l2, "per core"}, {"L3", p.caches.l3, ""}};
-  for (const auto& [name, bytes, scope] : marks) {
+  const nlohmann::json caches =
+      entry.value("machine", nlohmann::json::object()).value("caches", nlohmann::json::object());
+  const std::tuple<const char*, const char*> marks[] = {
+      {"L1d", "per core"}, {"L2", "per core"}, {"L3", ""}};
+  for (const auto& [name, scope] : marks) {
+    const int64_t bytes =
+        caches.contains(name) ? json_integer(caches, name, where.at("machine.caches")) : 0;
     if (bytes > 0) {
       spec.x_marks.push_back(
           {static_cast<double>(bytes) / 1024,

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "nnperf/io/json_read.h"
 #include "nnperf/io/plot.h"
 
 namespace nnperf {
@@ -126,8 +127,13 @@ void merge_peaks_json(const std::filesystem::path& path, const std::string& env,
 // The check merge_peaks_json does first, alone: run before measuring so a bad file fails fast.
 void check_peaks_json_mergeable(const std::filesystem::path& path);
 // Bandwidth against working-set size (log-log), one curve per kernel x threads, the cache sizes
-// marked: <stem>.svg/.png through gnuplot.
-PlotResult peaks_bandwidth_plot(const Peaks& p, const std::filesystem::path& stem);
+// marked: <stem>.dat/.gp and, through gnuplot, .svg/.png (the stem: io/records.h's
+// peaks_bandwidth_stem). Rendered from one env entry of
+// peaks.json (its bandwidth_sweep, machine.caches, method.bandwidth_simd), so `nnperf report`
+// rebuilds it from the file. `where`: the file and the env (its path), for the title and messages;
+// an entry without a sweep or with a malformed point is an Error naming them.
+PlotResult peaks_bandwidth_plot(const nlohmann::json& entry, const JsonPath& where,
+                                const std::filesystem::path& stem);
 
 // ---- Reading peaks.json (the roofline and every "% of peak") ----
 struct ComputeCeiling {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include "nnperf/core/error.h"
 #include "nnperf/io/json_read.h"
 
@@ -85,6 +87,20 @@ RunJson parse_run_json(std::string_view text, const std::string& source) {
     if (j.contains("setup")) r.setup = json_object(j, "setup", at);
   }
   return r;
+}
+
+bool has_bandwidth_sweep(const nlohmann::json& entry) {
+  return entry.is_object() && entry.contains("bandwidth_sweep") &&
+         entry["bandwidth_sweep"].is_array() && !entry["bandwidth_sweep"].empty();
+}
+
+std::filesystem::path peaks_bandwidth_stem(const std::filesystem::path& peaks_json,
+                                           const std::string& env) {
+  std::string safe = env;
+  for (char& c : safe) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  }
+  return peaks_json.parent_path() / (peaks_json.stem().string() + "_bandwidth_" + safe);
 }
 
 }  // namespace nnperf

@@ -1,9 +1,11 @@
 // The records nnperf reads back from its own output folders, parsed and checked field by field:
 // final_results.json of a training run (the activation study's analysis reads it) and run.json of
 // any run (output-folder ownership, `profile --resume`'s setup check, `nnperf status`). Every
-// problem is an nnperf::Error naming the file and the field.
+// problem is an nnperf::Error naming the file and the field. Also the names of files rendered
+// from a record that the report looks for.
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -32,5 +34,14 @@ struct RunJson {
   std::optional<nlohmann::json> setup;  // profile sweeps: what the rows depend on (an object)
 };
 RunJson parse_run_json(std::string_view text, const std::string& source);
+
+// Whether an env entry of peaks.json has a bandwidth sweep to plot (a GPU's entry, or one of
+// another program's file, has none).
+bool has_bandwidth_sweep(const nlohmann::json& entry);
+// The bandwidth figure's stem for environment `env` of the peaks file `peaks_json`:
+// <folder>/<file stem>_bandwidth_<env> (peaks.json, env "box1" -> peaks_bandwidth_box1), with
+// characters other than letters, digits, '.', '_' and '-' in env written as '_'.
+std::filesystem::path peaks_bandwidth_stem(const std::filesystem::path& peaks_json,
+                                           const std::string& env);
 
 }  // namespace nnperf

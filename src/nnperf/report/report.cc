@@ -239,10 +239,13 @@ ReportSection peaks_section(const fs::path& path, const fs::path& root) {
           env, g4(num(st, "ours_gbps")), g4(num(st, "gbps")), str(st, "working_set_bytes"),
           g4(num(st, "ratio"))));
     }
+    if (has_bandwidth_sweep(e)) {
+      add_figure(s, peaks_bandwidth_stem(path, env).string() + ".svg",
+                 fmt::format("{}: bandwidth (GB/s, STREAM byte counting) against working-set "
+                             "size, per kernel and thread count",
+                             env));
+    }
   }
-  add_figure(s, path.parent_path() / "peaks_bandwidth.svg",
-             "Bandwidth (GB/s, STREAM byte counting) against working-set size (bytes), per kernel "
-             "and thread count");
   return s;
 }
 

@@ -7,17 +7,18 @@
 #include "nnperf/analysis/complexity.h"
 #include "nnperf/analysis/peaks.h"
 #include "nnperf/analysis/roofline.h"
+#include "nnperf/core/clock.h"
 #include "nnperf/core/error.h"
+#include "nnperf/core/interrupt.h"
 #include "nnperf/core/threads.h"
 #include "nnperf/data/dataset.h"
-#include "nnperf/core/interrupt.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
 #include "nnperf/io/out_dir.h"
+#include "nnperf/io/records.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/models/registry.h"
-#include "nnperf/core/clock.h"
 #include "nnperf/report/report.h"
 #include "nnperf/runs/activation_study.h"
 #include "nnperf/runs/cnn_train.h"
@@ -34,9 +35,11 @@ void peaks_stage(const LabOptions& o, const fs::path& dir) {
   PeakOptions p = quick_peak_options();
   p.threads = o.threads;
   fs::create_directories(dir);
-  const Peaks measured = measure_peaks(p);
-  merge_peaks_json(dir / "peaks.json", hostname(), peaks_env_json(measured));
-  const PlotResult plot = peaks_bandwidth_plot(measured, dir / "peaks_bandwidth");
+  const nlohmann::json entry = peaks_env_json(measure_peaks(p));
+  const fs::path file = dir / "peaks.json";
+  merge_peaks_json(file, hostname(), entry);
+  const PlotResult plot = peaks_bandwidth_plot(entry, JsonPath{file.string(), hostname()},
+                                               peaks_bandwidth_stem(file, hostname()));
   if (!plot.rendered) warn("bandwidth plot not rendered: {}", plot.message);
 }
 

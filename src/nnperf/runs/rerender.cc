@@ -9,9 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "nnperf/analysis/peaks.h"
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
 #include "nnperf/io/json_read.h"
+#include "nnperf/io/plot.h"
+#include "nnperf/io/records.h"
 #include "nnperf/runs/cnn_train_outputs.h"
 #include "nnperf/runs/mlp_bench.h"
 #include "nnperf/runs/profile_outputs.h"
@@ -28,6 +31,19 @@ std::vector<fs::path> rendered_from(const fs::path& record, const nlohmann::json
   const fs::path d = record.parent_path();
   if (record.filename() == "mlp_bench.json") {
     return {d / "mlp_bench.csv", d / "plots" / "iteration_time.dat"};
+  }
+  if (record.filename() == "peaks.json") {
+    // The figure per env with a sweep: its data and script always, the images with gnuplot.
+    std::vector<fs::path> files;
+    if (!doc.is_object()) return files;
+    std::vector<const char*> extensions = {".dat", ".gp"};
+    if (gnuplot_available()) extensions.insert(extensions.end(), {".svg", ".png"});
+    for (const auto& [env, entry] : doc.items()) {
+      if (!has_bandwidth_sweep(entry)) continue;
+      const std::string stem = peaks_bandwidth_stem(record, env).string();
+      for (const char* ext : extensions) files.emplace_back(stem + ext);
+    }
+    return files;
   }
   if (record.filename() == "one_step.json") {
     return {d / "one_step_layers.csv", d / "one_step_trace.json"};
@@ -54,6 +70,12 @@ void render(const fs::path& record, const nlohmann::json& doc, const fs::path& d
     render_mlp_bench_outputs(doc, d);
   } else if (record.filename() == "profile_records.json") {
     profile_sweep::render_profile_outputs(doc, d);
+  } else if (record.filename() == "peaks.json") {
+    for (const auto& [env, entry] : doc.items()) {
+      if (!has_bandwidth_sweep(entry)) continue;
+      (void)peaks_bandwidth_plot(entry, JsonPath{record.string(), env},
+                                 peaks_bandwidth_stem(d / record.filename(), env));
+    }
   } else if (record.filename() == "one_step.json") {
     if (!doc.contains("spans")) {
       fail("it keeps no spans (written by an nnperf from before they were kept)");
@@ -109,7 +131,7 @@ std::vector<std::string> rerender_missing_outputs(const fs::path& dir) {
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if ((name == "train_records.json" || name == "mlp_bench.json" ||
-         name == "profile_records.json" || name == "one_step.json") &&
+         name == "profile_records.json" || name == "one_step.json" || name == "peaks.json") &&
         it->is_regular_file(ec)) {
       records.push_back(it->path());
     }

@@ -16,7 +16,9 @@ namespace nnperf {
 // - a profile sweep's profile_records.json without its <stem>_overall.csv, <stem>_layers.csv or
 //   (with --layers) a size's trace: all rebuilt (render_profile_outputs);
 // - a training run's one_step.json (--profile-one-step) without its one_step_layers.csv or
-//   one_step_trace.json: both rebuilt (render_one_step_profile).
+//   one_step_trace.json: both rebuilt (render_one_step_profile);
+// - a peaks.json env with a bandwidth sweep without its figure (peaks_bandwidth_<env>.dat, .gp
+//   and, where gnuplot is installed, .svg and .png): rebuilt (peaks_bandwidth_plot).
 // The reporter renders into a scratch folder beside the record, and only the missing files are
 // moved into place (each a rename: whole or absent); files that exist are never touched. Returns
 // one line per record rendered, or why it could not be (an unreadable record, records that lack
