@@ -383,6 +383,41 @@ nlohmann::json run_record(const ProfileOptions& o, const nlohmann::json& setup, 
   return r;
 }
 
+// The progress line of one measured size: the whole model's times, with --layers how the layers'
+// means add up, the energy per inference, and conv layers that ran another algorithm.
+std::string size_summary(const ProfileOptions& o, const std::string& model, const SizeRecord& r) {
+    const PowerWindow& pw = r.power;
+    const double per_inf = pw.energy_j ? *pw.energy_j / static_cast<double>(r.energy_passes) : 0.0;
+    const Summary& w = r.whole;
+    return fmt::format(
+        "{} {}{} size {}: median {:.3f} ms (min {:.3f}, max {:.3f}){}{}{}", model, o.algorithm,
+        o.device != Device::kCuda ? ""
+        : o.cuda_graph
+            ? fmt::format(" (CUDA graph of {} nodes, {:.0f} MiB on the device)", r.graph_nodes,
+                          static_cast<double>(r.device_bytes) / (1 << 20))
+            : fmt::format(" (eager launches, {:.0f} MiB on the device)",
+                          static_cast<double>(r.device_bytes) / (1 << 20)),
+        r.size, w.median, w.min, w.max,
+        !o.layers ? ""
+        : o.device != Device::kCuda
+            ? fmt::format(
+                  ", layers' means sum to {:.3f} ms ({:+.1f}% vs the whole model's mean {:.3f})",
+                  r.layers_sum, 100 * (r.layers_sum / w.mean - 1), w.mean)
+            : fmt::format(
+                  ", layers' means sum to {:.3f} ms ({:+.1f}% vs the whole model's mean {:.3f}; "
+                  "{:+.1f}% before each layer's event cost came off)",
+                  r.layers_sum, 100 * (r.layers_sum / w.mean - 1), w.mean,
+                  100 * (r.layers_sum_raw / w.mean - 1)),
+        !pw.energy_j ? ""
+        : o.batch_size == 1
+            ? fmt::format(", {:.3f} J per inference", per_inf)
+            : fmt::format(", {:.3f} J per inference of {} images ({:.4f} J per image)", per_inf,
+                          o.batch_size, per_inf / static_cast<double>(o.batch_size)),
+        r.use.other > 0 ? fmt::format("; {} of {} conv layers ran another algorithm than {} ({})",
+                                      r.use.other, r.use.conv_layers, o.algorithm, r.use.text())
+                        : "");
+}
+
 // The sweep's records and what is rendered from them (runs/profile_outputs.h): each size's
 // record is appended to profile_records.json (rewritten atomically), then rendered into the two
 // CSVs and the trace; the progress line says what the size measured.
@@ -433,36 +468,7 @@ class SweepOutputs {
     profile_sweep::render_size(doc_["context"], rec, overall_, layers_, o_.output_dir);
     doc_["records"].push_back(rec);
     write_json_atomic(records_path_, doc_);
-    const PowerWindow& pw = r.power;
-    const double per_inf = pw.energy_j ? *pw.energy_j / static_cast<double>(r.energy_passes) : 0.0;
-    const Summary& w = r.whole;
-    progress.line(fmt::format(
-        "{} {}{} size {}: median {:.3f} ms (min {:.3f}, max {:.3f}){}{}{}", model_, o_.algorithm,
-        o_.device != Device::kCuda ? ""
-        : o_.cuda_graph
-            ? fmt::format(" (CUDA graph of {} nodes, {:.0f} MiB on the device)", r.graph_nodes,
-                          static_cast<double>(r.device_bytes) / (1 << 20))
-            : fmt::format(" (eager launches, {:.0f} MiB on the device)",
-                          static_cast<double>(r.device_bytes) / (1 << 20)),
-        r.size, w.median, w.min, w.max,
-        !o_.layers ? ""
-        : o_.device != Device::kCuda
-            ? fmt::format(
-                  ", layers' means sum to {:.3f} ms ({:+.1f}% vs the whole model's mean {:.3f})",
-                  r.layers_sum, 100 * (r.layers_sum / w.mean - 1), w.mean)
-            : fmt::format(
-                  ", layers' means sum to {:.3f} ms ({:+.1f}% vs the whole model's mean {:.3f}; "
-                  "{:+.1f}% before each layer's event cost came off)",
-                  r.layers_sum, 100 * (r.layers_sum / w.mean - 1), w.mean,
-                  100 * (r.layers_sum_raw / w.mean - 1)),
-        !pw.energy_j ? ""
-        : o_.batch_size == 1
-            ? fmt::format(", {:.3f} J per inference", per_inf)
-            : fmt::format(", {:.3f} J per inference of {} images ({:.4f} J per image)", per_inf,
-                          o_.batch_size, per_inf / static_cast<double>(o_.batch_size)),
-        r.use.other > 0 ? fmt::format("; {} of {} conv layers ran another algorithm than {} ({})",
-                                      r.use.other, r.use.conv_layers, o_.algorithm, r.use.text())
-                        : ""));
+    progress.line(size_summary(o_, model_, r));
   }
 
  private:
@@ -493,56 +499,27 @@ void configure_sweep(Sweep& sw, const ProfileOptions& o, int threads) {
   }
 }
 
-}  // namespace
-
-ProfileResult run_profile(ProfileOptions o) {
-  apply_stage(o);
-  const ModelEntry& model = find_model(o.model);
-  validate_sweep(o, model);
-  const int threads = set_threads(o.threads);
-  set_blas_threads(1);  // see core/threads.h: OpenBLAS's spinning pool vs the OpenMP team
-  const std::string stem = fmt::format("{}_{}", model.name, o.algorithm);
-  const fs::path overall_path = o.output_dir / (stem + "_overall.csv");
-  const fs::path layers_path = o.output_dir / (stem + "_layers.csv");
-  // Power first: a --power-source that cannot be read is refused before the folder is touched.
-  Sweep sw{model,
-           threads,
-           Graph(),
-           PlanContext{},
-           Rng(o.seed),
-           nullptr,
-           PowerMonitor(power_options(o)),
-           nullptr,
-           {},
-           nullptr,
-           0.0};
+// The sweep's model built (BatchNorm folded with --fold-bn) and initialised from the seed; with
+// --device cuda, a layer without a GPU kernel is refused before the folder is claimed.
+void build_sweep_model(Sweep& sw, const ProfileOptions& o) {
   ModelOptions mo;
   mo.fold_bn = o.fold_bn;
   {
-    const MemoryContext building(fmt::format("building {}", model.name));
-    sw.graph = model.build(mo);
+    const MemoryContext building(fmt::format("building {}", sw.model.name));
+    sw.graph = sw.model.build(mo);
   }
   sw.graph.init(sw.rng);
-  // A layer without a GPU kernel is refused before the folder is claimed.
   if (o.device == Device::kCuda) {
     if (const std::string why = cuda_unsupported(sw.graph); !why.empty()) {
-      throw UsageError(fmt::format("--model {} --device cuda: {}", model.name, why));
+      throw UsageError(fmt::format("--model {} --device cuda: {}", sw.model.name, why));
     }
   }
-  const nlohmann::json setup = sweep_setup(o, model, threads);
-  const std::set<int64_t> done = open_sweep_folder(o, setup, overall_path, layers_path);
-  if (o.device == Device::kCuda && o.layers) {
-    sw.mark_cost_ms = cuda_mark_cost_ms(o.cuda_graph);
-    sw.mark_cost_full_device_ms = cuda_mark_cost_ms(o.cuda_graph, MarkKernels::kFullDevice);
-  }
-  write_run_json(o.output_dir, o.command_line, run_record(o, setup, sw));
-  SweepOutputs outputs(o, model.name, threads, model.default_input[0], done, overall_path,
-                       layers_path);
+}
 
-  configure_sweep(sw, o, threads);
-  // NNPERF_VERBOSE=exec: every pass (warm-up, whole model, layers) logs each node.
-  sw.exec = exec_log_from_env(sw.graph, model.name, o.algorithm);
-
+// Every planned size not in `done`, in order: measured, then its record added to the outputs.
+ProfileResult measure_sizes(Sweep& sw, const ProfileOptions& o, const std::set<int64_t>& done,
+                            SweepOutputs& outputs) {
+  const ModelEntry& model = sw.model;
   Progress progress(o.progress);
   ProfileResult result;
   result.output_dir = o.output_dir;
@@ -575,6 +552,47 @@ ProfileResult run_profile(ProfileOptions o) {
   }
   progress.finish();
   return result;
+}
+
+}  // namespace
+
+ProfileResult run_profile(ProfileOptions o) {
+  apply_stage(o);
+  const ModelEntry& model = find_model(o.model);
+  validate_sweep(o, model);
+  const int threads = set_threads(o.threads);
+  set_blas_threads(1);  // see core/threads.h: OpenBLAS's spinning pool vs the OpenMP team
+  const std::string stem = fmt::format("{}_{}", model.name, o.algorithm);
+  const fs::path overall_path = o.output_dir / (stem + "_overall.csv");
+  const fs::path layers_path = o.output_dir / (stem + "_layers.csv");
+  // Power first: a --power-source that cannot be read is refused before the folder is touched.
+  Sweep sw{model,
+           threads,
+           Graph(),
+           PlanContext{},
+           Rng(o.seed),
+           nullptr,
+           PowerMonitor(power_options(o)),
+           nullptr,
+           {},
+           nullptr,
+           0.0};
+  build_sweep_model(sw, o);
+  const nlohmann::json setup = sweep_setup(o, model, threads);
+  const std::set<int64_t> done = open_sweep_folder(o, setup, overall_path, layers_path);
+  if (o.device == Device::kCuda && o.layers) {
+    sw.mark_cost_ms = cuda_mark_cost_ms(o.cuda_graph);
+    sw.mark_cost_full_device_ms = cuda_mark_cost_ms(o.cuda_graph, MarkKernels::kFullDevice);
+  }
+  write_run_json(o.output_dir, o.command_line, run_record(o, setup, sw));
+  SweepOutputs outputs(o, model.name, threads, model.default_input[0], done, overall_path,
+                       layers_path);
+
+  configure_sweep(sw, o, threads);
+  // NNPERF_VERBOSE=exec: every pass (warm-up, whole model, layers) logs each node.
+  sw.exec = exec_log_from_env(sw.graph, model.name, o.algorithm);
+
+  return measure_sizes(sw, o, done, outputs);
 }
 
 std::string profile_status(const fs::path& dir) {
