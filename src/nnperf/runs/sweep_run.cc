@@ -436,16 +436,10 @@ int run_sweep_local(const fs::path& dir, int jobs) {
   return failed;
 }
 
-std::string submit_sweep_slurm(const fs::path& given, const SlurmOptions& o) {
-  check_slurm_options(o);
-  const fs::path dir = fs::absolute(given).lexically_normal();
-  const nlohmann::json sweep = read_sweep(dir);
-  const std::vector<int> todo = unfinished(dir, sweep, true);
-  if (todo.empty()) return fmt::format("sweep {}: every cell is done or running; nothing to submit\n", dir.string());
-  check_cells_fit_slurm(sweep, todo, o.mem);
-  fs::create_directories(dir / "slurm");
-  int n = 1;
-  while (fs::exists(dir / "slurm" / fmt::format("sweep_{}.sbatch", n))) ++n;
+namespace {
+
+// slurm/sweep_<n>.sbatch: one array task per cell, the task id the cell's index.
+fs::path write_array_script(const fs::path& dir, const nlohmann::json& sweep, int n) {
   const fs::path script = dir / "slurm" / fmt::format("sweep_{}.sbatch", n);
   write_file_atomic(script, fmt::format(
       "#!/bin/bash\n"
@@ -455,6 +449,13 @@ std::string submit_sweep_slurm(const fs::path& given, const SlurmOptions& o) {
       sweep["id"].get<std::string>(), iso8601_now(), n, shell_quote(self_exe().string()),
       shell_quote(dir.string())));
   fs::permissions(script, fs::perms::owner_exec, fs::perm_options::add);
+  return script;
+}
+
+// sbatch's command line for the cells `todo` of the array script.
+std::vector<std::string> sbatch_argv(const SlurmOptions& o, const fs::path& dir,
+                                     const nlohmann::json& sweep, const std::vector<int>& todo,
+                                     const fs::path& script) {
   // Slurm expands %-patterns in --output: a literal % in the folder is written %%.
   std::string out_pattern;
   for (char c : (dir / "slurm").string()) out_pattern += c == '%' ? std::string("%%") : std::string(1, c);
@@ -470,36 +471,65 @@ std::string submit_sweep_slurm(const fs::path& given, const SlurmOptions& o) {
     if (!value.empty()) argv.push_back(flag + value);
   }
   argv.push_back(script.string());
-  std::string command;
-  for (const auto& a : argv) command += (command.empty() ? "" : " ") + shell_quote(a);
-  write_file_atomic(dir / "slurm" / fmt::format("submit_{}.sh", n), "#!/bin/sh\nexec " + command + "\n");
-  if (o.dry_run) {
-    return fmt::format("sweep {}: {} in {} (not submitted: --dry-run); submit with sh {}\n",
-                       dir.string(), count_noun(static_cast<int64_t>(todo.size()), "cell"),
-                       script.string(),
-                       shell_quote((dir / "slurm" / fmt::format("submit_{}.sh", n)).string()));
-  }
-  const std::string submitted = iso8601_now();
-  fs::create_directories(dir / "state");
+  return argv;
+}
+
+// Each cell of `todo` queued, with `job` ("" before sbatch answers; after, only where the task
+// has not started yet: run-cell records it running).
+void mark_queued(const fs::path& dir, const nlohmann::json& sweep, const std::vector<int>& todo,
+                 const std::string& job, const std::string& submitted) {
   for (int i : todo) {
-    write_json_atomic(state_path(dir, sweep["cells"][static_cast<std::size_t>(i)]["name"]),
-                      {{"state", "queued"}, {"slurm_job", ""}, {"slurm_task", std::to_string(i)},
-                       {"submitted", submitted}});
+    const nlohmann::json& cell = sweep["cells"][static_cast<std::size_t>(i)];
+    if (!job.empty() && cell_state(dir, cell)["state"] != "queued") continue;
+    write_json_atomic(state_path(dir, cell["name"]), {{"state", "queued"},
+                                                      {"slurm_job", job},
+                                                      {"slurm_task", std::to_string(i)},
+                                                      {"submitted", submitted}});
   }
+}
+
+// sbatch run: the job id it answers, or Error.
+std::string run_sbatch(const SlurmOptions& o, const std::vector<std::string>& argv,
+                       const fs::path& script) {
   const auto [rc, out] = capture(argv);
   if (rc != 0) throw Error(fmt::format("{} exited with status {}; the script is {}", o.sbatch, rc, script.string()));
   const std::string job = out.substr(0, out.find_first_of(";\n"));
   if (job.empty() || job.find_first_not_of("0123456789") != std::string::npos) {
     throw Error(fmt::format("{}: unexpected answer '{}' (expected a job id)", o.sbatch, out));
   }
-  // Each submitted cell is queued until its task starts (run-cell then records it running). The
-  // job id is filled in after sbatch answers, only where the task has not started yet.
-  for (int i : todo) {
-    if (cell_state(dir, sweep["cells"][static_cast<std::size_t>(i)])["state"] != "queued") continue;
-    const std::string name = sweep["cells"][static_cast<std::size_t>(i)]["name"];
-    write_json_atomic(state_path(dir, name), {{"state", "queued"}, {"slurm_job", job},
-                                              {"slurm_task", std::to_string(i)}, {"submitted", submitted}});
+  return job;
+}
+
+}  // namespace
+
+std::string submit_sweep_slurm(const fs::path& given, const SlurmOptions& o) {
+  check_slurm_options(o);
+  const fs::path dir = fs::absolute(given).lexically_normal();
+  const nlohmann::json sweep = read_sweep(dir);
+  const std::vector<int> todo = unfinished(dir, sweep, true);
+  if (todo.empty())
+    return fmt::format("sweep {}: every cell is done or running; nothing to submit\n",
+                       dir.string());
+  check_cells_fit_slurm(sweep, todo, o.mem);
+  fs::create_directories(dir / "slurm");
+  int n = 1;
+  while (fs::exists(dir / "slurm" / fmt::format("sweep_{}.sbatch", n))) ++n;
+  const fs::path script = write_array_script(dir, sweep, n);
+  const std::vector<std::string> argv = sbatch_argv(o, dir, sweep, todo, script);
+  std::string command;
+  for (const auto& a : argv) command += (command.empty() ? "" : " ") + shell_quote(a);
+  const fs::path submit = dir / "slurm" / fmt::format("submit_{}.sh", n);
+  write_file_atomic(submit, "#!/bin/sh\nexec " + command + "\n");
+  if (o.dry_run) {
+    return fmt::format("sweep {}: {} in {} (not submitted: --dry-run); submit with sh {}\n",
+                       dir.string(), count_noun(static_cast<int64_t>(todo.size()), "cell"),
+                       script.string(), shell_quote(submit.string()));
   }
+  const std::string submitted = iso8601_now();
+  fs::create_directories(dir / "state");
+  mark_queued(dir, sweep, todo, "", submitted);
+  const std::string job = run_sbatch(o, argv, script);
+  mark_queued(dir, sweep, todo, job, submitted);
   const fs::path subs = dir / "slurm" / "submissions.json";
   nlohmann::json all = fs::exists(subs) ? read_json(subs) : nlohmann::json::array();
   all.push_back({{"job", job}, {"script", script.filename().string()}, {"cells", todo}, {"submitted", iso8601_now()}});
@@ -508,6 +538,40 @@ std::string submit_sweep_slurm(const fs::path& given, const SlurmOptions& o) {
                      dir.string(), job, count_noun(static_cast<int64_t>(todo.size()), "cell"),
                      index_ranges(todo), shell_quote(dir.string()));
 }
+
+namespace {
+
+// What status says of a cell in state file `s`; `state` becomes "stale" for a running cell whose
+// process is gone or a queued one that left squeue.
+std::string cell_detail(const nlohmann::json& s, std::string& state) {
+  if (state == "done") {
+    return fmt::format("{} rows, {:.1f} s on {}", s.value("rows", int64_t{0}),
+                       s.value("seconds", 0.0), s.value("host", std::string("?")));
+  }
+  if (state == "running") {
+    if (s.value("stale", false)) state = "stale";
+    return fmt::format(
+        "{}on {} since {}{}",
+        s.contains("slurm_job") ? fmt::format("job {}_{} ", s["slurm_job"].get<std::string>(),
+                                              s.value("slurm_task", std::string("?")))
+                                : std::string(),
+        s.value("node", s.value("host", std::string("?"))), s.value("started", std::string("?")),
+        state == "stale" ? " (its process is gone: killed? run the sweep again)" : "");
+  }
+  if (state == "queued") {
+    if (s.value("stale", false)) state = "stale";
+    return fmt::format(
+        "job {}_{} submitted {}{}", s.value("slurm_job", std::string("?")),
+        s.value("slurm_task", std::string("?")), s.value("submitted", std::string("?")),
+        state == "stale" ? " (no longer in squeue: cancelled? run the sweep again)" : "");
+  }
+  if (state == "failed") {
+    return fmt::format("exit {}: {}", s.value("exit_code", 0), s.value("error", std::string()));
+  }
+  return "";
+}
+
+}  // namespace
 
 std::string sweep_status(const fs::path& dir) {
   const nlohmann::json sweep = read_sweep(dir);
@@ -525,31 +589,13 @@ std::string sweep_status(const fs::path& dir) {
       continue;
     }
     std::string state = s["state"];
-    std::string detail;
     if (state == "done") {
       spent += s.value("seconds", 0.0);
       est_done += c["estimated_seconds"].get<double>();
-      detail = fmt::format("{} rows, {:.1f} s on {}", s.value("rows", int64_t{0}), s.value("seconds", 0.0),
-                           s.value("host", std::string("?")));
     } else {
       est_left += c["estimated_seconds"].get<double>();
-      if (state == "running") {
-        if (s.value("stale", false)) state = "stale";
-        detail = fmt::format("{}on {} since {}{}",
-                             s.contains("slurm_job") ? fmt::format("job {}_{} ", s["slurm_job"].get<std::string>(),
-                                                                   s.value("slurm_task", std::string("?")))
-                                                     : std::string(),
-                             s.value("node", s.value("host", std::string("?"))), s.value("started", std::string("?")),
-                             state == "stale" ? " (its process is gone: killed? run the sweep again)" : "");
-      } else if (state == "queued") {
-        if (s.value("stale", false)) state = "stale";
-        detail = fmt::format("job {}_{} submitted {}{}", s.value("slurm_job", std::string("?")),
-                             s.value("slurm_task", std::string("?")), s.value("submitted", std::string("?")),
-                             state == "stale" ? " (no longer in squeue: cancelled? run the sweep again)" : "");
-      } else if (state == "failed") {
-        detail = fmt::format("exit {}: {}", s.value("exit_code", 0), s.value("error", std::string()));
-      }
     }
+    const std::string detail = cell_detail(s, state);
     ++count[state];
     out += fmt::format("{:<8} {:<40} {}\n", state, c["name"].get<std::string>(), detail);
   }
