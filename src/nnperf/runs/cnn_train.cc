@@ -573,44 +573,24 @@ void summarize(CnnTrainResult& r, const RunState& st) {
   r.best_epoch = st.best_epoch;
 }
 
-}  // namespace
-
-CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
-  const ModelEntry& m = find_model(o.model);
-  validate(o);
-  const int threads = set_threads(o.threads);
-  set_blas_threads(1);  // as the driver: OpenBLAS's own pool would fight the OpenMP team
-  Progress progress(o.progress);
-  const ImageData data = load_image_data(o.data);
-  check_data_fits(o, data);
+// Warnings about what the run was given: images --on-bad-image skip left out, a warm-up as long
+// as the run.
+void warn_of_setup(const CnnTrainOptions& o, const ImageData& data, const Session& s) {
   if (!data.skipped.empty()) {
     warn("--on-bad-image skip: {} left out (listed in final_results.json), the first: {}: {}",
          data.skipped.size() == 1 ? std::string("1 image") : fmt::format("{} images", data.skipped.size()),
          data.skipped.front().path, data.skipped.front().reason);
   }
-  const MemoryContext memory(fmt::format("{} at --batch-size {} on {}x{}x{} images", m.name,
-                                         o.batch_size, data.channels(), data.side(), data.side()));
-  Session s(o, m, data, threads);
   if (s.schedule.warmup_steps >= s.schedule.total_steps && s.schedule.total_steps > 0 && !o.profile_one_step) {
     warn("--warmup {} is not shorter than the whole run ({} steps): the learning rate only reaches {:.3g} "
          "(of --lr {}) and never decays (give a smaller --warmup)",
          o.warmup_steps, s.schedule.total_steps, s.schedule.lr_at(s.schedule.total_steps - 1), o.optimizer.lr);
   }
-  if (!o.init_weights.empty()) {
-    restore_weights(read_checkpoint(o.init_weights), s.graph, s.model.name,
-                    o.init_weights.string());
-  }
-  RunState st = o.resume.empty() ? RunState{} : resume(o, s);
-  if (o.device == Device::kCuda) s.start_gpu(o);
-  CnnTrainResult r;
-  r.resumed_after_epoch = st.epoch;
-  r.epochs = st.records;
-  // Claimed only now: a run refused above leaves nothing behind.
-  r.out_dir =
-      prepare_output_dir(o.out_dir, "runs/" + std::string(m.name), "--out-dir", o.overwrite);
-  s.open_step_log(o.step_log);
-  const nlohmann::json context = run_context(o, s, threads);
-  write_run_json(r.out_dir, o.command_line, context);
+}
+
+// The run's first lines: the data and the schedule, and on the GPU the device.
+void announce(Progress& progress, const CnnTrainOptions& o, const ImageData& data,
+              const Session& s) {
   progress.line(fmt::format("data: {} ({}, {} train, {} test, {}x{}x{}); {}", data.source,
                             data.format, data.train.size(), data.test.size(), data.channels(),
                             data.side(), data.side(), s.schedule.describe()));
@@ -622,13 +602,12 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
                                                       "gets cuDNN plans of its own",
                                                       rest)));
   }
-  if (o.profile_one_step) {
-    const nlohmann::json phases = profile_one_step(o, s, r.out_dir, context);
-    progress.line(fmt::format("one step: {}", phases.dump()));
-    return r;
-  }
-  CnnTrainOutputs outputs(r.out_dir, context, o.tensorboard, o.epochs, progress);
-  for (const auto& rec : st.records) outputs.add(rec);
+}
+
+// The epochs after the resumed one: each trained, checkpointed and recorded. A diverging epoch
+// stops the run with where its finished epochs and last good checkpoint are.
+void train_epochs(const CnnTrainOptions& o, Session& s, RunState& st, CnnTrainResult& r,
+                  CnnTrainOutputs& outputs, Progress& progress) {
   for (int epoch = st.epoch + 1; epoch <= o.epochs; ++epoch) {
     CnnEpochRecord rec;
     try {
@@ -645,6 +624,46 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
     r.epochs.push_back(rec);
   }
   progress.finish();
+}
+
+}  // namespace
+
+CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
+  const ModelEntry& m = find_model(o.model);
+  validate(o);
+  const int threads = set_threads(o.threads);
+  set_blas_threads(1);  // as the driver: OpenBLAS's own pool would fight the OpenMP team
+  Progress progress(o.progress);
+  const ImageData data = load_image_data(o.data);
+  check_data_fits(o, data);
+  const MemoryContext memory(fmt::format("{} at --batch-size {} on {}x{}x{} images", m.name,
+                                         o.batch_size, data.channels(), data.side(), data.side()));
+  Session s(o, m, data, threads);
+  warn_of_setup(o, data, s);
+  if (!o.init_weights.empty()) {
+    restore_weights(read_checkpoint(o.init_weights), s.graph, s.model.name,
+                    o.init_weights.string());
+  }
+  RunState st = o.resume.empty() ? RunState{} : resume(o, s);
+  if (o.device == Device::kCuda) s.start_gpu(o);
+  CnnTrainResult r;
+  r.resumed_after_epoch = st.epoch;
+  r.epochs = st.records;
+  // Claimed only now: a run refused above leaves nothing behind.
+  r.out_dir =
+      prepare_output_dir(o.out_dir, "runs/" + std::string(m.name), "--out-dir", o.overwrite);
+  s.open_step_log(o.step_log);
+  const nlohmann::json context = run_context(o, s, threads);
+  write_run_json(r.out_dir, o.command_line, context);
+  announce(progress, o, data, s);
+  if (o.profile_one_step) {
+    const nlohmann::json phases = profile_one_step(o, s, r.out_dir, context);
+    progress.line(fmt::format("one step: {}", phases.dump()));
+    return r;
+  }
+  CnnTrainOutputs outputs(r.out_dir, context, o.tensorboard, o.epochs, progress);
+  for (const auto& rec : st.records) outputs.add(rec);
+  train_epochs(o, s, st, r, outputs, progress);
   const fs::path weights = r.out_dir / (file_stem(s) + "_final_weights.ckpt");
   s.to_host();
   write_checkpoint(weights, capture_weights(s.graph, {{"model", m.name}, {"dataset", data.name}}));
