@@ -14,6 +14,7 @@
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
 #include "nnperf/core/memory.h"
+#include "nnperf/core/name_registry.h"
 #include "nnperf/core/rng.h"
 #include "nnperf/core/threads.h"
 #include "nnperf/gpu/cuda.h"
@@ -189,13 +190,17 @@ Row make_row(const std::string& name, const BatchNormBenchOptions& o, const Batc
 std::vector<std::string> selected(const BatchNormBenchOptions& o) {
   const std::vector<std::string> all = batchnorm_bench_algorithms(o.device);
   if (o.algorithms.empty()) return all;
+  std::vector<std::string> chosen;
   for (const std::string& n : o.algorithms) {
-    if (std::find(all.begin(), all.end(), n) == all.end()) {
+    const auto it = std::find_if(all.begin(), all.end(),
+                                 [&](const std::string& a) { return same_registry_key(a, n); });
+    if (it == all.end()) {
       throw UsageError(fmt::format("--algorithms: no BatchNorm algorithm '{}' on the {}; one of {}",
                                    n, device_name(o.device), fmt::join(all, ", ")));
     }
+    chosen.push_back(*it);  // the table's spelling
   }
-  return o.algorithms;
+  return chosen;
 }
 
 // Refuses a shape whose buffers would not fit, before anything is allocated: the host's inputs,
