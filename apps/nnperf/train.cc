@@ -205,7 +205,7 @@ int run_cnn(Flags& f, const CLI::App& sub) {
 int run_train(Flags& f, const CLI::App& sub) {
   if (f.engines && f.train.device != "cuda")
     throw UsageError("--engines: applies to --device cuda (cuDNN's graph-API engines)");
-  (void)cudnn::checked_batchnorm_algorithm("--batchnorm", f.batchnorm);
+  f.batchnorm = cudnn::checked_batchnorm_algorithm("--batchnorm", f.batchnorm);  // its spelling
   if (sub.count("--launch") > 0 && f.train.device != "cuda") {
     throw UsageError("--launch: applies to --device cuda (the CPU has no kernel launches)");
   }

@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <fstream>
+#include <tuple>
+#include <vector>
 
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
@@ -197,9 +199,15 @@ TEST(PeaksJson, ACorruptFileIsRefusedByNameAndLeftAsItIs) {
 // the cache sizes marked; a file-safe name per env; malformed points refused by file and field.
 TEST(PeaksJson, BandwidthFigureFromTheEnvEntry) {
   test::TempDir dir;
-  EXPECT_EQ(peaks_bandwidth_stem(dir / "peaks.json", "box/1 a"), dir / "peaks_bandwidth_box_1_a");
   EXPECT_EQ(peaks_bandwidth_stem("end.json", "h-1.x"),
             std::filesystem::path("end_bandwidth_h-1.x"));
+  // Replaced characters: the name with '_' and a hash of the env, so that no two envs share a file.
+  const std::string replaced = peaks_bandwidth_stem(dir / "peaks.json", "box/1 a").string();
+  EXPECT_EQ(replaced.rfind((dir / "peaks_bandwidth_box_1_a-").string(), 0), 0u) << replaced;
+  EXPECT_EQ(replaced.size(), (dir / "peaks_bandwidth_box_1_a-").string().size() + 8) << replaced;
+  EXPECT_NE(peaks_bandwidth_stem("p.json", "a b"), peaks_bandwidth_stem("p.json", "a_b"));
+  EXPECT_NE(peaks_bandwidth_stem("p.json", "a b"), peaks_bandwidth_stem("p.json", "a/b"));
+  EXPECT_EQ(peaks_bandwidth_stem("p.json", "a_b"), std::filesystem::path("p_bandwidth_a_b"));
   const nlohmann::json entry = {
       {"method", {{"bandwidth_simd", "avx2"}}},
       {"machine", {{"caches", {{"L1d", 32768}, {"L2", 524288}, {"L3", 0}}}}},
@@ -230,6 +238,20 @@ TEST(PeaksJson, BandwidthFigureFromTheEnvEntry) {
   }
   EXPECT_THROW((void)peaks_bandwidth_plot({{"peak_gbps", 1}}, JsonPath{"p", "gpu"}, dir / "g"),
                Error);
+  // Members of the wrong type are refused by field, not by a JSON library exception.
+  for (const auto& [key, value, field] :
+       std::vector<std::tuple<std::string, nlohmann::json, std::string>>{
+           {"machine", 3, "'box.machine'"},
+           {"method", {{"bandwidth_simd", 2}}, "'box.method.bandwidth_simd'"}}) {
+    nlohmann::json wrong = entry;
+    wrong[key] = value;
+    try {
+      (void)peaks_bandwidth_plot(wrong, JsonPath{"peaks.json", "box"}, dir / "w");
+      ADD_FAILURE() << key;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(PeaksReader, ReadsASeed003FileFromThePythonProject) {

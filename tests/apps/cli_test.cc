@@ -10,6 +10,7 @@
 
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
+#include "nnperf/io/records.h"
 #include "test_util.h"
 
 namespace nnperf {
@@ -218,6 +219,7 @@ TEST(Cli, MlpBenchRecordsTheTablesSpellings) {
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   const auto j = nlohmann::json::parse(test::read_text(dir / "b.json"));
   EXPECT_EQ(j["context"]["optimizer"], "sgd");
+  EXPECT_DOUBLE_EQ(j["context"]["learning_rate"].get<double>(), 0.01);  // sgd's, not Adam's
   EXPECT_EQ(j["context"]["activation"], "LeakyReLU");
   EXPECT_EQ(j["records"][0]["impl"], "naive");
   const auto bad =
@@ -367,14 +369,15 @@ TEST(Cli, PeaksQuickMergesIntoPeaksJsonAndDrawsTheSweep) {
   fs::remove(dat);
   const auto rep = run_nnperf(fmt::format("report '{}'", dir.path().string()));
   ASSERT_EQ(rep.exit_code, 0) << rep.err;
-  EXPECT_NE(rep.out.find("rebuilt peaks_bandwidth_lab_2_b.dat, peaks_bandwidth_lab_2_b.gp"),
-            std::string::npos)
+  const std::string lab2 = peaks_bandwidth_stem(file, "lab 2/b").filename().string();
+  EXPECT_EQ(lab2.rfind("peaks_bandwidth_lab_2_b-", 0), 0u) << lab2;
+  EXPECT_NE(rep.out.find(fmt::format("rebuilt {}.dat, {}.gp", lab2, lab2)), std::string::npos)
       << rep.out;
   EXPECT_NE(rep.out.find("peaks_bandwidth_test-env.dat from " + file.string()), std::string::npos)
       << rep.out;
   EXPECT_EQ(test::read_text(dat), data);
   // The same points under the merged env's title.
-  const std::string merged = test::read_text(dir / "peaks_bandwidth_lab_2_b.dat");
+  const std::string merged = test::read_text(dir / (lab2 + ".dat"));
   const std::string body = data.substr(data.find('\n'));
   EXPECT_EQ(merged.substr(merged.find('\n')), body);
   EXPECT_NE(merged.find("(lab 2/b, "), std::string::npos) << merged.substr(0, 200);

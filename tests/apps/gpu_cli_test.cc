@@ -249,7 +249,7 @@ TEST(GpuCli, CnnEpochTrainingRefusesWhatItCannotDoInOneLine) {
            {"--device cuda --engines --algorithm guess",
             "--engines: adds cuDNN's graph-API engines to find's candidates; --algorithm guess "
             "uses find for no pass"},
-           {"--batchnorm cudnn", "--batchnorm cudnn: applies to --device cuda"},
+           {"--batchnorm cuDNN", "--batchnorm cudnn: applies to --device cuda"},
            {"--launch graph", "--launch: applies to --device cuda"},
            {"--device cuda --batchnorm fused",
             "--batchnorm fused: unknown BatchNorm algorithm; one of own, cudnn"},

@@ -546,6 +546,7 @@ ModelComplexity analyze_complexity(const Graph& g, const Shape& input,
   c.model = std::move(name);
   c.input = input;
   c.options = options;
+  if (options.training) c.options.optimizer = find_optimizer_cost(options.optimizer).name;
   std::vector<Shape> shapes{input};
   std::vector<bool> needs_grad{false};  // per node: its output depends on a parameter
   for (int i = 1; i < g.size(); ++i) {

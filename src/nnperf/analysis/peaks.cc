@@ -997,11 +997,16 @@ PlotResult peaks_bandwidth_plot(const nlohmann::json& entry, const JsonPath& whe
                                 const std::filesystem::path& stem) {
   if (!has_bandwidth_sweep(entry)) fail("{}: no bandwidth_sweep to plot", where.str());
   const std::string& env = where.path;
-  const nlohmann::json method = entry.value("method", nlohmann::json::object());
+  // An optional member that must be an object when present.
+  const auto member = [](const nlohmann::json& obj, const char* key, const JsonPath& at) {
+    if (!obj.contains(key)) return nlohmann::json::object();
+    return json_object(obj, key, at);
+  };
+  const nlohmann::json method = member(entry, "method", where);
   PlotSpec spec;
   spec.title = fmt::format("Bandwidth vs working set ({}{}, STREAM byte counting)", env,
                            method.contains("bandwidth_simd")
-                               ? ", " + method["bandwidth_simd"].get<std::string>()
+                               ? ", " + json_string(method, "bandwidth_simd", where.at("method"))
                                : std::string());
   spec.xlabel = "working set (KiB)";
   spec.ylabel = "GB/s";
@@ -1027,7 +1032,7 @@ PlotResult peaks_bandwidth_plot(const nlohmann::json& entry, const JsonPath& whe
     it->y.push_back(json_number(s, "gbps", at));
   }
   const nlohmann::json caches =
-      entry.value("machine", nlohmann::json::object()).value("caches", nlohmann::json::object());
+      member(member(entry, "machine", where), "caches", where.at("machine"));
   const std::tuple<const char*, const char*> marks[] = {
       {"L1d", "per core"}, {"L2", "per core"}, {"L3", ""}};
   for (const auto& [name, scope] : marks) {

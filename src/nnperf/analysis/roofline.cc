@@ -15,6 +15,7 @@
 #include "nnperf/analysis/ncu.h"
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
+#include "nnperf/core/name_registry.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
 #include "nnperf/io/json_read.h"
@@ -67,8 +68,13 @@ class Counter {
   std::map<CountKey, ModelComplexity> cache_;
 };
 
+// The complexity model's row for a recorded optimizer name (any spelling the name rule accepts);
+// a name it has no row for ("adamw" from another program) by its prefix.
 std::string optimizer_family(const std::string& name) {
-  return name.rfind("adam", 0) == 0 ? "adam" : "sgd";
+  for (const OptimizerCost& c : optimizer_costs()) {
+    if (same_registry_key(c.name, name)) return c.name;
+  }
+  return registry_key(name).rfind("adam", 0) == 0 ? "adam" : "sgd";
 }
 
 std::vector<int64_t> int_list(const nlohmann::json& obj, std::string_view key, const JsonPath& at) {

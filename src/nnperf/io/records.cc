@@ -100,6 +100,12 @@ std::filesystem::path peaks_bandwidth_stem(const std::filesystem::path& peaks_js
   for (char& c : safe) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
   }
+  if (safe != env || safe.empty()) {
+    // Two envs that differ only where characters were replaced ("a b", "a/b") keep two files.
+    uint32_t h = 2166136261u;  // FNV-1a
+    for (const char c : env) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+    safe += fmt::format("-{:08x}", h);
+  }
   return peaks_json.parent_path() / (peaks_json.stem().string() + "_bandwidth_" + safe);
 }
 

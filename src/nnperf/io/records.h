@@ -39,8 +39,10 @@ RunJson parse_run_json(std::string_view text, const std::string& source);
 // another program's file, has none).
 bool has_bandwidth_sweep(const nlohmann::json& entry);
 // The bandwidth figure's stem for environment `env` of the peaks file `peaks_json`:
-// <folder>/<file stem>_bandwidth_<env> (peaks.json, env "box1" -> peaks_bandwidth_box1), with
-// characters other than letters, digits, '.', '_' and '-' in env written as '_'.
+// <folder>/<file stem>_bandwidth_<env> (peaks.json, env "box1" -> peaks_bandwidth_box1). An env
+// with other characters than letters, digits, '.', '_' and '-' has them written as '_' and a hash
+// of its name appended ("lab 2" -> peaks_bandwidth_lab_2-<8 hex digits>), so no two envs share a
+// file.
 std::filesystem::path peaks_bandwidth_stem(const std::filesystem::path& peaks_json,
                                            const std::string& env);
 

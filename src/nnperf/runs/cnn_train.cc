@@ -459,7 +459,7 @@ nlohmann::json run_context(const CnnTrainOptions& o, const Session& s, int threa
       {"conv_algorithm", o.algorithm},
       {"deterministic", o.deterministic},
       {"find_engines", o.find_engines},
-      {"batchnorm", o.batchnorm},
+      {"batchnorm", cudnn::checked_batchnorm_algorithm("--batchnorm", o.batchnorm)},
       {"launch", o.launch},
       {"resume", o.resume.string()},
       {"init_weights", o.init_weights.string()},
@@ -573,14 +573,17 @@ void summarize(CnnTrainResult& r, const RunState& st) {
   r.best_epoch = st.best_epoch;
 }
 
-// Warnings about what the run was given: images --on-bad-image skip left out, a warm-up as long
-// as the run.
-void warn_of_setup(const CnnTrainOptions& o, const ImageData& data, const Session& s) {
+// Images --on-bad-image skip left out: said as soon as the data is read.
+void warn_of_skipped(const ImageData& data) {
   if (!data.skipped.empty()) {
     warn("--on-bad-image skip: {} left out (listed in final_results.json), the first: {}: {}",
          data.skipped.size() == 1 ? std::string("1 image") : fmt::format("{} images", data.skipped.size()),
          data.skipped.front().path, data.skipped.front().reason);
   }
+}
+
+// A warm-up as long as the run (the learning rate never decays).
+void warn_of_warmup(const CnnTrainOptions& o, const Session& s) {
   if (s.schedule.warmup_steps >= s.schedule.total_steps && s.schedule.total_steps > 0 && !o.profile_one_step) {
     warn("--warmup {} is not shorter than the whole run ({} steps): the learning rate only reaches {:.3g} "
          "(of --lr {}) and never decays (give a smaller --warmup)",
@@ -636,10 +639,11 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
   Progress progress(o.progress);
   const ImageData data = load_image_data(o.data);
   check_data_fits(o, data);
+  warn_of_skipped(data);
   const MemoryContext memory(fmt::format("{} at --batch-size {} on {}x{}x{} images", m.name,
                                          o.batch_size, data.channels(), data.side(), data.side()));
   Session s(o, m, data, threads);
-  warn_of_setup(o, data, s);
+  warn_of_warmup(o, s);
   if (!o.init_weights.empty()) {
     restore_weights(read_checkpoint(o.init_weights), s.graph, s.model.name,
                     o.init_weights.string());

@@ -543,12 +543,15 @@ nlohmann::json bench_conv_cuda(const ConvProblem& p, const ConvBenchOptions& o) 
   check_problem(p, 2 * static_cast<int64_t>(sizeof(double)));  // the reference and its bound
   check_reference_cost(p);
   if (o.warmup < 0 || o.measure < 1) throw UsageError("--warmup must be >= 0 and --measure >= 1");
-  cuda::require("--device cuda");
-  if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
+  // cuDNN's algorithms by the name rule, in their spelling; an engine ("engine:<id>...", from
+  // --engines' rows) as given. Checked before the device is.
   std::vector<std::string> names;
   for (const std::string& n : o.algorithms) {
-    names.push_back(cudnn::checked_algorithm(o.pass, "--algorithms", n));
+    names.push_back(n.starts_with("engine:") ? n
+                                             : cudnn::checked_algorithm(o.pass, "--algorithms", n));
   }
+  cuda::require("--device cuda");
+  if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
   if (names.empty()) {
     for (const char* n : cudnn::algorithms(o.pass)) names.emplace_back(n);
   }

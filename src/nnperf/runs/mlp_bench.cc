@@ -48,7 +48,7 @@ constexpr int kOverheadWarmup = 20;
 OptimizerOptions optimizer_options(const std::string& name) {
   OptimizerOptions oo;
   oo.name = name;
-  oo.lr = name == "sgd" ? 0.01f : 1e-3f;
+  oo.lr = name == "sgd" ? 0.01 : 1e-3;
   return oo;
 }
 
@@ -440,6 +440,7 @@ nlohmann::json bench_context(const MlpBenchOptions& o, int threads) {
   ctx["hidden"] = o.hidden;
   ctx["activation"] = o.activation;
   ctx["optimizer"] = o.optimizer;
+  ctx["learning_rate"] = optimizer_options(o.optimizer).lr;
   ctx["warmup"] = o.warmup;
   ctx["measure"] = o.measure;
   ctx["device"] = o.device == Device::kCuda ? "cuda" : "cpu";

@@ -386,36 +386,35 @@ nlohmann::json run_record(const ProfileOptions& o, const nlohmann::json& setup, 
 // The progress line of one measured size: the whole model's times, with --layers how the layers'
 // means add up, the energy per inference, and conv layers that ran another algorithm.
 std::string size_summary(const ProfileOptions& o, const std::string& model, const SizeRecord& r) {
-    const PowerWindow& pw = r.power;
-    const double per_inf = pw.energy_j ? *pw.energy_j / static_cast<double>(r.energy_passes) : 0.0;
-    const Summary& w = r.whole;
-    return fmt::format(
-        "{} {}{} size {}: median {:.3f} ms (min {:.3f}, max {:.3f}){}{}{}", model, o.algorithm,
-        o.device != Device::kCuda ? ""
-        : o.cuda_graph
-            ? fmt::format(" (CUDA graph of {} nodes, {:.0f} MiB on the device)", r.graph_nodes,
-                          static_cast<double>(r.device_bytes) / (1 << 20))
-            : fmt::format(" (eager launches, {:.0f} MiB on the device)",
-                          static_cast<double>(r.device_bytes) / (1 << 20)),
-        r.size, w.median, w.min, w.max,
-        !o.layers ? ""
-        : o.device != Device::kCuda
-            ? fmt::format(
-                  ", layers' means sum to {:.3f} ms ({:+.1f}% vs the whole model's mean {:.3f})",
-                  r.layers_sum, 100 * (r.layers_sum / w.mean - 1), w.mean)
-            : fmt::format(
-                  ", layers' means sum to {:.3f} ms ({:+.1f}% vs the whole model's mean {:.3f}; "
-                  "{:+.1f}% before each layer's event cost came off)",
-                  r.layers_sum, 100 * (r.layers_sum / w.mean - 1), w.mean,
-                  100 * (r.layers_sum_raw / w.mean - 1)),
-        !pw.energy_j ? ""
-        : o.batch_size == 1
-            ? fmt::format(", {:.3f} J per inference", per_inf)
-            : fmt::format(", {:.3f} J per inference of {} images ({:.4f} J per image)", per_inf,
-                          o.batch_size, per_inf / static_cast<double>(o.batch_size)),
-        r.use.other > 0 ? fmt::format("; {} of {} conv layers ran another algorithm than {} ({})",
-                                      r.use.other, r.use.conv_layers, o.algorithm, r.use.text())
-                        : "");
+  const PowerWindow& pw = r.power;
+  const double per_inf = pw.energy_j ? *pw.energy_j / static_cast<double>(r.energy_passes) : 0.0;
+  const Summary& w = r.whole;
+  return fmt::format(
+      "{} {}{} size {}: median {:.3f} ms (min {:.3f}, max {:.3f}){}{}{}", model, o.algorithm,
+      o.device != Device::kCuda ? ""
+      : o.cuda_graph            ? fmt::format(" (CUDA graph of {} nodes, {:.0f} MiB on the device)",
+                                              r.graph_nodes, static_cast<double>(r.device_bytes) / (1 << 20))
+                                : fmt::format(" (eager launches, {:.0f} MiB on the device)",
+                                              static_cast<double>(r.device_bytes) / (1 << 20)),
+      r.size, w.median, w.min, w.max,
+      !o.layers ? ""
+      : o.device != Device::kCuda
+          ? fmt::format(
+                ", layers' means sum to {:.3f} ms ({:+.1f}% vs the whole model's mean {:.3f})",
+                r.layers_sum, 100 * (r.layers_sum / w.mean - 1), w.mean)
+          : fmt::format(
+                ", layers' means sum to {:.3f} ms ({:+.1f}% vs the whole model's mean {:.3f}; "
+                "{:+.1f}% before each layer's event cost came off)",
+                r.layers_sum, 100 * (r.layers_sum / w.mean - 1), w.mean,
+                100 * (r.layers_sum_raw / w.mean - 1)),
+      !pw.energy_j ? ""
+      : o.batch_size == 1
+          ? fmt::format(", {:.3f} J per inference", per_inf)
+          : fmt::format(", {:.3f} J per inference of {} images ({:.4f} J per image)", per_inf,
+                        o.batch_size, per_inf / static_cast<double>(o.batch_size)),
+      r.use.other > 0 ? fmt::format("; {} of {} conv layers ran another algorithm than {} ({})",
+                                    r.use.other, r.use.conv_layers, o.algorithm, r.use.text())
+                      : "");
 }
 
 // The sweep's records and what is rendered from them (runs/profile_outputs.h): each size's

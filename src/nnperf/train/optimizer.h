@@ -70,7 +70,7 @@ const OptimizerEntry& find_optimizer(std::string_view name);
 // Throws UsageError for an unknown name ("expected sgd or adam") or out-of-range options.
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options);
 // The options checked as make_optimizer checks them, with the name as the optimizer reports it
-// ("sgd" or "adam", whatever the case the user typed): what code that compares names reads.
+// ("sgd" or "adam", whatever spelling the name rule accepted): what code that compares names reads.
 OptimizerOptions checked_optimizer(const OptimizerOptions& options);
 
 }  // namespace nnperf
