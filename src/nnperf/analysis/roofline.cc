@@ -71,9 +71,8 @@ class Counter {
 // The complexity model's row for a recorded optimizer name (any spelling the name rule accepts);
 // a name it has no row for ("adamw" from another program) by its prefix.
 std::string optimizer_family(const std::string& name) {
-  for (const OptimizerCost& c : optimizer_costs()) {
-    if (same_registry_key(c.name, name)) return c.name;
-  }
+  if (const OptimizerCost* c = Registry<OptimizerCost>(optimizer_costs()).find(name))
+    return c->name;
   return registry_key(name).rfind("adam", 0) == 0 ? "adam" : "sgd";
 }
 

@@ -192,13 +192,12 @@ std::vector<std::string> selected(const BatchNormBenchOptions& o) {
   if (o.algorithms.empty()) return all;
   std::vector<std::string> chosen;
   for (const std::string& n : o.algorithms) {
-    const auto it = std::find_if(all.begin(), all.end(),
-                                 [&](const std::string& a) { return same_registry_key(a, n); });
-    if (it == all.end()) {
+    const std::string* row = Registry<std::string>(all).find(n);
+    if (row == nullptr) {
       throw UsageError(fmt::format("--algorithms: no BatchNorm algorithm '{}' on the {}; one of {}",
                                    n, device_name(o.device), fmt::join(all, ", ")));
     }
-    chosen.push_back(*it);  // the table's spelling
+    chosen.push_back(*row);  // the table's spelling
   }
   return chosen;
 }

@@ -26,66 +26,96 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The files a record's reporter writes in its folder; empty when `record` is not one of them.
-std::vector<fs::path> rendered_from(const fs::path& record, const nlohmann::json& doc) {
-  const fs::path d = record.parent_path();
-  if (record.filename() == "mlp_bench.json") {
-    return {d / "mlp_bench.csv", d / "plots" / "iteration_time.dat"};
+using Files = std::vector<fs::path>;
+
+// ---- each record's files (in folder d) and its reporter (writing into folder d) ----
+
+Files train_files(const fs::path& d, const nlohmann::json& doc) {
+  if (doc.contains("context") && doc["context"].contains("activation_layers")) {
+    return {d / "training_metrics.csv", d / "activation_timings.csv"};  // an MLP run
   }
-  if (record.filename() == "peaks.json") {
-    // The figure per env with a sweep: its data and script always, the images with gnuplot.
-    std::vector<fs::path> files;
-    if (!doc.is_object()) return files;
-    std::vector<const char*> extensions = {".dat", ".gp"};
-    if (gnuplot_available()) extensions.insert(extensions.end(), {".svg", ".png"});
-    for (const auto& [env, entry] : doc.items()) {
-      if (!has_bandwidth_sweep(entry)) continue;
-      const std::string stem = peaks_bandwidth_stem(record, env).string();
-      for (const char* ext : extensions) files.emplace_back(stem + ext);
-    }
-    return files;
-  }
-  if (record.filename() == "one_step.json") {
-    return {d / "one_step_layers.csv", d / "one_step_trace.json"};
-  }
-  if (record.filename() == "profile_records.json") {
-    const nlohmann::json& ctx = doc.at("context");
-    const std::string stem = ctx.at("stem").get<std::string>();
-    std::vector<fs::path> files = {d / (stem + "_overall.csv"), d / (stem + "_layers.csv")};
-    if (ctx.at("layers").get<bool>()) {
-      for (const nlohmann::json& r : doc.at("records")) {
-        files.push_back(d / fmt::format("{}_trace_{}.json", stem, r.at("size").get<int64_t>()));
-      }
-    }
-    return files;
-  }
-  const bool mlp = doc.contains("context") && doc["context"].contains("activation_layers");
-  if (mlp) return {d / "training_metrics.csv", d / "activation_timings.csv"};
   return {d / "training_metrics.csv"};
 }
-
-// Renders `record`'s files into `d`.
-void render(const fs::path& record, const nlohmann::json& doc, const fs::path& d) {
-  if (record.filename() == "mlp_bench.json") {
-    render_mlp_bench_outputs(doc, d);
-  } else if (record.filename() == "profile_records.json") {
-    profile_sweep::render_profile_outputs(doc, d);
-  } else if (record.filename() == "peaks.json") {
-    for (const auto& [env, entry] : doc.items()) {
-      if (!has_bandwidth_sweep(entry)) continue;
-      (void)peaks_bandwidth_plot(entry, JsonPath{record.string(), env},
-                                 peaks_bandwidth_stem(d / record.filename(), env));
-    }
-  } else if (record.filename() == "one_step.json") {
-    if (!doc.contains("spans")) {
-      fail("it keeps no spans (written by an nnperf from before they were kept)");
-    }
-    render_one_step_profile(doc, d);
-  } else if (doc.at("context").contains("activation_layers")) {
+void render_train(const fs::path&, const nlohmann::json& doc, const fs::path& d) {
+  if (doc.at("context").contains("activation_layers")) {
     render_train_csvs(doc, d);
   } else {
     render_cnn_train_csv(doc, d);
   }
+}
+
+Files mlp_bench_files(const fs::path& d, const nlohmann::json&) {
+  return {d / "mlp_bench.csv", d / "plots" / "iteration_time.dat"};
+}
+void render_mlp_bench(const fs::path&, const nlohmann::json& doc, const fs::path& d) {
+  render_mlp_bench_outputs(doc, d);
+}
+
+Files profile_files(const fs::path& d, const nlohmann::json& doc) {
+  const nlohmann::json& ctx = doc.at("context");
+  const std::string stem = ctx.at("stem").get<std::string>();
+  Files files = {d / (stem + "_overall.csv"), d / (stem + "_layers.csv")};
+  if (ctx.at("layers").get<bool>()) {
+    for (const nlohmann::json& r : doc.at("records")) {
+      files.push_back(d / fmt::format("{}_trace_{}.json", stem, r.at("size").get<int64_t>()));
+    }
+  }
+  return files;
+}
+void render_profile(const fs::path&, const nlohmann::json& doc, const fs::path& d) {
+  profile_sweep::render_profile_outputs(doc, d);
+}
+
+Files one_step_files(const fs::path& d, const nlohmann::json&) {
+  return {d / "one_step_layers.csv", d / "one_step_trace.json"};
+}
+void render_one_step(const fs::path&, const nlohmann::json& doc, const fs::path& d) {
+  if (!doc.contains("spans")) {
+    fail("it keeps no spans (written by an nnperf from before they were kept)");
+  }
+  render_one_step_profile(doc, d);
+}
+
+// The figure per env with a sweep: its data and script always, the images with gnuplot.
+Files peaks_files(const fs::path& d, const nlohmann::json& doc) {
+  Files files;
+  if (!doc.is_object()) return files;
+  std::vector<const char*> extensions = {".dat", ".gp"};
+  if (gnuplot_available()) extensions.insert(extensions.end(), {".svg", ".png"});
+  for (const auto& [env, entry] : doc.items()) {
+    if (!has_bandwidth_sweep(entry)) continue;
+    const std::string stem = peaks_bandwidth_stem(d / "peaks.json", env).string();
+    for (const char* ext : extensions) files.emplace_back(stem + ext);
+  }
+  return files;
+}
+void render_peaks(const fs::path& record, const nlohmann::json& doc, const fs::path& d) {
+  for (const auto& [env, entry] : doc.items()) {
+    if (!has_bandwidth_sweep(entry)) continue;
+    (void)peaks_bandwidth_plot(entry, JsonPath{record.string(), env},
+                               peaks_bandwidth_stem(d / record.filename(), env));
+  }
+}
+
+// The records found by file name, with what each renders.
+struct RecordKind {
+  const char* name;
+  Files (*files)(const fs::path& dir, const nlohmann::json& doc);
+  void (*render)(const fs::path& record, const nlohmann::json& doc, const fs::path& into);
+};
+constexpr RecordKind kRecords[] = {
+    {"train_records.json", train_files, render_train},
+    {"mlp_bench.json", mlp_bench_files, render_mlp_bench},
+    {"profile_records.json", profile_files, render_profile},
+    {"one_step.json", one_step_files, render_one_step},
+    {"peaks.json", peaks_files, render_peaks},
+};
+
+const RecordKind* record_kind(const fs::path& file) {
+  for (const RecordKind& k : kRecords) {
+    if (file.filename() == k.name) return &k;
+  }
+  return nullptr;
 }
 
 // A folder beside the record that the renderers write into, removed with everything in it.
@@ -107,11 +137,11 @@ struct Scratch {
 // Renders the record's files beside it, then moves in those that are missing (each a rename,
 // so a file appears whole or not at all); the others are left as they are, also a file a running
 // job is still appending to.
-void render_missing(const fs::path& record, const nlohmann::json& doc,
+void render_missing(const RecordKind& kind, const fs::path& record, const nlohmann::json& doc,
                     const std::vector<fs::path>& missing) {
   const fs::path d = record.parent_path();
   const Scratch scratch(d);
-  render(record, doc, scratch.path);
+  kind.render(record, doc, scratch.path);
   for (const fs::path& f : missing) {
     const fs::path made = scratch.path / fs::relative(f, d);
     if (!fs::exists(made))
@@ -129,10 +159,7 @@ std::vector<std::string> rerender_missing_outputs(const fs::path& dir) {
   for (auto it =
            fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if ((name == "train_records.json" || name == "mlp_bench.json" ||
-         name == "profile_records.json" || name == "one_step.json" || name == "peaks.json") &&
-        it->is_regular_file(ec)) {
+    if (record_kind(it->path()) != nullptr && it->is_regular_file(ec)) {
       records.push_back(it->path());
     }
   }
@@ -141,10 +168,11 @@ std::vector<std::string> rerender_missing_outputs(const fs::path& dir) {
   for (const fs::path& record : records) {
     check_interrupt();
     try {
+      const RecordKind& kind = *record_kind(record);
       const nlohmann::json doc = read_json(record);
       std::vector<fs::path> missing;
       std::vector<std::string> names;
-      for (const fs::path& f : rendered_from(record, doc)) {
+      for (const fs::path& f : kind.files(record.parent_path(), doc)) {
         if (fs::exists(f, ec)) continue;
         missing.push_back(f);
         names.push_back(fs::relative(f, record.parent_path()).string());
@@ -159,7 +187,7 @@ std::vector<std::string> rerender_missing_outputs(const fs::path& dir) {
             record.string(), it->dump()));
         continue;
       }
-      render_missing(record, doc, missing);
+      render_missing(kind, record, doc, missing);
       lines.push_back(fmt::format("rebuilt {} from {}", fmt::join(names, ", "), record.string()));
     } catch (const Error& e) {
       lines.push_back(fmt::format("not rebuilt from {}: {}", record.string(), e.what()));
