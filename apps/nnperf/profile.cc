@@ -12,6 +12,7 @@
 #include "nnperf/core/error.h"
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/kernels/conv/conv_backward.h"
+#include "nnperf/kernels/conv/conv_dispatch.h"
 #include "nnperf/models/registry.h"
 #include "nnperf/runs/profile_run.h"
 #include "nnperf/runs/sweep.h"
@@ -102,7 +103,7 @@ int run(Flags& f, const CLI::App& sub) {
   if (sub.count("--launch") > 0 && f.o.device != Device::kCuda)
     throw UsageError("--launch: applies to --device cuda only (the CPU has no kernel launches)");
   f.o.cuda_graph = f.launch == "graph";
-  if (f.o.find_engines && (f.o.device != Device::kCuda || f.o.algorithm != "find"))
+  if (f.o.find_engines && (f.o.device != Device::kCuda || !is_conv_find(f.o.algorithm)))
     throw UsageError(
         "--engines: adds cuDNN's graph-API engines to find's candidates; it needs --device cuda "
         "and --algorithm find");

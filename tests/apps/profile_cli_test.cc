@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "nnperf/gpu/cuda.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
 #include "test_util.h"
@@ -231,6 +232,17 @@ TEST(ProfileCli, BadInputIsRefusedWithTheValidChoices) {
               "nnperf: error: --engines: adds cuDNN's graph-API engines to find's candidates; it "
               "needs --device cuda and --algorithm find\n")
         << args;
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "never"));
+  }
+  // find in any case is find: --engines is accepted, and without a GPU the device is what fails.
+  r = run_nnperf(
+      fmt::format("profile --model resnet18 {} --sizes 32 --device cuda --algorithm FIND --engines "
+                  "--output-dir '{}'",
+                  kFast, (dir.path() / "never").string()));
+  EXPECT_EQ(r.err.find("--engines"), std::string::npos) << r.err;
+  if (!cuda::available()) {
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--device cuda"), std::string::npos) << r.err;
     EXPECT_FALSE(std::filesystem::exists(dir.path() / "never"));
   }
 }

@@ -33,7 +33,7 @@ TEST(TrainDriverCli, CnnStepsMeasuredAndOneMetricsRowPerRun) {
   EXPECT_NEAR(ips, 8 / sec, 0.01 * ips + 0.01);  // 2 measured steps of 4 images
   EXPECT_NE(r.out.find("BATCH=4 ARCH=resnet18 BACKEND=cpu"), std::string::npos) << r.out;
   r = test::run_nnperf(
-      fmt::format("train --model mobilenet_v2 {} --algorithm gemm --label second --log-dir '{}'",
+      fmt::format("train --model mobilenet_v2 {} --algorithm Find --label second --log-dir '{}'",
                   kSmall, logs));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const CsvTable t = read_csv(dir / "logs" / "metrics.csv");
@@ -48,6 +48,9 @@ TEST(TrainDriverCli, CnnStepsMeasuredAndOneMetricsRowPerRun) {
   EXPECT_EQ(t.cell(0, t.require("arch")), "resnet18");
   EXPECT_EQ(t.cell(1, t.require("arch")), "mobilenet_v2");
   EXPECT_EQ(t.cell(0, t.require("label")), "first");
+  // cudnn_benchmark: whether the run chose algorithms by timing (--algorithm find, any case).
+  EXPECT_EQ(t.cell(0, t.require("cudnn_benchmark")), "false");
+  EXPECT_EQ(t.cell(1, t.require("cudnn_benchmark")), "true");
   EXPECT_EQ(t.cell(0, t.require("warmup_iters")), "1");
   EXPECT_EQ(t.cell(0, t.require("measured_iters")), "2");
   EXPECT_EQ(t.cell(0, t.require("images_processed")), "8");
@@ -77,7 +80,7 @@ TEST(TrainDriverCli, GradAccumulationAndDeterminism) {
   EXPECT_EQ(t.cell(0, t.require("grad_accum_steps")), "2");
   EXPECT_EQ(t.cell(0, t.require("deterministic")), "true");
   const auto r = test::run_nnperf(fmt::format(
-      "train --model resnet18 {} --deterministic --algorithm find --log-dir '{}'", kSmall, logs));
+      "train --model resnet18 {} --deterministic --algorithm FIND --log-dir '{}'", kSmall, logs));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--deterministic"), std::string::npos) << r.err;
 }

@@ -17,6 +17,7 @@
 #include "nnperf/kernels/activations.h"
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/kernels/conv/conv_backward.h"
+#include "nnperf/kernels/conv/conv_dispatch.h"
 #include "nnperf/kernels/conv/cudnn_batchnorm.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/kernels/gemm/gemm.h"
@@ -145,6 +146,42 @@ TEST(Registry, EveryTableFollowsTheRule) {
           return it != names.end() ? *it : kNone;
         },
         std::string("cuDNN ") + to_string(pass));
+  }
+  // guess and find: a table of their own, whose names no algorithm table (CPU or cuDNN) shares.
+  expect_table(
+      conv_choices(), [](std::string_view n) -> auto& {
+        static const char* const kNone = nullptr;
+        const auto choices = conv_choices();
+        const auto it = std::find(choices.begin(), choices.end(), find_conv_choice(n));
+        return it != choices.end() ? *it : kNone;
+      },
+      "conv choice");
+  for (const char* choice : conv_choices()) {
+    EXPECT_EQ(Registry<ConvAlgorithm>(conv_algorithms()).find(choice), nullptr) << choice;
+    for (const ConvPass pass :
+         {ConvPass::kForward, ConvPass::kBackwardData, ConvPass::kBackwardWeights}) {
+      EXPECT_EQ(cudnn::find_algorithm(pass, choice), nullptr) << choice;
+      if (pass != ConvPass::kForward) {
+        EXPECT_EQ(Registry<ConvBackwardAlgorithm>(conv_backward_algorithms(pass)).find(choice),
+                  nullptr)
+            << choice;
+      }
+    }
+  }
+  EXPECT_STREQ(find_conv_choice("FIND"), "find");
+  EXPECT_STREQ(find_conv_choice("Guess"), "guess");
+  EXPECT_EQ(find_conv_choice("finder"), nullptr);
+  EXPECT_EQ(find_conv_choice(""), nullptr);
+  EXPECT_EQ(canonical_conv_algorithm("--algorithm", "FIND"), "find");
+  EXPECT_EQ(canonical_conv_algorithm("--algorithm", "Implicit-GEMM"), "implicit_gemm");
+  try {
+    (void)canonical_conv_algorithm("--algorithm", "winograd2");
+    ADD_FAILURE() << "winograd2 accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("--algorithm winograd2: expected guess or find, or one of"),
+        std::string::npos)
+        << e.what();
   }
   // The complexity model prices the optimizers the trainers have, row for row.
   ASSERT_EQ(optimizer_costs().size(), optimizer_registry().size());

@@ -154,6 +154,24 @@ TEST(CudaCnnTrainer, AlgorithmsAreChosenPerPassAsAlgorithmsReportsThem) {
   const CudaConvChoice p = parse_cuda_conv_choice("bwd_weights=algo_3,fwd=implicit_gemm");
   EXPECT_EQ(p.forward + "," + p.backward_data + "," + p.backward_weights,
             "implicit_gemm,guess,algo_3");
+  // The tables' spelling, whatever the case given; the shortest form for outputs.
+  const CudaConvChoice shouted = parse_cuda_conv_choice("fwd=Implicit-GEMM,bwd_data=FIND");
+  EXPECT_EQ(to_string(shouted), "fwd=implicit_gemm,bwd_data=find,bwd_weights=guess");
+  EXPECT_TRUE(uses_find(shouted));
+  EXPECT_EQ(to_string(parse_cuda_conv_choice("FIND")), "find");
+  EXPECT_EQ(to_string(parse_cuda_conv_choice("Guess")), "guess");
+  EXPECT_EQ(to_string(parse_cuda_conv_choice("Winograd-Nonfused")), "winograd_nonfused");
+  EXPECT_EQ(to_string(parse_cuda_conv_choice("fwd=find")),
+            "fwd=find,bwd_data=guess,bwd_weights=guess");
+  EXPECT_EQ(to_string(parse_cuda_conv_choice("fwd=guess,bwd_weights=guess")), "guess");
+  EXPECT_FALSE(uses_find(n));
+  EXPECT_EQ(canonical_train_algorithm("FIND", true, false, false), "find");
+  EXPECT_EQ(canonical_train_algorithm("Implicit-GEMM", false, false, true), "implicit_gemm");
+  EXPECT_THROW((void)canonical_train_algorithm("algo_1", false, false, false), UsageError);
+  for (const bool cuda : {false, true}) {  // timing is refused under --deterministic, any case
+    EXPECT_THROW((void)canonical_train_algorithm("Find", cuda, false, true), UsageError) << cuda;
+  }
+  EXPECT_THROW((void)canonical_train_algorithm("bwd_weights=FIND", true, false, true), UsageError);
   for (const char* bad : {"winograd_x", "fwd=algo_1", "bwd_data=implicit_gemm", "bwd=algo_1",
                           "fwd=implicit_gemm,", "fwd"}) {
     try {

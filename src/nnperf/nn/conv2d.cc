@@ -146,8 +146,7 @@ Shape Conv2d::plan(std::span<const Shape> src, const PlanContext& ctx) {
   training_ = ctx.training;
   threads_ = std::max(1, ctx.threads);
   const ConvSelection sel = selection(ctx);
-  const std::string wanted = registry_key(sel.wanted);
-  const bool engine_choice = wanted.empty() || wanted == "guess" || wanted == "find";
+  const bool engine_choice = sel.wanted.empty() || find_conv_choice(sel.wanted) != nullptr;
   crop_ = engine_choice ? conv_live_taps(p) : ConvCrop{};
   const ConvProblem& rp = run_problem();
   if (crop_.active) {

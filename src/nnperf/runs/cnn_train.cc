@@ -69,12 +69,6 @@ void check_step_log(const fs::path& path) {
 }
 
 void validate(const CnnTrainOptions& o) {
-  if (o.deterministic && o.algorithm.find("find") != std::string::npos) {
-    throw UsageError(fmt::format(
-        "--deterministic: --algorithm {} chooses by timing, which can differ run to run; give "
-        "guess or algorithm names",
-        o.algorithm));
-  }
   if (o.epochs < 1) throw UsageError(fmt::format("--epochs {}: expected at least 1", o.epochs));
   if (o.warmup_epochs < 0 || o.warmup_epochs >= o.epochs) {
     throw UsageError(fmt::format("--warmup-epochs {}: expected 0 <= n < --epochs ({})",
@@ -92,8 +86,6 @@ void validate(const CnnTrainOptions& o) {
   }
   if (o.device == Device::kCuda) {
     validate_cuda(o);
-  } else if (o.algorithm != "guess" && o.algorithm != "find") {
-    (void)find_conv(o.algorithm);
   }
   (void)make_optimizer(o.optimizer);
   if (!o.resume.empty()) {
@@ -631,7 +623,10 @@ void train_epochs(const CnnTrainOptions& o, Session& s, RunState& st, CnnTrainRe
 
 }  // namespace
 
-CnnTrainResult run_cnn_training(const CnnTrainOptions& o) {
+CnnTrainResult run_cnn_training(const CnnTrainOptions& options) {
+  CnnTrainOptions o = options;
+  o.algorithm = canonical_train_algorithm(o.algorithm, o.device == Device::kCuda, o.find_engines,
+                                          o.deterministic);
   const ModelEntry& m = find_model(o.model);
   validate(o);
   const int threads = set_threads(o.threads);

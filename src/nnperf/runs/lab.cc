@@ -18,6 +18,7 @@
 #include "nnperf/io/records.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/conv/conv.h"
+#include "nnperf/kernels/conv/conv_dispatch.h"
 #include "nnperf/models/registry.h"
 #include "nnperf/report/report.h"
 #include "nnperf/runs/activation_study.h"
@@ -146,13 +147,7 @@ LabResult run_lab(const LabOptions& o) {
     throw UsageError("--model mlp: the lab profiles a CNN");
   if (o.algorithms.empty())
     throw UsageError("--algorithms: expected at least one convolution algorithm");
-  for (const std::string& a : o.algorithms) {
-    try {
-      if (a != "guess" && a != "find") (void)find_conv(a);
-    } catch (const UsageError& e) {
-      throw UsageError(fmt::format("--algorithms: {}", e.what()));
-    }
-  }
+  for (const std::string& a : o.algorithms) (void)canonical_conv_algorithm("--algorithms", a);
   if (o.synthetic && !o.data_dir.empty()) {
     throw UsageError(fmt::format("--data {} --synthetic: give one of them (real data or synthetic)", o.data_dir.string()));
   }

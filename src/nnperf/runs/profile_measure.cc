@@ -8,6 +8,7 @@
 #include "nnperf/core/interrupt.h"
 #include "nnperf/core/memory.h"
 #include "nnperf/gpu/cuda.h"
+#include "nnperf/kernels/conv/conv_dispatch.h"
 #include "nnperf/profile/profiler.h"
 
 namespace nnperf::profile_sweep {
@@ -17,7 +18,7 @@ namespace {
 AlgorithmUse algorithm_use(const Graph& g, const std::string& requested,
                            const std::function<LayerColumns(int)>& columns) {
   AlgorithmUse u;
-  const bool named = requested != "guess" && requested != "find";
+  const bool named = find_conv_choice(requested) == nullptr;
   for (int n = 1; n < g.size(); ++n) {
     const LayerColumns c = columns(n);
     if (!c.is_conv) continue;

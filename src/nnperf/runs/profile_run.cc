@@ -27,6 +27,7 @@
 #include "nnperf/io/run_info.h"
 #include "nnperf/io/trace.h"
 #include "nnperf/kernels/conv/conv.h"
+#include "nnperf/kernels/conv/conv_dispatch.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/models/registry.h"
 #include "nnperf/nn/conv2d.h"
@@ -210,7 +211,7 @@ void validate_cuda(const ProfileOptions& o) {
   }
   if (o.fold_bn)
     throw UsageError("--fold-bn: folding BatchNorm is a CPU rewrite, not with --device cuda");
-  if (o.algorithm != "guess" && o.algorithm != "find" &&
+  if (find_conv_choice(o.algorithm) == nullptr &&
       cudnn::find_algorithm(ConvPass::kForward, o.algorithm) == nullptr) {
     throw UsageError(
         fmt::format("--algorithm {}: with --device cuda, one of cuDNN's ({}), guess or find",
@@ -280,11 +281,11 @@ void validate_sweep(ProfileOptions& o, const ModelEntry& model) {
   }
   if (o.device == Device::kCuda) {
     validate_cuda(o);
-    if (o.algorithm != "guess" && o.algorithm != "find") {
-      o.algorithm = cudnn::find_algorithm(ConvPass::kForward, o.algorithm);
-    }
-  } else if (o.algorithm != "guess" && o.algorithm != "find") {
-    o.algorithm = find_conv(o.algorithm).name;
+    const char* choice = find_conv_choice(o.algorithm);
+    o.algorithm =
+        choice != nullptr ? choice : cudnn::find_algorithm(ConvPass::kForward, o.algorithm);
+  } else {
+    o.algorithm = canonical_conv_algorithm("--algorithm", o.algorithm);
   }
   if (o.pass == "train" && o.fold_bn) {
     throw UsageError("--fold-bn: folding BatchNorm is an inference rewrite; not with --pass train");

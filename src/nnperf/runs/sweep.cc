@@ -18,6 +18,7 @@
 #include "nnperf/io/json_read.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/conv/conv.h"
+#include "nnperf/kernels/conv/conv_dispatch.h"
 #include "nnperf/models/registry.h"
 #include "nnperf/runs/profile_run.h"
 
@@ -101,10 +102,7 @@ std::string join_sizes(const std::vector<int64_t>& sizes) { return fmt::format("
 SweepPlanOptions canonical_names(const SweepPlanOptions& options) {
   SweepPlanOptions o = options;
   for (auto& m : o.models) m = find_model(m).name;
-  for (auto& a : o.algorithms) {
-    const std::string key = registry_key(a);
-    a = key == "guess" || key == "find" ? key : std::string(find_conv(a).name);
-  }
+  for (auto& a : o.algorithms) a = canonical_conv_algorithm("--algorithms", a);
   return o;
 }
 
@@ -130,7 +128,7 @@ void check_model_size(const std::string& model, int64_t size, const char* flag) 
 nlohmann::json profile_cells(const SweepPlanOptions& o) {
   if (o.algorithms.empty()) throw UsageError("--algorithms: expected at least one algorithm");
   for (const auto& a : o.algorithms) {
-    if (a != "guess" && a != "find") (void)find_conv(a);
+    (void)canonical_conv_algorithm("--algorithms", a);
   }
   if (o.pass != "inference" && o.pass != "train") {
     throw UsageError(fmt::format("--pass {}: expected inference or train", o.pass));

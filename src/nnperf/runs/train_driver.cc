@@ -20,6 +20,7 @@
 #include "nnperf/io/files.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/conv/conv.h"
+#include "nnperf/kernels/conv/conv_dispatch.h"
 #include "nnperf/kernels/conv/cudnn_batchnorm.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/models/registry.h"
@@ -62,16 +63,9 @@ void validate(const TrainDriverOptions& o, const ModelEntry& m) {
   }
   if (o.device == Device::kCuda) {
     validate_cuda(o);
-  } else if (o.algorithm != "guess" && o.algorithm != "find") {
-    (void)find_conv(o.algorithm);
   }
   if (o.grad_accum_steps < 1) {
     throw UsageError(fmt::format("--grad-accum-steps {}: expected at least 1", o.grad_accum_steps));
-  }
-  if (o.deterministic && o.algorithm.find("find") != std::string::npos) {
-    throw UsageError(
-        "--deterministic: --algorithm find chooses by timing, which can differ run to "
-        "run; give guess or an algorithm name");
   }
   (void)make_optimizer(o.optimizer);
 }
@@ -135,7 +129,7 @@ std::vector<std::string> metrics_row(const TrainDriverOptions& o, const std::str
           "false",                            // channels_last: nnperf is NCHW
           std::to_string(o.grad_accum_steps),
           o.deterministic ? "true" : "false",
-          o.algorithm == "find" ? "true" : "false"};  // cudnn_benchmark = time every algorithm
+          is_conv_find(o.algorithm) ? "true" : "false"};  // cudnn_benchmark = time every algorithm
 }
 
 }  // namespace
@@ -203,7 +197,10 @@ int64_t gpu_steps(const TrainDriverOptions& o, const ModelEntry& m, Graph& graph
 
 }  // namespace
 
-TrainDriverResult run_train_driver(const TrainDriverOptions& o) {
+TrainDriverResult run_train_driver(const TrainDriverOptions& options) {
+  TrainDriverOptions o = options;
+  o.algorithm = canonical_train_algorithm(o.algorithm, o.device == Device::kCuda, o.find_engines,
+                                          o.deterministic);
   const ModelEntry& m = find_model(o.model);
   validate(o, m);
   const int threads = set_threads(o.threads);

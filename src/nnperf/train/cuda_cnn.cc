@@ -59,9 +59,7 @@ CudaCnnTrainer::CudaCnnTrainer(Graph& graph, const OptimizerOptions& optimizer,
       batchnorm_(cudnn::checked_batchnorm_algorithm("--batchnorm", options.batchnorm)),
       cudnn_batchnorm_(batchnorm_ == "cudnn"),
       graph_launch_(parse_cuda_launch(options.launch)) {
-  const CudaConvChoice& choice = choice_;
-  if (deterministic_ && (choice.forward == "find" || choice.backward_data == "find" ||
-                         choice.backward_weights == "find")) {
+  if (deterministic_ && uses_find(choice_)) {
     throw UsageError(fmt::format(
         "--deterministic: --algorithm {} chooses by timing, which can differ run to run",
         options.conv_algorithm));

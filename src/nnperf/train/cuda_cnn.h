@@ -62,6 +62,17 @@ struct CudaConvChoice {
 // Throws UsageError naming `--algorithm` and the pass's algorithms for an unknown name, or
 // `--engines` when find_engines is asked and no pass uses find.
 CudaConvChoice parse_cuda_conv_choice(const std::string& algorithm, bool find_engines = false);
+// The choice in --algorithm's shortest form with the tables' spelling: guess, find, a forward
+// name (backward passes by guess), else fwd=..,bwd_data=..,bwd_weights=.. (outputs record this).
+std::string to_string(const CudaConvChoice& c);
+// Whether any pass of `c` chooses by timing.
+bool uses_find(const CudaConvChoice& c);
+// A trainer's --algorithm in the tables' spelling, the form runs compare and record: the GPU
+// trainer's (to_string of parse_cuda_conv_choice) when `cuda`, else the CPU's
+// (canonical_conv_algorithm). UsageError naming --algorithm for an unknown name, and naming
+// --deterministic when `deterministic` and a pass chooses by timing.
+std::string canonical_train_algorithm(const std::string& algorithm, bool cuda, bool find_engines,
+                                      bool deterministic);
 // --launch's value (CudaTrainOptions::launch): true for "graph", false for "eager", else
 // UsageError naming the flag.
 bool parse_cuda_launch(const std::string& launch);

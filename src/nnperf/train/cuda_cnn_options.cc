@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "nnperf/core/error.h"
+#include "nnperf/kernels/conv/conv_dispatch.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/nn/cuda_layers.h"
 #include "nnperf/train/cuda_cnn.h"
@@ -18,7 +19,7 @@ namespace {
 // One pass's part of --algorithm: guess, find or one of cuDNN's names for `pass` (its spelling).
 std::string checked_name(const std::string& algorithm, const std::string& what, ConvPass pass,
                          const std::string& name) {
-  if (name == "guess" || name == "find") return name;
+  if (const char* choice = find_conv_choice(name)) return choice;
   if (const char* row = cudnn::find_algorithm(pass, name)) return row;
   throw UsageError(fmt::format("--algorithm {}: {} takes guess, find or one of cuDNN's {}",
                                algorithm, what, fmt::join(cudnn::algorithms(pass), ", ")));
@@ -29,7 +30,7 @@ CudaConvChoice parse_passes(const std::string& algorithm) {
   CudaConvChoice c;
   if (algorithm.find('=') == std::string::npos) {
     c.forward = checked_name(algorithm, "the forward pass", ConvPass::kForward, algorithm);
-    if (algorithm == "find") c.backward_data = c.backward_weights = "find";
+    if (c.forward == "find") c.backward_data = c.backward_weights = "find";
     return c;
   }
   std::string_view rest = algorithm;
@@ -59,6 +60,43 @@ CudaConvChoice parse_passes(const std::string& algorithm) {
 
 }  // namespace
 
+std::string to_string(const CudaConvChoice& c) {
+  if (c.backward_data == c.backward_weights && c.backward_weights == c.forward &&
+      (c.forward == "guess" || c.forward == "find")) {
+    return c.forward;
+  }
+  if (c.backward_data == "guess" && c.backward_weights == "guess" && c.forward != "find") {
+    return c.forward;
+  }
+  return fmt::format("fwd={},bwd_data={},bwd_weights={}", c.forward, c.backward_data,
+                     c.backward_weights);
+}
+
+bool uses_find(const CudaConvChoice& c) {
+  return c.forward == "find" || c.backward_data == "find" || c.backward_weights == "find";
+}
+
+std::string canonical_train_algorithm(const std::string& algorithm, bool cuda, bool find_engines,
+                                      bool deterministic) {
+  std::string name;
+  bool timed = false;
+  if (cuda) {
+    const CudaConvChoice c = parse_cuda_conv_choice(algorithm, find_engines);
+    name = to_string(c);
+    timed = uses_find(c);
+  } else {
+    name = canonical_conv_algorithm("--algorithm", algorithm);
+    timed = is_conv_find(name);
+  }
+  if (deterministic && timed) {
+    throw UsageError(fmt::format(
+        "--deterministic: --algorithm {} chooses by timing, which can differ run to run; give "
+        "guess or algorithm names",
+        algorithm));
+  }
+  return name;
+}
+
 bool parse_cuda_launch(const std::string& launch) {
   if (launch != "graph" && launch != "eager") {
     throw UsageError(fmt::format(
@@ -71,8 +109,7 @@ bool parse_cuda_launch(const std::string& launch) {
 
 CudaConvChoice parse_cuda_conv_choice(const std::string& algorithm, bool find_engines) {
   CudaConvChoice c = parse_passes(algorithm);
-  if (find_engines && c.forward != "find" && c.backward_data != "find" &&
-      c.backward_weights != "find") {
+  if (find_engines && !uses_find(c)) {
     throw UsageError(fmt::format(
         "--engines: adds cuDNN's graph-API engines to find's candidates; --algorithm {} uses "
         "find for no pass",

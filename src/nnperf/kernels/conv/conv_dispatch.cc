@@ -21,6 +21,9 @@ namespace nnperf {
 
 namespace {
 
+constexpr const char* kConvChoices[] = {"guess", "find"};
+constexpr Registry<const char*> kConvChoiceTable{kConvChoices};
+
 // A candidate modelled at over kFindPruneFactor x the best measured time is not timed (unless
 // exhaustive); one whose warm-up run exceeds kFindLoserFactor x the best median is stopped after
 // that run (warm-ups include first-touch costs, hence the margin).
@@ -106,17 +109,17 @@ const Row& choose(std::span<const Row> rows, ConvPass pass, const ConvProblem& p
                   const ConvSelection& s, const CostFn<Row>& cost, const TimeFn<Row>& time,
                   Find find_row, const std::string& who, ConvChoice& out) {
   out = ConvChoice{};
-  const std::string wanted = registry_key(s.wanted);
+  const char* choice = s.wanted.empty() ? kConvChoices[0] : find_conv_choice(s.wanted);
   const Row* best = cheapest(rows, p, threads, cost);
   if (best == nullptr) {
     throw Error(
         fmt::format("{}: no {} convolution algorithm serves {}", who, to_string(pass), p.str()));
   }
-  if (wanted == "guess" || wanted.empty()) {
+  if (choice == kConvChoices[0]) {
     out.requested = "guess";
     return *best;
   }
-  if (wanted == "find") {
+  if (choice == kConvChoices[1]) {
     out.requested = "find";
     if (!time) {
       throw Error(
@@ -173,8 +176,7 @@ const ConvAlgorithm& choose_conv_forward(const ConvProblem& p, int threads, cons
   }
   const ConvAlgorithm& best =
       choose(conv_algorithms(), ConvPass::kForward, p, threads, s, cost, time, find_row, who, out);
-  const std::string wanted = registry_key(s.wanted);
-  if (wanted.empty() || wanted == "guess" || wanted == "find") return best;
+  if (s.wanted.empty() || find_conv_choice(s.wanted) != nullptr) return best;
   const ConvAlgorithm* named = nullptr;
   try {
     named = &find_conv(s.wanted);
@@ -203,8 +205,7 @@ const ConvBackwardAlgorithm& choose_conv_backward(ConvPass pass, const ConvProbl
   const ConvBackwardAlgorithm& best =
       choose(rows, pass, p, threads, s, CostFn<ConvBackwardAlgorithm>(backward_cost), time,
              find_row, who, out);
-  const std::string wanted = registry_key(s.wanted);
-  if (wanted.empty() || wanted == "guess" || wanted == "find") return best;
+  if (s.wanted.empty() || find_conv_choice(s.wanted) != nullptr) return best;
   const ConvBackwardAlgorithm* named = Registry<ConvBackwardAlgorithm>(rows).find(s.wanted);
   if (named == nullptr) {  // a forward name: this pass takes its best guess
     out.requested = "guess";
@@ -219,6 +220,25 @@ const ConvBackwardAlgorithm& choose_conv_backward(ConvPass pass, const ConvProbl
   }
   out.fallback_reason = why;
   return best;
+}
+
+std::span<const char* const> conv_choices() { return kConvChoices; }
+
+const char* find_conv_choice(std::string_view name) {
+  const char* const* row = kConvChoiceTable.find(name);
+  return row != nullptr ? *row : nullptr;
+}
+
+bool is_conv_find(std::string_view name) { return find_conv_choice(name) == kConvChoices[1]; }
+
+std::string canonical_conv_algorithm(std::string_view flag, std::string_view name) {
+  if (const char* choice = find_conv_choice(name)) return choice;
+  try {
+    return find_conv(name).name;
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("{} {}: expected {}, or one of: {}", flag, name,
+                                 kConvChoiceTable.alternatives(), conv_algorithm_names()));
+  }
 }
 
 void clear_conv_find_cache() {

@@ -8,7 +8,9 @@
 // best guess (not a fallback: the name was never one of that pass's).
 #pragma once
 #include <limits>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/kernels/conv/conv_backward.h"
@@ -47,6 +49,17 @@ const ConvAlgorithm& choose_conv_forward(const ConvProblem& p, int threads, cons
 const ConvBackwardAlgorithm& choose_conv_backward(ConvPass pass, const ConvProblem& p, int threads,
                                                   const ConvSelection& s, const std::string& who,
                                                   ConvChoice& out);
+
+// The two choices every convolution-algorithm flag takes besides a table's names, CPU or cuDNN:
+// "guess" and "find", in that spelling. find_conv_choice gives the one `name` is under the name
+// rule (core/name_registry.h: "FIND", "Guess"), else null.
+std::span<const char* const> conv_choices();
+const char* find_conv_choice(std::string_view name);
+// Whether `name` is find under the name rule.
+bool is_conv_find(std::string_view name);
+// `name` as the CPU tables spell it: guess, find or a forward row's name (conv_algorithms());
+// UsageError naming `flag` and the choices otherwise.
+std::string canonical_conv_algorithm(std::string_view flag, std::string_view name);
 
 // The process-wide cache of "find" winners, keyed by (pass, problem, threads).
 void clear_conv_find_cache();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nnperf/core/error.h"
+#include "nnperf/kernels/conv/conv_dispatch.h"
 #include "nnperf/kernels/conv/cudnn_conv.h"
 
 namespace nnperf::cudnn {
@@ -15,7 +16,7 @@ ForwardChoice choose_forward(ConvForward& conv, const ConvProblem& p, const std:
                              const std::string& asked, bool strict, const float* x, float* y,
                              const FindOptions& find) {
   ForwardChoice info;
-  if (asked == "find") {
+  if (is_conv_find(asked)) {
     for (const AlgoResult& r :
          cached_find(p, ConvPass::kForward, find, [&] { return conv.find_on(find, x, y); })) {
       if (r.status == "CUDNN_STATUS_SUCCESS") {
@@ -23,7 +24,7 @@ ForwardChoice choose_forward(ConvForward& conv, const ConvProblem& p, const std:
         break;
       }
     }
-  } else if (asked != "guess") {
+  } else if (find_conv_choice(asked) == nullptr) {
     const std::string why = conv.why_not(asked);
     if (why.empty()) {
       info.algorithm = asked;
@@ -52,8 +53,9 @@ std::string choose_backward(ConvBackward& c, const ConvProblem& p, ConvPass pass
                             const std::string& asked, bool deterministic, const FindOptions& find,
                             const float* first, const float* dy, float* out) {
   const std::vector<AlgoResult> ranked =
-      asked == "find" ? cached_find(p, pass, find, [&] { return c.find_on(find, first, dy, out); })
-                      : c.guess();
+      is_conv_find(asked)
+          ? cached_find(p, pass, find, [&] { return c.find_on(find, first, dy, out); })
+          : c.guess();
   const auto usable = [&](const AlgoResult& r) {
     return r.status == "CUDNN_STATUS_SUCCESS" && (!deterministic || r.deterministic) &&
            c.why_not(r.algorithm).empty();
