@@ -232,7 +232,7 @@ TEST(Cli, MlpBenchRecordsTheTablesSpellings) {
 
 // `nnperf report` rebuilds what the reporters render from saved records (runs/rerender.h): an
 // MLP run's and a CNN run's CSVs from train_records.json, an mlp-bench's CSV and plot data from
-// mlp_bench.json, a profile sweep's CSVs and traces from profile_records.json, a one-step
+// mlp_bench.json, a profile sweep's CSVs and traces from profile_records.jsonl, a one-step
 // profile's CSV and trace from one_step.json, byte for byte, and leaves complete folders alone.
 TEST(Cli, ReportRebuildsMissingOutputsFromTheirRecords) {
   TempDir dir;

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
+#include "nnperf/runs/profile_outputs.h"
 #include "test_util.h"
 
 namespace nnperf {
@@ -116,7 +118,7 @@ TEST(ProfileCli, ResumeNeverDuplicatesAndRefusesToClobber) {
   EXPECT_EQ(o.rows[0][3], "32");
   EXPECT_EQ(o.rows[1][3], "40");
   // The records hold both sizes too, and render the same overall CSV.
-  const auto records = nlohmann::json::parse(test::read_text(dir / "profile_records.json"));
+  const auto records = profile_sweep::read_profile_records(dir / "profile_records.jsonl");
   ASSERT_EQ(records["records"].size(), 2u);
   EXPECT_EQ(records["records"][0]["size"], 32);
   EXPECT_EQ(records["records"][1]["size"], 40);
@@ -145,12 +147,12 @@ TEST(ProfileCli, RecordsThatLackResumedSizesAreNotRenderedFrom) {
       run_nnperf(fmt::format("profile --model resnet18 {} --sizes 32 --no-layers --output-dir '{}'",
                              kFast, dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  fs::remove(dir / "profile_records.json");
+  fs::remove(dir / "profile_records.jsonl");
   r = run_nnperf(fmt::format(
       "profile --model resnet18 {} --sizes 32,40 --no-layers --resume --output-dir '{}'", kFast,
       dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto records = nlohmann::json::parse(test::read_text(dir / "profile_records.json"));
+  const auto records = profile_sweep::read_profile_records(dir / "profile_records.jsonl");
   ASSERT_EQ(records["records"].size(), 1u);
   EXPECT_EQ(records["records"][0]["size"], 40);
   EXPECT_EQ(records["sizes_without_records"], nlohmann::json::array({32}));
@@ -161,16 +163,73 @@ TEST(ProfileCli, RecordsThatLackResumedSizesAreNotRenderedFrom) {
   EXPECT_FALSE(fs::exists(dir / "resnet18_guess_layers.csv"));
   EXPECT_EQ(read_csv(dir / "resnet18_guess_overall.csv").rows.size(), 2u);
   // Unreadable records do not stop a resume (the CSVs are its state): replaced, sizes listed.
-  write_file_atomic(dir / "profile_records.json", "{");
+  write_file_atomic(dir / "profile_records.jsonl", "{\n");
   r = run_nnperf(fmt::format(
       "profile --model resnet18 {} --sizes 32,40,48 --no-layers --resume --output-dir '{}'", kFast,
       dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("profile_records.json: unreadable"), std::string::npos) << r.err;
-  const auto again = nlohmann::json::parse(test::read_text(dir / "profile_records.json"));
+  EXPECT_NE(r.err.find("profile_records.jsonl: unreadable"), std::string::npos) << r.err;
+  const auto again = profile_sweep::read_profile_records(dir / "profile_records.jsonl");
   ASSERT_EQ(again["records"].size(), 1u);
   EXPECT_EQ(again["records"][0]["size"], 48);
   EXPECT_EQ(again["sizes_without_records"], nlohmann::json::array({32, 40}));
+}
+
+// The records grow a line per size. A last line cut by a crash is left out by a resume (its size
+// listed as without a record, as its CSV rows were written first) and refused by nnperf report;
+// an earlier nnperf's profile_records.json is read by both and carried over by a resume.
+TEST(ProfileCli, RecordsAreALinePerSizeCutLinesAndEarlierFilesAreRead) {
+  TempDir dir;
+  auto r = run_nnperf(
+      fmt::format("profile --model resnet18 {} --sizes 32,40 --no-layers --output-dir '{}'", kFast,
+                  dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path lines = dir / "profile_records.jsonl";
+  std::string text = test::read_text(lines);
+  ASSERT_EQ(std::count(text.begin(), text.end(), '\n'), 3) << text;  // context, 32, 40
+  const nlohmann::json doc = profile_sweep::read_profile_records(lines);
+  // As an earlier nnperf wrote it: one document; nnperf report renders from it as well.
+  fs::remove(lines);
+  write_file_atomic(dir / "profile_records.json", doc.dump(4) + "\n");
+  const std::string overall = test::read_text(dir / "resnet18_guess_overall.csv");
+  fs::remove(dir / "resnet18_guess_overall.csv");
+  r = run_nnperf(fmt::format("report '{}'", dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("from " + (dir / "profile_records.json").string()), std::string::npos)
+      << r.out;
+  EXPECT_EQ(test::read_text(dir / "resnet18_guess_overall.csv"), overall);
+  // A resume carries it over into the lines file, and leaves one record file.
+  r = run_nnperf(fmt::format(
+      "profile --model resnet18 {} --sizes 32,40,48 --no-layers --resume --output-dir '{}'", kFast,
+      dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "profile_records.json"));
+  const nlohmann::json three = profile_sweep::read_profile_records(lines);
+  ASSERT_EQ(three["records"].size(), 3u);
+  EXPECT_EQ(three["records"][0], doc["records"][0]);
+  EXPECT_EQ(three["records"][2]["size"], 48);
+  EXPECT_FALSE(three.contains("sizes_without_records"));
+  // Killed while appending 48's record: the line is cut.
+  text = test::read_text(lines);
+  write_file_atomic(lines, text.substr(0, text.size() - 20));
+  fs::remove(dir / "resnet18_guess_layers.csv");
+  r = run_nnperf(fmt::format("report '{}'", dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("its last line is cut"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "resnet18_guess_layers.csv"));
+  bool cut = false;
+  EXPECT_EQ(profile_sweep::read_profile_records(lines, &cut)["records"].size(), 2u);
+  EXPECT_TRUE(cut);
+  r = run_nnperf(fmt::format(
+      "profile --model resnet18 {} --sizes 32,40,48,56 --no-layers --resume --output-dir '{}'",
+      kFast, dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("its last line was cut"), std::string::npos) << r.err;
+  const nlohmann::json four = profile_sweep::read_profile_records(lines, &cut);
+  EXPECT_FALSE(cut);
+  ASSERT_EQ(four["records"].size(), 3u);
+  EXPECT_EQ(four["records"][2]["size"], 56);
+  EXPECT_EQ(four["sizes_without_records"], nlohmann::json::array({48}));
 }
 
 TEST(ProfileCli, StrictRefusesAnUnservableLayerElseFallsBackAndSaysSo) {

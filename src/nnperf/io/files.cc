@@ -131,6 +131,25 @@ void write_file_atomic(const fs::path& given, std::string_view content) {
   fsync_dir(dir);
 }
 
+void append_file_synced(const fs::path& path, std::string_view content) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) fail("{}: cannot open for appending: {}", path.string(), errno_text(errno));
+  int err = write_all(fd, content);
+  const char* step = "write";
+  if (err == 0 && ::fsync(fd) != 0) {
+    err = errno;
+    step = "fsync";
+  }
+  if (::close(fd) != 0 && err == 0) {
+    err = errno;
+    step = "close";
+  }
+  if (err != 0) {
+    fail("{}: append failed at {} ({} bytes): {}", path.string(), step, content.size(),
+         errno_text(err));
+  }
+}
+
 std::string read_file(const fs::path& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) fail("{}: cannot open for reading: {}", path.string(), errno_text(errno));

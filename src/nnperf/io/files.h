@@ -10,6 +10,8 @@ namespace nnperf {
 
 // Writes `content` to `path` atomically (temp file in the same folder, fsync, rename).
 void write_file_atomic(const std::filesystem::path& path, std::string_view content);
+// Appends `content` to the existing file `path` (O_APPEND, short writes retried), then fsyncs it.
+void append_file_synced(const std::filesystem::path& path, std::string_view content);
 std::string read_file(const std::filesystem::path& path);
 // A word safe in a POSIX shell: 'text' with each ' written as '\'' (empty -> '').
 std::string shell_quote(const std::string& text);

@@ -5,6 +5,9 @@
 
 #include <optional>
 
+#include "nnperf/core/error.h"
+#include "nnperf/io/json_lines.h"
+#include "nnperf/io/json_read.h"
 #include "nnperf/io/trace.h"
 
 namespace nnperf::profile_sweep {
@@ -181,6 +184,38 @@ void render_size(const nlohmann::json& ctx, const nlohmann::json& rec, CsvWriter
                std::to_string(rec.at("conv_layers").get<int>()),
                std::to_string(rec.at("conv_layers_other_algorithm").get<int>()),
                rec.at("algorithms_used").get<std::string>()});
+}
+
+nlohmann::json read_profile_records(const fs::path& file, bool* cut_last) {
+  if (file.filename() == kLegacyRecordsFile) {
+    nlohmann::json doc = read_json(file);
+    if (!doc.is_object() || !doc.contains("context") || !doc.contains("records")) {
+      fail("{}: expected {{\"context\": ..., \"records\": [...]}}", file.string());
+    }
+    if (cut_last != nullptr) *cut_last = false;
+    return doc;
+  }
+  JsonLines lines = read_json_lines(file);
+  if (lines.cut_last && cut_last == nullptr) {
+    fail(
+        "{}: its last line is cut (the sweep stopped while writing a size's record); "
+        "`nnperf profile --resume` rewrites the file without it",
+        file.string());
+  }
+  if (cut_last != nullptr) *cut_last = lines.cut_last;
+  if (lines.values.empty() || !lines.values[0].is_object() ||
+      !lines.values[0].contains("context")) {
+    fail("{}: line 1: expected {{\"context\": ...}}", file.string());
+  }
+  nlohmann::json doc = std::move(lines.values[0]);
+  doc["records"] = nlohmann::json::array();
+  for (std::size_t i = 1; i < lines.values.size(); ++i) {
+    if (!lines.values[i].is_object() || !lines.values[i].contains("size")) {
+      fail("{}: line {}: expected a size's record", file.string(), i + 1);
+    }
+    doc["records"].push_back(std::move(lines.values[i]));
+  }
+  return doc;
 }
 
 void render_profile_outputs(const nlohmann::json& doc, const fs::path& dir) {

@@ -1,8 +1,8 @@
 // The profiler's reporter (`nnperf profile`): each input size's SizeRecord is kept as JSON in
-// profile_records.json ({"context": {...}, "records": [one per size]}, rewritten atomically after
-// each size, so it holds every finished size), and the two CSVs (ai3-8CuDNN's columns, then ours)
-// and the per-size trace are rendered from that JSON. render_profile_outputs rebuilds them from a
-// saved profile_records.json alone (`nnperf report` does when they are missing).
+// profile_records.jsonl (a line per size, appended as the size finishes, so it holds every
+// finished size), and the two CSVs (ai3-8CuDNN's columns, then ours) and the per-size trace are
+// rendered from that JSON. render_profile_outputs rebuilds them from the saved records alone
+// (`nnperf report` does when they are missing).
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -18,6 +18,17 @@ namespace nnperf::profile_sweep {
 extern const std::vector<std::string> kOverallHeader;
 extern const std::vector<std::string> kLayersHeader;
 
+// The sweep's records (io/json_lines.h): a first line {"context": {...}}, with
+// "sizes_without_records": [...] when a resume found sizes whose CSV rows have no record, then a
+// line per size. An nnperf from before kept them as one document, profile_records.json
+// ({"context", "records": [...]}) rewritten whole after each size: O(n^2) bytes over n sizes.
+inline constexpr const char* kRecordsFile = "profile_records.jsonl";
+inline constexpr const char* kLegacyRecordsFile = "profile_records.json";
+// Either file (told by its name) as the document {"context", "records", ["sizes_without_records"]}.
+// A last line cut by a crash is left out and `cut_last` set when given; else it is an Error (the
+// CSVs hold a row that the records would lack). Errors name the file and line.
+nlohmann::json read_profile_records(const std::filesystem::path& file, bool* cut_last = nullptr);
+
 // What every row of a sweep shares: {"model", "algorithm", "batch_size", "threads", "layers",
 // "input_channels", "stem"} (stem: the files' prefix, "<model>_<algorithm>").
 nlohmann::json profile_context(const std::string& model, const std::string& algorithm,
@@ -31,7 +42,7 @@ void render_size(const nlohmann::json& context, const nlohmann::json& record, Cs
                  CsvWriter& layers, const std::filesystem::path& dir);
 
 // <stem>_overall.csv, <stem>_layers.csv (its header alone without --layers) and the traces in
-// `dir`, written anew from a profile_records.json document.
+// `dir`, written anew from a read_profile_records document.
 void render_profile_outputs(const nlohmann::json& doc, const std::filesystem::path& dir);
 
 }  // namespace nnperf::profile_sweep

@@ -21,6 +21,7 @@
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
+#include "nnperf/io/json_lines.h"
 #include "nnperf/io/json_read.h"
 #include "nnperf/io/out_dir.h"
 #include "nnperf/io/records.h"
@@ -419,8 +420,8 @@ std::string size_summary(const ProfileOptions& o, const std::string& model, cons
 }
 
 // The sweep's records and what is rendered from them (runs/profile_outputs.h): each size's
-// record is appended to profile_records.json (rewritten atomically), then rendered into the two
-// CSVs and the trace; the progress line says what the size measured.
+// record is rendered into the two CSVs and the trace, then appended to profile_records.jsonl;
+// the progress line says what the size measured.
 class SweepOutputs {
  public:
   SweepOutputs(const ProfileOptions& o, const std::string& model, int threads,
@@ -428,46 +429,56 @@ class SweepOutputs {
                const fs::path& layers)
       : o_(o),
         model_(model),
-        records_path_(o.output_dir / "profile_records.json"),
-        doc_{{"context", profile_sweep::profile_context(model, o.algorithm, o.batch_size, threads,
-                                                        o.layers, input_channels)},
-             {"records", nlohmann::json::array()}},
+        records_path_(o.output_dir / profile_sweep::kRecordsFile),
+        context_(profile_sweep::profile_context(model, o.algorithm, o.batch_size, threads, o.layers,
+                                                input_channels)),
         overall_(overall, kOverallHeader, CsvWriter::Mode::kAppend),
         layers_(layers, kLayersHeader, CsvWriter::Mode::kAppend) {
-    // Resumed: the records of the sizes the CSVs keep. Sizes whose rows have no record (measured
-    // by an nnperf from before records were kept, or killed between the rows and the record) are
-    // listed, so that nothing renders the CSVs from records that lack them.
+    // Resumed: the records of the sizes the CSVs keep, the file begun anew with them (a line cut
+    // by a crash left out). Sizes whose rows have no record (measured by an nnperf from before
+    // records were kept, or killed between the rows and the record) are listed, so that nothing
+    // renders the CSVs from records that lack them.
+    nlohmann::json header = {{"context", context_}};
+    std::vector<nlohmann::json> lines;
+    const fs::path legacy = o.output_dir / profile_sweep::kLegacyRecordsFile;
+    const fs::path old = fs::exists(records_path_) ? records_path_ : legacy;
     std::set<int64_t> kept;
-    if (!done.empty() && fs::exists(records_path_)) {
+    if (!done.empty() && fs::exists(old)) {
       // The CSVs are the resume state: unreadable records are replaced, their sizes listed.
       try {
-        const nlohmann::json old = read_json(records_path_);
-        for (const nlohmann::json& rec : old.at("records")) {
+        bool cut = false;
+        const nlohmann::json doc = profile_sweep::read_profile_records(old, &cut);
+        for (const nlohmann::json& rec : doc.at("records")) {
           const auto size = rec.at("size").get<int64_t>();
-          if (done.count(size) && kept.insert(size).second) doc_["records"].push_back(rec);
+          if (done.count(size) && kept.insert(size).second) lines.push_back(rec);
         }
+        if (cut)
+          warn("{}: its last line was cut (stopped while writing it); left out", old.string());
       } catch (const std::exception& e) {
-        warn("{}: unreadable ({}); its sizes are listed as sizes_without_records",
-             records_path_.string(), e.what());
+        warn("{}: unreadable ({}); its sizes are listed as sizes_without_records", old.string(),
+             e.what());
         kept.clear();
-        doc_["records"] = nlohmann::json::array();
+        lines.clear();
       }
     }
     std::vector<int64_t> without;
     for (const int64_t size : done) {
       if (!kept.count(size)) without.push_back(size);
     }
-    if (!without.empty()) doc_["sizes_without_records"] = without;
-    write_json_atomic(records_path_, doc_);
+    if (!without.empty()) header["sizes_without_records"] = without;
+    lines.insert(lines.begin(), std::move(header));
+    write_json_lines_atomic(records_path_, lines);
+    // An earlier nnperf's whole-document file, now carried over: one record file per folder.
+    std::error_code ec;
+    fs::remove(legacy, ec);
   }
 
   void add(const SizeRecord& r, Progress& progress) {
     // The rows and the trace first, then the record: a size's record is saved only once all
     // its files are there (nnperf report rebuilds a file that is missing from the record).
     const nlohmann::json rec = profile_sweep::size_record_json(r);
-    profile_sweep::render_size(doc_["context"], rec, overall_, layers_, o_.output_dir);
-    doc_["records"].push_back(rec);
-    write_json_atomic(records_path_, doc_);
+    profile_sweep::render_size(context_, rec, overall_, layers_, o_.output_dir);
+    append_json_line(records_path_, rec);
     progress.line(size_summary(o_, model_, r));
   }
 
@@ -475,7 +486,7 @@ class SweepOutputs {
   const ProfileOptions& o_;
   std::string model_;
   fs::path records_path_;
-  nlohmann::json doc_;
+  nlohmann::json context_;
   CsvWriter overall_, layers_;
 };
 

@@ -97,18 +97,24 @@ void render_peaks(const fs::path& record, const nlohmann::json& doc, const fs::p
   }
 }
 
-// The records found by file name, with what each renders.
+nlohmann::json read_profile(const fs::path& record) {
+  return profile_sweep::read_profile_records(record);
+}
+
+// The records found by file name, with how each is read and what it renders.
 struct RecordKind {
   const char* name;
+  nlohmann::json (*read)(const fs::path& record);
   Files (*files)(const fs::path& dir, const nlohmann::json& doc);
   void (*render)(const fs::path& record, const nlohmann::json& doc, const fs::path& into);
 };
 constexpr RecordKind kRecords[] = {
-    {"train_records.json", train_files, render_train},
-    {"mlp_bench.json", mlp_bench_files, render_mlp_bench},
-    {"profile_records.json", profile_files, render_profile},
-    {"one_step.json", one_step_files, render_one_step},
-    {"peaks.json", peaks_files, render_peaks},
+    {"train_records.json", read_json, train_files, render_train},
+    {"mlp_bench.json", read_json, mlp_bench_files, render_mlp_bench},
+    {profile_sweep::kRecordsFile, read_profile, profile_files, render_profile},
+    {profile_sweep::kLegacyRecordsFile, read_profile, profile_files, render_profile},
+    {"one_step.json", read_json, one_step_files, render_one_step},
+    {"peaks.json", read_json, peaks_files, render_peaks},
 };
 
 const RecordKind* record_kind(const fs::path& file) {
@@ -169,7 +175,7 @@ std::vector<std::string> rerender_missing_outputs(const fs::path& dir) {
     check_interrupt();
     try {
       const RecordKind& kind = *record_kind(record);
-      const nlohmann::json doc = read_json(record);
+      const nlohmann::json doc = kind.read(record);
       std::vector<fs::path> missing;
       std::vector<std::string> names;
       for (const fs::path& f : kind.files(record.parent_path(), doc)) {

@@ -13,8 +13,9 @@ namespace nnperf {
 //   activation_timings.csv): both CSVs rebuilt (render_train_csvs / render_cnn_train_csv);
 // - an mlp_bench.json without its mlp_bench.csv or plots/iteration_time.dat: both rebuilt
 //   (render_mlp_bench_outputs);
-// - a profile sweep's profile_records.json without its <stem>_overall.csv, <stem>_layers.csv or
-//   (with --layers) a size's trace: all rebuilt (render_profile_outputs);
+// - a profile sweep's profile_records.jsonl (or an earlier nnperf's profile_records.json) without
+//   its <stem>_overall.csv, <stem>_layers.csv or (with --layers) a size's trace: all rebuilt
+//   (render_profile_outputs);
 // - a training run's one_step.json (--profile-one-step) without its one_step_layers.csv or
 //   one_step_trace.json: both rebuilt (render_one_step_profile);
 // - a peaks.json env with a bandwidth sweep without its figure (peaks_bandwidth_<env>.dat, .gp
