@@ -49,6 +49,9 @@ const char* const kShapes[] = {
     // that gemm puts two images to a GEMM (the last chunk one image)
     "mb2ic16ih14oc24kh1", "mb1ic24ih14oc16kh1sh2", "mb1ic300ih6oc10kh1", "mb1ic40ih7oc9kh3ph1",
     "mb5ic12ih7oc20kh1",
+    // output maps of 16k + 1..4 pixels (the implicit GEMMs' channel-vectorised last panel) with
+    // reductions that are not multiples of its 4-way unroll
+    "mb1ic37ih5iw10oc7kh1", "mb1ic19ih5iw7oc11kh1", "mb2ic6ih3iw6oc13kh1", "mb1ic300ih3iw11oc8kh1",
     // stride 2 across the width only, rows of 33-37 columns: implicit_precomp_gemm's vector
     // deinterleave of each padded row's phases (16-float loads inside the row, element-wise
     // ends), with padding 0, 2 and an even kernel width
