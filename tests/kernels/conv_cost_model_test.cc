@@ -67,7 +67,14 @@ std::string guess(const char* problem, int threads) {
 // implicit_precomp_gemm's stride-2 padded copy became a vector deinterleave and its cost followed
 // (2026-11-27): conv1 and layer4.0.conv2 now pick it; timed on 2 threads of a Zen 3 VM, 3 rounds of
 // 30 runs, conv1 ran 1.76-2.00 ms (median) against direct's 1.93-2.17, layer4.0.conv2 2.47-2.49
-// against gemm's 2.49-2.62 (min 2.14-2.18 against 2.33-2.36).
+// against gemm's 2.49-2.62 (min 2.14-2.18 against 2.33-2.36). The picks on 7x7 outputs (n = 49)
+// moved from gemm to the implicit GEMMs when these reached full rate from 64 columns instead of
+// 96 (conv_internal.h: their 1-3 pixel last panel became channel-vectorised, 2026-11-28). Timed on
+// a Zen 3 VM, 3 rounds of 30 runs, medians: layer4.x.conv3 1.37-1.55 ms (implicit_precomp_gemm)
+// against gemm's 2.19-2.51 on 1 thread and 0.72-1.13 against 1.04-1.51 on 2; layer4.1.conv1
+// 1.35-2.11 against 1.67-2.52 and 0.73-0.93 against 0.93-1.01; layer4.0.conv2 3.18-3.73 against
+// 3.79-4.64 on 1 thread; 4.0.downsample 2.63-3.00 against 3.61-4.24 on 1 thread, and
+// implicit_gemm 1.51-2.39 against gemm's 1.75-2.21 on 2 (faster in 2 of the 3 rounds).
 struct Picked {
   const char* problem;
   const char* on_1_thread;
@@ -87,25 +94,25 @@ const Picked kBefore[] = {
     {"mb1ic128ih28oc128kh3ph1", "winograd", "winograd"},   // layer2.1.conv2
     {"mb1ic512ih28oc256kh1", "gemm", "gemm"},              // layer3.0.conv1
     {"mb1ic256ih28oc256kh3sh2ph1", "implicit_precomp_gemm", "implicit_precomp_gemm"},  // 3.0.conv2
-    {"mb1ic256ih14oc1024kh1", "gemm", "gemm"},                        // layer3.x.conv3
-    {"mb1ic512ih28oc1024kh1sh2", "gemm", "gemm"},                     // 3.0.downsample
-    {"mb1ic1024ih14oc256kh1", "gemm", "gemm"},                        // layer3.1.conv1
-    {"mb1ic256ih14oc256kh3ph1", "winograd", "winograd"},              // layer3.1.conv2
-    {"mb1ic1024ih14oc512kh1", "gemm", "gemm"},                        // layer4.0.conv1
-    {"mb1ic512ih14oc512kh3sh2ph1", "gemm", "implicit_precomp_gemm"},  // layer4.0.conv2
-    {"mb1ic512ih7oc2048kh1", "gemm", "gemm"},                         // layer4.x.conv3
-    {"mb1ic1024ih14oc2048kh1sh2", "gemm", "gemm"},                    // 4.0.downsample
-    {"mb1ic2048ih7oc512kh1", "gemm", "gemm"},                         // layer4.1.conv1
-    {"mb1ic512ih7oc512kh3ph1", "winograd", "winograd"},               // layer4.1.conv2
-    {"mb1ic3ih224oc64kh3ph1", "direct", "direct"},                    // vgg16 conv1_1
-    {"mb1ic64ih224oc64kh3ph1", "winograd", "winograd"},               // conv1_2
-    {"mb1ic64ih112oc128kh3ph1", "winograd", "winograd"},              // conv2_1
-    {"mb1ic128ih112oc128kh3ph1", "winograd", "winograd"},             // conv2_2
-    {"mb1ic128ih56oc256kh3ph1", "winograd", "winograd"},              // conv3_1
-    {"mb1ic256ih56oc256kh3ph1", "winograd", "winograd"},              // conv3_2, 3_3
-    {"mb1ic256ih28oc512kh3ph1", "winograd", "winograd"},              // conv4_1
-    {"mb1ic512ih28oc512kh3ph1", "winograd", "winograd"},              // conv4_2, 4_3
-    {"mb1ic512ih14oc512kh3ph1", "winograd", "winograd"},              // conv5_x
+    {"mb1ic256ih14oc1024kh1", "gemm", "gemm"},            // layer3.x.conv3
+    {"mb1ic512ih28oc1024kh1sh2", "gemm", "gemm"},         // 3.0.downsample
+    {"mb1ic1024ih14oc256kh1", "gemm", "gemm"},            // layer3.1.conv1
+    {"mb1ic256ih14oc256kh3ph1", "winograd", "winograd"},  // layer3.1.conv2
+    {"mb1ic1024ih14oc512kh1", "gemm", "gemm"},            // layer4.0.conv1
+    {"mb1ic512ih14oc512kh3sh2ph1", "implicit_precomp_gemm", "implicit_precomp_gemm"},  // 4.0.conv2
+    {"mb1ic512ih7oc2048kh1", "implicit_precomp_gemm", "implicit_precomp_gemm"},  // layer4.x.conv3
+    {"mb1ic1024ih14oc2048kh1sh2", "implicit_precomp_gemm", "implicit_gemm"},     // 4.0.downsample
+    {"mb1ic2048ih7oc512kh1", "implicit_precomp_gemm", "implicit_precomp_gemm"},  // layer4.1.conv1
+    {"mb1ic512ih7oc512kh3ph1", "winograd", "winograd"},                          // layer4.1.conv2
+    {"mb1ic3ih224oc64kh3ph1", "direct", "direct"},                               // vgg16 conv1_1
+    {"mb1ic64ih224oc64kh3ph1", "winograd", "winograd"},                          // conv1_2
+    {"mb1ic64ih112oc128kh3ph1", "winograd", "winograd"},                         // conv2_1
+    {"mb1ic128ih112oc128kh3ph1", "winograd", "winograd"},                        // conv2_2
+    {"mb1ic128ih56oc256kh3ph1", "winograd", "winograd"},                         // conv3_1
+    {"mb1ic256ih56oc256kh3ph1", "winograd", "winograd"},                         // conv3_2, 3_3
+    {"mb1ic256ih28oc512kh3ph1", "winograd", "winograd"},                         // conv4_1
+    {"mb1ic512ih28oc512kh3ph1", "winograd", "winograd"},                         // conv4_2, 4_3
+    {"mb1ic512ih14oc512kh3ph1", "winograd", "winograd"},                         // conv5_x
 };
 
 TEST(ConvCostModel, OnTheFittedCoreGuessPicksWhatTheHardCodedConstantsPicked) {
@@ -119,8 +126,8 @@ TEST(ConvCostModel, OnTheFittedCoreGuessPicksWhatTheHardCodedConstantsPicked) {
 TEST(ConvCostModel, OnTheDefaultEstimateForThisKindOfCoreGuessPicksTheSame) {
   // What estimate_machine_model makes of the fitted VM's features (AVX2 + FMA, 2445 MHz
   // nominal): 78 GFLOP/s and 15 GB/s instead of the measured 102 and 21, in nearly the same
-  // proportion, so the picks stay. (On 2 threads one near tie flips: layer4.0.conv2,
-  // implicit_gemm 0.09% under gemm.)
+  // proportion, so the picks stay (on 2 threads too, since the 7x7 layers' picks moved to the
+  // implicit GEMMs: layer4.0.conv2 had been a near tie of implicit_gemm and gemm there).
   CpuInfo cpu;
   cpu.simd = SimdLevel::kAvx2;
   cpu.has_avx2 = cpu.has_fma = true;

@@ -26,16 +26,20 @@ inline int64_t conv_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Fraction of its large-shape rate a GEMM keeps at m x n x k (for the cost models): short
 // reductions and narrow panels leave the micro-kernel in its prologue/epilogue and edge tiles.
 // Fitted on the VGG16/ResNet-50 layers (bench/conv_bench.cc): OpenBLAS needs k >= ~128 for its
-// full rate (k = 64: ~0.75), our implicit GEMMs k >= ~64; k = 27 (3-channel stems) ~0.5 and
-// n = 49 (7x7 maps) ~0.75 for both.
-// The width from which the model counts a GEMM at its full rate.
+// full rate (k = 64: ~0.75), our implicit GEMMs k >= ~64; k = 27 (3-channel stems) ~0.5 for
+// both, and n = 49 (7x7 maps) ~0.75 for OpenBLAS. Our implicit GEMMs keep ~0.85 there since their
+// last panel of 1-3 pixels is vectorised over channels (implicit_gemm_impl.h; measured
+// 2026-11-28: mb1ic2048ih7oc512kh1 and mb1ic512ih7oc2048kh1 at 66-76 of the large shapes' 86
+// GFLOP/s on a Zen 3 core), so they reach full rate from 64 columns.
+// The widths from which the model counts a GEMM at its full rate.
 inline constexpr int64_t kConvGemmFullColumns = 96;
-inline double conv_gemm_shape_efficiency(int64_t m, int64_t n, int64_t k, double k_full = 128.0) {
+inline constexpr int64_t kConvIgemmFullColumns = 64;
+inline double conv_gemm_shape_efficiency(int64_t m, int64_t n, int64_t k, double k_full = 128.0,
+                                         int64_t n_full = kConvGemmFullColumns) {
   auto clamp01 = [](double x) { return x < 1.0 ? x : 1.0; };
   return clamp01(static_cast<double>(m) / 48.0) *
          __builtin_sqrt(clamp01(static_cast<double>(k) / k_full)) *
-         __builtin_sqrt(
-             clamp01(static_cast<double>(n) / static_cast<double>(kConvGemmFullColumns)));
+         __builtin_sqrt(clamp01(static_cast<double>(n) / static_cast<double>(n_full)));
 }
 // Row k = (c, r, s) of the K x N patch matrix of one image and group (src points at its first
 // channel): row[oy*ow + ox] = src[c][oy*sh - ph + r*dh][ox*sw - pw + s*dw], zero in the padding.

@@ -116,7 +116,8 @@ double cost_seconds(const ConvProblem& p, int threads, double flops_per_s,
   const int64_t k = p.icg() * p.kh * p.kw, n = p.oh() * p.ow();
   const double fill =
       static_cast<double>(p.ocg()) / static_cast<double>(conv_round_up(p.ocg(), kMr));
-  const double eff = std::max(0.1, conv_gemm_shape_efficiency(p.ocg(), n, k, 64.0) * fill);
+  const double eff =
+      std::max(0.1, conv_gemm_shape_efficiency(p.ocg(), n, k, 64.0, kConvIgemmFullColumns) * fill);
   const double patch = static_cast<double>(p.mb * p.g * k) * static_cast<double>(n);
   return p.flops() / (flops_per_s * eff * t) + patch * pack_s_per_element / t;
 }
