@@ -92,6 +92,22 @@ fs::path output_target(const fs::path& path) {
   return target;
 }
 
+// write_all, then fsync and close fd (always closed): 0, or the errno of the first step that
+// failed, which `step` then names ("write", "fsync" or "close").
+int write_sync_close(int fd, std::string_view content, const char*& step) {
+  int err = write_all(fd, content);
+  step = "write";
+  if (err == 0 && ::fsync(fd) != 0) {
+    err = errno;
+    step = "fsync";
+  }
+  if (::close(fd) != 0 && err == 0) {
+    err = errno;
+    step = "close";
+  }
+  return err;
+}
+
 }  // namespace
 
 void write_file_atomic(const fs::path& given, std::string_view content) {
@@ -109,16 +125,8 @@ void write_file_atomic(const fs::path& given, std::string_view content) {
   ::umask(mask);
   ::fchmod(fd, 0666 & ~mask);
 
-  int err = write_all(fd, content);
   const char* step = "write";
-  if (err == 0 && ::fsync(fd) != 0) {
-    err = errno;
-    step = "fsync";
-  }
-  if (::close(fd) != 0 && err == 0) {
-    err = errno;
-    step = "close";
-  }
+  int err = write_sync_close(fd, content, step);
   if (err == 0 && ::rename(tmpl.c_str(), path.c_str()) != 0) {
     err = errno;
     step = "rename";
@@ -134,16 +142,8 @@ void write_file_atomic(const fs::path& given, std::string_view content) {
 void append_file_synced(const fs::path& path, std::string_view content) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) fail("{}: cannot open for appending: {}", path.string(), errno_text(errno));
-  int err = write_all(fd, content);
   const char* step = "write";
-  if (err == 0 && ::fsync(fd) != 0) {
-    err = errno;
-    step = "fsync";
-  }
-  if (::close(fd) != 0 && err == 0) {
-    err = errno;
-    step = "close";
-  }
+  const int err = write_sync_close(fd, content, step);
   if (err != 0) {
     fail("{}: append failed at {} ({} bytes): {}", path.string(), step, content.size(),
          errno_text(err));
