@@ -101,14 +101,18 @@ TEST(Hostile, AnUnknownCommandOrAFlagBeforeTheCommandIsNamed) {
 
 TEST(Hostile, ParserErrorsSayWhatWasExpectedAndNameTheCommandAsTyped) {
   for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
-           {"train --epochs", "--epochs: expected an integer in [1, 1000000] after the flag, got nothing "
-                              "(see 'nnperf train --help')"},
-           {"mlp-bench --batch-sizes", "--batch-sizes: expected a comma-separated list after the flag"},
+           {"train --epochs",
+            "--epochs: expected an integer in [1, 1000000] after the flag, got nothing "
+            "(see 'nnperf train --help')"},
+           {"mlp-bench --batch-sizes",
+            "--batch-sizes: expected a comma-separated list after the flag"},
            {"verify conv2d --problem", "--problem: expected a value after the flag"},
            {"train --bogus 3", "unknown flag --bogus for this command"},
-           {"train --epochs 1 2 3", "unexpected arguments '2' '3' (this command takes no positional arguments)"},
-           {"sweep run a b", "unexpected argument 'b' (this command takes fewer positional arguments) "
-                             "(see 'nnperf sweep run --help')"},
+           {"train --epochs 1 2 3",
+            "unexpected arguments '2' '3' (this command takes no positional arguments)"},
+           {"sweep run a b",
+            "unexpected argument 'b' (this command takes fewer positional arguments) "
+            "(see 'nnperf sweep run --help')"},
            {"sweep run", "the argument dir is required (see 'nnperf sweep run --help')"},
            {"sweep", "expected one of: plan, run, merge, run-cell"},
            // Lists: an empty list or item is not "the default", and an item twice is a typo.
@@ -116,8 +120,10 @@ TEST(Hostile, ParserErrorsSayWhatWasExpectedAndNameTheCommandAsTyped) {
            {"mlp-bench --impls naive,,blas", "got 'naive,,blas' (item 2 is empty)"},
            {"mlp-bench --impls naive,naive", "--impls: 'naive,naive' lists naive twice"},
            {"mlp-bench --batch-sizes 32,64,32", "--batch-sizes: '32,64,32' lists 32 twice"},
-           {"activations --activations relu,gelu,relu", "--activations: 'relu,gelu,relu' lists relu twice"},
-           {"bench gemm --problem m8n8k8 --algorithms ''", "--algorithms: expected a comma-separated list"},
+           {"activations --activations relu,gelu,relu",
+            "--activations: 'relu,gelu,relu' lists relu twice"},
+           {"bench gemm --problem m8n8k8 --algorithms ''",
+            "--algorithms: expected a comma-separated list"},
            {"complexity --models resnet18,vgg16,resnet18", "lists resnet18 twice"},
            {"complexity --model resnet18 --batch-sizes 1,1", "--batch-sizes: '1,1' lists 1 twice"},
            {"sweep plan --profile --models resnet18 --sizes 32,x --out-dir x",
@@ -125,14 +131,21 @@ TEST(Hostile, ParserErrorsSayWhatWasExpectedAndNameTheCommandAsTyped) {
            {"sweep plan --profile --models resnet18 --algorithms gemm --sizes 32,40,32 --out-dir x",
             "--sizes 32,40,32: 32 is given twice"},
            {"lab --synthetic --algorithms gemm,gemm", "--algorithms: 'gemm,gemm' lists gemm twice"},
-           {"lab --synthetic --algorithms gemm,foo", "--algorithms: unknown convolution algorithm 'foo'"},
+           {"lab --synthetic --algorithms gemm,foo",
+            "--algorithms foo: expected guess or find, or one of"},
+           {"lab --synthetic --algorithms find,FIND",
+            "--algorithms: find and FIND are one algorithm, find"},
            {"lab --synthetic --data /tmp", "--data /tmp --synthetic: give one of them"},
            {"mlp-bench --synthetic --data /tmp", "--data /tmp --synthetic: give one of them"},
-           {"profile --model resnet18 --sizes 16 --num-sizes 4", "--num-sizes: describes the range --min-size..--max-size"},
-           {"train --model resnet18 --synthetic --init-weights /dev/null", "--init-weights /dev/null: not a regular file"},
+           {"profile --model resnet18 --sizes 16 --num-sizes 4",
+            "--num-sizes: describes the range --min-size..--max-size"},
+           {"train --model resnet18 --synthetic --init-weights /dev/null",
+            "--init-weights /dev/null: not a regular file"},
            {"profile --model resnet18 --pass train --stage sanity --sizes 64,32 --output-dir x",
-            "at input size 32 resnet18's layer4.0.bn1 output is 1x1 per channel, and BatchNorm cannot train"},
-           {"sweep plan --profile --models resnet18 --algorithms gemm --pass train --sizes 64,32 --out-dir x",
+            "at input size 32 resnet18's layer4.0.bn1 output is 1x1 per channel, and BatchNorm "
+            "cannot train"},
+           {"sweep plan --profile --models resnet18 --algorithms gemm --pass train --sizes 64,32 "
+            "--out-dir x",
             "--pass train --batch-size 1: at input size 32 resnet18's layer4.0.bn1 output is 1x1"},
            {"sweep plan --train --models resnet18 --batch-sizes 4,1 --input-size 32 --out-dir x",
             "--batch-sizes 1: at input size 32 resnet18's layer4.0.bn1 output is 1x1 per channel"},

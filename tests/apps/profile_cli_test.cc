@@ -209,9 +209,12 @@ TEST(ProfileCli, RecordsAreALinePerSizeCutLinesAndEarlierFilesAreRead) {
   EXPECT_EQ(three["records"][0], doc["records"][0]);
   EXPECT_EQ(three["records"][2]["size"], 48);
   EXPECT_FALSE(three.contains("sizes_without_records"));
-  // Killed while appending 48's record: the line is cut.
+  // Killed while appending 48's record: the line is cut. A complete folder is left alone.
   text = test::read_text(lines);
   write_file_atomic(lines, text.substr(0, text.size() - 20));
+  r = run_nnperf(fmt::format("report '{}'", dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("not rebuilt"), std::string::npos) << r.out;
   fs::remove(dir / "resnet18_guess_layers.csv");
   r = run_nnperf(fmt::format("report '{}'", dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -230,6 +233,18 @@ TEST(ProfileCli, RecordsAreALinePerSizeCutLinesAndEarlierFilesAreRead) {
   ASSERT_EQ(four["records"].size(), 3u);
   EXPECT_EQ(four["records"][2]["size"], 56);
   EXPECT_EQ(four["sizes_without_records"], nlohmann::json::array({48}));
+  // An earlier file left beside the lines file is not read: the lines file replaced it.
+  write_file_atomic(dir / "profile_records.json", doc.dump(4) + "\n");
+  fs::remove(dir / "resnet18_guess_layers.csv");
+  r = run_nnperf(fmt::format("report '{}'", dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string legacy = (dir / "profile_records.json").string();
+  EXPECT_EQ(r.out.find(legacy + ":"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(legacy + "\n"), std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find("not rebuilt from " + lines.string() + ": it lacks the records of sizes [48]"),
+      std::string::npos)
+      << r.out;
 }
 
 TEST(ProfileCli, StrictRefusesAnUnservableLayerElseFallsBackAndSaysSo) {

@@ -48,7 +48,8 @@ TEST(TrainDriverCli, CnnStepsMeasuredAndOneMetricsRowPerRun) {
   EXPECT_EQ(t.cell(0, t.require("arch")), "resnet18");
   EXPECT_EQ(t.cell(1, t.require("arch")), "mobilenet_v2");
   EXPECT_EQ(t.cell(0, t.require("label")), "first");
-  // cudnn_benchmark: whether the run chose algorithms by timing (--algorithm find, any case).
+  // cudnn_benchmark: whether every pass chose its algorithms by timing (--algorithm find, any
+  // case), as torch.backends.cudnn.benchmark does.
   EXPECT_EQ(t.cell(0, t.require("cudnn_benchmark")), "false");
   EXPECT_EQ(t.cell(1, t.require("cudnn_benchmark")), "true");
   EXPECT_EQ(t.cell(0, t.require("warmup_iters")), "1");

@@ -52,6 +52,11 @@ TEST(JsonLines, CutLastLineIsLeftOutAndBadLinesNamed) {
               std::string::npos)
         << e.what();
   }
+  // Torn before a newline written later: the last line is not JSON, and counts as cut.
+  write_file_atomic(path, std::string("{\"a\":1}\n{\"b\"") + std::string(3, '\0') + "\n\n");
+  lines = read_json_lines(path);
+  EXPECT_TRUE(lines.cut_last);
+  ASSERT_EQ(lines.values.size(), 1u);
   write_file_atomic(path, "");
   lines = read_json_lines(path);
   EXPECT_TRUE(lines.values.empty());

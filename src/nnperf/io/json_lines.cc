@@ -46,7 +46,20 @@ JsonLines read_json_lines(const std::filesystem::path& path) {
     const std::string_view body(text.data() + begin, end - begin);
     begin = end + 1;
     if (body.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    out.values.push_back(parse_json(body, fmt::format("{}: line {}", path.string(), line)));
+    const std::string where = fmt::format("{}: line {}", path.string(), line);
+    // The last line may be torn whole-line (a crash can leave zeros or a partial block before
+    // a newline written later): counted as cut, like a line without its newline.
+    const bool last = text.find_first_not_of(" \t\r\n", begin) == std::string::npos;
+    if (last) {
+      nlohmann::json v = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+      if (v.is_discarded()) {
+        out.cut_last = true;
+        break;
+      }
+      out.values.push_back(std::move(v));
+      continue;
+    }
+    out.values.push_back(parse_json(body, where));
   }
   return out;
 }

@@ -20,9 +20,11 @@ void append_json_line(const std::filesystem::path& path, const nlohmann::json& v
 
 struct JsonLines {
   std::vector<nlohmann::json> values;  // each whole line, in order (blank lines skipped)
-  bool cut_last = false;               // the file ended in a line without its newline
+  // The file ended in a line without its newline, or in a last line that is not JSON (torn).
+  bool cut_last = false;
 };
-// Every whole line parsed; an Error names the file and the line of one that is not JSON.
+// Every whole line parsed, but a cut last line (cut_last); an Error names the file and the line
+// of an earlier line that is not JSON.
 JsonLines read_json_lines(const std::filesystem::path& path);
 
 }  // namespace nnperf

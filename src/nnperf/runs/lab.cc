@@ -141,13 +141,25 @@ void roofline_stage(const fs::path& root, const fs::path& dir) {
 
 }  // namespace
 
-LabResult run_lab(const LabOptions& o) {
-  // What the last stages need is checked before the first one measures anything.
-  if (std::string(find_model(o.model).name) == "mlp")
-    throw UsageError("--model mlp: the lab profiles a CNN");
+LabResult run_lab(const LabOptions& options) {
+  // What the last stages need is checked before the first one measures anything. The model and
+  // algorithms in their tables' spelling: folders and files are named by it, and two spellings
+  // of one algorithm are one algorithm given twice.
+  LabOptions o = options;
+  o.model = find_model(o.model).name;
+  if (o.model == "mlp") throw UsageError("--model mlp: the lab profiles a CNN");
   if (o.algorithms.empty())
     throw UsageError("--algorithms: expected at least one convolution algorithm");
-  for (const std::string& a : o.algorithms) (void)canonical_conv_algorithm("--algorithms", a);
+  for (std::size_t i = 0; i < o.algorithms.size(); ++i) {
+    o.algorithms[i] = canonical_conv_algorithm("--algorithms", o.algorithms[i]);
+    for (std::size_t j = 0; j < i; ++j) {
+      if (o.algorithms[j] == o.algorithms[i]) {
+        throw UsageError(fmt::format("--algorithms: {} and {} are one algorithm, {}",
+                                     options.algorithms[j], options.algorithms[i],
+                                     o.algorithms[i]));
+      }
+    }
+  }
   if (o.synthetic && !o.data_dir.empty()) {
     throw UsageError(fmt::format("--data {} --synthetic: give one of them (real data or synthetic)", o.data_dir.string()));
   }

@@ -470,7 +470,10 @@ class SweepOutputs {
     write_json_lines_atomic(records_path_, lines);
     // An earlier nnperf's whole-document file, now carried over: one record file per folder.
     std::error_code ec;
-    fs::remove(legacy, ec);
+    if (fs::exists(legacy, ec) && !fs::remove(legacy, ec)) {
+      warn("{}: not removed ({}); {} replaces it", legacy.string(), ec.message(),
+           records_path_.string());
+    }
   }
 
   void add(const SizeRecord& r, Progress& progress) {

@@ -97,8 +97,12 @@ void render_peaks(const fs::path& record, const nlohmann::json& doc, const fs::p
   }
 }
 
+// A cut last line is kept as "cut_last_line": refused only where something must be rendered.
 nlohmann::json read_profile(const fs::path& record) {
-  return profile_sweep::read_profile_records(record);
+  bool cut = false;
+  nlohmann::json doc = profile_sweep::read_profile_records(record, &cut);
+  if (cut) doc["cut_last_line"] = true;
+  return doc;
 }
 
 // The records found by file name, with how each is read and what it renders.
@@ -165,7 +169,10 @@ std::vector<std::string> rerender_missing_outputs(const fs::path& dir) {
   for (auto it =
            fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (record_kind(it->path()) != nullptr && it->is_regular_file(ec)) {
+    // An earlier nnperf's profile_records.json left beside the lines file that replaced it.
+    const bool replaced = it->path().filename() == profile_sweep::kLegacyRecordsFile &&
+                          fs::exists(it->path().parent_path() / profile_sweep::kRecordsFile, ec);
+    if (record_kind(it->path()) != nullptr && !replaced && it->is_regular_file(ec)) {
       records.push_back(it->path());
     }
   }
@@ -191,6 +198,14 @@ std::vector<std::string> rerender_missing_outputs(const fs::path& dir) {
             "not rebuilt from {}: it lacks the records of sizes {} (their rows were written "
             "without one)",
             record.string(), it->dump()));
+        continue;
+      }
+      if (doc.contains("cut_last_line")) {
+        lines.push_back(fmt::format(
+            "not rebuilt from {}: its last line is cut (the sweep stopped while writing a size's "
+            "record, or is writing one now); `nnperf profile --resume` rewrites the file without "
+            "it",
+            record.string()));
         continue;
       }
       render_missing(kind, record, doc, missing);
