@@ -38,10 +38,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// --device cuda: cuDNN's algorithm names, no CPU-only modes, a device (before any data is read).
+// --device cuda (its --algorithm and --batchnorm names were read by run_cnn_training): a device
+// and cuDNN (before any data is read).
 void validate_cuda(const CnnTrainOptions& o) {
-  (void)parse_cuda_conv_choice(o.algorithm, o.find_engines);
-  (void)cudnn::checked_batchnorm_algorithm("--batchnorm", o.batchnorm);
   (void)parse_cuda_launch(o.launch);
   cuda::require("--device cuda");
   if (!cudnn::available()) throw UsageError("--device cuda: " + cudnn::unavailable_reason());
@@ -451,7 +450,7 @@ nlohmann::json run_context(const CnnTrainOptions& o, const Session& s, int threa
       {"conv_algorithm", o.algorithm},
       {"deterministic", o.deterministic},
       {"find_engines", o.find_engines},
-      {"batchnorm", cudnn::checked_batchnorm_algorithm("--batchnorm", o.batchnorm)},
+      {"batchnorm", o.batchnorm},
       {"launch", o.launch},
       {"resume", o.resume.string()},
       {"init_weights", o.init_weights.string()},
@@ -627,6 +626,7 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& options) {
   CnnTrainOptions o = options;
   o.algorithm = canonical_train_algorithm(o.algorithm, o.device == Device::kCuda, o.find_engines,
                                           o.deterministic);
+  o.batchnorm = cudnn::checked_batchnorm_algorithm("--batchnorm", o.batchnorm);
   const ModelEntry& m = find_model(o.model);
   validate(o);
   const int threads = set_threads(o.threads);

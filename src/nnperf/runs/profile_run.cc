@@ -419,6 +419,29 @@ std::string size_summary(const ProfileOptions& o, const std::string& model, cons
                       : "");
 }
 
+// The records in `file` (either format, when it exists) of the sizes in `done`, one per size. The
+// CSVs are the resume state: a cut last line is left out, unreadable records are none (both
+// warned of); the sizes without a record are listed by the caller.
+std::vector<nlohmann::json> kept_records(const fs::path& file, const std::set<int64_t>& done) {
+  std::vector<nlohmann::json> kept;
+  if (!fs::exists(file)) return kept;
+  try {
+    bool cut = false;
+    const nlohmann::json doc = profile_sweep::read_profile_records(file, &cut);
+    std::set<int64_t> seen;
+    for (const nlohmann::json& rec : doc.at("records")) {
+      const auto size = rec.at("size").get<int64_t>();
+      if (done.count(size) && seen.insert(size).second) kept.push_back(rec);
+    }
+    if (cut) warn("{}: its last line was cut (stopped while writing it); left out", file.string());
+  } catch (const std::exception& e) {
+    warn("{}: unreadable ({}); its sizes are listed as sizes_without_records", file.string(),
+         e.what());
+    kept.clear();
+  }
+  return kept;
+}
+
 // The sweep's records and what is rendered from them (runs/profile_outputs.h): each size's
 // record is rendered into the two CSVs and the trace, then appended to profile_records.jsonl;
 // the progress line says what the size measured.
@@ -439,31 +462,16 @@ class SweepOutputs {
     // records were kept, or killed between the rows and the record) are listed, so that nothing
     // renders the CSVs from records that lack them.
     nlohmann::json header = {{"context", context_}};
-    std::vector<nlohmann::json> lines;
     const fs::path legacy = o.output_dir / profile_sweep::kLegacyRecordsFile;
-    const fs::path old = fs::exists(records_path_) ? records_path_ : legacy;
-    std::set<int64_t> kept;
-    if (!done.empty() && fs::exists(old)) {
-      // The CSVs are the resume state: unreadable records are replaced, their sizes listed.
-      try {
-        bool cut = false;
-        const nlohmann::json doc = profile_sweep::read_profile_records(old, &cut);
-        for (const nlohmann::json& rec : doc.at("records")) {
-          const auto size = rec.at("size").get<int64_t>();
-          if (done.count(size) && kept.insert(size).second) lines.push_back(rec);
-        }
-        if (cut)
-          warn("{}: its last line was cut (stopped while writing it); left out", old.string());
-      } catch (const std::exception& e) {
-        warn("{}: unreadable ({}); its sizes are listed as sizes_without_records", old.string(),
-             e.what());
-        kept.clear();
-        lines.clear();
-      }
-    }
+    std::vector<nlohmann::json> lines =
+        done.empty() ? std::vector<nlohmann::json>{}
+                     : kept_records(fs::exists(records_path_) ? records_path_ : legacy, done);
     std::vector<int64_t> without;
     for (const int64_t size : done) {
-      if (!kept.count(size)) without.push_back(size);
+      const bool kept = std::any_of(lines.begin(), lines.end(), [size](const nlohmann::json& r) {
+        return r.at("size").get<int64_t>() == size;
+      });
+      if (!kept) without.push_back(size);
     }
     if (!without.empty()) header["sizes_without_records"] = without;
     lines.insert(lines.begin(), std::move(header));

@@ -62,7 +62,18 @@ Files profile_files(const fs::path& d, const nlohmann::json& doc) {
   }
   return files;
 }
+// Refused where the records lack what the CSVs hold: sizes a resumed sweep measured before its
+// records were kept, or a last line cut (the sweep stopped, or is, while writing a size's record).
 void render_profile(const fs::path&, const nlohmann::json& doc, const fs::path& d) {
+  if (const auto it = doc.find("sizes_without_records");
+      it != doc.end() && it->is_array() && !it->empty()) {
+    fail("it lacks the records of sizes {} (their rows were written without one)", it->dump());
+  }
+  if (doc.contains("cut_last_line")) {
+    fail(
+        "its last line is cut (the sweep stopped while writing a size's record, or is writing one "
+        "now); `nnperf profile --resume` rewrites the file without it");
+  }
   profile_sweep::render_profile_outputs(doc, d);
 }
 
@@ -97,7 +108,8 @@ void render_peaks(const fs::path& record, const nlohmann::json& doc, const fs::p
   }
 }
 
-// A cut last line is kept as "cut_last_line": refused only where something must be rendered.
+// A cut last line is kept as "cut_last_line": render_profile refuses it, so only where something
+// must be rendered.
 nlohmann::json read_profile(const fs::path& record) {
   bool cut = false;
   nlohmann::json doc = profile_sweep::read_profile_records(record, &cut);
@@ -191,23 +203,6 @@ std::vector<std::string> rerender_missing_outputs(const fs::path& dir) {
         names.push_back(fs::relative(f, record.parent_path()).string());
       }
       if (missing.empty()) continue;
-      // A resumed sweep whose records lack sizes its CSVs hold: what they render would too.
-      if (const auto it = doc.find("sizes_without_records");
-          it != doc.end() && it->is_array() && !it->empty()) {
-        lines.push_back(fmt::format(
-            "not rebuilt from {}: it lacks the records of sizes {} (their rows were written "
-            "without one)",
-            record.string(), it->dump()));
-        continue;
-      }
-      if (doc.contains("cut_last_line")) {
-        lines.push_back(fmt::format(
-            "not rebuilt from {}: its last line is cut (the sweep stopped while writing a size's "
-            "record, or is writing one now); `nnperf profile --resume` rewrites the file without "
-            "it",
-            record.string()));
-        continue;
-      }
       render_missing(kind, record, doc, missing);
       lines.push_back(fmt::format("rebuilt {} from {}", fmt::join(names, ", "), record.string()));
     } catch (const Error& e) {

@@ -37,11 +37,9 @@ namespace {
 // The steps cycle over this many distinct synthetic batches.
 constexpr int64_t kDistinctBatches = 2;
 
-// --device cuda: cuDNN's algorithm names (parse_cuda_conv_choice), one micro-batch per step, a
-// device and cuDNN present.
+// --device cuda (its --algorithm and --batchnorm names were read by run_train_driver): one
+// micro-batch per step, a device and cuDNN present.
 void validate_cuda(const TrainDriverOptions& o) {
-  (void)parse_cuda_conv_choice(o.algorithm, o.find_engines);
-  (void)cudnn::checked_batchnorm_algorithm("--batchnorm", o.batchnorm);
   (void)parse_cuda_launch(o.launch);
   if (o.grad_accum_steps != 1) {
     throw UsageError("--grad-accum-steps: one micro-batch per step on the GPU so far");
@@ -201,6 +199,7 @@ TrainDriverResult run_train_driver(const TrainDriverOptions& options) {
   TrainDriverOptions o = options;
   o.algorithm = canonical_train_algorithm(o.algorithm, o.device == Device::kCuda, o.find_engines,
                                           o.deterministic);
+  o.batchnorm = cudnn::checked_batchnorm_algorithm("--batchnorm", o.batchnorm);
   const ModelEntry& m = find_model(o.model);
   validate(o, m);
   const int threads = set_threads(o.threads);
