@@ -1,8 +1,8 @@
 # The CUDA backend: -DNNPERF_CUDA=AUTO (default: built when nvcc is found), ON (nvcc required) or
 # OFF. Sets NNPERF_HAVE_CUDA. Device code is compiled for sm_80 and sm_90 unless
 # CMAKE_CUDA_ARCHITECTURES says otherwise. The static CUDA runtime is linked, so nnperf starts on
-# machines without the NVIDIA driver and reports the missing device at run time; cuBLAS is linked
-# as a shared library (libcublas.so.13 of the toolkit, found through the build's RPATH).
+# machines without the NVIDIA driver and reports the missing device at run time; cuBLAS, like
+# cuDNN and NVML, is loaded at run time (libcublas.so.13: its soname, else the toolkit's folder).
 set(NNPERF_CUDA AUTO CACHE STRING "Build the CUDA backend: AUTO (when nvcc is found), ON or OFF")
 set_property(CACHE NNPERF_CUDA PROPERTY STRINGS AUTO ON OFF)
 string(TOUPPER "${NNPERF_CUDA}" _nnperf_cuda)

@@ -30,6 +30,21 @@ void expect_refused_without_device(const test::CommandResult& r) {
   EXPECT_EQ(r.err, "nnperf: error: --device cuda: " + cuda::unavailable_reason() + "\n");
 }
 
+// cuBLAS, like cuDNN and NVML, is opened on first use, not by the loader at every start (linked,
+// libcublas and libcublasLt cost 0.17 s per start of nnperf or of a test process, GPU or not).
+// LD_DEBUG=files makes the loader name every object it loads at start.
+TEST(GpuCli, NoNvidiaLibraryIsLoadedAtStart) {
+  const test::ScopedEnv debug("LD_DEBUG", "files");
+  const auto r = run_nnperf("--version");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // The loader's report names libc as needed by the program (so LD_DEBUG is honoured here)...
+  EXPECT_NE(r.err.find("file=libc.so.6"), std::string::npos) << r.err;
+  // ...and no library of NVIDIA's.
+  for (const char* lib : {"libcublas", "libcudnn", "libcudart.so", "libcuda.so", "libnvidia"}) {
+    EXPECT_EQ(r.err.find(lib), std::string::npos) << lib << " loaded at start:\n" << r.err;
+  }
+}
+
 TEST(GpuCli, MlpBenchGpuRowsWithADeviceOrOneLineWhyNot) {
   test::TempDir dir;
   const std::filesystem::path out = dir.path() / "mb";

@@ -15,6 +15,7 @@
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/kernels/cuda_kernels.h"
 #include "nnperf/kernels/gemm/gemm.h"
+#include "nnperf/kernels/gemm/gemm_internal.h"
 #include "test_util.h"
 
 namespace nnperf {
@@ -52,6 +53,26 @@ TEST(CudaBackend, WithoutADeviceEverythingSaysWhyInOneLine) {
     const GemmAlgorithm& g = find_gemm(name);
     EXPECT_EQ(g.device, Device::kCuda);
     EXPECT_EQ(g.why_not(GemmShape{false, false, 8, 8, 8}), why) << name;
+  }
+}
+
+// The cublas row opens libcublas of the header's major version on first use (not linked): with a
+// device it must load; without one the reason is one line (a CUDA build on a machine with the
+// toolkit, as CI's, loads it all the same).
+TEST(CudaBackend, CublasIsOpenedAtRunTimeOrSaysWhyInOneLine) {
+  const std::string why = cublas_unusable_reason();
+  if (!cuda::compiled()) {
+    EXPECT_EQ(why, cuda::unavailable_reason());
+    return;
+  }
+  if (cuda::available()) {
+    EXPECT_EQ(why, "");
+  }
+  EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+  if (!why.empty()) {
+    const bool named = why.starts_with("no cuBLAS (") || why.starts_with("cuBLAS ") ||
+                       why.starts_with("libcublas has no ") || why == "cublasGetProperty failed";
+    EXPECT_TRUE(named) << why;
   }
 }
 

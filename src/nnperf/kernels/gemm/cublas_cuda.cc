@@ -1,12 +1,16 @@
 // GEMM row `cublas`: cuBLAS cublasSgemm (the vendor baseline on the GPU), operands in device
 // memory, on the default stream. cuBLAS is column-major; a row-major C = op(A) op(B) is the
 // column-major C^T = op(B)^T op(A)^T, so the call passes B before A with m and n swapped.
+// libcublas is loaded with dlopen on first use, as cuDNN and NVML are, not linked: linked, every
+// start of nnperf and of each test process mapped and initialised libcublas and libcublasLt
+// (0.17 s per process on the 2-core build VM, 2026-11-28, GPU or not).
 #include <cublas_v2.h>
+#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
-#include <mutex>
+#include <string>
 
 #include "nnperf/core/error.h"
 #include "nnperf/gpu/cuda_check.h"
@@ -31,6 +35,62 @@ const char* status_name(cublasStatus_t s) {
   }
 }
 
+// The entry points this row calls, from the loaded library; `reason` says why it is unusable.
+struct Api {
+  void* lib = nullptr;
+  decltype(&cublasGetProperty) GetProperty = nullptr;
+  decltype(&cublasCreate_v2) Create = nullptr;
+  decltype(&cublasDestroy_v2) Destroy = nullptr;
+  decltype(&cublasSetMathMode) SetMathMode = nullptr;
+  decltype(&cublasSetStream_v2) SetStream = nullptr;
+  decltype(&cublasSgemm_v2) Sgemm = nullptr;
+  std::string reason;
+};
+
+template <typename F>
+void resolve(Api& a, F& f, const char* name) {
+  f = reinterpret_cast<F>(dlsym(a.lib, name));
+  if (f == nullptr && a.reason.empty()) a.reason = fmt::format("libcublas has no {}", name);
+}
+
+// The cuBLAS of the header's major version: by its soname (LD_LIBRARY_PATH, ld.so.conf), then
+// from the toolkit's library folder found at build time.
+Api load() {
+  Api a;
+  const std::string soname = fmt::format("libcublas.so.{}", CUBLAS_VER_MAJOR);
+  std::string errors;
+  for (const std::string& n : {soname, std::string(NNPERF_CUDA_LIBRARY_DIR) + "/" + soname}) {
+    a.lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (a.lib != nullptr) break;
+    const char* e = dlerror();
+    errors += (errors.empty() ? "" : "; ") + std::string(e != nullptr ? e : n);
+  }
+  if (a.lib == nullptr) {
+    a.reason = "no cuBLAS (" + errors + ")";
+    return a;
+  }
+  resolve(a, a.GetProperty, "cublasGetProperty");
+  int major = 0;
+  if (a.GetProperty != nullptr && a.GetProperty(MAJOR_VERSION, &major) != CUBLAS_STATUS_SUCCESS) {
+    a.reason = "cublasGetProperty failed";
+  } else if (a.GetProperty != nullptr && major != CUBLAS_VER_MAJOR) {
+    a.reason =
+        fmt::format("cuBLAS {} found, but nnperf is built for cuBLAS {}", major, CUBLAS_VER_MAJOR);
+  }
+  resolve(a, a.Create, "cublasCreate_v2");
+  resolve(a, a.Destroy, "cublasDestroy_v2");
+  resolve(a, a.SetMathMode, "cublasSetMathMode");
+  resolve(a, a.SetStream, "cublasSetStream_v2");
+  resolve(a, a.Sgemm, "cublasSgemm_v2");
+  return a;
+}
+
+// Loaded once per process and kept (the per-thread handles below outlive callers).
+const Api& api() {
+  static const Api a = load();
+  return a;
+}
+
 void check(cublasStatus_t s, const char* call) {
   if (s != CUBLAS_STATUS_SUCCESS) {
     throw Error(fmt::format("cuBLAS: {} failed: {} ({})", call, status_name(s), static_cast<int>(s)));
@@ -44,15 +104,17 @@ cublasHandle_t handle() {
   struct Holder {
     cublasHandle_t h = nullptr;
     ~Holder() {
-      if (h != nullptr) (void)cublasDestroy(h);
+      if (h != nullptr) (void)api().Destroy(h);
     }
   };
   thread_local Holder holder;
   if (holder.h == nullptr) {
-    check(cublasCreate(&holder.h), "cublasCreate");
-    check(cublasSetMathMode(holder.h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    const Api& a = api();
+    if (!a.reason.empty()) throw Error("GEMM 'cublas' cannot run: " + a.reason);
+    check(a.Create(&holder.h), "cublasCreate");
+    check(a.SetMathMode(holder.h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
     // The thread's default stream, as our kernels' (capturable into a CUDA graph).
-    check(cublasSetStream(holder.h, cudaStreamPerThread), "cublasSetStream");
+    check(a.SetStream(holder.h, cudaStreamPerThread), "cublasSetStream");
   }
   return holder.h;
 }
@@ -66,6 +128,8 @@ int to_int(int64_t v, const char* what) {
 
 }  // namespace
 
+std::string cublas_unusable_reason() { return api().reason; }
+
 void gemm_cublas(const GemmArgs& g) {
   cuda::ensure_device();
   const GemmShape& s = g.shape;
@@ -78,8 +142,9 @@ void gemm_cublas(const GemmArgs& g) {
   // cuBLAS refuses a leading dimension below 1 even where the operand is empty (k = 0: A is m x 0
   // with lda 0), where it only scales C by beta.
   const auto ld = [](int64_t v, const char* what) { return std::max(1, to_int(v, what)); };
-  check(cublasSgemm(handle(), op_b, op_a, n, m, k, &g.alpha, g.b, ld(g.ldb, "ldb"), g.a,
-                    ld(g.lda, "lda"), &g.beta, g.c, ld(g.ldc, "ldc")),
+  const cublasHandle_t h = handle();
+  check(api().Sgemm(h, op_b, op_a, n, m, k, &g.alpha, g.b, ld(g.ldb, "ldb"), g.a, ld(g.lda, "lda"),
+                    &g.beta, g.c, ld(g.ldc, "ldc")),
         "cublasSgemm");
 }
 

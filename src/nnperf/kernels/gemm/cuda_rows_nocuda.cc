@@ -10,6 +10,8 @@ void gemm_cuda_tiled(const GemmArgs&) {
   throw Error("GEMM 'cuda' cannot run: " + cuda::unavailable_reason());
 }
 
+std::string cublas_unusable_reason() { return cuda::unavailable_reason(); }
+
 void gemm_cublas(const GemmArgs&) {
   throw Error("GEMM 'cublas' cannot run: " + cuda::unavailable_reason());
 }

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "nnperf/kernels/gemm/gemm.h"
 
@@ -17,6 +18,8 @@ void gemm_blas(const GemmArgs& args);
 // call returns before it finishes (cuda::synchronize() or an event waits for it).
 void gemm_cuda_tiled(const GemmArgs& args);
 void gemm_cublas(const GemmArgs& args);
+// Why cuBLAS cannot be loaded ("no cuBLAS (...)", a version or entry point it lacks), or "".
+std::string cublas_unusable_reason();
 
 std::size_t gemm_blocked_workspace_bytes(const GemmShape& shape, int threads);
 

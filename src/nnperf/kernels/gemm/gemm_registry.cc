@@ -40,6 +40,7 @@ std::string cuda_tiled_why_not(const GemmShape& s) {
 std::string cublas_why_not(const GemmShape& s) {
   if (std::string r = serves_any_shape(s); !r.empty()) return r;
   if (!cuda::available()) return cuda::unavailable_reason();
+  if (std::string r = cublas_unusable_reason(); !r.empty()) return r;
   if (s.m > INT32_MAX || s.n > INT32_MAX || s.k > INT32_MAX) {
     return fmt::format("{} exceeds cublasSgemm's int sizes", s.str());
   }
