@@ -3,7 +3,10 @@
 // checkpoints, or any model for a fixed number of steps (--iters, cloudml-project1's
 // run_train.py). The last line is run_train.py's summary MEASURED_SEC=... IMGS_PER_SEC=...
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <array>
 #include <limits>
 
 #include "command.h"
@@ -52,6 +55,40 @@ int run_driver(Flags& f, const CLI::App& sub) {
           "{}: applies to epoch training, not the --iters driver (which appends a row to "
           "<--log-dir>/metrics.csv)",
           flag));
+    }
+  }
+  // Nor are the flags it does not read (the MLP's shape, data limits, the CNN recipe's extras):
+  // it reads these only.
+  static constexpr std::array kDriverFlags{"--model",
+                                           "--iters",
+                                           "--warmup-iters",
+                                           "--input-size",
+                                           "--in-channels",
+                                           "--num-classes",
+                                           "--algorithm",
+                                           "--label",
+                                           "--grad-accum-steps",
+                                           "--deterministic",
+                                           "--engines",
+                                           "--batchnorm",
+                                           "--launch",
+                                           "--log-dir",
+                                           "--synthetic",
+                                           "--optimizer",
+                                           "--lr",
+                                           "--momentum",
+                                           "--weight-decay",
+                                           "--label-smoothing",
+                                           "--batch-size",
+                                           "--seed",
+                                           "--threads",
+                                           "--device"};
+  for (const CLI::Option* opt : sub.get_options()) {
+    if (opt->count() == 0) continue;
+    const std::string name = opt->get_name();
+    if (std::find(kDriverFlags.begin(), kDriverFlags.end(), name) == kDriverFlags.end()) {
+      throw UsageError(fmt::format("{}: not used by the --iters driver, which reads only {}", name,
+                                   fmt::join(kDriverFlags, ", ")));
     }
   }
   TrainDriverOptions d;

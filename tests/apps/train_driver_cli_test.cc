@@ -110,6 +110,10 @@ TEST(TrainDriverCli, RefusedCombinations) {
       {"train --model vgg16 --synthetic --iters 2 --input-size 8", "--input-size 8"},
       {"train --model nosuch --synthetic --iters 2", "nosuch"},
       {"train --model resnet18 --synthetic --iters -1", "--iters"},
+      // Flags the driver does not read are refused, not ignored.
+      {"train --model mlp --synthetic --iters 2 --hidden 5", "--hidden: not used by the --iters"},
+      {"train --model mlp --synthetic --iters 2 --progress quiet", "--progress: not used"},
+      {"train --model resnet18 --synthetic --iters 2 --on-bad-image skip", "--on-bad-image: not"},
   };
   for (const auto& c : cases) {
     const auto r =
@@ -117,6 +121,25 @@ TEST(TrainDriverCli, RefusedCombinations) {
     EXPECT_NE(r.exit_code, 0) << c.args;
     EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << "\n" << r.err;
   }
+  EXPECT_FALSE(std::filesystem::exists(dir / "logs" / "metrics.csv"));
+}
+
+// The parameters, gradients and optimizer state are checked against memory after the model is
+// built (its weights still untouched zero pages) and before they are initialised: VGG16 with a
+// million classes (4.2e9 parameters) is refused at once, naming --num-classes.
+TEST(TrainDriverCli, AModelTooLargeForMemoryIsRefusedBeforeItsWeightsAreWritten) {
+  test::TempDir dir;
+  const test::ScopedEnv limit("NNPERF_MEMORY_LIMIT", "20G");
+  const auto r = test::run_nnperf(
+      fmt::format("train --model vgg16 --synthetic --iters 1 --batch-size 1 --num-classes 1000000 "
+                  "--threads 1 --log-dir '{}'",
+                  (dir / "logs").string()));
+  EXPECT_EQ(r.exit_code, 1);
+  // Refused by the whole-model check, or (where less memory is free than the 15.26 GiB
+  // classifier) already while building it: either way naming the flag.
+  EXPECT_NE(r.err.find("--model vgg16 with 1000000 classes (--num-classes): "), std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "logs" / "metrics.csv"));
 }
 

@@ -173,7 +173,13 @@ struct Session {
     ModelOptions mo;
     mo.input_shape = Shape{d.channels(), d.side(), d.side()};
     mo.classes = d.train.num_classes;
-    Graph g = m.build(mo);
+    const std::string what = fmt::format("--model {} for {} classes of {}x{}x{} images", m.name,
+                                         mo.classes, d.channels(), d.side(), d.side());
+    Graph g = [&] {
+      const MemoryContext building(what);
+      return m.build(mo);
+    }();
+    check_training_memory(g, o.optimizer, what);
     Rng rng(o.seed);
     g.init(rng);
     return g;

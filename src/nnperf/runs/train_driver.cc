@@ -210,17 +210,26 @@ TrainDriverResult run_train_driver(const TrainDriverOptions& options) {
   ensure_writable_dir(o.log_dir);
   check_metrics_header(metrics);
 
+  const int64_t n = o.batch_size * kDistinctBatches;
+  check_memory(checked_mul(n, sample.numel() * 4).value_or(-1),
+               fmt::format("--batch-size {} of {} synthetic images", o.batch_size, sample.str()));
   ModelOptions mo;
   mo.input_shape = sample;
   mo.classes = o.num_classes;
-  const MemoryContext memory(fmt::format("{} at batch {} of {} (--batch-size, --input-size)",
-                                         m.name, o.batch_size, sample.str()));
-  Graph graph = m.build(mo);
-  Rng rng(o.seed);
-  graph.init(rng);
   // ModelOptions::classes 0 = the model's default: the MLP's 10, the ImageNet CNNs' 1000.
   const int64_t classes =
       o.num_classes > 0 ? o.num_classes : (std::string(m.name) == "mlp" ? 10 : 1000);
+  const std::string model_what =
+      fmt::format("--model {} with {} classes (--num-classes)", m.name, classes);
+  Graph graph = [&] {
+    const MemoryContext building(model_what);
+    return m.build(mo);
+  }();
+  check_training_memory(graph, o.optimizer, model_what);
+  const MemoryContext memory(fmt::format("{} at batch {} of {} (--batch-size, --input-size)",
+                                         m.name, o.batch_size, sample.str()));
+  Rng rng(o.seed);
+  graph.init(rng);
   PlanContext ctx;
   ctx.threads = threads;
   ctx.training = true;
@@ -228,9 +237,6 @@ TrainDriverResult run_train_driver(const TrainDriverOptions& options) {
   ctx.time_conv = time_conv_ms;
   ctx.time_conv_backward = time_conv_backward_ms;
 
-  const int64_t n = o.batch_size * kDistinctBatches;
-  check_memory(checked_mul(n, sample.numel() * 4).value_or(-1),
-               fmt::format("--batch-size {} of {} synthetic images", o.batch_size, sample.str()));
   const Dataset data =
       make_synthetic(n, static_cast<int>(sample[0]), static_cast<int>(sample[1]),
                      static_cast<int>(sample[2]), static_cast<int>(classes), o.seed);

@@ -135,8 +135,7 @@ std::string cuda_training_unsupported(const Graph& graph) {
 }
 
 std::size_t cuda_training_bytes(const Graph& graph, const OptimizerOptions& optimizer) {
-  const OptimizerOptions o = checked_optimizer(optimizer);
-  const std::size_t states = o.name == "adam" ? 2 : (o.momentum != 0.0 ? 1 : 0);
+  const auto states = static_cast<std::size_t>(optimizer_state_copies(optimizer));
   const GradientRouting routing = graph.gradient_routing();
   std::size_t floats = 0;
   for (int n = 0; n < graph.size(); ++n) {

@@ -331,6 +331,11 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o) {
   return find_optimizer(o.name).make(o);
 }
 
+int optimizer_state_copies(const OptimizerOptions& options) {
+  const OptimizerOptions o = checked_optimizer(options);
+  return o.name == "adam" ? 2 : (o.momentum != 0.0 ? 1 : 0);
+}
+
 OptimizerOptions checked_optimizer(const OptimizerOptions& options) {
   OptimizerOptions o = options;
   o.name = make_optimizer(options)->name();

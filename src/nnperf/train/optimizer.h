@@ -69,6 +69,9 @@ const OptimizerEntry& find_optimizer(std::string_view name);
 
 // Throws UsageError for an unknown name ("expected sgd or adam") or out-of-range options.
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options);
+// Buffers of each parameter's size the optimizer keeps: adam 2 (exp_avg, exp_avg_sq), SGD 1 with
+// momentum (the momentum buffer), else 0.
+int optimizer_state_copies(const OptimizerOptions& options);
 // The options checked as make_optimizer checks them, with the name as the optimizer reports it
 // ("sgd" or "adam", whatever spelling the name rule accepted): what code that compares names reads.
 OptimizerOptions checked_optimizer(const OptimizerOptions& options);

@@ -1,9 +1,12 @@
 #include "nnperf/train/trainer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
 #include "nnperf/core/error.h"
+#include "nnperf/core/memory.h"
 #include "nnperf/kernels/elementwise.h"
 #include "nnperf/kernels/softmax.h"
 
@@ -31,6 +34,14 @@ const char* to_string(StepPhase phase) {
       return "optimizer";
   }
   return "?";
+}
+
+void check_training_memory(const Graph& graph, const OptimizerOptions& optimizer,
+                           const std::string& what) {
+  const int64_t params = graph.num_params();
+  const auto bytes = checked_mul(params, int64_t{4} * (2 + optimizer_state_copies(optimizer)));
+  check_memory(bytes.value_or(-1), fmt::format("{}: {} parameters, their gradients and {}'s state",
+                                               what, params, checked_optimizer(optimizer).name));
 }
 
 void Trainer::ensure_planned(const Shape& x_shape, bool training) {

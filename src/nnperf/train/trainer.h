@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "nnperf/data/dataset.h"
 #include "nnperf/nn/graph.h"
@@ -37,6 +38,13 @@ class StepHook {
   virtual ~StepHook() = default;
   virtual void phase(StepPhase phase, bool begin) = 0;
 };
+
+// Refuses (check_memory's Error, naming `what`) a built but not yet initialised graph whose
+// parameters, their gradients and the optimizer's state would not fit in memory: the weights of a
+// built graph are untouched zero pages, so the check comes before init() writes them (VGG16 with
+// a million classes has a 15 GiB classifier). Activations are checked as they are planned.
+void check_training_memory(const Graph& graph, const OptimizerOptions& optimizer,
+                           const std::string& what);
 
 class Trainer {
  public:
