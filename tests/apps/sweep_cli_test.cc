@@ -326,6 +326,97 @@ TEST(SweepStatus, BrokenStateAndRunFilesAreNamedNotHidden) {
   EXPECT_EQ(r.out.find("last row"), std::string::npos) << r.out;
 }
 
+// A hand-edited sweep.json: every field the runner, status and merge read is checked when the
+// file is read, and a missing or mistyped one is named with its file and path (it was read
+// unchecked: "internal error: [json.exception.type_error.302] ...", or undefined behaviour).
+TEST(SweepStatus, AMistypedSweepJsonFieldIsNamedByStatusRunAndMerge) {
+  test::TempDir t("sweep-json");
+  const fs::path dir = t / "s";
+  ASSERT_EQ(plan(dir,
+                 "--profile --models resnet18 --algorithms gemm --sizes 32 "
+                 "--stage sanity")
+                .exit_code,
+            0);
+  const nlohmann::json good = read(dir / "sweep.json");
+  struct Case {
+    const char* key;
+    nlohmann::json value;  // null: the field removed
+    const char* expect;
+  };
+  const std::vector<Case> cases{
+      {"output", nullptr, "cells[0].output"},
+      {"output", "../elsewhere", "output '../elsewhere' is not a folder inside the sweep"},
+      {"estimated_seconds", "x", "cells[0].estimated_seconds"},
+      {"sizes", "x", "cells[0]: sizes: expected a non-empty list"},
+      {"sizes", nlohmann::json::array({0}), "sizes: expected positive integers"},
+      {"model", 5, "cells[0].model"},
+      {"kind", "train", "kind is not the sweep's (profile)"},
+  };
+  for (const auto& c : cases) {
+    nlohmann::json bad = good;
+    if (c.value.is_null()) {
+      bad["cells"][0].erase(c.key);
+    } else {
+      bad["cells"][0][c.key] = c.value;
+    }
+    std::ofstream(dir / "sweep.json") << bad.dump(2);
+    for (const char* cmd : {"status", "sweep merge", "sweep run"}) {
+      const auto r = run_nnperf(
+          fmt::format("{} {}{}", cmd, q(dir), std::string(cmd) == "sweep run" ? " --local" : ""));
+      EXPECT_NE(r.exit_code, 0) << cmd << " " << c.key;
+      EXPECT_NE(r.err.find("sweep.json"), std::string::npos)
+          << cmd << " " << c.key << ": " << r.err;
+      EXPECT_NE(r.err.find(c.expect), std::string::npos) << cmd << " " << c.key << ": " << r.err;
+      EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+    }
+  }
+  nlohmann::json empty = good;
+  empty["cells"] = nlohmann::json::array();
+  std::ofstream(dir / "sweep.json") << empty.dump(2);
+  auto r = run_nnperf("status " + q(dir));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("the cells array is empty"), std::string::npos) << r.err;
+  // A state file whose fields have other types than the runner writes is named, field and all.
+  std::ofstream(dir / "sweep.json") << good.dump(2);
+  fs::create_directories(dir / "state");
+  std::ofstream(dir / "state" / "resnet18_gemm_32-32.json")
+      << R"({"state": "done", "rows": "x", "host": 5})";
+  r = run_nnperf("status " + q(dir));
+  EXPECT_NE(r.out.find("resnet18_gemm_32-32.json: field 'host': expected a string"),
+            std::string::npos)
+      << r.out << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+}
+
+// sbatch failing (no controller): the cells go back to the state they had, so status shows no
+// job that was never submitted.
+TEST(SweepSlurm, AFailedSbatchLeavesTheCellsAsTheyWere) {
+  test::TempDir t("sweep-sbatch-fails");
+  const fs::path dir = t / "s";
+  ASSERT_EQ(plan(dir,
+                 "--profile --models resnet18 --algorithms gemm --sizes 32,40 "
+                 "--sizes-per-cell 1 --stage sanity")
+                .exit_code,
+            0);
+  const fs::path bin = t / "bin";
+  fs::create_directories(bin);
+  std::ofstream(bin / "sbatch")
+      << "#!/bin/sh\necho 'sbatch: error: cannot reach the controller' >&2\nexit 1\n";
+  fs::permissions(bin / "sbatch", fs::perms::owner_all);
+  fs::create_directories(dir / "state");
+  const std::string failed = R"({"state": "failed", "exit_code": 3, "error": "earlier"})";
+  std::ofstream(dir / "state" / "resnet18_gemm_40-40.json") << failed;
+  auto r = run_command(
+      fmt::format("PATH={}:$PATH '{}' sweep run {} --slurm", q(bin), NNPERF_BINARY, q(dir)));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("exited with status 1"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "state" / "resnet18_gemm_32-32.json"));
+  EXPECT_EQ(read(dir / "state" / "resnet18_gemm_40-40.json"), nlohmann::json::parse(failed));
+  r = run_nnperf("status " + q(dir));
+  EXPECT_NE(r.out.find("1 failed, 1 pending"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("queued"), std::string::npos) << r.out;
+}
+
 TEST(SweepMerge, ABadCellFileIsNamedWithWhatIsWrongAndNothingIsMerged) {
   test::TempDir t("sweep-merge-bad");
   const fs::path dir = t / "s";

@@ -270,6 +270,54 @@ nlohmann::json plan_sweep(const SweepPlanOptions& options) {
   return sweep;
 }
 
+namespace {
+
+// Cell i of sweep.json as plan_sweep writes it: every field the runner, status and merge read,
+// with its type, so that none of them meets a missing or mistyped field.
+void check_cell(const nlohmann::json& c, std::size_t i, const std::string& kind,
+                const fs::path& file) {
+  const JsonPath cw{file.string(), fmt::format("cells[{}]", i)};
+  const auto bad = [&](const std::string& what) {
+    return Error(fmt::format("{}: cells[{}]: {}", file.string(), i, what));
+  };
+  if (!c.is_object() || json_integer(c, "index", cw) != static_cast<int64_t>(i)) {
+    throw Error(fmt::format("{}: cells[{}] is not cell {}", file.string(), i, i));
+  }
+  const std::string name = json_string(c, "name", cw);
+  if (name.empty() || name.find('/') != std::string::npos || name.starts_with(".")) {
+    throw bad(fmt::format("bad cell name '{}'", name));
+  }
+  if (json_string(c, "kind", cw) != kind)
+    throw bad(fmt::format("kind is not the sweep's ({})", kind));
+  (void)json_string(c, "model", cw);
+  const fs::path output = json_string(c, "output", cw);
+  const auto up = std::find(output.begin(), output.end(), fs::path(".."));
+  if (output.empty() || output.is_absolute() || up != output.end()) {
+    throw bad(fmt::format("output '{}' is not a folder inside the sweep", output.string()));
+  }
+  if (!(json_number(c, "estimated_seconds", cw) >= 0)) throw bad("negative estimated_seconds");
+  if (const auto mem = json_optional_number(c, "estimated_memory_bytes", cw); mem && *mem < 0) {
+    throw bad("negative estimated_memory_bytes");
+  }
+  if (kind == "profile") {
+    (void)json_string(c, "algorithm", cw);
+    (void)json_string(c, "pass", cw);
+    if (!c.contains("sizes") || !c["sizes"].is_array() || c["sizes"].empty()) {
+      throw bad("sizes: expected a non-empty list");
+    }
+    for (const auto& sz : c["sizes"]) {
+      if (!sz.is_number_integer() || sz.get<int64_t>() < 1)
+        throw bad("sizes: expected positive integers");
+    }
+  }
+  if (!c.contains("args") || !c["args"].is_array() || c["args"].empty()) throw bad("no command");
+  for (const auto& a : c["args"]) {
+    if (!a.is_string()) throw bad("a non-string argument");
+  }
+}
+
+}  // namespace
+
 nlohmann::json read_sweep(const fs::path& dir) {
   const fs::path file = dir / "sweep.json";
   if (!fs::exists(file)) throw Error(fmt::format("{}: no sweep.json (not a sweep folder)", dir.string()));
@@ -279,25 +327,16 @@ nlohmann::json read_sweep(const fs::path& dir) {
     throw Error(fmt::format("{}: sweep version {} (this nnperf reads {})", file.string(),
                             j["version"].dump(), kSweepVersion));
   }
-  (void)json_string(j, "kind", where);
-  if (!j.contains("cells") || !j["cells"].is_array()) throw Error(file.string() + ": no cells array");
-  for (std::size_t i = 0; i < j["cells"].size(); ++i) {
-    const auto& c = j["cells"][i];
-    const JsonPath cw{file.string(), fmt::format("cells[{}]", i)};
-    if (!c.is_object() || json_integer(c, "index", cw) != static_cast<int64_t>(i)) {
-      throw Error(fmt::format("{}: cells[{}] is not cell {}", file.string(), i, i));
-    }
-    const std::string name = json_string(c, "name", cw);
-    if (name.empty() || name.find('/') != std::string::npos || name.starts_with(".")) {
-      throw Error(fmt::format("{}: cells[{}]: bad cell name '{}'", file.string(), i, name));
-    }
-    if (!c.contains("args") || !c["args"].is_array() || c["args"].empty()) {
-      throw Error(fmt::format("{}: cells[{}]: no command", file.string(), i));
-    }
-    for (const auto& a : c["args"]) {
-      if (!a.is_string()) throw Error(fmt::format("{}: cells[{}]: a non-string argument", file.string(), i));
-    }
+  const std::string kind = json_string(j, "kind", where);
+  if (kind != "profile" && kind != "train") {
+    throw Error(fmt::format("{}: kind '{}' (expected profile or train)", file.string(), kind));
   }
+  (void)json_string(j, "id", where);
+  if (!j.contains("cells") || !j["cells"].is_array())
+    throw Error(file.string() + ": no cells array");
+  if (j["cells"].empty())
+    throw Error(file.string() + ": the cells array is empty (nothing to run)");
+  for (std::size_t i = 0; i < j["cells"].size(); ++i) check_cell(j["cells"][i], i, kind, file);
   return j;
 }
 

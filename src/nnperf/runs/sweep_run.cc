@@ -198,6 +198,7 @@ std::pair<int, std::string> capture(const std::vector<std::string>& argv) {
 bool slurm_task_known(const nlohmann::json& s) {
   static std::map<std::string, std::optional<std::string>> listed;  // job -> squeue's task ids
   const std::string job = s.value("slurm_job", std::string());
+  if (job.empty()) return false;  // marked before sbatch answered, and never given a job id
   if (!listed.count(job)) {
     try {
       const auto [rc, out] = capture({"squeue", "-h", "-r", "-o", "%i", "-j", job});
@@ -329,6 +330,17 @@ nlohmann::json cell_state(const fs::path& dir, const nlohmann::json& cell) {
   if (!s.is_object() || !s.contains("state") || !s["state"].is_string()) {
     throw Error(fmt::format("{}: not a cell state (expected an object with a \"state\")", p.string()));
   }
+  // The fields status and the runner read, where present, of the types the runner writes.
+  const JsonPath where{p.string(), ""};
+  for (const char* key :
+       {"host", "node", "started", "finished", "submitted", "slurm_job", "slurm_task", "error"}) {
+    if (s.contains(key)) (void)json_string(s, key, where);
+  }
+  for (const char* key : {"rows", "pid", "exit_code"}) {
+    if (s.contains(key)) (void)json_integer(s, key, where);
+  }
+  if (s.contains("seconds")) (void)json_number(s, "seconds", where);
+  if (s.contains("stale")) (void)json_bool(s, "stale", where);
   const std::string state = s["state"];
   if (state != "pending" && state != "queued" && state != "running" && state != "done" && state != "failed") {
     throw Error(fmt::format("{}: state '{}' (expected pending, queued, running, done or failed); delete "
@@ -527,8 +539,27 @@ std::string submit_sweep_slurm(const fs::path& given, const SlurmOptions& o) {
   }
   const std::string submitted = iso8601_now();
   fs::create_directories(dir / "state");
+  // Each cell's state before it is marked queued (null: no file), put back if sbatch fails.
+  std::vector<std::optional<nlohmann::json>> before;
+  for (int i : todo) {
+    const fs::path p = state_path(dir, sweep["cells"][static_cast<std::size_t>(i)]["name"]);
+    before.push_back(fs::exists(p) ? std::optional(read_json(p)) : std::nullopt);
+  }
   mark_queued(dir, sweep, todo, "", submitted);
-  const std::string job = run_sbatch(o, argv, script);
+  std::string job;
+  try {
+    job = run_sbatch(o, argv, script);
+  } catch (const Error&) {
+    for (std::size_t k = 0; k < todo.size(); ++k) {
+      const fs::path p = state_path(dir, sweep["cells"][static_cast<std::size_t>(todo[k])]["name"]);
+      if (before[k]) {
+        write_json_atomic(p, *before[k]);
+      } else {
+        fs::remove(p);
+      }
+    }
+    throw;
+  }
   mark_queued(dir, sweep, todo, job, submitted);
   const fs::path subs = dir / "slurm" / "submissions.json";
   nlohmann::json all = fs::exists(subs) ? read_json(subs) : nlohmann::json::array();
@@ -560,6 +591,9 @@ std::string cell_detail(const nlohmann::json& s, std::string& state) {
   }
   if (state == "queued") {
     if (s.value("stale", false)) state = "stale";
+    if (s.value("slurm_job", std::string()).empty()) {
+      return "marked for sbatch, which gave no job id (interrupted?); run the sweep again";
+    }
     return fmt::format(
         "job {}_{} submitted {}{}", s.value("slurm_job", std::string("?")),
         s.value("slurm_task", std::string("?")), s.value("submitted", std::string("?")),
