@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "nnperf/core/name_registry.h"
+
 namespace nnperf::app {
 
 namespace {
@@ -43,9 +45,13 @@ std::string check_list(const std::string& text, bool distinct) {
       return text.empty() ? std::string("expected a comma-separated list, got ''")
                           : fmt::format("expected a comma-separated list, got '{}' (item {} is empty)", text, i + 1);
     }
-    if (distinct && std::find(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(i), items[i]) !=
-                        items.begin() + static_cast<std::ptrdiff_t>(i)) {
-      return fmt::format("'{}' lists {} twice", text, items[i]);
+    // Names compare by the registries' rule (core/name_registry.h): relu and ReLU are one name.
+    for (std::size_t j = 0; distinct && j < i; ++j) {
+      if (same_registry_key(items[j], items[i])) {
+        return items[j] == items[i] ? fmt::format("'{}' lists {} twice", text, items[i])
+                                    : fmt::format("'{}' lists {} twice (as {} and {})", text,
+                                                  items[j], items[j], items[i]);
+      }
     }
   }
   return "";

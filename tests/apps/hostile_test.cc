@@ -119,6 +119,14 @@ TEST(Hostile, ParserErrorsSayWhatWasExpectedAndNameTheCommandAsTyped) {
            {"mlp-bench --impls ''", "--impls: expected a comma-separated list, got ''"},
            {"mlp-bench --impls naive,,blas", "got 'naive,,blas' (item 2 is empty)"},
            {"mlp-bench --impls naive,naive", "--impls: 'naive,naive' lists naive twice"},
+           // ...also in another spelling of the same name (it ran twice, the second run's record
+           // replacing the first's).
+           {"mlp-bench --impls blas,BLAS",
+            "--impls: 'blas,BLAS' lists blas twice (as blas and BLAS)"},
+           {"activations --activations relu,RELU --synthetic",
+            "--activations: 'relu,RELU' lists relu twice (as relu and RELU)"},
+           {"bench conv2d --problem mb1ic3ih8oc4kh3 --algorithms gemm,GEMM",
+            "--algorithms: 'gemm,GEMM' lists gemm twice"},
            {"mlp-bench --batch-sizes 32,64,32", "--batch-sizes: '32,64,32' lists 32 twice"},
            {"activations --activations relu,gelu,relu",
             "--activations: 'relu,gelu,relu' lists relu twice"},
@@ -134,7 +142,7 @@ TEST(Hostile, ParserErrorsSayWhatWasExpectedAndNameTheCommandAsTyped) {
            {"lab --synthetic --algorithms gemm,foo",
             "--algorithms foo: expected guess or find, or one of"},
            {"lab --synthetic --algorithms find,FIND",
-            "--algorithms: find and FIND are one algorithm, find"},
+            "--algorithms: 'find,FIND' lists find twice (as find and FIND)"},
            {"lab --synthetic --data /tmp", "--data /tmp --synthetic: give one of them"},
            {"mlp-bench --synthetic --data /tmp", "--data /tmp --synthetic: give one of them"},
            {"profile --model resnet18 --sizes 16 --num-sizes 4",

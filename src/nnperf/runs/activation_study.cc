@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "nnperf/core/error.h"
@@ -25,7 +26,14 @@ fs::path run_activation_study(const ActivationStudyOptions& o) {
   if (o.activations.empty()) {
     for (const auto& k : activation_kernels()) acts.push_back(&k);
   } else {
-    for (const auto& name : o.activations) acts.push_back(&find_activation(name));
+    for (const auto& name : o.activations) {
+      const ActivationKernel* k = &find_activation(name);
+      // One spelling rule for all names: relu and RELU are one activation, trained once.
+      if (std::find(acts.begin(), acts.end(), k) != acts.end()) {
+        throw UsageError(fmt::format("--activations: {} is given twice ('{}')", k->name, name));
+      }
+      acts.push_back(k);
+    }
   }
   validate_training(o.base);  // before the study's folder is claimed
   const fs::path out_dir =
