@@ -101,6 +101,8 @@ Request validate(const Flags& f) {
     check_output_file(path, flag);
   }
   check_output_file(f.summary_json, "--summary-json");
+  check_distinct_outputs(
+      {{"--json", f.json}, {"--csv", f.csv}, {"--summary-json", f.summary_json}});
   return r;
 }
 

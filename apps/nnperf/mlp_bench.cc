@@ -33,6 +33,7 @@ int run(Flags& f) {
   o.command_line = command_line();
   check_output_file(f.json, "--json");  // before the measurements, not after
   check_output_file(f.csv, "--csv");
+  check_distinct_outputs({{"--json", f.json}, {"--csv", f.csv}});
   const MlpBenchResult r = run_mlp_bench(o);
   write_mlp_bench_outputs(r, f.json, f.csv);
   fmt::print("{}", format_mlp_bench(r.json));

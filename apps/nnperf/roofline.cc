@@ -62,6 +62,7 @@ int run_ncu(const Flags& f) {
     throw UsageError("--ncu and results folders exclude each other: give one or the other");
   check_output_file(f.summary, "--summary", {f.ncu, f.peaks});
   check_output_file(f.json, "--json", {f.ncu, f.peaks});
+  check_distinct_outputs({{"--summary", f.summary}, {"--json", f.json}});
   const NcuImport import = read_ncu_csv(f.ncu);
   NcuRoof nr;
   std::optional<MachineCeilings> roof;
@@ -119,6 +120,7 @@ int run(const Flags& f) {
   }
   check_output_file(f.summary, "--summary", inputs);
   check_output_file(f.json, "--json", inputs);
+  check_distinct_outputs({{"--summary", f.summary}, {"--json", f.json}});
   const MachineCeilings roof = ceilings(f);
   std::vector<std::string> notes;
   std::vector<RooflinePoint> points;

@@ -394,6 +394,18 @@ TEST(Hostile, OutputFilesNeverReplaceInputsDevicesOrLinks) {
                  "peaks --out a device");
   // A folder given twice would count its points twice.
   expect_refused(nnperf(fmt::format("{} '{}/' {}", roof, prof.string(), out)), "given twice", "a folder twice");
+  // One file for two outputs would keep only the last one written.
+  const fs::path same = dir / "same.out";
+  expect_refused(nnperf(fmt::format("{} {} --json '{}' --summary '{}/./same.out'", roof, out,
+                                    same.string(), dir.path().string())),
+                 "--summary " + dir.path().string() + "/./same.out and --json",
+                 "roofline --json = --summary");
+  expect_refused(nnperf(fmt::format("complexity --model resnet18 --json '{0}' --csv '{0}' "
+                                    "--summary-json '{0}'",
+                                    same.string())),
+                 fmt::format("--json {0} and --csv {0}: one file for two outputs", same.string()),
+                 "complexity's three outputs in one file");
+  EXPECT_FALSE(fs::exists(same));
   EXPECT_EQ(snapshot(prof), before);
   EXPECT_FALSE(fs::exists(dir / "r"));
   // peaks merges only into a peaks.json.

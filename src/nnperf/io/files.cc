@@ -182,6 +182,28 @@ void ensure_writable_dir(const fs::path& dir) {
   ::unlink(probe.c_str());
 }
 
+void check_distinct_outputs(const std::vector<std::pair<std::string, fs::path>>& outputs) {
+  struct Seen {
+    const std::string* flag;
+    const fs::path* given;
+    fs::path real;
+  };
+  std::vector<Seen> seen;
+  for (const auto& [flag, path] : outputs) {
+    if (path.empty()) continue;
+    std::error_code ec;
+    fs::path real = fs::weakly_canonical(fs::absolute(path, ec), ec);
+    for (const Seen& s : seen) {
+      if (s.real == real) {
+        throw UsageError(fmt::format(
+            "{} {} and {} {}: one file for two outputs (only the one written last would be kept)",
+            *s.flag, s.given->string(), flag, path.string()));
+      }
+    }
+    seen.push_back({&flag, &path, std::move(real)});
+  }
+}
+
 void check_output_file(const fs::path& path, const std::string& flag, const std::vector<fs::path>& inputs) {
   if (path.empty()) return;
   std::error_code ec;

@@ -3,8 +3,9 @@
 #pragma once
 #include <filesystem>
 #include <string>
-#include <vector>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace nnperf {
 
@@ -24,5 +25,9 @@ void ensure_writable_dir(const std::filesystem::path& dir);
 // flag; empty: no check.
 void check_output_file(const std::filesystem::path& path, const std::string& flag,
                        const std::vector<std::filesystem::path>& inputs = {});
+// Output files of several flags (flag, path; empty paths skipped): UsageError naming both flags
+// when two name one file, which would keep only the output written last.
+void check_distinct_outputs(
+    const std::vector<std::pair<std::string, std::filesystem::path>>& outputs);
 
 }  // namespace nnperf
