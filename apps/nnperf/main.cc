@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -164,6 +165,22 @@ std::string plain_parse_error(const CLI::ParseError& e, CLI::App& root, CLI::App
   return what;
 }
 
+// A flag given an empty value ('' from an unset shell variable, say), where '' does not mean
+// something the flag's help says: its name, else "". An empty value is not "the default"
+// (profile --sizes '' profiled the stage's sizes, train --out-dir '' wrote to a new folder).
+std::string empty_value_flag(CLI::App& at) {
+  // (command, flag) pairs whose help gives '' a meaning.
+  static const std::set<std::pair<std::string, std::string>> kEmptyMeans{{"peaks", "--out"}};
+  for (const CLI::Option* opt : at.get_options()) {
+    if (opt->count() == 0 || opt->get_expected_min() == 0 || opt->get_positional()) continue;
+    const auto& values = opt->results();
+    if (std::find(values.begin(), values.end(), std::string()) == values.end()) continue;
+    if (kEmptyMeans.count({at.get_name(), opt->get_name()}) > 0) continue;
+    return opt->get_name();
+  }
+  return "";
+}
+
 }  // namespace
 }  // namespace nnperf::app
 
@@ -199,6 +216,11 @@ int main(int argc, char** argv) {
     // One line, naming the flag, and where to read more.
     const auto [sub, at] = app::parsed_command(cli);
     fmt::print(stderr, "nnperf: error: {} (see 'nnperf{} --help')\n", app::plain_parse_error(e, cli, *at), sub);
+    return 2;
+  }
+  if (const auto [words, at] = app::parsed_command(cli); !app::empty_value_flag(*at).empty()) {
+    fmt::print(stderr, "nnperf: error: {}: expected a value, got '' (see 'nnperf{} --help')\n",
+               app::empty_value_flag(*at), words);
     return 2;
   }
   install_interrupt_handlers();

@@ -117,6 +117,9 @@ TEST(Hostile, ParserErrorsSayWhatWasExpectedAndNameTheCommandAsTyped) {
            {"sweep", "expected one of: plan, run, merge, run-cell"},
            // Lists: an empty list or item is not "the default", and an item twice is a typo.
            {"mlp-bench --impls ''", "--impls: expected a comma-separated list, got ''"},
+           // An empty value is not "the default" (an unset shell variable is not a choice).
+           {"profile --model resnet18 --sizes ''", "--sizes: expected a value, got ''"},
+           {"train --synthetic --out-dir ''", "--out-dir: expected a value, got ''"},
            {"mlp-bench --impls naive,,blas", "got 'naive,,blas' (item 2 is empty)"},
            {"mlp-bench --impls naive,naive", "--impls: 'naive,naive' lists naive twice"},
            // ...also in another spelling of the same name (it ran twice, the second run's record
