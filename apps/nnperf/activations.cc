@@ -66,7 +66,8 @@ const Registrar reg{Command{
       sub.add_option("--activations", f->activations,
                      "Comma-separated subset (default: all eight: ReLU, GELU, Sigmoid, Tanh, ELU, "
                      "LeakyReLU, SiLU, Mish)")
-          ->check(list_items());
+          ->check(list_items())
+          ->check(known_activation(/*list=*/true));
       sub.add_option(
           "--out-dir", f->out_dir,
           "Output folder (default a new results/activations_<timestamp>); must be new or "

@@ -7,7 +7,12 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "nnperf/core/error.h"
 #include "nnperf/core/name_registry.h"
+#include "nnperf/kernels/activations.h"
+#include "nnperf/kernels/gemm/gemm.h"
+#include "nnperf/models/registry.h"
+#include "nnperf/train/optimizer.h"
 
 namespace nnperf::app {
 
@@ -73,6 +78,32 @@ std::vector<std::string> split_list(const std::string& text) {
 CLI::Validator list_items(bool distinct) {
   return CLI::Validator([distinct](std::string& text) { return check_list(text, distinct); }, "list",
                         "list_items");
+}
+
+CLI::Validator known_name(std::function<void(const std::string&)> find, bool list) {
+  return CLI::Validator(
+      [find = std::move(find), list](std::string& text) {
+        try {
+          for (const std::string& item : list ? split_list(text) : std::vector{text}) find(item);
+        } catch (const UsageError& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      },
+      "NAME", "known_name");
+}
+
+CLI::Validator known_model(bool list) {
+  return known_name([](const std::string& n) { (void)find_model(n); }, list);
+}
+CLI::Validator known_activation(bool list) {
+  return known_name([](const std::string& n) { (void)find_activation(n); }, list);
+}
+CLI::Validator known_optimizer() {
+  return known_name([](const std::string& n) { (void)find_optimizer(n); });
+}
+CLI::Validator known_gemm() {
+  return known_name([](const std::string& n) { (void)find_gemm(n); });
 }
 
 CLI::Validator integer_in(int64_t lo, int64_t hi) {

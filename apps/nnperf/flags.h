@@ -5,6 +5,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -24,6 +25,15 @@ CLI::Validator integer_list_in(int64_t lo, int64_t hi, bool distinct = false);
 CLI::Validator list_items(bool distinct = true);
 // The items of such a list ("a,b" -> {"a", "b"}; "" -> {""}).
 std::vector<std::string> split_list(const std::string& text);
+// A name its table knows: `find` (a registry's finder) throws a UsageError for any other, whose
+// message becomes the flag's ("--model: unknown model 'x': expected one of ..."). With `list`,
+// each item of a comma-separated list.
+CLI::Validator known_name(std::function<void(const std::string&)> find, bool list = false);
+// The tables' finders as such validators: models, activations, optimizers, GEMM algorithms.
+CLI::Validator known_model(bool list = false);
+CLI::Validator known_activation(bool list = false);
+CLI::Validator known_optimizer();
+CLI::Validator known_gemm();
 
 // Common cases.
 inline CLI::Validator count_at_least(int64_t lo) { return integer_in(lo); }

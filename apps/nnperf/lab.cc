@@ -45,7 +45,9 @@ const Registrar reg{Command{
       sub.add_option("--data", f->data,
                      "MNIST-format data folder (default: Fashion-MNIST from Debian's package)");
       sub.add_flag("--synthetic", f->o.synthetic, "Synthetic data instead of a data set");
-      sub.add_option("--model", f->o.model, "The CNN to profile")->capture_default_str();
+      sub.add_option("--model", f->o.model, "The CNN to profile")
+          ->check(known_model())
+          ->capture_default_str();
       sub.add_option("--algorithms", f->algorithms,
                      "Convolution algorithms to profile (default: gemm,winograd,find)")
           ->check(list_items());

@@ -68,8 +68,12 @@ const Registrar reg{Command{
       sub.add_option("--hidden", f->hidden, "Hidden widths")
           ->check(integer_list_in(1, kMaxWidth))
           ->capture_default_str();
-      sub.add_option("--activation", f->o.activation, "Activation")->capture_default_str();
-      sub.add_option("--optimizer", f->o.optimizer, "sgd or adam")->capture_default_str();
+      sub.add_option("--activation", f->o.activation, "Activation")
+          ->check(known_activation())
+          ->capture_default_str();
+      sub.add_option("--optimizer", f->o.optimizer, "sgd or adam")
+          ->check(known_optimizer())
+          ->capture_default_str();
       sub.add_option("--warmup", f->o.warmup, "Warm-up iterations per case")
           ->check(integer_in(0, 10000))
           ->capture_default_str();

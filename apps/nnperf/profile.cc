@@ -185,7 +185,9 @@ void add_what_flags(CLI::App& sub, Flags& f) {
         throw CLI::Success();
       },
       "List the convolution algorithms and what they support, and exit");
-  sub.add_option("--model", o.model, "Model (see --list-models)")->capture_default_str();
+  sub.add_option("--model", o.model, "Model (see --list-models)")
+      ->check(known_model())
+      ->capture_default_str();
   sub.add_option("--algorithm", o.algorithm,
                  "Convolution algorithm, guess or find (see --list-algorithms; with --device "
                  "cuda one of cuDNN's)")

@@ -77,7 +77,10 @@ const Registrar reg{Command{"sweep", 47, [](CLI::App& sub) -> std::function<int(
   CLI::App* p = sub.add_subcommand("plan", "Write <--out-dir>/sweep.json: every cell with its command line and estimated cost");
   p->add_flag("--profile", f->profile, "Cells of the convolution profiler: models x algorithms x size ranges");
   p->add_flag("--train", f->train, "Cells of the fixed-iteration training driver: models x batch sizes x threads");
-  p->add_option("--models", f->plan.models, "Comma-separated models (see profile --list-models)")->delimiter(',')->required();
+  p->add_option("--models", f->plan.models, "Comma-separated models (see profile --list-models)")
+      ->delimiter(',')
+      ->required()
+      ->check(known_model());
   p->add_option("--algorithms", f->plan.algorithms, "--profile: comma-separated convolution algorithms, guess, find")->delimiter(',');
   p->add_option("--stage", f->plan.stage, "--profile: sanity | quick | full (sizes, warm-up, measure)")
       ->check(CLI::IsMember({"sanity", "quick", "full"}))->capture_default_str();

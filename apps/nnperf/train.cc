@@ -392,6 +392,7 @@ const Registrar reg{Command{
       f->train.run.epochs = 5;
       sub.add_option("--model,--arch", f->model,
                      "Model to train: mlp or any of profile --list-models")
+          ->check(known_model())
           ->capture_default_str();
       add_driver_flags(sub, *f);
       sub.add_option(

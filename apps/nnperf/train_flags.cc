@@ -32,8 +32,10 @@ void add_train_flags(CLI::App& sub, TrainFlags& f, bool with_activation) {
   if (with_activation)
     sub.add_option("--activation", r.activation,
                    "Activation (ReLU, GELU, Sigmoid, Tanh, ELU, LeakyReLU, SiLU, Mish)")
+        ->check(known_activation())
         ->capture_default_str();
   sub.add_option("--optimizer", r.optimizer.name, "sgd (with momentum) or adam")
+      ->check(known_optimizer())
       ->capture_default_str();
   sub.add_option("--lr", r.optimizer.lr, "Learning rate")
       ->check(number_in(0, std::numeric_limits<double>::infinity(), /*lo_open=*/true))
@@ -77,7 +79,8 @@ void add_train_flags(CLI::App& sub, TrainFlags& f, bool with_activation) {
   f.impl = sub.add_option("--impl", r.gemm,
                           "GEMM algorithm: " + gemm_algorithm_names(Device::kCpu) +
                               " (default blocked), or with --device cuda: " +
-                              gemm_algorithm_names(Device::kCuda) + " (default cublas)");
+                              gemm_algorithm_names(Device::kCuda) + " (default cublas)")
+               ->check(known_gemm());
   sub.add_option("--device", f.device,
                  "cpu, or cuda: train the MLP on the GPU (activation layers timed by CUDA events)")
       ->check(CLI::IsMember({"cpu", "cuda"}))

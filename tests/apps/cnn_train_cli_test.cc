@@ -127,6 +127,39 @@ TEST(CnnTrainCli, EpochsCheckpointsAndRecords) {
 }
 
 // Stopped after epoch 1 and resumed: the same weights and BatchNorm statistics, bit for bit.
+// Checkpoints that cannot fit on the output folder's disk are refused before the run claims the
+// folder: a million epochs saved every epoch are 81 TiB of ResNet-18 checkpoints.
+TEST(CnnTrainCli, CheckpointsThatCannotFitOnTheDiskAreRefusedBeforeTheRun) {
+  test::TempDir dir;
+  const auto r = test::run_nnperf(fmt::format(
+      "train {} --epochs 1000000 --save-every 1 --out-dir '{}'", kTiny, (dir / "a").string()));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(
+      r.err.find("--save-every 1 with --epochs 1000000: 1000002 checkpoints of 85.3 MiB need "),
+      std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(" free on the disk of " + (dir / "a").string()), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "a"));
+}
+
+// Image-folder data are resized to 8/7 of --input-size before the centre crop: an input size whose
+// resize exceeds what the decoder takes names the flag and the largest size that works.
+TEST(CnnTrainCli, AnInputSizeTooLargeForImageFoldersNamesTheFlag) {
+  test::TempDir dir;
+  fs::create_directories(dir / "img" / "train" / "a");
+  fs::create_directories(dir / "img" / "val" / "a");
+  const auto r = test::run_nnperf(
+      fmt::format("train --model resnet18 --data '{}' --input-size 3585 --epochs 1 --out-dir '{}'",
+                  (dir / "img").string(), (dir / "a").string()));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--input-size 3585: image-folder data are resized to 4097 (8/7 of it, then "
+                       "centre-cropped to it), above the 4096 pixels nnperf decodes; give at most "
+                       "3584"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir / "a"));
+}
+
 TEST(CnnTrainCli, ResumeIsBitIdentical) {
   test::TempDir dir;
   const fs::path a = dir / "a", b = dir / "b";

@@ -117,6 +117,19 @@ TEST(Hostile, ParserErrorsSayWhatWasExpectedAndNameTheCommandAsTyped) {
            {"sweep", "expected one of: plan, run, merge, run-cell"},
            // Lists: an empty list or item is not "the default", and an item twice is a typo.
            {"mlp-bench --impls ''", "--impls: expected a comma-separated list, got ''"},
+           // An unknown name is refused naming the flag that gave it.
+           {"train --model nosuch --synthetic", "--model: unknown model 'nosuch': expected one of"},
+           {"profile --model nosuch", "--model: unknown model 'nosuch'"},
+           {"sweep plan --profile --models resnet18,nosuch --algorithms gemm --out-dir x",
+            "--models: unknown model 'nosuch'"},
+           {"train --activation Foo --synthetic", "--activation: unknown activation 'Foo'"},
+           {"train --optimizer bogus --synthetic", "--optimizer: unknown optimizer 'bogus'"},
+           {"train --impl bogus --synthetic", "--impl: unknown GEMM algorithm 'bogus'"},
+           {"activations --activations relu,Foo", "--activations: unknown activation 'Foo'"},
+           {"bench conv2d --problem mb1ic3ih8oc4kh3 --algorithms nosuch",
+            "--algorithms: unknown convolution algorithm 'nosuch'"},
+           {"verify conv2d --problem mb1ic3ih8oc4kh3 --algorithm nosuch",
+            "--algorithm: unknown convolution algorithm 'nosuch'"},
            // An empty value is not "the default" (an unset shell variable is not a choice).
            {"profile --model resnet18 --sizes ''", "--sizes: expected a value, got ''"},
            {"train --synthetic --out-dir ''", "--out-dir: expected a value, got ''"},

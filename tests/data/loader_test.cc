@@ -105,6 +105,19 @@ TEST(BatchLoader, RefusesBadOptions) {
   o = options(0, 1);
   o.batch_size = 0;
   EXPECT_THROW(BatchLoader(d, o), Error);
+  // Images smaller than the random crop's padding: the message says what to give.
+  o = options(0, 1);
+  o.augment.pad = 7;
+  try {
+    BatchLoader l(d, o);
+    ADD_FAILURE() << "a padding of 7 on 6x5 images was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "its 6x5 images are smaller than the augmentation's random-crop padding of 7 "
+                  "pixels; train them with --no-augment"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -70,6 +70,12 @@ ImageData load_folder_format(const fs::path& dir, const std::string& format,
     ImageFolderOptions f;
     f.input_size = static_cast<int>(o.input_size > 0 ? o.input_size : 224);
     f.resize = f.input_size * 8 / 7;
+    if (f.resize > kMaxImageFolderSide) {
+      throw UsageError(fmt::format(
+          "--input-size {}: image-folder data are resized to {} (8/7 of it, then centre-cropped to "
+          "it), above the {} pixels nnperf decodes; give at most {}",
+          o.input_size, f.resize, kMaxImageFolderSide, kMaxImageFolderSide * 7 / 8));
+    }
     f.on_bad_image = o.on_bad_image;
     ImageFolderData train = load_image_folder(dir, "train", f);
     ImageFolderData val = load_image_folder(dir, "val", f);

@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int kChannels = 3;
-constexpr int kMaxInputSize = 4096;
+constexpr int kMaxInputSize = kMaxImageFolderSide;
 
 bool is_image_name(const fs::path& p) {
   std::string ext = p.extension().string();

@@ -15,6 +15,9 @@ namespace nnperf {
 
 enum class OnBadImage { kFail, kSkip };
 
+// The largest resize and input size (pixels per side) image-folder data may ask for.
+inline constexpr int kMaxImageFolderSide = 4096;
+
 struct ImageFolderOptions {
   int resize = 256;      // shorter side after resizing
   int input_size = 224;  // centre crop, <= resize

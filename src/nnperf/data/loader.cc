@@ -21,7 +21,10 @@ BatchLoader::BatchLoader(const Dataset& data, LoaderOptions options)
     fail("--prefetch-factor {}: expected 1..64", o_.prefetch_factor);
   }
   if (o_.augment.pad < 0 || o_.augment.pad > s[2]) {
-    fail("augmentation padding {}: expected 0..{} (the image height)", o_.augment.pad, s[2]);
+    fail(
+        "{}: its {}x{} images are smaller than the augmentation's random-crop padding of {} "
+        "pixels; train them with --no-augment",
+        data_.name, s[2], s[3], o_.augment.pad);
   }
   if (static_cast<int64_t>(o_.norm.mean.size()) != s[1] ||
       static_cast<int64_t>(o_.norm.std.size()) != s[1]) {

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <system_error>
 
 #include "nnperf/core/error.h"
@@ -182,6 +183,21 @@ void ensure_writable_dir(const fs::path& dir) {
   ::unlink(probe.c_str());
 }
 
+int64_t free_disk_bytes(const fs::path& path) {
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  while (!p.empty() && !fs::exists(p, ec)) {
+    if (p == p.parent_path()) break;
+    p = p.parent_path();
+  }
+  const fs::space_info info = fs::space(p, ec);
+  if (ec || info.available == static_cast<std::uintmax_t>(-1)) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  return static_cast<int64_t>(
+      std::min<std::uintmax_t>(info.available, std::numeric_limits<int64_t>::max()));
+}
+
 void check_distinct_outputs(const std::vector<std::pair<std::string, fs::path>>& outputs) {
   struct Seen {
     const std::string* flag;
@@ -236,8 +252,9 @@ void check_output_file(const fs::path& path, const std::string& flag, const std:
   }
   const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
   if (!fs::is_directory(parent, ec)) {
-    throw UsageError(fmt::format("{} {}: the folder {} does not exist", flag, path.string(),
-                                 parent.string()));
+    throw UsageError(fmt::format(
+        "{} {}: {} {}", flag, path.string(), parent.string(),
+        fs::exists(parent, ec) ? "is a file, not a folder" : "does not exist (no such folder)"));
   }
   std::string probe = (parent / ".nnperf-write-probe-XXXXXX").string();
   const int fd = ::mkstemp(probe.data());

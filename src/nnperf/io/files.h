@@ -1,6 +1,7 @@
 // Files that survive a crash: whole-file writes go to a temp file and are renamed into place;
 // appends write whole lines and flush. Every error names the path and what went wrong.
 #pragma once
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -25,6 +26,10 @@ void ensure_writable_dir(const std::filesystem::path& dir);
 // flag; empty: no check.
 void check_output_file(const std::filesystem::path& path, const std::string& flag,
                        const std::vector<std::filesystem::path>& inputs = {});
+// Bytes an unprivileged write may still use on the file system that holds `path` (or, where it
+// does not exist yet, its nearest existing parent; the current folder for a relative path with
+// none). INT64_MAX when the file system does not say.
+int64_t free_disk_bytes(const std::filesystem::path& path);
 // Output files of several flags (flag, path; empty paths skipped): UsageError naming both flags
 // when two name one file, which would keep only the output written last.
 void check_distinct_outputs(

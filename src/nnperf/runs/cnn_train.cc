@@ -18,6 +18,7 @@
 #include "nnperf/core/threads.h"
 #include "nnperf/data/loader.h"
 #include "nnperf/gpu/cuda.h"
+#include "nnperf/io/files.h"
 #include "nnperf/io/out_dir.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/conv/conv.h"
@@ -372,6 +373,26 @@ CnnEpochRecord train_epoch(Session& s, int epoch, int epochs, Progress& progress
   return rec;
 }
 
+// Refuses a run whose checkpoints cannot fit on the disk of its output folder, before it starts:
+// the epoch_NNN files --save-every keeps (all of them, as nn-perf's train.py does), the best and
+// the final weights, each the parameters and the optimizer's state (--save-every 1 with a million
+// epochs wrote 6.4 GB a minute until the disk was full).
+void check_checkpoint_space(const CnnTrainOptions& o, const Session& s, const RunState& st) {
+  const int64_t saves =
+      (o.save_every > 0 ? o.epochs / o.save_every - st.epoch / o.save_every : 0) + 2;
+  const int64_t per_file = s.graph.num_params() * 4 * (1 + optimizer_state_copies(o.optimizer));
+  const auto need = checked_mul(saves, per_file);
+  const fs::path where = o.out_dir.empty() ? fs::path("runs") : o.out_dir;
+  const int64_t free = free_disk_bytes(where);
+  if (need && *need <= free) return;
+  throw UsageError(fmt::format(
+      "--save-every {} with --epochs {}: {} checkpoints of {} need {}, more than the {} free on "
+      "the disk of {} (save less often, or free space)",
+      o.save_every, o.epochs, saves, format_bytes(per_file),
+      need ? format_bytes(*need) : std::string("more bytes than a 64-bit size holds"),
+      format_bytes(free), where.string()));
+}
+
 // "<model>_<dataset>": the prefix of the best and final checkpoints (seed 004's names).
 std::string file_stem(const Session& s) { return fmt::format("{}_{}", s.model.name, s.data.name); }
 
@@ -651,6 +672,7 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& options) {
   }
   RunState st = o.resume.empty() ? RunState{} : resume(o, s);
   if (o.device == Device::kCuda) s.start_gpu(o);
+  check_checkpoint_space(o, s, st);
   CnnTrainResult r;
   r.resumed_after_epoch = st.epoch;
   r.epochs = st.records;

@@ -29,12 +29,19 @@ namespace {
 
 constexpr double kEps = 0x1.0p-23;  // float32 unit roundoff
 
-std::vector<const ConvAlgorithm*> select(const std::vector<std::string>& names) {
+// The algorithms `names` names (all when empty); an unknown name is refused naming `flag`.
+std::vector<const ConvAlgorithm*> select(const std::vector<std::string>& names, const char* flag) {
   std::vector<const ConvAlgorithm*> out;
   if (names.empty()) {
     for (const auto& a : conv_algorithms()) out.push_back(&a);
   } else {
-    for (const auto& n : names) out.push_back(&find_conv(n));
+    for (const auto& n : names) {
+      try {
+        out.push_back(&find_conv(n));
+      } catch (const UsageError& e) {
+        throw UsageError(fmt::format("{}: {}", flag, e.what()));
+      }
+    }
   }
   return out;
 }
@@ -115,7 +122,7 @@ std::vector<ConvVerifyResult> verify_conv(const ConvProblem& p,
   check_reference_cost(p);
   threads = set_threads(threads);
   set_blas_threads(1);  // as in CNN inference (core/threads.h)
-  const auto algos = select(names);
+  const auto algos = select(names, "--algorithm");
   const Inputs in = make_inputs(p, seed);
   std::vector<double> ref(static_cast<std::size_t>(p.dst_numel())), abs_sum(ref.size());
   conv2d_reference(p, in.src.data(), in.wei.data(), in.bias.data(), ref.data(), abs_sum.data());
@@ -208,7 +215,7 @@ std::vector<std::unique_ptr<BenchRow>> plan_rows(const ConvProblem& p, const Con
   if (o.pass == ConvPass::kForward) {
     ConvSelection sel;
     sel.training = o.training;
-    for (const ConvAlgorithm* a : select(o.algorithms)) {
+    for (const ConvAlgorithm* a : select(o.algorithms, "--algorithms")) {
       BenchRow* r = serve(*a);
       if (r == nullptr) continue;
       r->forward = Planned{a, {}, {}, {}};
@@ -230,7 +237,13 @@ std::vector<std::unique_ptr<BenchRow>> plan_rows(const ConvProblem& p, const Con
   if (o.algorithms.empty()) {
     for (const auto& a : conv_backward_algorithms(o.pass)) algos.push_back(&a);
   } else {
-    for (const auto& n : o.algorithms) algos.push_back(&find_conv_backward(o.pass, n));
+    for (const auto& n : o.algorithms) {
+      try {
+        algos.push_back(&find_conv_backward(o.pass, n));
+      } catch (const UsageError& e) {
+        throw UsageError(fmt::format("--algorithms: {}", e.what()));
+      }
+    }
   }
   for (const ConvBackwardAlgorithm* a : algos) {
     BenchRow* r = serve(*a);
