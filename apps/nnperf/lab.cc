@@ -21,6 +21,9 @@ int run(Flags& f) {
   f.o.out_dir = f.out_dir;
   f.o.data_dir = f.data;
   f.o.progress = parse_progress_mode(f.progress);
+  if (f.o.progress == Progress::Mode::kBar) {
+    throw UsageError("--progress bar: the lab's stages print lines; expected auto, lines or quiet");
+  }
   f.o.command_line = command_line();
   if (!f.algorithms.empty()) f.o.algorithms = split_list(f.algorithms);
   const LabResult r = run_lab(f.o);

@@ -117,6 +117,7 @@ TEST(Hostile, ParserErrorsSayWhatWasExpectedAndNameTheCommandAsTyped) {
            {"sweep", "expected one of: plan, run, merge, run-cell"},
            // Lists: an empty list or item is not "the default", and an item twice is a typo.
            {"mlp-bench --impls ''", "--impls: expected a comma-separated list, got ''"},
+           {"lab --synthetic --progress bar", "--progress bar: the lab's stages print lines"},
            // An unknown name is refused naming the flag that gave it.
            {"train --model nosuch --synthetic", "--model: unknown model 'nosuch': expected one of"},
            {"profile --model nosuch", "--model: unknown model 'nosuch'"},
@@ -593,6 +594,25 @@ TEST(Hostile, TheReportRefusesSavedResultsNoRunCouldHaveWritten) {
   std::ofstream(dir / "t" / "final_results.json") << R"({"final_test_acc": 7, "hyperparameters": {}})";
   expect_refused(nnperf(fmt::format("report '{}'", dir.path().string())),
                  "final_test_acc': expected a fraction in [0, 1], found 7", "accuracy 7");
+  EXPECT_FALSE(fs::exists(dir / "report.md"));
+  fs::remove_all(dir / "t");
+  // A layer time no profile measures is refused by the report as by the roofline.
+  const fs::path prof = dir / "p";
+  ASSERT_EQ(
+      nnperf(fmt::format("profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 "
+                         "--threads 1 --progress quiet --output-dir '{}'",
+                         prof.string()))
+          .exit_code,
+      0);
+  const fs::path layers = prof / "resnet18_gemm_layers.csv";
+  CsvTable t = read_csv(layers);
+  t.rows[0][t.require("mean_ms")] = "-1";
+  {
+    CsvWriter w(layers, t.header);
+    for (const auto& row : t.rows) w.row(row);
+  }
+  expect_refused(nnperf(fmt::format("report '{}'", dir.path().string())),
+                 "resnet18_gemm_layers.csv:2: mean_ms -1 of layer", "a negative layer time");
   EXPECT_FALSE(fs::exists(dir / "report.md"));
 }
 

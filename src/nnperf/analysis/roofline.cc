@@ -90,22 +90,6 @@ std::vector<int64_t> int_list(const nlohmann::json& obj, std::string_view key, c
 
 // ---------------------------------------------------------------- the three sources
 
-// Row r's mean_ms: 0 (no time measured) or a plausible layer time; a negative one, or one below
-// a nanosecond or above a day (a corrupt or hand-edited row), is refused with file and line.
-double layer_time_ms(const CsvTable& t, std::size_t r, std::size_t c_ms, const std::string& name,
-                     const fs::path& csv) {
-  const double ms = t.number(r, c_ms);
-  if (ms < 0) {
-    fail("{}:{}: mean_ms {} of layer {} is negative; a time cannot be", csv.string(), t.line(r), ms,
-         quote_input(name));
-  }
-  if (ms > 0 && (ms < 1e-6 || ms > 86.4e6)) {
-    fail("{}:{}: mean_ms {} of layer {} is not a plausible layer time (1e-6 to 8.64e7 ms)", csv.string(),
-         t.line(r), ms, quote_input(name));
-  }
-  return ms;
-}
-
 void profile_points(const fs::path& layers_csv, Counter& counter, std::vector<RooflinePoint>& out,
                     std::vector<std::string>& notes) {
   const fs::path run_path = layers_csv.parent_path() / "run.json";
@@ -153,7 +137,7 @@ void profile_points(const fs::path& layers_csv, Counter& counter, std::vector<Ro
       fail("{}:{}: layer {} is not a layer of {} at input size {} (a sweep of another model?)",
            layers_csv.string(), t.line(r), quote_input(name), model, size);
     }
-    const double ms = layer_time_ms(t, r, c_ms, name, layers_csv);
+    const double ms = profile_layer_ms(t, r, c_ms, name, layers_csv);
     if (!it->counted || !(it->flops > 0) || !(it->bytes > 0) || !(ms > 0)) {
       ++uncounted;
       continue;

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "nnperf/core/error.h"
+#include "nnperf/io/csv.h"
 #include "nnperf/io/json_read.h"
 
 namespace nnperf {
@@ -30,6 +31,20 @@ std::string file_name_part(const nlohmann::json& j, std::string_view key, const 
 }
 
 }  // namespace
+
+double profile_layer_ms(const CsvTable& t, std::size_t r, std::size_t c_ms,
+                        const std::string& layer, const std::filesystem::path& csv) {
+  const double ms = t.number(r, c_ms);
+  if (ms < 0) {
+    fail("{}:{}: mean_ms {} of layer {} is negative; a time cannot be", csv.string(), t.line(r), ms,
+         quote_input(layer));
+  }
+  if (ms > 0 && (ms < 1e-6 || ms > 86.4e6)) {
+    fail("{}:{}: mean_ms {} of layer {} is not a plausible layer time (1e-6 to 8.64e7 ms)",
+         csv.string(), t.line(r), ms, quote_input(layer));
+  }
+  return ms;
+}
 
 FinalResults parse_final_results(std::string_view text, const std::string& source) {
   const nlohmann::json j = parse_json(text, source);

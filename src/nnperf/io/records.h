@@ -4,6 +4,7 @@
 // problem is an nnperf::Error naming the file and the field. Also the names of files rendered
 // from a record that the report looks for.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,13 @@
 #include <vector>
 
 namespace nnperf {
+
+struct CsvTable;
+// Row r's mean_ms in a profile's layers CSV: 0 (no time measured) or a plausible layer time; a
+// negative one, or one below a nanosecond or above a day (a corrupt or hand-edited row), is
+// refused with file and line. The roofline and the report read layer times through it.
+double profile_layer_ms(const CsvTable& t, std::size_t r, std::size_t c_ms,
+                        const std::string& layer, const std::filesystem::path& csv);
 
 struct FinalResults {
   std::string activation;

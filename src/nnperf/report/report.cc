@@ -557,7 +557,7 @@ void add_layers(const fs::path& layers, const fs::path& root, const SweepInfo& i
     const std::string algo =
         (l.cell(r, l_used).empty() ? l.cell(r, l_algo) : l.cell(r, l_used)) + info.label;
     auto& slot = f.layer_ms[key][l.cell(r, l_layer)];
-    const double ms = l.number(r, l_ms);
+    const double ms = profile_layer_ms(l, r, l_ms, l.cell(r, l_layer), layers);
     if (!slot.count(algo) || ms < slot[algo]) slot[algo] = ms;
     f.layer_shape[l.cell(r, l_layer)] =
         fmt::format("{}x{} stride {}", l.cell(r, l_k), l.cell(r, l_k), l.cell(r, l_s));
