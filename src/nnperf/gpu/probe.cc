@@ -46,21 +46,6 @@ F sym(void* lib, const char* name) {
   return reinterpret_cast<F>(dlsym(lib, name));
 }
 
-// The first of `names` that loads, or null with `why` saying what dlopen answered.
-void* open_first(const std::vector<std::string>& names, std::string* file, std::string* why) {
-  std::string errors;
-  for (const auto& n : names) {
-    if (void* lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      *file = n;
-      return lib;
-    }
-    const char* e = dlerror();
-    errors += (errors.empty() ? "" : "; ") + std::string(e != nullptr ? e : n + ": not loadable");
-  }
-  *why = names.empty() ? "no library name to try" : errors;
-  return nullptr;
-}
-
 std::string cu_error(void* cuda, int rc) {
   const char* name = nullptr;
   if (auto f = sym<CuGetErrorName>(cuda, "cuGetErrorName"); f && f(rc, &name) == 0 && name)
@@ -78,7 +63,7 @@ std::string nvml_error(void* nvml, int rc) {
 CudaLibrary probe_runtime(const std::vector<std::string>& names) {
   CudaLibrary l;
   l.what = "CUDA runtime";
-  void* lib = open_first(names, &l.file, &l.reason);
+  void* lib = dlopen_first(names, &l.file, &l.reason);
   if (lib == nullptr) return l;
   auto get = sym<CudaRuntimeGetVersion>(lib, "cudaRuntimeGetVersion");
   int v = 0;
@@ -96,7 +81,7 @@ CudaLibrary probe_runtime(const std::vector<std::string>& names) {
 CudaLibrary probe_cudnn(const std::vector<std::string>& names) {
   CudaLibrary l;
   l.what = "cuDNN";
-  void* lib = open_first(names, &l.file, &l.reason);
+  void* lib = dlopen_first(names, &l.file, &l.reason);
   if (lib == nullptr) return l;
   if (auto get = sym<CudnnGetVersion>(lib, "cudnnGetVersion")) {
     l.loaded = true;
@@ -110,7 +95,7 @@ CudaLibrary probe_cudnn(const std::vector<std::string>& names) {
 CudaLibrary probe_cublas(const std::vector<std::string>& names) {
   CudaLibrary l;
   l.what = "cuBLAS";
-  void* lib = open_first(names, &l.file, &l.reason);
+  void* lib = dlopen_first(names, &l.file, &l.reason);
   if (lib == nullptr) return l;
   auto get = sym<CublasGetProperty>(lib, "cublasGetProperty");
   int v[3] = {0, 0, 0};
@@ -149,7 +134,7 @@ namespace {
 // p.nvml_reason; returns the library handle (null when it could not be opened).
 void* open_nvml(const CudaProbeOptions& options, CudaProbe& p) {
   std::string nvml_file;
-  void* nvml = open_first(options.nvml, &nvml_file, &p.nvml_reason);
+  void* nvml = dlopen_first(options.nvml, &nvml_file, &p.nvml_reason);
   if (nvml == nullptr) return nullptr;
   auto init = sym<NvmlInit>(nvml, "nvmlInit_v2");
   if (init == nullptr) {
@@ -230,7 +215,7 @@ CudaDeviceInfo describe_device(const DeviceQueries& q, int i, int dev) {
 
 // The CUDA driver: its version, cuInit, and every device it reports (p.message says why none).
 void probe_driver(const CudaProbeOptions& options, void* nvml, CudaProbe& p) {
-  void* cuda = open_first(options.driver, &p.driver_file, &p.message);
+  void* cuda = dlopen_first(options.driver, &p.driver_file, &p.message);
   if (cuda == nullptr) {
     p.driver_file.clear();
     p.message = fmt::format("no CUDA driver ({})", p.message);
@@ -265,6 +250,20 @@ void probe_driver(const CudaProbeOptions& options, void* nvml, CudaProbe& p) {
 }
 
 }  // namespace
+
+void* dlopen_first(const std::vector<std::string>& names, std::string* file, std::string* why) {
+  std::string errors;
+  for (const auto& n : names) {
+    if (void* lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      *file = n;
+      return lib;
+    }
+    const char* e = dlerror();
+    errors += (errors.empty() ? "" : "; ") + std::string(e != nullptr ? e : n + ": not loadable");
+  }
+  *why = names.empty() ? "no library name to try" : errors;
+  return nullptr;
+}
 
 CudaProbe probe_cuda(const CudaProbeOptions& options) {
   CudaProbe p;

@@ -56,6 +56,11 @@ struct CudaProbeOptions {
 
 CudaProbe probe_cuda(const CudaProbeOptions& options = {});
 
+// dlopen (RTLD_NOW | RTLD_LOCAL) of the first of `names` that loads, its name in *file; or null
+// with *why listing what dlopen answered for each. The probe and the run-time loaders of cuBLAS
+// and cuDNN open their libraries with it.
+void* dlopen_first(const std::vector<std::string>& names, std::string* file, std::string* why);
+
 // "12.4" from 12040 (the driver's and the runtime's encoding); "unknown" for 0.
 std::string cuda_version_string(int version);
 // "9.1.0" from 90100 (cuDNN 9's encoding) or "8.9.2" from 8902 (cuDNN 8's).

@@ -72,13 +72,8 @@ bool resolve(Api& a, F& f, const char* name) {
 
 Api load() {
   Api a;
-  std::string errors;
-  for (const char* n : {"libcudnn.so.9", "libcudnn.so"}) {
-    a.lib = dlopen(n, RTLD_NOW | RTLD_LOCAL);
-    if (a.lib != nullptr) break;
-    const char* e = dlerror();
-    errors += (errors.empty() ? "" : "; ") + std::string(e != nullptr ? e : n);
-  }
+  std::string file, errors;
+  a.lib = dlopen_first({"libcudnn.so.9", "libcudnn.so"}, &file, &errors);
   if (a.lib == nullptr) {
     a.reason = "no cuDNN (" + errors + ")";
     return a;

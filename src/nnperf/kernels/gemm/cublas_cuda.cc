@@ -14,6 +14,7 @@
 
 #include "nnperf/core/error.h"
 #include "nnperf/gpu/cuda_check.h"
+#include "nnperf/gpu/probe.h"
 #include "nnperf/kernels/gemm/gemm_internal.h"
 
 namespace nnperf {
@@ -58,13 +59,9 @@ void resolve(Api& a, F& f, const char* name) {
 Api load() {
   Api a;
   const std::string soname = fmt::format("libcublas.so.{}", CUBLAS_VER_MAJOR);
-  std::string errors;
-  for (const std::string& n : {soname, std::string(NNPERF_CUDA_LIBRARY_DIR) + "/" + soname}) {
-    a.lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (a.lib != nullptr) break;
-    const char* e = dlerror();
-    errors += (errors.empty() ? "" : "; ") + std::string(e != nullptr ? e : n);
-  }
+  std::string file, errors;
+  a.lib =
+      dlopen_first({soname, std::string(NNPERF_CUDA_LIBRARY_DIR) + "/" + soname}, &file, &errors);
   if (a.lib == nullptr) {
     a.reason = "no cuBLAS (" + errors + ")";
     return a;
