@@ -171,7 +171,8 @@ const Registrar reg{Command{
                    "Fold each BatchNorm after a conv into it (inference only)");
       sub.add_option("--hidden", f->hidden,
                      "mlp: hidden widths, comma-separated (default 512,256,128,64)");
-      sub.add_option("--activation", f->activation, "mlp: activation (" + activation_names() + ")");
+      sub.add_option("--activation", f->activation, "mlp: activation (" + activation_names() + ")")
+          ->check(known_activation());
       sub.add_option("--json", f->json, "Write the records {context, records} to this JSON file");
       sub.add_option("--csv", f->csv, "Write one row per layer to this CSV file");
       sub.add_option("--summary-json", f->summary_json,

@@ -84,7 +84,10 @@ CLI::Validator known_name(std::function<void(const std::string&)> find, bool lis
   return CLI::Validator(
       [find = std::move(find), list](std::string& text) {
         try {
-          for (const std::string& item : list ? split_list(text) : std::vector{text}) find(item);
+          // An empty name is left to the empty-value and list checks, which say so.
+          for (const std::string& item : list ? split_list(text) : std::vector{text}) {
+            if (!item.empty()) find(item);
+          }
         } catch (const UsageError& e) {
           return std::string(e.what());
         }

@@ -126,7 +126,6 @@ TEST(CnnTrainCli, EpochsCheckpointsAndRecords) {
   EXPECT_EQ(e1.meta["optimizer"]["steps"], 4);
 }
 
-// Stopped after epoch 1 and resumed: the same weights and BatchNorm statistics, bit for bit.
 // Checkpoints that cannot fit on the output folder's disk are refused before the run claims the
 // folder: a million epochs saved every epoch are 81 TiB of ResNet-18 checkpoints.
 TEST(CnnTrainCli, CheckpointsThatCannotFitOnTheDiskAreRefusedBeforeTheRun) {
@@ -135,7 +134,8 @@ TEST(CnnTrainCli, CheckpointsThatCannotFitOnTheDiskAreRefusedBeforeTheRun) {
       "train {} --epochs 1000000 --save-every 1 --out-dir '{}'", kTiny, (dir / "a").string()));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(
-      r.err.find("--save-every 1 with --epochs 1000000: 1000002 checkpoints of 85.3 MiB need "),
+      r.err.find("--save-every 1 with --epochs 1000000: 1000000 epoch checkpoints and the best, "
+                 "85.3 MiB each, and the final weights need "),
       std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find(" free on the disk of " + (dir / "a").string()), std::string::npos) << r.err;
@@ -160,6 +160,7 @@ TEST(CnnTrainCli, AnInputSizeTooLargeForImageFoldersNamesTheFlag) {
   EXPECT_FALSE(fs::exists(dir / "a"));
 }
 
+// Stopped after epoch 1 and resumed: the same weights and BatchNorm statistics, bit for bit.
 TEST(CnnTrainCli, ResumeIsBitIdentical) {
   test::TempDir dir;
   const fs::path a = dir / "a", b = dir / "b";

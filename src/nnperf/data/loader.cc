@@ -20,7 +20,7 @@ BatchLoader::BatchLoader(const Dataset& data, LoaderOptions options)
   if (o_.prefetch_factor < 1 || o_.prefetch_factor > 64) {
     fail("--prefetch-factor {}: expected 1..64", o_.prefetch_factor);
   }
-  if (o_.augment.pad < 0 || o_.augment.pad > s[2]) {
+  if (o_.augment.pad < 0 || (o_.augment.enabled && o_.augment.pad > s[2])) {
     fail(
         "{}: its {}x{} images are smaller than the augmentation's random-crop padding of {} "
         "pixels; train them with --no-augment",

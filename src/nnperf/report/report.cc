@@ -556,8 +556,9 @@ void add_layers(const fs::path& layers, const fs::path& root, const SweepInfo& i
         fmt::format("{} at {}{}", l.cell(r, l_model), l.cell(r, l_size), info.pass);
     const std::string algo =
         (l.cell(r, l_used).empty() ? l.cell(r, l_algo) : l.cell(r, l_used)) + info.label;
-    auto& slot = f.layer_ms[key][l.cell(r, l_layer)];
     const double ms = profile_layer_ms(l, r, l_ms, l.cell(r, l_layer), layers);
+    if (!(ms > 0)) continue;  // no time measured
+    auto& slot = f.layer_ms[key][l.cell(r, l_layer)];
     if (!slot.count(algo) || ms < slot[algo]) slot[algo] = ms;
     f.layer_shape[l.cell(r, l_layer)] =
         fmt::format("{}x{} stride {}", l.cell(r, l_k), l.cell(r, l_k), l.cell(r, l_s));

@@ -374,23 +374,34 @@ CnnEpochRecord train_epoch(Session& s, int epoch, int epochs, Progress& progress
 }
 
 // Refuses a run whose checkpoints cannot fit on the disk of its output folder, before it starts:
-// the epoch_NNN files --save-every keeps (all of them, as nn-perf's train.py does), the best and
-// the final weights, each the parameters and the optimizer's state (--save-every 1 with a million
-// epochs wrote 6.4 GB a minute until the disk was full).
+// the epoch_NNN files --save-every keeps (all of them, as nn-perf's train.py does) and the best,
+// each the parameters and the optimizer's state, and the final weights (--save-every 1 with a
+// million epochs wrote 6.4 GB a minute until the disk was full).
 void check_checkpoint_space(const CnnTrainOptions& o, const Session& s, const RunState& st) {
-  const int64_t saves =
-      (o.save_every > 0 ? o.epochs / o.save_every - st.epoch / o.save_every : 0) + 2;
-  const int64_t per_file = s.graph.num_params() * 4 * (1 + optimizer_state_copies(o.optimizer));
-  const auto need = checked_mul(saves, per_file);
+  const int64_t epoch_files =
+      o.save_every > 0 ? o.epochs / o.save_every - st.epoch / o.save_every : 0;
+  const int64_t weights = s.graph.num_params() * 4;
+  const int64_t per_file = weights * (1 + optimizer_state_copies(o.optimizer));
+  // -1: more bytes than an int64 holds.
+  const int64_t files = checked_mul(epoch_files + 1, per_file).value_or(-1);
+  const int64_t need = files < 0 ? -1 : checked_add(files, weights).value_or(-1);
   const fs::path where = o.out_dir.empty() ? fs::path("runs") : o.out_dir;
   const int64_t free = free_disk_bytes(where);
-  if (need && *need <= free) return;
+  if (need >= 0 && need <= free) return;
+  const std::string total =
+      need >= 0 ? format_bytes(need) : std::string("more bytes than a 64-bit size holds");
+  if (o.save_every == 0) {
+    throw UsageError(fmt::format(
+        "the best checkpoint ({}) and the final weights ({}) need {}, more than the {} free on "
+        "the disk of {} (--out-dir)",
+        format_bytes(per_file), format_bytes(weights), total, format_bytes(free), where.string()));
+  }
   throw UsageError(fmt::format(
-      "--save-every {} with --epochs {}: {} checkpoints of {} need {}, more than the {} free on "
-      "the disk of {} (save less often, or free space)",
-      o.save_every, o.epochs, saves, format_bytes(per_file),
-      need ? format_bytes(*need) : std::string("more bytes than a 64-bit size holds"),
-      format_bytes(free), where.string()));
+      "--save-every {} with --epochs {}: {} epoch checkpoints and the best, {} each, and the "
+      "final weights need {}, more than the {} free on the disk of {} (save less often, or free "
+      "space)",
+      o.save_every, o.epochs, epoch_files, format_bytes(per_file), total, format_bytes(free),
+      where.string()));
 }
 
 // "<model>_<dataset>": the prefix of the best and final checkpoints (seed 004's names).
@@ -672,7 +683,7 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& options) {
   }
   RunState st = o.resume.empty() ? RunState{} : resume(o, s);
   if (o.device == Device::kCuda) s.start_gpu(o);
-  check_checkpoint_space(o, s, st);
+  if (!o.profile_one_step) check_checkpoint_space(o, s, st);
   CnnTrainResult r;
   r.resumed_after_epoch = st.epoch;
   r.epochs = st.records;

@@ -47,7 +47,13 @@ std::vector<const GemmAlgorithm*> select(const GemmBenchOptions& o) {
       if (a.device == o.device) out.push_back(&a);
     }
   } else {
-    for (const auto& n : o.algorithms) out.push_back(&find_gemm(n, o.device));
+    for (const auto& n : o.algorithms) {
+      try {
+        out.push_back(&find_gemm(n, o.device));
+      } catch (const UsageError& e) {
+        throw UsageError(fmt::format("--algorithms: {}", e.what()));
+      }
+    }
   }
   return out;
 }

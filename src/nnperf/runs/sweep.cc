@@ -296,7 +296,8 @@ void check_cell(const nlohmann::json& c, std::size_t i, const std::string& kind,
     throw bad(fmt::format("output '{}' is not a folder inside the sweep", output.string()));
   }
   if (!(json_number(c, "estimated_seconds", cw) >= 0)) throw bad("negative estimated_seconds");
-  if (const auto mem = json_optional_number(c, "estimated_memory_bytes", cw); mem && *mem < 0) {
+  if (c.contains("estimated_memory_bytes") &&  // absent in sweeps planned before it existed
+      !(json_number(c, "estimated_memory_bytes", cw) >= 0)) {
     throw bad("negative estimated_memory_bytes");
   }
   if (kind == "profile") {
@@ -332,6 +333,10 @@ nlohmann::json read_sweep(const fs::path& dir) {
     throw Error(fmt::format("{}: kind '{}' (expected profile or train)", file.string(), kind));
   }
   (void)json_string(j, "id", where);
+  if (j.contains("threads_per_cell") && json_integer(j, "threads_per_cell", where) < 1) {
+    throw Error(fmt::format("{}: threads_per_cell {}: expected at least 1", file.string(),
+                            j["threads_per_cell"].dump()));
+  }
   if (!j.contains("cells") || !j["cells"].is_array())
     throw Error(file.string() + ": no cells array");
   if (j["cells"].empty())

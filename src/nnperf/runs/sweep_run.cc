@@ -198,7 +198,13 @@ std::pair<int, std::string> capture(const std::vector<std::string>& argv) {
 bool slurm_task_known(const nlohmann::json& s) {
   static std::map<std::string, std::optional<std::string>> listed;  // job -> squeue's task ids
   const std::string job = s.value("slurm_job", std::string());
-  if (job.empty()) return false;  // marked before sbatch answered, and never given a job id
+  if (job.empty()) {
+    // Marked before sbatch answered: known while the submitting process still waits for it
+    // (or where that cannot be seen from here), stale once it is gone without a job id.
+    if (s.value("host", std::string()) != hostname() || !s.contains("pid")) return true;
+    std::error_code ec;
+    return fs::exists(fs::path("/proc") / std::to_string(s["pid"].get<int64_t>()), ec);
+  }
   if (!listed.count(job)) {
     try {
       const auto [rc, out] = capture({"squeue", "-h", "-r", "-o", "%i", "-j", job});
@@ -493,10 +499,14 @@ void mark_queued(const fs::path& dir, const nlohmann::json& sweep, const std::ve
   for (int i : todo) {
     const nlohmann::json& cell = sweep["cells"][static_cast<std::size_t>(i)];
     if (!job.empty() && cell_state(dir, cell)["state"] != "queued") continue;
-    write_json_atomic(state_path(dir, cell["name"]), {{"state", "queued"},
-                                                      {"slurm_job", job},
-                                                      {"slurm_task", std::to_string(i)},
-                                                      {"submitted", submitted}});
+    nlohmann::json st = {{"state", "queued"},
+                         {"slurm_job", job},
+                         {"slurm_task", std::to_string(i)},
+                         {"submitted", submitted}};
+    // Before sbatch answers: who is waiting for it, so that status can tell a submission in
+    // progress from one that was interrupted.
+    if (job.empty()) st.update({{"host", hostname()}, {"pid", ::getpid()}});
+    write_json_atomic(state_path(dir, cell["name"]), st);
   }
 }
 
@@ -592,7 +602,9 @@ std::string cell_detail(const nlohmann::json& s, std::string& state) {
   if (state == "queued") {
     if (s.value("stale", false)) state = "stale";
     if (s.value("slurm_job", std::string()).empty()) {
-      return "marked for sbatch, which gave no job id (interrupted?); run the sweep again";
+      return state == "stale"
+                 ? "marked for sbatch, which gave no job id (interrupted?); run the sweep again"
+                 : "being submitted (sbatch has not answered yet)";
     }
     return fmt::format(
         "job {}_{} submitted {}{}", s.value("slurm_job", std::string("?")),

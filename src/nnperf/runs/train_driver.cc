@@ -225,7 +225,7 @@ TrainDriverResult run_train_driver(const TrainDriverOptions& options) {
     const MemoryContext building(model_what);
     return m.build(mo);
   }();
-  check_training_memory(graph, o.optimizer, model_what);
+  check_training_memory(graph, o.optimizer, model_what, o.device != Device::kCuda);
   const MemoryContext memory(fmt::format("{} at batch {} of {} (--batch-size, --input-size)",
                                          m.name, o.batch_size, sample.str()));
   Rng rng(o.seed);

@@ -37,11 +37,14 @@ const char* to_string(StepPhase phase) {
 }
 
 void check_training_memory(const Graph& graph, const OptimizerOptions& optimizer,
-                           const std::string& what) {
+                           const std::string& what, bool with_state) {
   const int64_t params = graph.num_params();
-  const auto bytes = checked_mul(params, int64_t{4} * (2 + optimizer_state_copies(optimizer)));
-  check_memory(bytes.value_or(-1), fmt::format("{}: {} parameters, their gradients and {}'s state",
-                                               what, params, checked_optimizer(optimizer).name));
+  const int64_t copies = with_state ? 2 + optimizer_state_copies(optimizer) : 1;
+  const auto bytes = checked_mul(params, int64_t{4} * copies);
+  check_memory(bytes.value_or(-1),
+               with_state ? fmt::format("{}: {} parameters, their gradients and {}'s state", what,
+                                        params, checked_optimizer(optimizer).name)
+                          : fmt::format("{}: {} parameters", what, params));
 }
 
 void Trainer::ensure_planned(const Shape& x_shape, bool training) {

@@ -43,8 +43,9 @@ class StepHook {
 // parameters, their gradients and the optimizer's state would not fit in memory: the weights of a
 // built graph are untouched zero pages, so the check comes before init() writes them (VGG16 with
 // a million classes has a 15 GiB classifier). Activations are checked as they are planned.
+// with_state false: the parameters only (a GPU run keeps gradients and state on the device).
 void check_training_memory(const Graph& graph, const OptimizerOptions& optimizer,
-                           const std::string& what);
+                           const std::string& what, bool with_state = true);
 
 class Trainer {
  public:

@@ -82,10 +82,11 @@ Api load() {
   return a;
 }
 
-// Loaded once per process and kept (the per-thread handles below outlive callers).
+// Loaded once per process and never destroyed: a thread's handle (below) is destroyed when the
+// thread exits, which may be after static destruction has begun.
 const Api& api() {
-  static const Api a = load();
-  return a;
+  static const Api* a = new Api(load());
+  return *a;
 }
 
 void check(cublasStatus_t s, const char* call) {
