@@ -131,7 +131,8 @@ int run(const Flags& f) {
   }
   if (points.empty()) {
     throw UsageError(
-        fmt::format("{}: no profile, mlp-bench or train results found", fmt::join(f.dirs, ", ")));
+        fmt::format("{}: no profile, mlp-bench or train results found{}", fmt::join(f.dirs, ", "),
+                    notes.empty() ? "" : " (" + fmt::format("{}", fmt::join(notes, "; ")) + ")"));
   }
   const nlohmann::json doc = roofline_json(points, roof, notes, f.color_by);
   const fs::path out = prepare_output_dir(f.out_dir, "results/roofline", "--out-dir", f.overwrite);

@@ -24,11 +24,14 @@ struct Flags {
   SlurmOptions slurm_options;
   std::string slurm_flag_given;  // a --slurm option given (refused with --local)
   bool jobs_given = false;
+  std::string models, algorithms;  // comma-separated, as typed (split after their checks)
 };
 
 int plan_command(Flags& f) {
   if (f.profile == f.train) throw UsageError("sweep plan: give exactly one of --profile and --train");
   f.plan.kind = f.profile ? "profile" : "train";
+  f.plan.models = split_list(f.models);
+  if (!f.algorithms.empty()) f.plan.algorithms = split_list(f.algorithms);
   f.plan.out_dir = f.out_dir;
   f.plan.command_line = command_line();
   const nlohmann::json s = plan_sweep(f.plan);
@@ -77,11 +80,14 @@ const Registrar reg{Command{"sweep", 47, [](CLI::App& sub) -> std::function<int(
   CLI::App* p = sub.add_subcommand("plan", "Write <--out-dir>/sweep.json: every cell with its command line and estimated cost");
   p->add_flag("--profile", f->profile, "Cells of the convolution profiler: models x algorithms x size ranges");
   p->add_flag("--train", f->train, "Cells of the fixed-iteration training driver: models x batch sizes x threads");
-  p->add_option("--models", f->plan.models, "Comma-separated models (see profile --list-models)")
-      ->delimiter(',')
+  // Typed as one string: an empty item ("a,,b") is refused, not dropped as CLI11's delimiter did.
+  p->add_option("--models", f->models, "Comma-separated models (see profile --list-models)")
       ->required()
-      ->check(known_model());
-  p->add_option("--algorithms", f->plan.algorithms, "--profile: comma-separated convolution algorithms, guess, find")->delimiter(',');
+      ->check(list_items())
+      ->check(known_model(/*list=*/true));
+  p->add_option("--algorithms", f->algorithms,
+                "--profile: comma-separated convolution algorithms, guess, find")
+      ->check(list_items());
   p->add_option("--stage", f->plan.stage, "--profile: sanity | quick | full (sizes, warm-up, measure)")
       ->check(CLI::IsMember({"sanity", "quick", "full"}))->capture_default_str();
   p->add_option("--sizes", f->plan.sizes, "--profile: explicit input sizes instead of the stage's")

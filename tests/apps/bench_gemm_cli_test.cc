@@ -31,9 +31,10 @@ TEST(BenchGemmCli, TimesEveryCpuRowAgainstOpenBlas) {
 TEST(BenchGemmCli, RefusesGpuRowsOnTheCpuAndBadProblems) {
   auto r = run_nnperf("bench gemm --problem m8n8k8 --algorithms cublas");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
-            "nnperf: error: GEMM algorithm 'cublas' runs on the cuda device, this run on the cpu; "
-            "expected one of: naive, parallel, blocked, blas\n");
+  EXPECT_EQ(
+      r.err,
+      "nnperf: error: --algorithms: GEMM algorithm 'cublas' runs on the cuda device, this run "
+      "on the cpu; expected one of: naive, parallel, blocked, blas\n");
   for (const char* bad : {"m0n8k8", "m8n8", "m8n8k8_tx", "8x8x8", "m-1n2k3"}) {
     r = run_nnperf(std::string("bench gemm --problem ") + bad);
     EXPECT_EQ(r.exit_code, 2) << bad;

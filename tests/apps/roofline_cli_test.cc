@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "nnperf/io/csv.h"
@@ -16,6 +17,7 @@ namespace {
 
 using test::run_nnperf;
 using test::TempDir;
+namespace fs = std::filesystem;
 
 bool one_line(const std::string& s) { return std::count(s.begin(), s.end(), '\n') == 1; }
 
@@ -74,6 +76,25 @@ TEST(RooflineCli, RefusedInputs) {
     EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << "\n" << r.err;
     EXPECT_TRUE(one_line(r.err)) << c.args << "\n" << r.err;
   }
+  // A profile without per-layer rows: the refusal says why it has no points, and --peaks given a
+  // folder says it is one.
+  const fs::path prof = dir / "p";
+  ASSERT_EQ(
+      run_nnperf(fmt::format("profile --model resnet18 --algorithm gemm --sizes 32 --warmup 0 "
+                             "--measure 1 --no-layers --threads 1 --output-dir '{}'",
+                             prof.string()))
+          .exit_code,
+      0);
+  auto r = run_nnperf(fmt::format("roofline '{}' --peak-compute 1 --peak-bw 3", prof.string()));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("resnet18_gemm_layers.csv: no layer rows to place (the profile ran with "
+                       "--no-layers)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(one_line(r.err)) << r.err;
+  r = run_nnperf(fmt::format("roofline '{}' --peaks '{}'", prof.string(), dir.path().string()));
+  EXPECT_NE(r.err.find(dir.path().string() + ": is a folder; expected a file"), std::string::npos)
+      << r.err;
 }
 
 }  // namespace

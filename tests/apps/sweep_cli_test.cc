@@ -77,9 +77,14 @@ TEST(SweepPlan, CellsCarryTheirCommandOutputAndEstimate) {
             "exactly one of --profile and --train"},
            {"--profile --models resnet18", "--algorithms: expected at least one"},
            {"--train --models resnet18", "--batch-sizes: expected at least one"},
-           {"--profile --models resnet18,resnet18 --algorithms gemm", "planned twice"},
+           {"--profile --models resnet18,resnet18 --algorithms gemm",
+            "--models: 'resnet18,resnet18' lists resnet18 twice"},
            // One model in two spellings is one model given twice.
-           {"--profile --models resnet18,ResNet-18 --algorithms gemm", "planned twice"},
+           {"--profile --models resnet18,ResNet-18 --algorithms gemm",
+            "lists resnet18 twice (as resnet18 and ResNet-18)"},
+           {"--profile --models resnet18 --algorithms gemm,FFT,fft", "lists FFT twice"},
+           // An empty item is refused, not dropped.
+           {"--profile --models resnet18,,vgg16 --algorithms gemm", "(item 2 is empty)"},
            {"--profile --models MLP --algorithms gemm", "mlp-bench times the MLP"}}) {
     r = run_nnperf(fmt::format("sweep plan {} --out-dir {}", flags, q(t / "other")));
     EXPECT_EQ(r.exit_code, 2) << flags;

@@ -59,6 +59,10 @@ TEST(Files, ErrorsNameThePath) {
   msg = error_of([&] { read_file(dir / "absent.txt"); });
   EXPECT_NE(msg.find("absent.txt"), std::string::npos) << msg;
   EXPECT_NE(msg.find("No such file"), std::string::npos) << msg;
+  // A folder where a file is read (--peaks adir, --ncu adir): said as such, not "read error".
+  fs::create_directories(dir / "adir");
+  msg = error_of([&] { read_file(dir / "adir"); });
+  EXPECT_EQ(msg, (dir / "adir").string() + ": is a folder; expected a file") << msg;
 }
 
 TEST(Files, EnsureWritableDir) {

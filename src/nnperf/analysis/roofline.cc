@@ -393,7 +393,12 @@ std::vector<RooflinePoint> collect_roofline_points(const fs::path& dir,
     const std::string name = f.filename().string();
     if (name.size() > 11 && name.ends_with("_layers.csv") &&
         fs::exists(f.parent_path() / "run.json", ec)) {
+      const std::size_t before = points.size();
       profile_points(f, counter, points, notes);
+      if (points.size() == before && read_csv(f).rows.empty()) {
+        notes.push_back(fmt::format("{}: no layer rows to place (the profile ran with --no-layers)",
+                                    f.string()));
+      }
     } else if (name == "mlp_bench.json") {
       mlp_bench_points(f, counter, points, notes);
     } else if (name == "final_results.json") {

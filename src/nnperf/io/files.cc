@@ -156,7 +156,12 @@ std::string read_file(const fs::path& path) {
   if (f == nullptr) fail("{}: cannot open for reading: {}", path.string(), errno_text(errno));
   std::string out;
   struct stat st {};
-  if (::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+  const bool stated = ::fstat(::fileno(f), &st) == 0;
+  if (stated && S_ISDIR(st.st_mode)) {
+    std::fclose(f);
+    fail("{}: is a folder; expected a file", path.string());
+  }
+  if (stated && S_ISREG(st.st_mode) && st.st_size > 0) {
     out.reserve(static_cast<std::size_t>(st.st_size));
   }
   char buf[1 << 16];
