@@ -40,13 +40,9 @@ struct Flags {
   std::string resume, init_weights, on_bad_image = "fail", step_log;
 };
 
-// --iters: exactly --warmup-iters + --iters training steps on synthetic data, any registered
-// model; one row appended to <log-dir>/metrics.csv.
-int run_driver(Flags& f, const CLI::App& sub) {
-  if (!f.train.run.data.synthetic) {
-    throw UsageError(
-        "--iters: the fixed-iteration driver trains on --synthetic data (give --synthetic)");
-  }
+// Flags the --iters driver does not read: refused rather than silently ignored (epoch training's
+// with their own message).
+void refuse_flags_the_driver_ignores(const CLI::App& sub) {
   // Epoch training's flags have no meaning here: refused rather than silently ignored.
   for (const char* flag : {"--out-dir", "--epochs", "--data", "--val-split", "--overwrite",
                            "--resume", "--save-every", "--profile-one-step"}) {
@@ -91,6 +87,16 @@ int run_driver(Flags& f, const CLI::App& sub) {
                                    fmt::join(kDriverFlags, ", ")));
     }
   }
+}
+
+// --iters: exactly --warmup-iters + --iters training steps on synthetic data, any registered
+// model; one row appended to <log-dir>/metrics.csv.
+int run_driver(Flags& f, const CLI::App& sub) {
+  if (!f.train.run.data.synthetic) {
+    throw UsageError(
+        "--iters: the fixed-iteration driver trains on --synthetic data (give --synthetic)");
+  }
+  refuse_flags_the_driver_ignores(sub);
   TrainDriverOptions d;
   d.model = f.model;
   d.iters = f.iters;
