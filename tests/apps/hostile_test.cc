@@ -5,11 +5,14 @@
 // outputs byte for byte as they were.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <zlib.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -17,15 +20,12 @@
 #include <utility>
 #include <vector>
 
-#include <sys/stat.h>
-#include <zlib.h>
-
 #include "nnperf/core/error.h"
 #include "nnperf/core/tensor.h"
 #include "nnperf/io/csv.h"
-#include "nnperf/models/mlp.h"
 #include "nnperf/kernels/activations.h"
 #include "nnperf/kernels/gemm/gemm.h"
+#include "nnperf/models/mlp.h"
 #include "nnperf/train/trainer.h"
 #include "test_util.h"
 
@@ -513,6 +513,67 @@ TEST(Hostile, AResumedSweepDropsARowCutByAKillAndSaysSo) {
   ASSERT_EQ(t.rows.size(), 2u);
   EXPECT_EQ(t.rows[0][t.require("input_size")], "32");
   EXPECT_EQ(t.rows[1][t.require("input_size")], "40");
+}
+
+// Rewrites `file` with `edit` applied to its rows (header first).
+void edit_csv(const fs::path& file,
+              const std::function<void(std::vector<std::vector<std::string>>&)>& edit) {
+  const CsvTable t = read_csv(file);
+  std::vector<std::vector<std::string>> rows{t.header};
+  rows.insert(rows.end(), t.rows.begin(), t.rows.end());
+  edit(rows);
+  std::string text;
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) text += (i ? "," : "") + csv_field(row[i]);
+    text += "\n";
+  }
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
+}
+
+// --resume keeps a size only when its rows are whole: a layer time that is not a number or a lost
+// layer row has the size measured again (said on stderr), never appended to; an input size that
+// is not an integer is refused with both files untouched.
+TEST(Hostile, AResumedSweepMeasuresAgainASizeWhoseRowsAreDamaged) {
+  TempDir dir;
+  const std::string base = fmt::format(
+      "profile --model resnet18 --algorithm gemm --stage sanity --sizes 32,40 --threads 1 "
+      "--progress quiet --output-dir '{}'",
+      dir.path().string());
+  ASSERT_EQ(nnperf(base).exit_code, 0);
+  const fs::path overall = dir / "resnet18_gemm_overall.csv",
+                 layers = dir / "resnet18_gemm_layers.csv";
+  const CsvTable before = read_csv(layers);
+  const std::size_t ms = before.require("mean_ms"), size = before.require("input_size");
+  edit_csv(layers, [&](auto& rows) {
+    rows[3][ms] = "abc";         // a layer of size 32
+    rows.erase(rows.end() - 4);  // a layer of size 40
+  });
+  const auto r = nnperf(base + " --resume");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("size 32 is measured again: " + layers.string() +
+                       ":4: column 'mean_ms': expected a number, got 'abc'"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("size 40 is measured again: " + layers.string() + " holds " +
+                       std::to_string(before.rows.size() / 2 - 1) + " of its " +
+                       std::to_string(before.rows.size() / 2) + " layer rows"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("2 sizes profiled, 0 already done"), std::string::npos) << r.out;
+  const CsvTable after = read_csv(layers);
+  ASSERT_EQ(after.rows.size(), before.rows.size());
+  for (std::size_t row = 0; row < after.rows.size(); ++row)
+    EXPECT_GT(after.number(row, ms), 0.0) << row;
+  EXPECT_EQ(read_csv(overall).rows.size(), 2u);
+  // Whole again: nothing to measure, nothing rewritten.
+  const auto again = nnperf(base + " --resume");
+  EXPECT_NE(again.out.find("0 sizes profiled, 2 already done"), std::string::npos) << again.out;
+  EXPECT_EQ(read_csv(layers).rows, after.rows);
+  edit_csv(layers, [&](auto& rows) { rows[1][size] = "3x2"; });
+  const auto snap = snapshot(dir.path());
+  expect_refused(nnperf(base + " --resume"), layers.string() + ":2: column 'input_size'",
+                 "input size 3x2");
+  EXPECT_EQ(snapshot(dir.path()), snap);
 }
 
 TEST(Hostile, ACutLayersRowIsNotedInTheRooflineAndTheReportAndAbsurdTimesRefused) {

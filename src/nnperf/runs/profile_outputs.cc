@@ -3,11 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <optional>
 
 #include "nnperf/core/error.h"
+#include "nnperf/io/files.h"
 #include "nnperf/io/json_lines.h"
 #include "nnperf/io/json_read.h"
+#include "nnperf/io/records.h"
 #include "nnperf/io/trace.h"
 
 namespace nnperf::profile_sweep {
@@ -224,6 +227,97 @@ void render_profile_outputs(const nlohmann::json& doc, const fs::path& dir) {
   CsvWriter overall(dir / (stem + "_overall.csv"), kOverallHeader);
   CsvWriter layers(dir / (stem + "_layers.csv"), kLayersHeader);
   for (const nlohmann::json& rec : doc.at("records")) render_size(ctx, rec, overall, layers, dir);
+}
+
+namespace {
+
+// The CSV text of `t`'s header and the given rows.
+std::string csv_text(const CsvTable& t, const std::vector<std::size_t>& rows) {
+  std::string text = fmt::format("{}\n", fmt::join(t.header, ","));
+  for (const std::size_t r : rows) {
+    std::vector<std::string> quoted;
+    for (const auto& f : t.rows[r]) quoted.push_back(csv_field(f));
+    text += fmt::format("{}\n", fmt::join(quoted, ","));
+  }
+  return text;
+}
+
+// Why one size's rows cannot be kept by --resume ("" when they can).
+std::string why_not_whole(const CsvTable& o, std::size_t orow, const CsvTable& l,
+                          const std::vector<std::size_t>& lrows,
+                          const std::vector<std::string>& names) {
+  try {
+    for (const char* c : {"mean", "std", "min", "max", "median"})
+      (void)o.number(orow, o.require(c));
+    if (lrows.size() != names.size()) {
+      return fmt::format("{} holds {} of its {} layer rows", l.source, lrows.size(), names.size());
+    }
+    const std::size_t c_layer = l.require("layer"), c_ms = l.require("mean_ms");
+    for (std::size_t i = 0; i < lrows.size(); ++i) {
+      const std::size_t r = lrows[i];
+      if (l.cell(r, c_layer) != names[i]) {
+        return fmt::format("{}:{}: layer {} where the model has {}", l.source, l.line(r),
+                           quote_input(l.cell(r, c_layer)), quote_input(names[i]));
+      }
+      (void)profile_layer_ms(l, r, c_ms, names[i], l.source);
+      (void)l.number(r, l.require("std_ms"));
+      (void)l.number(r, l.require("percentage"));
+    }
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The file's rows (a cut last row dropped first), refused unless its header is `header`; a
+// missing file is a table with the header and no rows.
+CsvTable read_resumed_csv(const fs::path& path, const std::vector<std::string>& header) {
+  CsvTable t;
+  t.source = path.string();
+  t.header = header;
+  if (!fs::exists(path)) return t;
+  repair_truncated_csv(path);
+  t = read_csv(path);
+  if (t.header != header) {
+    fail("cannot resume: {} does not have the expected columns (corrupt or from another version)",
+         path.string());
+  }
+  return t;
+}
+
+}  // namespace
+
+std::set<int64_t> keep_whole_sizes(const fs::path& overall, const fs::path& layers,
+                                   const std::vector<std::string>& layer_names) {
+  const CsvTable o = read_resumed_csv(overall, kOverallHeader);
+  const CsvTable l = read_resumed_csv(layers, kLayersHeader);
+  const std::size_t oc = o.require("input_size"), lc = l.require("input_size");
+  std::map<int64_t, std::vector<std::size_t>> layer_rows, overall_rows;
+  for (std::size_t r = 0; r < l.rows.size(); ++r) layer_rows[l.integer(r, lc)].push_back(r);
+  for (std::size_t r = 0; r < o.rows.size(); ++r) overall_rows[o.integer(r, oc)].push_back(r);
+  std::set<int64_t> whole;
+  for (const auto& [size, rows] : overall_rows) {
+    const std::string why = rows.size() > 1
+                                ? fmt::format("{} holds {} rows of it", o.source, rows.size())
+                                : why_not_whole(o, rows[0], l, layer_rows[size], layer_names);
+    if (why.empty()) {
+      whole.insert(size);
+    } else {
+      warn("--resume: size {} is measured again: {}", size, why);
+    }
+  }
+  const auto rows_of_whole = [&whole](const CsvTable& t, std::size_t c) {
+    std::vector<std::size_t> kept;
+    for (std::size_t r = 0; r < t.rows.size(); ++r)
+      if (whole.count(t.integer(r, c))) kept.push_back(r);
+    return kept;
+  };
+  const std::vector<std::size_t> kept_overall = rows_of_whole(o, oc);
+  const std::vector<std::size_t> kept_layers = rows_of_whole(l, lc);
+  if (kept_overall.size() != o.rows.size()) write_file_atomic(overall, csv_text(o, kept_overall));
+  if (fs::exists(layers) && kept_layers.size() != l.rows.size())
+    write_file_atomic(layers, csv_text(l, kept_layers));
+  return whole;
 }
 
 }  // namespace nnperf::profile_sweep

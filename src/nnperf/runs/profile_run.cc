@@ -107,11 +107,22 @@ void check_same_setup(const fs::path& dir, const nlohmann::json& now) {
   }
 }
 
-// Claims the sweep folder, or, with --resume, checks it and returns the sizes already done (layer
-// rows of an unfinished size are dropped, so no row is duplicated or lost).
+// The layer rows each size of the sweep writes, in order: every node after the input, then with
+// --pass train the loss and the update (runs/profile_measure.cc); none with --no-layers.
+std::vector<std::string> sweep_layer_names(const Graph& g, const ProfileOptions& o) {
+  std::vector<std::string> names;
+  if (!o.layers) return names;
+  for (int n = 1; n < g.size(); ++n) names.push_back(g.name(n));
+  if (o.pass == "train") names.insert(names.end(), {"loss", "optimizer"});
+  return names;
+}
+
+// Claims the sweep folder, or, with --resume, checks it and returns the sizes already done: those
+// whose rows are whole (profile_sweep::keep_whole_sizes); the rows of any other size are dropped,
+// so no row is duplicated or lost.
 std::set<int64_t> open_sweep_folder(const ProfileOptions& o, const nlohmann::json& setup,
+                                    const std::vector<std::string>& layer_names,
                                     const fs::path& overall_path, const fs::path& layers_path) {
-  std::set<int64_t> done;
   const auto owner = folder_owner(o.output_dir);
   if (!o.resume || !owner) {
     if (!o.resume && owner && owner->job == "profile" && !o.overwrite) {
@@ -121,7 +132,7 @@ std::set<int64_t> open_sweep_folder(const ProfileOptions& o, const nlohmann::jso
                       o.output_dir.string(), owner->description));
     }
     claim_output_dir(o.output_dir, "--output-dir", o.overwrite);
-    return done;
+    return {};
   }
   if (owner->job != "profile") {
     throw UsageError(
@@ -132,32 +143,9 @@ std::set<int64_t> open_sweep_folder(const ProfileOptions& o, const nlohmann::jso
   if (!fs::exists(overall_path)) {
     if (fs::exists(layers_path))
       fs::remove(layers_path);  // layer rows of a size that never finished
-    return done;
+    return {};
   }
-  repair_truncated_csv(overall_path);
-  const CsvTable t = read_csv(overall_path);
-  if (t.header != kOverallHeader) {
-    fail("cannot resume: {} does not have the expected columns (corrupt or from another version)",
-         overall_path.string());
-  }
-  const std::size_t c = t.require("input_size");
-  for (std::size_t r = 0; r < t.rows.size(); ++r) done.insert(t.integer(r, c));
-  if (fs::exists(layers_path)) {
-    repair_truncated_csv(layers_path);
-    const CsvTable l = read_csv(layers_path);
-    if (l.header != kLayersHeader)
-      fail("cannot resume: {} does not have the expected columns", layers_path.string());
-    const std::size_t lc = l.require("input_size");
-    std::string kept = fmt::format("{}\n", fmt::join(kLayersHeader, ","));
-    for (std::size_t r = 0; r < l.rows.size(); ++r) {
-      if (done.count(l.integer(r, lc)) == 0) continue;
-      std::vector<std::string> quoted;
-      for (const auto& f : l.rows[r]) quoted.push_back(csv_field(f));
-      kept += fmt::format("{}\n", fmt::join(quoted, ","));
-    }
-    write_file_atomic(layers_path, kept);
-  }
-  return done;
+  return profile_sweep::keep_whole_sizes(overall_path, layers_path, layer_names);
 }
 
 }  // namespace
@@ -601,7 +589,8 @@ ProfileResult run_profile(ProfileOptions o) {
            0.0};
   build_sweep_model(sw, o);
   const nlohmann::json setup = sweep_setup(o, model, threads);
-  const std::set<int64_t> done = open_sweep_folder(o, setup, overall_path, layers_path);
+  const std::set<int64_t> done =
+      open_sweep_folder(o, setup, sweep_layer_names(sw.graph, o), overall_path, layers_path);
   if (o.device == Device::kCuda && o.layers) {
     sw.mark_cost_ms = cuda_mark_cost_ms(o.cuda_graph);
     sw.mark_cost_full_device_ms = cuda_mark_cost_ms(o.cuda_graph, MarkKernels::kFullDevice);
