@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "nnperf/core/limits.h"
+
 namespace nnperf::app {
 
 // An integer in [lo, hi] ("--epochs 0: expected an integer >= 1").
@@ -40,10 +42,9 @@ inline CLI::Validator count_at_least(int64_t lo) { return integer_in(lo); }
 // --threads: 0 = all logical CPUs; above the CPU count it is capped (with a warning) at run time.
 CLI::Validator threads_count();
 
-// The largest sizes any flag accepts before the memory checks even run: a batch, a width or an
-// image side beyond these is a typo, not a workload.
-constexpr int64_t kMaxBatch = int64_t{1} << 24;
-constexpr int64_t kMaxWidth = int64_t{1} << 24;
-constexpr int64_t kMaxImageSide = int64_t{1} << 16;
+// The largest sizes any flag accepts (core/limits.h).
+using nnperf::kMaxBatch;
+using nnperf::kMaxImageSide;
+using nnperf::kMaxWidth;
 
 }  // namespace nnperf::app

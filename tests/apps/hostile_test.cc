@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -656,6 +657,15 @@ TEST(Hostile, TheReportRefusesSavedResultsNoRunCouldHaveWritten) {
   expect_refused(nnperf(fmt::format("report '{}'", dir.path().string())),
                  "final_test_acc': expected a fraction in [0, 1], found 7", "accuracy 7");
   EXPECT_FALSE(fs::exists(dir / "report.md"));
+  // A file without what identifies the run and its result is no run's (it was a blank row).
+  for (const auto& [content, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"{}", "field 'activation' is missing"},
+           {R"({"activation": "ReLU", "final_test_acc": 0.5})",
+            "field 'final_test_loss' is missing"},
+           {R"({"model": "resnet18"})", "field 'final_test_acc' is missing"}}) {
+    std::ofstream(dir / "t" / "final_results.json", std::ios::trunc) << content;
+    expect_refused(nnperf(fmt::format("report '{}'", dir.path().string())), needle, content);
+  }
   fs::remove_all(dir / "t");
   // A layer time no profile measures is refused by the report as by the roofline.
   const fs::path prof = dir / "p";
@@ -675,6 +685,31 @@ TEST(Hostile, TheReportRefusesSavedResultsNoRunCouldHaveWritten) {
   expect_refused(nnperf(fmt::format("report '{}'", dir.path().string())),
                  "resnet18_gemm_layers.csv:2: mean_ms -1 of layer", "a negative layer time");
   EXPECT_FALSE(fs::exists(dir / "report.md"));
+  // An input size or batch no sweep can have, in either CSV.
+  t.rows[0][t.require("mean_ms")] = "1";
+  {
+    CsvWriter w(layers, t.header);
+    for (const auto& row : t.rows) w.row(row);
+  }
+  for (const auto& [file, column, value] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"resnet18_gemm_layers.csv", "input_size", "99999999999"},
+           {"resnet18_gemm_overall.csv", "input_size", "0"},
+           {"resnet18_gemm_overall.csv", "batch_size", "99999999999"}}) {
+    const std::string good = read_text(prof / file);
+    CsvTable bad = read_csv(prof / file);
+    bad.rows[0][bad.require(column)] = value;
+    {
+      CsvWriter w(prof / file, bad.header);
+      for (const auto& row : bad.rows) w.row(row);
+    }
+    expect_refused(nnperf(fmt::format("report '{}'", dir.path().string())),
+                   file + ":2: " + column + " " + value + " is not one a sweep can have",
+                   file + " " + value);
+    EXPECT_FALSE(fs::exists(dir / "report.md"));
+    std::ofstream(prof / file, std::ios::binary | std::ios::trunc) << good;
+  }
+  EXPECT_EQ(nnperf(fmt::format("report '{}'", dir.path().string())).exit_code, 0);
 }
 
 // --- 4. No made-up numbers -------------------------------------------------------------------

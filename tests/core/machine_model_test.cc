@@ -222,12 +222,12 @@ TEST(MachineModel, ErrorsNameTheFileAndTheField) {
   doc = nlohmann::json::parse(kNewLayout);
   doc["box1"]["compute_ceilings"][2]["gflops"] = -1;
   EXPECT_EQ(error_of(doc),
-            "dir/peaks.json: field 'box1.compute_ceilings.2.gflops': expected a positive number, "
+            "dir/peaks.json: field 'box1.compute_ceilings[2].gflops': expected a positive number, "
             "found -1");
 
   doc = nlohmann::json::parse(kNewLayout);
   doc["box1"]["memory_ceilings"][3].erase("threads");
-  EXPECT_EQ(error_of(doc), "dir/peaks.json: field 'box1.memory_ceilings.3.threads' is missing");
+  EXPECT_EQ(error_of(doc), "dir/peaks.json: field 'box1.memory_ceilings[3].threads' is missing");
 
   doc = nlohmann::json::parse(kNewLayout);
   doc["box1"]["memory_ceilings"] = 5;

@@ -884,9 +884,7 @@ void read_ceiling_arrays(const nlohmann::json& e, const JsonPath& where, Machine
     if (!it->is_array()) fail("{}: expected an array", where.at(key).str());
     return &*it;
   };
-  auto element = [&](const char* key, std::size_t i) {
-    return where.at(fmt::format("{}[{}]", key, i));
-  };
+  auto element = [&](const char* key, std::size_t i) { return where.at(key).item(i); };
   if (const nlohmann::json* cc = array_of_objects("compute_ceilings")) {
     for (std::size_t i = 0; i < cc->size(); ++i) {
       const nlohmann::json& c = (*cc)[i];
@@ -937,7 +935,7 @@ void check_ceilings(const MachineCeilings& m, const JsonPath& where) {
   for (const ComputeCeiling& c : m.compute) most_threads = std::max(most_threads, c.threads);
   for (std::size_t i = 0; i < m.compute.size(); ++i) {
     const ComputeCeiling& c = m.compute[i];
-    const JsonPath at = where.at(fmt::format("compute_ceilings[{}]", i));
+    const JsonPath at = where.at("compute_ceilings").item(i);
     plausible_rate(c.gflops, kMaxPlausibleGflops, "GFLOP/s", at.at("gflops"));
     if (c.threads < 1) fail("{}: expected at least 1, found {}", at.at("threads").str(), c.threads);
     if (c.threads == most_threads && c.gflops > 1.05 * m.peak_gflops_fp32) {
@@ -947,7 +945,7 @@ void check_ceilings(const MachineCeilings& m, const JsonPath& where) {
   }
   for (std::size_t i = 0; i < m.memory.size(); ++i) {
     const MemoryCeiling& c = m.memory[i];
-    const JsonPath at = where.at(fmt::format("memory_ceilings[{}]", i));
+    const JsonPath at = where.at("memory_ceilings").item(i);
     plausible_rate(c.gbps, kMaxPlausibleGbps, "GB/s", at.at("gbps"));
     if (c.threads < 1) fail("{}: expected at least 1, found {}", at.at("threads").str(), c.threads);
     if (!(c.working_set_lo >= 0) || !(c.working_set_hi >= c.working_set_lo) || !std::isfinite(c.working_set_hi)) {
@@ -1015,7 +1013,7 @@ PlotResult peaks_bandwidth_plot(const nlohmann::json& entry, const JsonPath& whe
   const nlohmann::json& sweep = entry["bandwidth_sweep"];
   for (std::size_t i = 0; i < sweep.size(); ++i) {  // size order per kernel x threads
     const nlohmann::json& s = sweep[i];
-    const JsonPath at = where.at(fmt::format("bandwidth_sweep[{}]", i));
+    const JsonPath at = where.at("bandwidth_sweep").item(i);
     if (!s.is_object()) fail("{}: expected an object", at.str());
     const std::string kernel = json_string(s, "kernel", at);
     const int64_t threads = json_integer(s, "threads", at);

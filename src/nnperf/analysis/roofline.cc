@@ -189,7 +189,7 @@ void mlp_bench_points(const fs::path& path, Counter& counter, std::vector<Roofli
     fail("{}: expected an array", rat.str());
   for (std::size_t i = 0; i < doc["records"].size(); ++i) {
     const nlohmann::json& r = doc["records"][i];
-    const JsonPath at = rat.at(std::to_string(i));
+    const JsonPath at = rat.item(i);
     const std::string impl = json_string(r, "impl", at);
     const std::string step = json_string(r, "step", at);
     const int64_t batch = json_integer(r, "batch_size", at);

@@ -31,6 +31,10 @@ JsonPath JsonPath::at(std::string_view key) const {
   return JsonPath{source, path.empty() ? std::string(key) : path + "." + std::string(key)};
 }
 
+JsonPath JsonPath::item(std::size_t i) const {
+  return JsonPath{source, fmt::format("{}[{}]", path, i)};
+}
+
 std::string JsonPath::str() const { return path.empty() ? source : fmt::format("{}: field '{}'", source, path); }
 
 namespace {

@@ -19,6 +19,8 @@ struct JsonPath {
   std::string source;
   std::string path;  // "" for the document, "hyperparameters.batch_size", ...
   JsonPath at(std::string_view key) const;
+  // Element i of the array at this path: "records[3]", so every reader writes an index one way.
+  JsonPath item(std::size_t i) const;
   std::string str() const;  // "FILE: field 'a.b'" or "FILE"
 };
 

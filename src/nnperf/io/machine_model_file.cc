@@ -69,7 +69,7 @@ void read_fma(const nlohmann::json& e, const JsonPath& at, const Measured& measu
   std::map<int, double> best;  // lanes -> the best 1-thread ceiling
   if (const nlohmann::json* cc = optional_array(e, "compute_ceilings", at)) {
     for (std::size_t i = 0; i < cc->size(); ++i) {
-      const JsonPath ip = at.at("compute_ceilings").at(std::to_string(i));
+      const JsonPath ip = at.at("compute_ceilings").item(i);
       const nlohmann::json& c = (*cc)[i];
       if (!c.is_object()) fail("{}: expected an object", ip.str());
       const std::string simd = json_string(c, "simd", ip);
@@ -121,7 +121,7 @@ void read_dram(const nlohmann::json& e, const JsonPath& at, const Measured& meas
   int64_t most_threads = 0;
   if (const nlohmann::json* mc = optional_array(e, "memory_ceilings", at)) {
     for (std::size_t i = 0; i < mc->size(); ++i) {
-      const JsonPath ip = at.at("memory_ceilings").at(std::to_string(i));
+      const JsonPath ip = at.at("memory_ceilings").item(i);
       const nlohmann::json& c = (*mc)[i];
       if (!c.is_object()) fail("{}: expected an object", ip.str());
       const std::string lvl = json_string(c, "level", ip);

@@ -10,6 +10,7 @@
 
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
+#include "nnperf/core/limits.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
 #include "nnperf/io/json_read.h"
@@ -503,6 +504,17 @@ std::string ran_label(const CsvTable& o, std::size_t r, std::size_t c_algo, int 
       c_used < 0 ? std::string() : "; ran " + o.cell(r, static_cast<std::size_t>(c_used)));
 }
 
+// Row r's integer in column c of a profile CSV, refused with file and line unless in [1, hi]: a
+// batch or an input size no sweep can have is a corrupt or hand-edited row.
+int64_t sweep_integer(const CsvTable& t, std::size_t r, std::size_t c, int64_t hi) {
+  const int64_t v = t.integer(r, c);
+  if (v < 1 || v > hi) {
+    fail("{}:{}: {} {} is not one a sweep can have (1 to {})", t.source, t.line(r), t.header[c], v,
+         hi);
+  }
+  return v;
+}
+
 // One sweep's overall CSV: its rows into `whole` (set up from the first sweep's columns), its
 // medians into the figures.
 void add_overall(const Sweep& sw, const fs::path& root, const SweepInfo& info, ReportTable& whole,
@@ -525,6 +537,8 @@ void add_overall(const Sweep& sw, const fs::path& root, const SweepInfo& info, R
   const int c_conv = o.column("conv_layers"), c_other = o.column("conv_layers_other_algorithm"),
             c_used = o.column("algorithms_used");
   for (std::size_t r = 0; r < o.rows.size(); ++r) {
+    (void)sweep_integer(o, r, c_batch, kMaxBatch);
+    (void)sweep_integer(o, r, c_size, kMaxImageSide);
     auto row = o.rows[r];
     if (row.size() + 1 == whole.header.size()) {
       row.insert(row.begin(), rel(sw.overall.parent_path(), root));
@@ -551,6 +565,7 @@ void add_layers(const fs::path& layers, const fs::path& root, const SweepInfo& i
                     l_k = l.require("kernel_size"), l_s = l.require("stride"),
                     l_used = l.require("algorithm_used");
   for (std::size_t r = 0; r < l.rows.size(); ++r) {
+    (void)sweep_integer(l, r, l_size, kMaxImageSide);
     if (l.cell(r, l_conv) != "yes") continue;
     const std::string key =
         fmt::format("{} at {}{}", l.cell(r, l_model), l.cell(r, l_size), info.pass);
@@ -650,7 +665,7 @@ ReportSection mlp_bench_section(const fs::path& path, const fs::path& root) {
   }
   for (std::size_t i = 0; i < records->size(); ++i) {
     const nlohmann::json& r = (*records)[i];
-    const JsonPath rat = at.at(fmt::format("records[{}]", i));
+    const JsonPath rat = at.at("records").item(i);
     (void)json_string(r, "impl", rat);
     (void)json_integer(r, "batch_size", rat);
     for (const char* key : {"time_ms_median", "time_ms_min", "time_ms_max"}) {
@@ -862,9 +877,16 @@ ReportSection training_section(const std::vector<fs::path>& files, const fs::pat
       }
     }
     // CNN runs name their model; the MLP's final results (train and the activation study) do not.
+    // A run's row needs what identifies it and its result: the MLP's fields as the activation
+    // study reads them, a CNN's model and test accuracy.
     const bool cnn = j.contains("model");
     if (cnn && (!j["model"].is_string() || j["model"].get<std::string>().empty())) {
       fail("{}: expected the model's name", at.at("model").str());
+    }
+    if (cnn) {
+      (void)json_number(j, "final_test_acc", at);
+    } else {
+      (void)parse_final_results(j.dump(), p.string());
     }
     const nlohmann::json hp = cnn ? j["context"].value("recipe", nlohmann::json::object())
                                   : j.value("hyperparameters", nlohmann::json::object());

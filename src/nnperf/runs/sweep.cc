@@ -276,7 +276,7 @@ namespace {
 // with its type, so that none of them meets a missing or mistyped field.
 void check_cell(const nlohmann::json& c, std::size_t i, const std::string& kind,
                 const fs::path& file) {
-  const JsonPath cw{file.string(), fmt::format("cells[{}]", i)};
+  const JsonPath cw = JsonPath{file.string(), "cells"}.item(i);
   const auto bad = [&](const std::string& what) {
     return Error(fmt::format("{}: cells[{}]: {}", file.string(), i, what));
   };
