@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "nnperf/io/csv.h"
@@ -48,6 +49,44 @@ TEST(RooflineCli, ProfileFolderToPointsCsvPlotAndSummary) {
                              dir.path().string(), (dir / "roof").string()));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--out-dir"), std::string::npos) << r.err;
+}
+
+// A --pass train sweep: each layer's point counts its forward and backward (a convolution whose
+// input needs a gradient does 3x its forward FLOPs: forward, data and weight gradients; the first
+// one, on the image, 2x), the SGD update is a point of its own and the loss is not one.
+TEST(RooflineCli, ATrainingPassSweepCountsForwardAndBackwardAndTheUpdate) {
+  TempDir dir;
+  std::map<std::string, std::map<std::string, double>> flops;  // pass -> layer -> FLOPs
+  std::map<std::string, std::string> pass_of;
+  for (const char* pass : {"train", "inference"}) {
+    const fs::path sweep = dir / pass;
+    auto r = run_nnperf(
+        fmt::format("profile --model resnet18 --algorithm gemm --pass {} --stage sanity --sizes 32 "
+                    "--batch-size 2 --threads 1 --progress quiet --output-dir '{}'",
+                    pass, sweep.string()));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = run_nnperf(fmt::format("roofline '{}' --peak-compute 0.1 --peak-bw 20 --out-dir '{}'",
+                               sweep.string(), (sweep / "roof").string()));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const CsvTable t = read_csv(sweep / "roof" / "roofline_points.csv");
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+      flops[pass][t.cell(i, t.require("layer"))] = t.number(i, t.require("flops"));
+      pass_of[pass] = t.cell(i, t.require("pass"));
+    }
+  }
+  EXPECT_EQ(pass_of["train"], "training");
+  EXPECT_EQ(pass_of["inference"], "inference");
+  // Within 0.1%: the CSV keeps 7 digits, and a node's backward also counts the sum of the
+  // gradients of its output's consumers (analysis/complexity.cc count_fan_out).
+  const auto near = [&](const char* layer, double times) {
+    EXPECT_NEAR(flops["train"][layer] / (times * flops["inference"][layer]), 1.0, 1e-3) << layer;
+  };
+  near("conv1", 2);
+  near("layer1.0.conv1", 3);
+  near("layer4.1.conv2", 3);
+  EXPECT_GT(flops["train"]["optimizer"], 0.0);
+  EXPECT_EQ(flops["train"].count("loss"), 0u);
+  EXPECT_EQ(flops["inference"].count("optimizer"), 0u);
 }
 
 TEST(RooflineCli, RefusedInputs) {

@@ -22,6 +22,7 @@
 #include <set>
 
 #include "nnperf/core/error.h"
+#include "nnperf/data/image_data.h"
 #include "test_util.h"
 
 namespace nnperf {
@@ -610,6 +611,29 @@ TEST(Synthetic, DeterministicBoundedBalancedAndLearnable) {
   }
   expect_error([] { make_synthetic(0, 1, 2, 2, 10, 1); }, {"synthetic", "n >= 1"});
   expect_error([] { make_synthetic(10, 1, 2, 2, 1, 1); }, {"synthetic", "2 classes"});
+}
+
+// CNN synthetic data (load_image_data): --limit-train and --limit-test cut the counts made, so a
+// limited run's images are all the memory check counts; the defaults stay 1024 and 256.
+TEST(Synthetic, ImageDataMakesOnlyTheImagesTheLimitsKeep) {
+  ImageDataOptions o;
+  o.synthetic = true;
+  o.input_size = 64;  // 48 KiB an image: 1280 images and their split copy need 120 MiB
+  ScopedEnv limit("NNPERF_MEMORY_LIMIT", "8M");
+  expect_error([&] { load_image_data(o); },
+               {"--synthetic: 1280 images of 3x64x64", "--limit-train"});
+  o.limit_train = 20;
+  o.limit_test = 7;
+  const ImageData d = load_image_data(o);
+  EXPECT_EQ(d.train.size(), 20);
+  EXPECT_EQ(d.test.size(), 7);
+  EXPECT_EQ(d.train.images.shape(), Shape({20, 3, 64, 64}));
+  o.input_size = 8;
+  o.limit_train = 5000;  // more than the default count: the default count
+  o.limit_test = 0;
+  const ImageData all = load_image_data(o);
+  EXPECT_EQ(all.train.size(), 1024);
+  EXPECT_EQ(all.test.size(), 256);
 }
 
 // A data set whose sample i holds the value i in every element: batches reveal the indices.

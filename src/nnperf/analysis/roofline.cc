@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -90,6 +91,27 @@ std::vector<int64_t> int_list(const nlohmann::json& obj, std::string_view key, c
 
 // ---------------------------------------------------------------- the three sources
 
+// The FLOPs and bytes of one row of a profile's layers CSV: a layer's forward, plus its backward
+// for a training pass (0 when a count is missing); with a training pass, the "optimizer" row is
+// the update of every parameter and the "loss" row has no count. A name the model lacks is an
+// Error with `where_not_found()`'s text.
+std::pair<double, double> profile_row_counts(const ModelComplexity& mc, const std::string& name,
+                                             bool training,
+                                             const std::function<std::string()>& where_not_found) {
+  if (training && name == "optimizer")
+    return {mc.totals.optimizer_flops, mc.totals.optimizer_bytes};
+  if (training && name == "loss") return {0.0, 0.0};
+  const auto it = std::find_if(mc.layers.begin(), mc.layers.end(),
+                               [&](const LayerComplexity& l) { return l.name == name; });
+  if (it == mc.layers.end()) fail("{}", where_not_found());
+  if (!it->counted) return {0.0, 0.0};
+  if (!training) return {it->flops, it->bytes};
+  const double flops = it->flops + it->flops_backward_data + it->flops_backward_weights;
+  const double bytes = it->bytes + it->bytes_backward;
+  if (std::isnan(flops) || std::isnan(bytes)) return {0.0, 0.0};
+  return {flops, bytes};
+}
+
 void profile_points(const fs::path& layers_csv, Counter& counter, std::vector<RooflinePoint>& out,
                     std::vector<std::string>& notes) {
   const fs::path run_path = layers_csv.parent_path() / "run.json";
@@ -107,6 +129,9 @@ void profile_points(const fs::path& layers_csv, Counter& counter, std::vector<Ro
   const int64_t batch = json_integer(s, "batch_size", at);
   const int threads = static_cast<int>(json_integer(s, "threads", at));
   const bool fold_bn = json_bool(s, "fold_bn", at);
+  // A --pass train sweep times each layer's forward + backward and has rows of its own for the
+  // loss and the SGD update (runs/profile_measure.cc); a setup without "pass" is an inference one.
+  const bool training = s.contains("pass") && json_string(s, "pass", at) == "train";
 
   const CsvTable t = read_csv(layers_csv);
   if (t.truncated_row) {
@@ -123,7 +148,7 @@ void profile_points(const fs::path& layers_csv, Counter& counter, std::vector<Ro
     const int64_t size = t.integer(r, c_size);
     const ModelComplexity& mc = [&]() -> const ModelComplexity& {
       try {
-        return counter.count({model, size, batch, false, fold_bn, "sgd", {}, ""});
+        return counter.count({model, size, batch, training, fold_bn, "sgd", {}, ""});
       } catch (const InterruptedError&) {
         throw;
       } catch (const Error& e) {  // a size or batch the model cannot take: say which row
@@ -131,14 +156,14 @@ void profile_points(const fs::path& layers_csv, Counter& counter, std::vector<Ro
       }
     }();
     const std::string& name = t.cell(r, c_layer);
-    const auto it = std::find_if(mc.layers.begin(), mc.layers.end(),
-                                 [&](const LayerComplexity& l) { return l.name == name; });
-    if (it == mc.layers.end()) {
-      fail("{}:{}: layer {} is not a layer of {} at input size {} (a sweep of another model?)",
-           layers_csv.string(), t.line(r), quote_input(name), model, size);
-    }
     const double ms = profile_layer_ms(t, r, c_ms, name, layers_csv);
-    if (!it->counted || !(it->flops > 0) || !(it->bytes > 0) || !(ms > 0)) {
+    const auto [flops, bytes] = profile_row_counts(mc, name, training, [&] {
+      return fmt::format(
+          "{}:{}: layer {} is not a layer of {} at input size {} (a sweep of another "
+          "model?)",
+          layers_csv.string(), t.line(r), quote_input(name), model, size);
+    });
+    if (!(flops > 0) || !(bytes > 0) || !(ms > 0)) {
       ++uncounted;
       continue;
     }
@@ -150,22 +175,22 @@ void profile_points(const fs::path& layers_csv, Counter& counter, std::vector<Ro
     p.layer_type = t.cell(r, c_type);
     const std::string& used = t.cell(r, c_used);
     p.algorithm = used.empty() ? (p.layer_type == "Conv2d" ? algorithm : "-") : used;
-    p.pass = "inference";
-    p.label = fmt::format("{}/{}/{}/{}", model, algorithm, size, name);
+    p.pass = training ? "training" : "inference";
+    p.label = fmt::format("{}/{}/{}/{}{}", model, algorithm, size, name, training ? "/train" : "");
     p.batch_size = batch;
     p.input_size = size;
     p.threads = threads;
-    p.flops = it->flops;
-    p.bytes = it->bytes;
+    p.flops = flops;
+    p.bytes = bytes;
     p.time_ms = ms;
     p.elapsed_sec = ms * 1e-3;
     out.push_back(std::move(p));
   }
   if (uncounted > 0) {
     notes.push_back(fmt::format(
-        "{}: {} layer row(s) without FLOPs (flatten, dropout, identity) or with no measured time "
-        "are not points (nor in the time totals)",
-        layers_csv.string(), uncounted));
+        "{}: {} layer row(s) without FLOPs (flatten, dropout, identity{}) or with no measured "
+        "time are not points (nor in the time totals)",
+        layers_csv.string(), uncounted, training ? ", the loss" : ""));
   }
 }
 

@@ -29,13 +29,21 @@ ImageData load_synthetic(const ImageDataOptions& o) {
   const int64_t side =
       o.input_size > 0 ? o.input_size : (o.synthetic_side > 0 ? o.synthetic_side : 32);
   const int64_t k = o.synthetic_classes > 0 ? o.synthetic_classes : 10;
-  const int64_t n = o.synthetic_train + o.synthetic_test;
-  const auto bytes = checked_mul(n, checked_mul(c * side, side * 4).value_or(-1));
+  // Only the images the run uses are made: --limit-train and --limit-test cut the default counts.
+  const auto used = [](int64_t limit, int64_t count) {
+    return limit > 0 ? std::min(limit, count) : count;
+  };
+  const int64_t n_test = used(o.limit_test, o.synthetic_test);
+  const int64_t n = used(o.limit_train, o.synthetic_train) + n_test;
+  // The draw and its split copy are held at once.
+  const auto bytes = checked_mul(2 * n, checked_mul(c * side, side * 4).value_or(-1));
   check_memory(bytes.value_or(-1),
-               fmt::format("--synthetic: {} images of {}x{}x{}", n, c, side, side));
+               fmt::format("--synthetic: {} images of {}x{}x{} (--limit-train, --limit-test, "
+                           "--input-size)",
+                           n, c, side, side));
   Dataset all = make_synthetic(n, static_cast<int>(c), static_cast<int>(side),
                                static_cast<int>(side), static_cast<int>(k), o.seed);
-  auto [train, test] = split_dataset(all, o.synthetic_test, o.seed + 7919);
+  auto [train, test] = split_dataset(all, n_test, o.seed + 7919);
   d.train = std::move(train);
   d.test = std::move(test);
   d.format = d.name = d.source = "synthetic";

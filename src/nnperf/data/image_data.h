@@ -22,7 +22,7 @@ struct ImageDataOptions {
   bool synthetic = false;
   // Synthetic data: channels, side, classes (0 = 3, 32, 10) and sample counts.
   int64_t synthetic_channels = 0, synthetic_side = 0, synthetic_classes = 0;
-  int64_t synthetic_train = 1024, synthetic_test = 256;
+  int64_t synthetic_train = 1024, synthetic_test = 256;  // cut by limit_train / limit_test
   // Image folders: the crop side (0 = 224) and the shorter side after resizing (0 = side * 8 / 7,
   // 256 for 224). IDX and CIFAR images keep their size: a different input_size is refused.
   int64_t input_size = 0;
