@@ -31,7 +31,8 @@ const Registrar reg{
                   "rooflines, "
                   "profiles, mlp-bench, activation studies, complexity, training runs), rebuilt "
                   "from saved files (first rebuilding, from their JSON records, the training, "
-                  "mlp-bench and profile CSVs, plots and traces that are missing)");
+                  "mlp-bench, profile and roofline CSVs, plots and traces, and activation "
+                  "studies' summaries and reports, that are missing)");
               auto f = std::make_shared<Flags>();
               sub.add_option("dir", f->dir, "Results folder (searched recursively)")->required();
               sub.add_option("--out-dir", f->out_dir, "Where to write the report (default: DIR)");

@@ -233,7 +233,9 @@ TEST(Cli, MlpBenchRecordsTheTablesSpellings) {
 // `nnperf report` rebuilds what the reporters render from saved records (runs/rerender.h): an
 // MLP run's and a CNN run's CSVs from train_records.json, an mlp-bench's CSV and plot data from
 // mlp_bench.json, a profile sweep's CSVs and traces from profile_records.jsonl, a one-step
-// profile's CSV and trace from one_step.json, byte for byte, and leaves complete folders alone.
+// profile's CSV and trace from one_step.json, a roofline's points CSV and figure from
+// roofline.json, and then an activation study's summary, figures and report from its runs, byte
+// for byte, and leaves complete folders alone.
 TEST(Cli, ReportRebuildsMissingOutputsFromTheirRecords) {
   TempDir dir;
   auto r = run_nnperf(fmt::format("train --model mlp {} --epochs 2 --out-dir '{}'", kSmall,
@@ -259,17 +261,39 @@ TEST(Cli, ReportRebuildsMissingOutputsFromTheirRecords) {
       "--profile-iter 1 --out-dir '{}'",
       (dir / "step").string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::vector<fs::path> rendered = {dir / "step" / "one_step_layers.csv",
-                                          dir / "step" / "one_step_trace.json",
-                                          dir / "mlp" / "training_metrics.csv",
-                                          dir / "mlp" / "activation_timings.csv",
-                                          dir / "cnn" / "training_metrics.csv",
-                                          dir / "bench" / "mlp_bench.csv",
-                                          dir / "bench" / "plots" / "iteration_time.dat",
-                                          dir / "profile" / "resnet18_guess_overall.csv",
-                                          dir / "profile" / "resnet18_guess_layers.csv",
-                                          dir / "profile" / "resnet18_guess_trace_32.json",
-                                          dir / "profile" / "resnet18_guess_trace_40.json"};
+  r = run_nnperf(fmt::format("roofline '{}' --peak-compute 0.1 --peak-bw 20 --out-dir '{}'",
+                             (dir / "profile").string(), (dir / "roof").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_nnperf(fmt::format(
+      "activations --activations relu,tanh --synthetic --hidden 16 --epochs 2 --warmup-epochs 1 "
+      "--limit-train 256 --limit-test 128 --val-split 64 --threads 1 --progress quiet "
+      "--no-tensorboard --out-dir '{}'",
+      (dir / "study").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<fs::path> rendered = {dir / "step" / "one_step_layers.csv",
+                                    dir / "step" / "one_step_trace.json",
+                                    dir / "mlp" / "training_metrics.csv",
+                                    dir / "mlp" / "activation_timings.csv",
+                                    dir / "cnn" / "training_metrics.csv",
+                                    dir / "bench" / "mlp_bench.csv",
+                                    dir / "bench" / "plots" / "iteration_time.dat",
+                                    dir / "profile" / "resnet18_guess_overall.csv",
+                                    dir / "profile" / "resnet18_guess_layers.csv",
+                                    dir / "profile" / "resnet18_guess_trace_32.json",
+                                    dir / "profile" / "resnet18_guess_trace_40.json",
+                                    dir / "roof" / "roofline_points.csv",
+                                    dir / "study" / "summary.csv",
+                                    dir / "study" / "report.md"};
+  // Each figure's data and script, and its images where gnuplot drew them.
+  for (const fs::path& stem :
+       {dir / "bench" / "plots" / "iteration_time", dir / "roof" / "roofline",
+        dir / "study" / "plots" / "timing_comparison", dir / "study" / "plots" / "layer_heatmap",
+        dir / "study" / "plots" / "validation_curves"}) {
+    for (const char* ext : {".dat", ".gp", ".svg", ".png"}) {
+      if (fs::exists(stem.string() + ext) || std::string(ext) < ".p")
+        rendered.emplace_back(stem.string() + ext);
+    }
+  }
   std::vector<std::string> before;
   for (const fs::path& f : rendered) {
     ASSERT_TRUE(fs::exists(f)) << f;
@@ -286,9 +310,14 @@ TEST(Cli, ReportRebuildsMissingOutputsFromTheirRecords) {
                            "rebuilt training_metrics.csv from", "rebuilt mlp_bench.csv, ",
                            "rebuilt resnet18_guess_overall.csv, resnet18_guess_layers.csv, "
                            "resnet18_guess_trace_32.json, resnet18_guess_trace_40.json from",
-                           "rebuilt one_step_layers.csv, one_step_trace.json from"}) {
+                           "rebuilt one_step_layers.csv, one_step_trace.json from",
+                           "rebuilt roofline_points.csv, roofline.dat, roofline.gp",
+                           "rebuilt summary.csv, report.md, plots/timing_comparison.dat"}) {
     EXPECT_NE(r.out.find(what), std::string::npos) << what << "\n" << r.out;
   }
+  // The one-step profile is a finished run.
+  EXPECT_EQ(test::read_text(dir / "report.md").find("did not finish"), std::string::npos)
+      << test::read_text(dir / "report.md");
   for (std::size_t i = 0; i < rendered.size(); ++i) {
     ASSERT_TRUE(fs::exists(rendered[i])) << rendered[i];
     EXPECT_EQ(test::read_text(rendered[i]), before[i]) << rendered[i];

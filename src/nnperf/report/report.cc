@@ -121,7 +121,9 @@ std::vector<std::string> incomplete_runs(const std::vector<fs::path>& run_jsons,
     }
     const fs::path d = p.parent_path();
     const std::string where = rel(d, root);
-    if (j.job == "train" && !fs::exists(d / "final_results.json", ec)) {
+    // A --profile-one-step run ends after its one step, with one_step.json and no final results.
+    if (j.job == "train" && !fs::exists(d / "final_results.json", ec) &&
+        !fs::exists(d / "one_step.json", ec)) {
       const int64_t epochs = fs::exists(d / "training_metrics.csv", ec) ? rows(d / "training_metrics.csv") : 0;
       out.push_back(fmt::format("{}: a training run without final_results.json ({} in training_metrics.csv)",
                                 where, epochs == 1 ? std::string("1 epoch") : fmt::format("{} epochs", std::max<int64_t>(epochs, 0))));

@@ -7,10 +7,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 
 #include "nnperf/core/error.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
+#include "nnperf/io/json_read.h"
 #include "nnperf/io/out_dir.h"
 #include "nnperf/io/records.h"
 #include "nnperf/io/run_info.h"
@@ -143,22 +147,58 @@ std::vector<std::pair<int64_t, double>> load_val_acc(const fs::path& folder) {
   return out;
 }
 
+// The machine line of the study's report, from the kept runs' run.json: what ran them, not what
+// analyses them.
+std::string runs_machine_line(const fs::path& dir, const std::vector<ActivationRun>& runs) {
+  std::map<std::string, std::set<std::string>> seen;
+  std::set<std::string> dates;
+  for (const ActivationRun& r : runs) {
+    const fs::path p = dir / r.folder / "run.json";
+    nlohmann::json j = fs::exists(p) ? read_json(p) : nlohmann::json::object();
+    if (!j.is_object()) j = nlohmann::json::object();
+    const auto text = [&](std::initializer_list<const char*> path) {
+      const nlohmann::json* v = &j;
+      for (const char* key : path) {
+        if (!v->is_object() || !v->contains(key)) return std::string("?");
+        v = &(*v)[key];
+      }
+      return v->is_string() ? v->get<std::string>() : v->dump();
+    };
+    seen["cpu"].insert(text({"machine", "cpu_model"}));
+    seen["cpus"].insert(text({"machine", "logical_cpus"}));
+    seen["simd"].insert(text({"machine", "simd_active"}));
+    seen["threads"].insert(text({"threads"}));
+    seen["commit"].insert(text({"build", "commit"}));
+    seen["type"].insert(text({"build", "build_type"}));
+    dates.insert(text({"date"}));
+  }
+  const auto all = [&](const char* key) { return fmt::format("{}", fmt::join(seen[key], " / ")); };
+  return fmt::format(
+      "Machine: {} ({} logical CPUs, {} kernels), {} thread(s). Build {} ({}). Trained {}{}.",
+      all("cpu"), all("cpus"), all("simd"), all("threads"), all("commit"), all("type"),
+      *dates.begin(), dates.size() > 1 ? " to " + *dates.rbegin() : "");
+}
+
 }  // namespace
 
 ActivationStudyRecords load_activation_study(const fs::path& dir) {
   ActivationStudyRecords rec;
   rec.runs = newest_per_activation(load_run_folders(dir));
   for (const auto& r : rec.runs) rec.val_acc.push_back(load_val_acc(dir / r.folder));
+  rec.machine = runs_machine_line(dir, rec.runs);
   return rec;
 }
 
-fs::path analyse_activation_study(const fs::path& dir, const std::string& command_line) {
+fs::path analyse_activation_study(const fs::path& dir, const std::string& command_line,
+                                  const fs::path& out) {
+  const fs::path to = out.empty() ? dir : out;
   const ActivationStudyRecords records = load_activation_study(dir);
   const ActivationAnalysis a = analyze_activations(records.runs);
-  write_activation_summary_csv(a, dir / "summary.csv");
-  const std::string plots_md = render_activation_plots(a, records, dir / "plots");
-  write_file_atomic(dir / "report.md", activation_report_md(a, plots_md, dir, command_line));
-  return dir / "report.md";
+  write_activation_summary_csv(a, to / "summary.csv");
+  const std::string plots_md = render_activation_plots(a, records, to / "plots");
+  write_file_atomic(to / "report.md",
+                    activation_report_md(a, plots_md, records.machine, dir, command_line));
+  return to / "report.md";
 }
 
 }  // namespace nnperf

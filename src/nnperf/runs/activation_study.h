@@ -38,6 +38,10 @@ struct ActivationStudyRecords {
   std::vector<ActivationRun> runs;  // usra-survey's order; the newest run per activation
   // Per run (same order): (epoch, validation accuracy) of each epoch that had a validation pass.
   std::vector<std::vector<std::pair<int64_t, double>>> val_acc;
+  // Where and when the runs trained, from their run.json files: "Machine: AMD EPYC (2 logical
+  // CPUs, avx2 kernels), 1 thread(s). Build 1a2b3c (Release). Trained 2026-11-28T12:55:45Z to
+  // ...Z." ("a / b" where runs differ, "?" where a run.json lacks a field).
+  std::string machine;
 };
 
 // Reads every MLP_* run folder under `dir` (final_results.json + activation_timings.csv), then
@@ -45,8 +49,9 @@ struct ActivationStudyRecords {
 ActivationStudyRecords load_activation_study(const std::filesystem::path& dir);
 
 // load_activation_study(dir), analyze_activations, then the reporters (activation_study_outputs.h)
-// write summary.csv, plots/ and report.md there. Returns the report path.
+// write summary.csv, plots/ and report.md into `out` (default: dir). Returns the report path.
 std::filesystem::path analyse_activation_study(const std::filesystem::path& dir,
-                                               const std::string& command_line);
+                                               const std::string& command_line,
+                                               const std::filesystem::path& out = {});
 
 }  // namespace nnperf

@@ -24,8 +24,10 @@ std::string render_activation_plots(const ActivationAnalysis& a,
                                     const ActivationStudyRecords& records,
                                     const std::filesystem::path& plots_dir);
 
-// report.md's text; `plots_md` from render_activation_plots, `dir` the study folder.
+// report.md's text; `plots_md` from render_activation_plots, `machine` the records' machine line
+// (ActivationStudyRecords::machine), `dir` the study folder.
 std::string activation_report_md(const ActivationAnalysis& a, const std::string& plots_md,
-                                 const std::filesystem::path& dir, const std::string& command_line);
+                                 const std::string& machine, const std::filesystem::path& dir,
+                                 const std::string& command_line);
 
 }  // namespace nnperf

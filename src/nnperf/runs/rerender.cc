@@ -10,11 +10,13 @@
 #include <system_error>
 
 #include "nnperf/analysis/peaks.h"
+#include "nnperf/analysis/roofline.h"
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
 #include "nnperf/io/json_read.h"
 #include "nnperf/io/plot.h"
 #include "nnperf/io/records.h"
+#include "nnperf/runs/activation_study.h"
 #include "nnperf/runs/cnn_train_outputs.h"
 #include "nnperf/runs/mlp_bench.h"
 #include "nnperf/runs/profile_outputs.h"
@@ -44,8 +46,17 @@ void render_train(const fs::path&, const nlohmann::json& doc, const fs::path& d)
   }
 }
 
+// A figure's files (io/plot.h render_plot): its data and script always, the images with gnuplot.
+void add_plot_files(Files& files, const fs::path& stem) {
+  std::vector<const char*> extensions = {".dat", ".gp"};
+  if (gnuplot_available()) extensions.insert(extensions.end(), {".svg", ".png"});
+  for (const char* ext : extensions) files.emplace_back(stem.string() + ext);
+}
+
 Files mlp_bench_files(const fs::path& d, const nlohmann::json&) {
-  return {d / "mlp_bench.csv", d / "plots" / "iteration_time.dat"};
+  Files files = {d / "mlp_bench.csv"};
+  add_plot_files(files, d / "plots" / "iteration_time");
+  return files;
 }
 void render_mlp_bench(const fs::path&, const nlohmann::json& doc, const fs::path& d) {
   render_mlp_bench_outputs(doc, d);
@@ -87,16 +98,13 @@ void render_one_step(const fs::path&, const nlohmann::json& doc, const fs::path&
   render_one_step_profile(doc, d);
 }
 
-// The figure per env with a sweep: its data and script always, the images with gnuplot.
+// The figure per env with a sweep.
 Files peaks_files(const fs::path& d, const nlohmann::json& doc) {
   Files files;
   if (!doc.is_object()) return files;
-  std::vector<const char*> extensions = {".dat", ".gp"};
-  if (gnuplot_available()) extensions.insert(extensions.end(), {".svg", ".png"});
   for (const auto& [env, entry] : doc.items()) {
-    if (!has_bandwidth_sweep(entry)) continue;
-    const std::string stem = peaks_bandwidth_stem(d / "peaks.json", env).string();
-    for (const char* ext : extensions) files.emplace_back(stem + ext);
+    if (has_bandwidth_sweep(entry))
+      add_plot_files(files, peaks_bandwidth_stem(d / "peaks.json", env));
   }
   return files;
 }
@@ -108,6 +116,38 @@ void render_peaks(const fs::path& record, const nlohmann::json& doc, const fs::p
   }
 }
 
+Files roofline_files(const fs::path& d, const nlohmann::json&) {
+  Files files = {d / "roofline_points.csv"};
+  add_plot_files(files, d / "roofline");
+  return files;
+}
+void render_roofline(const fs::path&, const nlohmann::json& doc, const fs::path& d) {
+  write_csv_doc(roofline_points_csv(doc), d / "roofline_points.csv");
+  (void)roofline_plot(doc, d / "roofline");
+}
+
+// An activation study's folder (its run.json says so): summary.csv, report.md and the figures,
+// from the study's runs (their CSVs rebuilt in the first pass). Other jobs' run.json: nothing.
+bool is_study(const nlohmann::json& run) {
+  return run.is_object() && run.value("job", std::string()) == "activations";
+}
+Files study_files(const fs::path& d, const nlohmann::json& run) {
+  if (!is_study(run)) return {};
+  Files files = {d / "summary.csv", d / "report.md"};
+  for (const char* stem : {"timing_comparison", "accuracy_vs_time", "layer_heatmap"})
+    add_plot_files(files, d / "plots" / stem);
+  // Drawn only when some run held out a validation split.
+  const ActivationStudyRecords records = load_activation_study(d);
+  if (std::any_of(records.val_acc.begin(), records.val_acc.end(),
+                  [](const auto& v) { return !v.empty(); })) {
+    add_plot_files(files, d / "plots" / "validation_curves");
+  }
+  return files;
+}
+void render_study(const fs::path& record, const nlohmann::json& run, const fs::path& d) {
+  (void)analyse_activation_study(record.parent_path(), run.value("command", std::string()), d);
+}
+
 // A cut last line is kept as "cut_last_line": render_profile refuses it, so only where something
 // must be rendered.
 nlohmann::json read_profile(const fs::path& record) {
@@ -117,12 +157,14 @@ nlohmann::json read_profile(const fs::path& record) {
   return doc;
 }
 
-// The records found by file name, with how each is read and what it renders.
+// The records found by file name, with how each is read and what it renders. Second-pass kinds
+// render from files that first-pass kinds rebuild.
 struct RecordKind {
   const char* name;
   nlohmann::json (*read)(const fs::path& record);
   Files (*files)(const fs::path& dir, const nlohmann::json& doc);
   void (*render)(const fs::path& record, const nlohmann::json& doc, const fs::path& into);
+  int pass = 1;
 };
 constexpr RecordKind kRecords[] = {
     {"train_records.json", read_json, train_files, render_train},
@@ -131,6 +173,8 @@ constexpr RecordKind kRecords[] = {
     {profile_sweep::kLegacyRecordsFile, read_profile, profile_files, render_profile},
     {"one_step.json", read_json, one_step_files, render_one_step},
     {"peaks.json", read_json, peaks_files, render_peaks},
+    {"roofline.json", read_json, roofline_files, render_roofline},
+    {"run.json", read_json, study_files, render_study, 2},
 };
 
 const RecordKind* record_kind(const fs::path& file) {
@@ -188,7 +232,9 @@ std::vector<std::string> rerender_missing_outputs(const fs::path& dir) {
       records.push_back(it->path());
     }
   }
-  std::sort(records.begin(), records.end());
+  std::sort(records.begin(), records.end(), [](const fs::path& a, const fs::path& b) {
+    return std::pair(record_kind(a)->pass, a) < std::pair(record_kind(b)->pass, b);
+  });
   std::vector<std::string> lines;
   for (const fs::path& record : records) {
     check_interrupt();

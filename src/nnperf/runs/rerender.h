@@ -11,15 +11,22 @@ namespace nnperf {
 // Under `dir` (recursively):
 // - a train_records.json without its training_metrics.csv (or, for an MLP run, without its
 //   activation_timings.csv): both CSVs rebuilt (render_train_csvs / render_cnn_train_csv);
-// - an mlp_bench.json without its mlp_bench.csv or plots/iteration_time.dat: both rebuilt
+// - an mlp_bench.json without its mlp_bench.csv or its figure (plots/iteration_time.dat, .gp
+//   and, where gnuplot is installed, .svg and .png; so for every figure below): rebuilt
 //   (render_mlp_bench_outputs);
 // - a profile sweep's profile_records.jsonl (or an earlier nnperf's profile_records.json) without
 //   its <stem>_overall.csv, <stem>_layers.csv or (with --layers) a size's trace: all rebuilt
 //   (render_profile_outputs);
 // - a training run's one_step.json (--profile-one-step) without its one_step_layers.csv or
 //   one_step_trace.json: both rebuilt (render_one_step_profile);
-// - a peaks.json env with a bandwidth sweep without its figure (peaks_bandwidth_<env>.dat, .gp
-//   and, where gnuplot is installed, .svg and .png): rebuilt (peaks_bandwidth_plot).
+// - a peaks.json env with a bandwidth sweep without its figure (peaks_bandwidth_<env>):
+//   rebuilt (peaks_bandwidth_plot);
+// - a roofline.json without its roofline_points.csv or figure: rebuilt (roofline_points_csv,
+//   roofline_plot);
+// - then, once the runs' CSVs are back, an activation study (a run.json of job "activations")
+//   without its summary.csv, report.md or a figure: rebuilt by the study's analysis
+//   (analyse_activation_study, its report saying when it was rebuilt; the command line is
+//   run.json's).
 // The reporter renders into a scratch folder beside the record, and only the missing files are
 // moved into place (each a rename: whole or absent); files that exist are never touched. Returns
 // one line per record rendered, or why it could not be (an unreadable record, records that lack
