@@ -60,7 +60,7 @@ const Registrar reg{Command{
       f->train.run.epochs = 60;
       f->train.run.warmup_epochs = 10;
       f->train.run.optimizer.name = "adam";
-      f->train.run.optimizer.lr = 1e-3f;
+      f->train.run.optimizer.lr = 1e-3;
       f->train.run.batch_size = 64;
       f->train.progress = "lines";
       sub.add_option("--activations", f->activations,

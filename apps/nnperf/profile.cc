@@ -139,7 +139,9 @@ void list_algorithms() {
   fmt::print("  {:<22} {}\n", "guess",
              "per layer, the supported algorithm with the lowest modelled cost");
   fmt::print("  {:<22} {}\n", "find",
-             "per layer shape, time every supported algorithm once and keep the fastest (cached)");
+             "per layer shape, time the supported algorithms in order of modelled cost and keep "
+             "the fastest, cached (one modelled at over 8x the best time so far is not timed; "
+             "--find-exhaustive times all)");
   fmt::print("what each supports (why_not on representative layers):\n");
   const char* probes[] = {"mb1ic64ih56oc64kh3ph1",     "mb1ic64ih56oc64kh3sh2ph1",
                           "mb1ic3ih224oc64kh7sh2ph3",  "mb1ic256ih56oc64kh1",

@@ -123,12 +123,15 @@ TEST(Cli, UnknownNamesAreUsageErrorsListingTheChoices) {
   EXPECT_EQ(r.exit_code, 2);
 }
 
+// Missing data is a runtime error (exit 1) for every command that reads it.
 TEST(Cli, MissingDataFolderNamesThePath) {
   TempDir dir;
-  const auto r = run_nnperf(
-      fmt::format("train --data /nonexistent/mnist --out-dir '{}'", dir.path().string()));
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("/nonexistent/mnist"), std::string::npos) << r.err;
+  for (const char* cmd : {"train", "activations", "mlp-bench"}) {
+    const auto r = run_nnperf(
+        fmt::format("{} --data /nonexistent/mnist --out-dir '{}'", cmd, (dir / cmd).string()));
+    EXPECT_EQ(r.exit_code, 1) << cmd << ": " << r.err;
+    EXPECT_NE(r.err.find("/nonexistent/mnist"), std::string::npos) << r.err;
+  }
 }
 
 TEST(Cli, DivergenceStopsWithAClearErrorAndKeepsWholeRows) {
@@ -166,6 +169,13 @@ TEST(Cli, ActivationStudyWritesSummaryPlotsAndReport) {
   for (const auto& e : fs::directory_iterator(dir.path()))
     runs += e.path().filename().string().rfind("MLP_", 0) == 0;
   EXPECT_EQ(runs, 2);
+  // The recipe's learning rate as usra-survey writes it, 0.001 (not a float's 0.0010000000474...).
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    if (e.path().filename().string().rfind("MLP_", 0) != 0) continue;
+    EXPECT_NE(test::read_text(e.path() / "final_results.json").find("\"learning_rate\": 0.001,"),
+              std::string::npos)
+        << e.path();
+  }
   // The analysis can be rebuilt from the saved runs alone.
   fs::remove(dir / "report.md");
   const auto again = run_nnperf(fmt::format("activations --analyze '{}'", dir.path().string()));

@@ -275,9 +275,11 @@ ConsistencyData consistency_data(const MlpBenchOptions& o) {
     throw UsageError(fmt::format("--data {} --synthetic: give one of them (real data or synthetic)", o.data_dir.string()));
   }
   if (!o.synthetic && named && !std::filesystem::is_directory(dir, ec)) {
-    throw UsageError(fmt::format("{} {}: no such folder (expected MNIST-format IDX files; or "
-                                 "--synthetic)",
-                                 o.data_dir.empty() ? "$NNPERF_DATA" : "--data", dir.string()));
+    // Missing data is a runtime error (exit 1), as for train and activations.
+    throw Error(
+        fmt::format("{} {}: no such folder (expected MNIST-format IDX files; or "
+                    "--synthetic)",
+                    o.data_dir.empty() ? "$NNPERF_DATA" : "--data", dir.string()));
   }
   if (!o.synthetic && std::filesystem::exists(dir, ec)) {
     d.train = load_mnist(dir, "train");

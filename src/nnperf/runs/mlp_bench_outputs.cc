@@ -28,7 +28,8 @@ const std::vector<std::string> kCsvColumns{"impl",
                                            "gflops_per_s",
                                            "imgs_per_sec",
                                            "speedup_vs_naive",
-                                           "speedup_vs_blas"};
+                                           "speedup_vs_blas",
+                                           "device"};
 
 std::string csv_cell(const nlohmann::json& v) {
   if (v.is_null()) return {};
@@ -41,7 +42,10 @@ void write_records_csv(const nlohmann::json& records, const fs::path& path) {
   CsvWriter csv(path, kCsvColumns);
   for (const auto& r : records) {
     std::vector<std::string> row;
-    for (const auto& c : kCsvColumns) row.push_back(csv_cell(r.at(c)));
+    for (const auto& c : kCsvColumns) {
+      // Records from before GPU rows existed have no device: they ran on the CPU.
+      row.push_back(c == "device" && !r.contains(c) ? "cpu" : csv_cell(r.at(c)));
+    }
     csv.row(row);
   }
 }
