@@ -134,6 +134,23 @@ TEST(SweepLocal, RunsMergesReportsAndSurvivesAMove) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string md = test::read_text(dir / "merged" / "report.md");
   EXPECT_NE(md.find("resnet18 batch 1 at 32x32"), std::string::npos) << md;
+  // It keeps the cells' profile records joined, so the report rebuilds its CSVs byte for byte.
+  const fs::path group = dir / "merged" / "resnet18_gemm";
+  EXPECT_TRUE(fs::exists(group / "profile_records.jsonl"));
+  EXPECT_TRUE(fs::exists(group / "resnet18_gemm_trace_40.json"));
+  const std::string layers = test::read_text(group / "resnet18_gemm_layers.csv"),
+                    overall_text = test::read_text(overall);
+  fs::remove(overall);
+  fs::remove(group / "resnet18_gemm_layers.csv");
+  r = run_nnperf("report " + q(dir / "merged"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("rebuilt resnet18_gemm_overall.csv, resnet18_gemm_layers.csv from"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(test::read_text(overall), overall_text);
+  EXPECT_EQ(test::read_text(group / "resnet18_gemm_layers.csv"), layers);
+  EXPECT_EQ(test::read_text(dir / "merged" / "report.md").find("did not finish"),
+            std::string::npos);
 
   // Copied elsewhere (every path inside is relative), it merges to the same rows.
   const fs::path moved = t / "moved 'here' $X";
@@ -200,6 +217,13 @@ TEST(SweepLocal, TrainingCellsMergeIntoOneMetricsCsv) {
   EXPECT_NE(md.find("Fixed-iteration training runs"), std::string::npos) << md;
   EXPECT_NE(md.find("resnet18\\_b3\\_t1"), std::string::npos) << md;
   EXPECT_NE(md.find("resnet18 at batch 2: fastest run "), std::string::npos) << md;
+  // The merged metrics.csv is rebuilt from sweep_records.json, byte for byte.
+  const std::string metrics = test::read_text(dir / "merged" / "metrics.csv");
+  fs::remove(dir / "merged" / "metrics.csv");
+  const auto again = run_nnperf(fmt::format("report {}", q(dir / "merged")));
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("rebuilt metrics.csv from"), std::string::npos) << again.out;
+  EXPECT_EQ(test::read_text(dir / "merged" / "metrics.csv"), metrics);
 }
 
 TEST(SweepSlurm, TheScriptRunsEachCellThroughBashWhateverThePath) {

@@ -91,16 +91,6 @@ bool parse_record(std::string_view s, std::size_t& i, int& line, Record& rec,
   }
 }
 
-std::string join_line(const std::vector<std::string>& fields) {
-  std::string line;
-  for (std::size_t k = 0; k < fields.size(); ++k) {
-    if (k > 0) line += ',';
-    line += csv_field(fields[k]);
-  }
-  line += '\n';
-  return line;
-}
-
 }  // namespace
 
 std::string csv_field(const std::string& field) {
@@ -153,7 +143,7 @@ CsvWriter::CsvWriter(const fs::path& path, std::vector<std::string> header, Mode
   }
   std::string first_write;
   if (add_newline) first_write += '\n';
-  if (write_header) first_write += join_line(header_);
+  if (write_header) first_write += csv_line(header_);
   if (!first_write.empty()) {
     if (std::fwrite(first_write.data(), 1, first_write.size(), file_) != first_write.size() ||
         std::fflush(file_) != 0) {
@@ -174,7 +164,7 @@ void CsvWriter::row(const std::vector<std::string>& fields) {
     fail("{}: a row has {} fields but the header has {} ({})", path_.string(), fields.size(),
          columns_, fmt::join(header_, ","));
   }
-  const std::string line = join_line(fields);
+  const std::string line = csv_line(fields);
   // One fwrite of the whole line, then a flush: a kill between rows never leaves half a row.
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
     fail("{}: cannot write a row: {}", path_.string(), errno_text(errno));
@@ -298,6 +288,16 @@ std::vector<std::string> read_csv_header(const fs::path& path, std::size_t max_b
     throw Error(fmt::format("{}: no header line in its first {} bytes", path.string(), max_bytes));
   }
   return parse_csv(line, path.string()).header;
+}
+
+std::string csv_line(const std::vector<std::string>& fields) {
+  std::string line;
+  for (std::size_t k = 0; k < fields.size(); ++k) {
+    if (k > 0) line += ',';
+    line += csv_field(fields[k]);
+  }
+  line += '\n';
+  return line;
 }
 
 bool repair_truncated_csv(const fs::path& path) {

@@ -36,6 +36,8 @@ class CsvWriter {
 std::string csv_number(double v, int precision = 6);
 // Quotes one field per RFC 4180 only when it holds a comma, quote, CR or LF.
 std::string csv_field(const std::string& field);
+// One row: the fields quoted as needed, joined by commas, ended by '\n' (CsvWriter's lines).
+std::string csv_line(const std::vector<std::string>& fields);
 
 // Parses CSV text (for tests, resume and re-rendering): header + rows. Accepts quoted fields
 // (with "" escapes and embedded newlines) and CRLF line ends; every row must have the header's

@@ -233,12 +233,8 @@ namespace {
 
 // The CSV text of `t`'s header and the given rows.
 std::string csv_text(const CsvTable& t, const std::vector<std::size_t>& rows) {
-  std::string text = fmt::format("{}\n", fmt::join(t.header, ","));
-  for (const std::size_t r : rows) {
-    std::vector<std::string> quoted;
-    for (const auto& f : t.rows[r]) quoted.push_back(csv_field(f));
-    text += fmt::format("{}\n", fmt::join(quoted, ","));
-  }
+  std::string text = csv_line(t.header);
+  for (const std::size_t r : rows) text += csv_line(t.rows[r]);
   return text;
 }
 

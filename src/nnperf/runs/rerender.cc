@@ -13,6 +13,8 @@
 #include "nnperf/analysis/roofline.h"
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
+#include "nnperf/io/csv.h"
+#include "nnperf/io/files.h"
 #include "nnperf/io/json_read.h"
 #include "nnperf/io/plot.h"
 #include "nnperf/io/records.h"
@@ -126,6 +128,32 @@ void render_roofline(const fs::path&, const nlohmann::json& doc, const fs::path&
   (void)roofline_plot(doc, d / "roofline");
 }
 
+// A merged training sweep's metrics.csv, from sweep_records.json: its columns in order, then a
+// row per record (the cells' rows as they were, text for text). A merged profile sweep's files
+// come from the profile records `sweep merge` joins beside them.
+Files merged_files(const fs::path& d, const nlohmann::json& doc) {
+  const nlohmann::json* ctx =
+      doc.is_object() && doc.contains("context") ? &doc["context"] : nullptr;
+  if (ctx == nullptr || !ctx->is_object() || ctx->value("kind", std::string()) != "train" ||
+      !ctx->contains("columns")) {
+    return {};
+  }
+  return {d / "metrics.csv"};
+}
+void render_merged(const fs::path& record, const nlohmann::json& doc, const fs::path& d) {
+  const std::vector<std::string> columns =
+      doc.at("context").at("columns").get<std::vector<std::string>>();
+  std::string text = csv_line(columns);
+  const nlohmann::json& records = doc.at("records");
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    std::vector<std::string> row;
+    for (const std::string& c : columns)
+      row.push_back(json_string(records[i], c, JsonPath{record.string(), "records"}.item(i)));
+    text += csv_line(row);
+  }
+  write_file_atomic(d / "metrics.csv", text);
+}
+
 // An activation study's folder (its run.json says so): summary.csv, report.md and the figures,
 // from the study's runs (their CSVs rebuilt in the first pass). Other jobs' run.json: nothing.
 bool is_study(const nlohmann::json& run) {
@@ -174,6 +202,7 @@ constexpr RecordKind kRecords[] = {
     {"one_step.json", read_json, one_step_files, render_one_step},
     {"peaks.json", read_json, peaks_files, render_peaks},
     {"roofline.json", read_json, roofline_files, render_roofline},
+    {"sweep_records.json", read_json, merged_files, render_merged},
     {"run.json", read_json, study_files, render_study, 2},
 };
 

@@ -11,6 +11,7 @@
 #include "nnperf/io/files.h"
 #include "nnperf/io/json_read.h"
 #include "nnperf/io/run_info.h"
+#include "nnperf/runs/profile_outputs.h"
 #include "nnperf/runs/sweep.h"
 
 namespace nnperf {
@@ -42,14 +43,8 @@ void append(Joined& j, const fs::path& file, const std::string& cell) {
 }
 
 std::string render(const Joined& j) {
-  std::string out;
-  auto line = [&](const std::vector<std::string>& fields) {
-    std::string l;
-    for (const auto& f : fields) l += (l.empty() ? "" : ",") + csv_field(f);
-    out += l + "\n";
-  };
-  line(j.header);
-  for (const auto& r : j.rows) line(r);
+  std::string out = csv_line(j.header);
+  for (const auto& r : j.rows) out += csv_line(r);
   return out;
 }
 
@@ -101,9 +96,54 @@ void check_cell_sizes(const Joined& j, std::size_t from, const nlohmann::json& c
 
 struct Merged {
   std::map<fs::path, std::string> files;  // relative to merged/ -> content
+  std::map<fs::path, fs::path> copies;    // relative to merged/ -> a cell's file, copied as it is
   nlohmann::json records = nlohmann::json::array();
+  nlohmann::json columns = nlohmann::json::array();  // a training sweep's metrics.csv header
   std::vector<std::string> notes;
 };
+
+// One group's cells' profile records joined into the lines file of a single sweep (the context,
+// then each size's record in cell order), so that `nnperf report` can rebuild the merged CSVs and
+// traces from it as from any sweep's; and the cells' traces copied. Empty, with a note saying
+// why, when a cell's records cannot be joined (none kept, cut, lacking sizes, another context).
+void join_profile_records(const fs::path& dir, const std::string& key,
+                          const std::vector<const nlohmann::json*>& cells, const std::string& stem,
+                          Merged& m) {
+  std::vector<nlohmann::json> lines;
+  std::map<fs::path, fs::path> traces;
+  for (const auto* c : cells) {
+    const fs::path out = dir / (*c)["output"].get<std::string>();
+    const fs::path file = out / profile_sweep::kRecordsFile;
+    std::string why;
+    try {
+      const nlohmann::json doc = profile_sweep::read_profile_records(file);
+      if (doc.contains("sizes_without_records")) {
+        why = fmt::format("lacks the records of sizes {}", doc["sizes_without_records"].dump());
+      } else if (!lines.empty() && doc.at("context") != lines[0].at("context")) {
+        why = "its context differs from the first cell's";
+      } else {
+        if (lines.empty()) lines.push_back({{"context", doc.at("context")}});
+        for (const auto& rec : doc.at("records")) {
+          lines.push_back(rec);
+          const fs::path trace =
+              out / fmt::format("{}_trace_{}.json", stem, rec.at("size").get<int64_t>());
+          if (fs::exists(trace)) traces[fs::path(key) / trace.filename()] = trace;
+        }
+      }
+    } catch (const Error& e) {
+      why = e.what();
+    }
+    if (!why.empty()) {
+      m.notes.push_back(fmt::format("{}: no {} (nnperf report cannot rebuild its CSVs): {}: {}",
+                                    key, profile_sweep::kRecordsFile, file.string(), why));
+      return;
+    }
+  }
+  std::string text;
+  for (const auto& l : lines) text += l.dump() + "\n";
+  m.files[fs::path(key) / profile_sweep::kRecordsFile] = text;
+  m.copies.insert(traces.begin(), traces.end());
+}
 
 // Per model x algorithm x pass: the overall and layers CSVs, each planned size exactly once.
 void merge_profile(const fs::path& dir, const nlohmann::json& sweep,
@@ -134,6 +174,7 @@ void merge_profile(const fs::path& dir, const nlohmann::json& sweep,
     }
     m.files[fs::path(key) / (stem + "_overall.csv")] = render(overall);
     if (!layers.rows.empty()) m.files[fs::path(key) / (stem + "_layers.csv")] = render(layers);
+    join_profile_records(dir, key, cells, stem, m);
     // The first cell's run.json, with the whole sweep's sizes: the merged folder reads as one sweep.
     nlohmann::json run = read_json(dir / (*cells[0])["output"].get<std::string>() / "run.json");
     run["sizes"] = planned;
@@ -170,6 +211,7 @@ void merge_train(const fs::path& dir, const nlohmann::json& sweep,
   }
   m.files["metrics.csv"] = render(metrics);
   m.records = records_of(metrics, host_of);
+  m.columns = metrics.header;
   std::set<std::string> hosts;
   for (const auto& [cell, host] : host_of) hosts.insert(host);
   if (hosts.size() > 1) {
@@ -203,10 +245,15 @@ std::string merge_sweep(const fs::path& dir) {
   }
   std::set<std::string> hosts;
   for (const auto& [cell, host] : host_of) hosts.insert(host);
-  const nlohmann::json doc = {{"context", {{"sweep", sweep["id"]}, {"kind", sweep["kind"]},
-                                           {"cells", sweep["cells"].size()}, {"hosts", hosts},
-                                           {"notes", m.notes}, {"merged", iso8601_now()}}},
-                              {"records", m.records}};
+  nlohmann::json doc = {{"context",
+                         {{"sweep", sweep["id"]},
+                          {"kind", sweep["kind"]},
+                          {"cells", sweep["cells"].size()},
+                          {"hosts", hosts},
+                          {"notes", m.notes},
+                          {"merged", iso8601_now()}}},
+                        {"records", m.records}};
+  if (!m.columns.empty()) doc["context"]["columns"] = m.columns;  // metrics.csv's, in order
   // Everything is built before anything is written; merged/ is replaced whole.
   const fs::path tmp = dir / "merged.tmp";
   fs::remove_all(tmp);
@@ -214,6 +261,7 @@ std::string merge_sweep(const fs::path& dir) {
     fs::create_directories((tmp / rel).parent_path());
     write_file_atomic(tmp / rel, content);
   }
+  for (const auto& [rel, from] : m.copies) fs::copy_file(from, tmp / rel);
   write_json_atomic(tmp / "sweep_records.json", doc);
   fs::remove_all(dir / "merged");
   fs::rename(tmp, dir / "merged");
