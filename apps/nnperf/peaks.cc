@@ -148,7 +148,7 @@ int run_cuda(Flags& f) {
   if (f.rounds->count() > 0) o.rounds = f.o.rounds;
   if (f.sgemm_n->count() > 0) o.sgemm_n = f.o.sgemm_n;
   if (!f.out.empty()) {
-    ensure_writable_dir(fs::absolute(f.out).parent_path());
+    ensure_writable_dir(fs::absolute(f.out).parent_path(), "--out's folder");
     check_output_file(f.out, "--out");
     check_peaks_json_mergeable(f.out);
   }
@@ -175,7 +175,7 @@ int run(Flags& f) {
   // The destination is checked before a minute of measuring, not after: a folder we can write
   // and an existing peaks.json we can merge into (a corrupt one is refused and left alone).
   if (!f.out.empty()) {
-    ensure_writable_dir(fs::absolute(f.out).parent_path());
+    ensure_writable_dir(fs::absolute(f.out).parent_path(), "--out's folder");
     check_output_file(f.out, "--out");
     check_peaks_json_mergeable(f.out);
   }

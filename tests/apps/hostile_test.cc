@@ -439,6 +439,34 @@ TEST(Hostile, OutputFilesNeverReplaceInputsDevicesOrLinks) {
   EXPECT_NE(read_text(dir / "target.json").find("\"records\""), std::string::npos);
 }
 
+// An output folder that cannot be made is named after the flag that gave it, alike in every
+// command (some said only the path).
+TEST(Hostile, AnOutputFolderThatCannotBeMadeIsNamedByItsFlag) {
+  TempDir dir;
+  std::ofstream(dir / "file") << "x";
+  const std::string bad = (dir / "file" / "sub").string();
+  // Results for the roofline and the report to read.
+  ASSERT_EQ(nnperf("mlp-bench --synthetic --impls naive --batch-sizes 8 --warmup 0 --measure 1 "
+                   "--consistency-steps 2 --overhead-reps 1 --threads 1 --out-dir '" +
+                   (dir / "b").string() + "'")
+                .exit_code,
+            0);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"train " + std::string(kTiny) + " --out-dir '" + bad + "'", "--out-dir " + bad},
+      {"mlp-bench --synthetic --out-dir '" + bad + "'", "--out-dir " + bad},
+      {"profile --model resnet18 --stage sanity --sizes 32 --output-dir '" + bad + "'",
+       "--output-dir " + bad},
+      {"roofline '" + dir.path().string() + "' --peak-compute 1 --peak-bw 1 --out-dir '" + bad +
+           "'",
+       "--out-dir " + bad},
+      {"report '" + dir.path().string() + "' --out-dir '" + bad + "'", "--out-dir " + bad},
+      {"train --model resnet18 --synthetic --iters 1 --batch-size 2 --input-size 32 --log-dir '" +
+           bad + "'",
+       "--log-dir " + bad},
+      {"peaks --quick --out '" + bad + "/p.json'", "--out's folder " + bad}};
+  for (const auto& [args, needle] : cases) expect_refused(nnperf(args), needle, args);
+}
+
 TEST(Hostile, TrainAndProfileRefuseEachOthersFolders) {
   TempDir dir;
   const fs::path t = dir / "train", p = dir / "profile";

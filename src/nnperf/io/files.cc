@@ -174,16 +174,18 @@ std::string read_file(const fs::path& path) {
   return out;
 }
 
-void ensure_writable_dir(const fs::path& dir) {
+void ensure_writable_dir(const fs::path& dir, const std::string& flag) {
   if (dir.empty()) fail("an output folder is required but an empty path was given");
+  // "--out-dir x" where a flag gave the folder, so every command's message names it alike.
+  const std::string what = flag.empty() ? dir.string() : flag + " " + dir.string();
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) fail("{}: cannot create the folder: {}", dir.string(), ec.message());
-  if (!fs::is_directory(dir, ec)) fail("{}: exists but is not a folder", dir.string());
+  if (ec) fail("{}: cannot create the folder: {}", what, ec.message());
+  if (!fs::is_directory(dir, ec)) fail("{}: exists but is not a folder", what);
   // access(W_OK) is wrong on read-only mounts and for root, so create and remove a real file.
   std::string probe = (dir / ".nnperf-write-probe-XXXXXX").string();
   const int fd = ::mkstemp(probe.data());
-  if (fd < 0) fail("{}: folder is not writable: {}", dir.string(), errno_text(errno));
+  if (fd < 0) fail("{}: folder is not writable: {}", what, errno_text(errno));
   ::close(fd);
   ::unlink(probe.c_str());
 }

@@ -17,8 +17,9 @@ void append_file_synced(const std::filesystem::path& path, std::string_view cont
 std::string read_file(const std::filesystem::path& path);
 // A word safe in a POSIX shell: 'text' with each ' written as '\'' (empty -> '').
 std::string shell_quote(const std::string& text);
-// Creates the folder (and parents) and checks that it is writable; throws naming it otherwise.
-void ensure_writable_dir(const std::filesystem::path& dir);
+// Creates the folder (and parents) and checks that it is writable; throws naming it otherwise,
+// after the flag that gave it when `flag` is given ("--out-dir x: cannot create the folder: ...").
+void ensure_writable_dir(const std::filesystem::path& dir, const std::string& flag = "");
 // An output file a flag names, checked before any work (nothing is created): not a folder, device,
 // pipe or socket (symbolic links followed), in a folder that exists and takes a new file, and not
 // one of `inputs` (files the command reads, or folders whose files it reads: an existing file

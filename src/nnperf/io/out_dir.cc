@@ -192,7 +192,7 @@ void claim_output_dir(const fs::path& dir, const std::string& flag, bool overwri
     }
     replacements().push_back({folder, move_aside(folder)});
   }
-  ensure_writable_dir(dir);
+  ensure_writable_dir(dir, flag);
 }
 
 fs::path prepare_output_dir(const fs::path& given, const std::string& default_stem,

@@ -1008,7 +1008,7 @@ ReportDocument build_report(const fs::path& dir) {
 ReportFiles write_report(const fs::path& dir, const fs::path& out_dir) {
   const ReportDocument doc = build_report(dir);
   const fs::path out = out_dir.empty() ? dir : out_dir;
-  ensure_writable_dir(out);
+  ensure_writable_dir(out, out_dir.empty() ? "" : "--out-dir");
   ReportFiles files;
   files.markdown = out / "report.md";
   std::error_code ec;

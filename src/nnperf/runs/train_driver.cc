@@ -207,7 +207,7 @@ TrainDriverResult run_train_driver(const TrainDriverOptions& options) {
       1);  // as in CNN inference (core/threads.h): OpenBLAS's spinning pool vs the OpenMP team
   const Shape sample = sample_shape(o, m);
   const fs::path metrics = o.log_dir / "metrics.csv";
-  ensure_writable_dir(o.log_dir);
+  ensure_writable_dir(o.log_dir, "--log-dir");
   check_metrics_header(metrics);
 
   const int64_t n = o.batch_size * kDistinctBatches;
