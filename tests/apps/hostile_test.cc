@@ -599,6 +599,10 @@ TEST(Hostile, AResumedSweepMeasuresAgainASizeWhoseRowsAreDamaged) {
   EXPECT_NE(again.out.find("0 sizes profiled, 2 already done"), std::string::npos) << again.out;
   EXPECT_EQ(read_csv(layers).rows, after.rows);
   edit_csv(layers, [&](auto& rows) { rows[1][size] = "3x2"; });
+  // With the overall file's last row cut as well: the refusal comes before any repair.
+  const std::string overall_text = read_text(overall);
+  std::ofstream(overall, std::ios::binary | std::ios::trunc)
+      << overall_text.substr(0, overall_text.size() - 3);
   const auto snap = snapshot(dir.path());
   expect_refused(nnperf(base + " --resume"), layers.string() + ":2: column 'input_size'",
                  "input size 3x2");
@@ -690,7 +694,10 @@ TEST(Hostile, TheReportRefusesSavedResultsNoRunCouldHaveWritten) {
            {"{}", "field 'activation' is missing"},
            {R"({"activation": "ReLU", "final_test_acc": 0.5})",
             "field 'final_test_loss' is missing"},
-           {R"({"model": "resnet18"})", "field 'final_test_acc' is missing"}}) {
+           {R"({"model": "resnet18"})", "field 'final_test_acc' is missing"},
+           {R"({"model": "resnet18", "final_test_acc": 0.5})", "field 'context' is missing"},
+           {R"({"model": "resnet18", "final_test_acc": 0.5, "context": [1]})",
+            "field 'context'"}}) {
     std::ofstream(dir / "t" / "final_results.json", std::ios::trunc) << content;
     expect_refused(nnperf(fmt::format("report '{}'", dir.path().string())), needle, content);
   }

@@ -232,9 +232,9 @@ TEST(Report, TrainingRunsSayWhereAndHowTheyRan) {
                                                            {"find_engines", 3},
                                                            {"batchnorm", "cudnn"},
                                                            {"cuda", "not an object"}}));
-  write_file_atomic(
-      dir / "d" / "final_results.json",
-      R"({"activation": "ReLU", "hyperparameters": {"device": "cuda", "epochs": 3}})");
+  write_file_atomic(dir / "d" / "final_results.json",
+                    R"({"activation": "ReLU", "final_test_acc": 0.8, "final_test_loss": 0.5, )"
+                    R"("hyperparameters": {"device": "cuda", "epochs": 3, "batch_size": 64}})");
   const ReportDocument d = build_report(dir.path());
   const auto section =
       std::find_if(d.sections.begin(), d.sections.end(),

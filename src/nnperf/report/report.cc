@@ -887,6 +887,7 @@ ReportSection training_section(const std::vector<fs::path>& files, const fs::pat
     }
     if (cnn) {
       (void)json_number(j, "final_test_acc", at);
+      (void)json_object(j, "context", at);
     } else {
       (void)parse_final_results(j.dump(), p.string());
     }
@@ -904,6 +905,68 @@ ReportSection training_section(const std::vector<fs::path>& files, const fs::pat
       "images/s and measured seconds cover the training steps of the timed epochs only (no "
       "evaluation; for CNN runs the step's waits for the data loader are included and given as "
       "a share).";
+  s.tables.push_back(std::move(t));
+  return s;
+}
+
+// One-step training profiles (train --profile-one-step, one_step.json): per run the phases of the
+// recorded step and its slowest layer (forward and backward summed).
+ReportSection one_step_section(const std::vector<fs::path>& files, const fs::path& root) {
+  ReportSection s;
+  s.title = "One-step training profiles";
+  ReportTable t;
+  t.caption = "The recorded training step of each run (train --profile-one-step), by phase";
+  t.header = {"run",          "model",         "device",          "batch",
+              "forward (ms)", "backward (ms)", "loss (ms)",       "optimizer (ms)",
+              "step (ms)",    "slowest layer", "its ms (fwd+bwd)"};
+  t.numeric = {false, false, false, true, true, true, true, true, true, false, true};
+  for (const fs::path& p : files) {
+    check_interrupt();
+    const nlohmann::json j = read_json(p);
+    const JsonPath at{p.string(), ""};
+    const nlohmann::json& ctx = json_object(j, "context", at);
+    const nlohmann::json& phases = json_object(j, "phases_ms", at);
+    const JsonPath ph = at.at("phases_ms");
+    double step = 0;
+    std::vector<std::string> phase_ms;
+    for (const char* name : {"forward", "backward", "loss", "optimizer"}) {
+      const std::optional<double> ms = json_optional_number(phases, name, ph);
+      if (ms && *ms < 0) fail("{}: expected a time >= 0, found {}", ph.at(name).str(), *ms);
+      step += ms.value_or(0.0);
+      phase_ms.push_back(ms ? g4(*ms) : "");
+    }
+    // Each layer's spans (forward and backward) summed; the phase rows (node < 1) left out.
+    std::map<std::string, double> layer_ms;
+    if (j.contains("spans") && j["spans"].is_array()) {
+      for (std::size_t i = 0; i < j["spans"].size(); ++i) {
+        const nlohmann::json& sp = j["spans"][i];
+        const JsonPath sat = at.at("spans").item(i);
+        if (json_integer(sp, "node", sat) < 1) continue;
+        const double ns = json_number(sp, "end_ns", sat) - json_number(sp, "begin_ns", sat);
+        if (!(ns >= 0)) fail("{}: ends before it begins", sat.str());
+        layer_ms[json_string(sp, "name", sat)] += ns * 1e-6;
+      }
+    }
+    const auto slowest =
+        std::max_element(layer_ms.begin(), layer_ms.end(),
+                         [](const auto& a, const auto& b) { return a.second < b.second; });
+    const nlohmann::json model = ctx.value("model", nlohmann::json::object());
+    const nlohmann::json recipe = ctx.value("recipe", nlohmann::json::object());
+    const std::string run = rel(p.parent_path(), root);
+    t.rows.push_back({run, str(model, "name"), str(ctx, "device"), str(recipe, "batch_size"),
+                      phase_ms[0], phase_ms[1], phase_ms[2], phase_ms[3], g4(step),
+                      slowest == layer_ms.end() ? "" : slowest->first,
+                      slowest == layer_ms.end() ? "" : g4(slowest->second)});
+    if (step > 0 && slowest != layer_ms.end()) {
+      s.recommendations.push_back(fmt::format(
+          "{}: the backward pass is {} of the step; the slowest layer, {}, takes {} ms ({}).", run,
+          pct(num(phases, "backward") / step), slowest->first, g4(slowest->second),
+          pct(slowest->second / step)));
+    }
+  }
+  t.note =
+      "One step measured after the warm-up steps (--warmup-iters), each layer and phase timed by "
+      "the run's clock (one_step.json's clock); the step is the sum of the four phases.";
   s.tables.push_back(std::move(t));
   return s;
 }
@@ -941,7 +1004,7 @@ ReportDocument build_report(const fs::path& dir) {
   if (ec) fail("{}: cannot list ({})", dir.string(), ec.message());
   std::sort(files.begin(), files.end());
   std::vector<fs::path> runs, peaks, rooflines, benches, studies, complexity, trainings, ncus,
-      drivers;
+      drivers, one_steps;
   std::vector<Sweep> sweeps;
   std::set<fs::path> study_dirs;
   for (const fs::path& f : files) {
@@ -959,6 +1022,8 @@ ReportDocument build_report(const fs::path& dir) {
       rooflines.push_back(f);
     } else if (name == "ncu.json") {
       ncus.push_back(f);
+    } else if (name == "one_step.json") {
+      one_steps.push_back(f);
     } else if (name == "mlp_bench.json") {
       benches.push_back(f);
     } else if (name == "summary.csv" && study_dirs.count(f.parent_path())) {
@@ -993,12 +1058,13 @@ ReportDocument build_report(const fs::path& dir) {
   if (!complexity.empty()) doc.sections.push_back(complexity_section(complexity, dir));
   if (!trainings.empty()) doc.sections.push_back(training_section(trainings, dir));
   if (!drivers.empty()) doc.sections.push_back(driver_section(drivers, dir));
+  if (!one_steps.empty()) doc.sections.push_back(one_step_section(one_steps, dir));
   add_unfinished_section(doc, runs, dir);
   if (doc.sections.empty()) {
     throw UsageError(
         fmt::format("{}: no nnperf results found (peaks.json, roofline.json, profile sweeps, "
                     "mlp_bench.json, activation studies, complexity JSON, final_results.json, the "
-                    "training driver's metrics.csv)",
+                    "training driver's metrics.csv, one_step.json)",
                     dir.string()));
   }
   if (!runs.empty()) doc.sections.push_back(machine_section(runs, dir));

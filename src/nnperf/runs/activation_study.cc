@@ -154,7 +154,12 @@ std::string runs_machine_line(const fs::path& dir, const std::vector<ActivationR
   std::set<std::string> dates;
   for (const ActivationRun& r : runs) {
     const fs::path p = dir / r.folder / "run.json";
-    nlohmann::json j = fs::exists(p) ? read_json(p) : nlohmann::json::object();
+    nlohmann::json j = nlohmann::json::object();
+    try {
+      if (fs::exists(p)) j = read_json(p);
+    } catch (const Error&) {
+      // An unreadable run.json gives "?" fields; the run's results are in final_results.json.
+    }
     if (!j.is_object()) j = nlohmann::json::object();
     const auto text = [&](std::initializer_list<const char*> path) {
       const nlohmann::json* v = &j;
@@ -172,7 +177,10 @@ std::string runs_machine_line(const fs::path& dir, const std::vector<ActivationR
     seen["type"].insert(text({"build", "build_type"}));
     dates.insert(text({"date"}));
   }
-  const auto all = [&](const char* key) { return fmt::format("{}", fmt::join(seen[key], " / ")); };
+  const auto all = [&](const char* key) {
+    return seen[key].empty() ? std::string("?") : fmt::format("{}", fmt::join(seen[key], " / "));
+  };
+  if (dates.empty()) dates.insert("?");
   return fmt::format(
       "Machine: {} ({} logical CPUs, {} kernels), {} thread(s). Build {} ({}). Trained {}{}.",
       all("cpu"), all("cpus"), all("simd"), all("threads"), all("commit"), all("type"),

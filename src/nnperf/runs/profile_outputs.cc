@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include "nnperf/core/error.h"
 #include "nnperf/io/files.h"
@@ -265,15 +266,14 @@ std::string why_not_whole(const CsvTable& o, std::size_t orow, const CsvTable& l
   return "";
 }
 
-// The file's rows (a cut last row dropped first), refused unless its header is `header`; a
-// missing file is a table with the header and no rows.
+// The file's rows (a cut last row left out; the file is not changed here), refused unless its
+// header is `header`; a missing file is a table with the header and no rows.
 CsvTable read_resumed_csv(const fs::path& path, const std::vector<std::string>& header) {
   CsvTable t;
   t.source = path.string();
   t.header = header;
   if (!fs::exists(path)) return t;
-  repair_truncated_csv(path);
-  t = read_csv(path);
+  t = parse_csv(read_file(path), path.string());
   if (t.header != header) {
     fail("cannot resume: {} does not have the expected columns (corrupt or from another version)",
          path.string());
@@ -310,9 +310,17 @@ std::set<int64_t> keep_whole_sizes(const fs::path& overall, const fs::path& laye
   };
   const std::vector<std::size_t> kept_overall = rows_of_whole(o, oc);
   const std::vector<std::size_t> kept_layers = rows_of_whole(l, lc);
-  if (kept_overall.size() != o.rows.size()) write_file_atomic(overall, csv_text(o, kept_overall));
-  if (fs::exists(layers) && kept_layers.size() != l.rows.size())
-    write_file_atomic(layers, csv_text(l, kept_layers));
+  // Every check passed before either file is rewritten (without its cut row and the sizes
+  // measured again).
+  for (const auto& [t, kept, path] :
+       {std::tuple{&o, &kept_overall, &overall}, std::tuple{&l, &kept_layers, &layers}}) {
+    if (t->truncated_row) {
+      warn("{}: the last row was cut (no newline at the end; a killed run?): dropped '{}'",
+           path->string(), quote_input(*t->truncated_row));
+    }
+    if (fs::exists(*path) && (kept->size() != t->rows.size() || t->truncated_row))
+      write_file_atomic(*path, csv_text(*t, *kept));
+  }
   return whole;
 }
 

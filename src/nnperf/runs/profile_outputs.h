@@ -46,12 +46,12 @@ void render_size(const nlohmann::json& context, const nlohmann::json& record, Cs
 // `dir`, written anew from a read_profile_records document.
 void render_profile_outputs(const nlohmann::json& doc, const std::filesystem::path& dir);
 
-// --resume: the sizes whose rows in the two CSVs are whole (a cut last row is dropped first). A
-// size is whole when it has one overall row whose times read as numbers and its layer rows are
-// `layer_names` in order, each with times that read. The rows of every other size are removed
-// from both files, with a warning saying why, so that the sweep measures it again. A missing
-// layers file counts as no layer rows; columns other than ours or an input size that is not an
-// integer are an Error, with both files untouched.
+// --resume: the sizes whose rows in the two CSVs are whole (a cut last row is left out). A size
+// is whole when it has one overall row whose times read as numbers and its layer rows are
+// `layer_names` in order, each with times that read. The rows of every other size, and a cut
+// row, are removed from both files, with a warning saying why, so that the sweep measures the
+// size again (after the others). A missing layers file counts as no layer rows; columns other
+// than ours or an input size that is not an integer are an Error, with both files untouched.
 std::set<int64_t> keep_whole_sizes(const std::filesystem::path& overall,
                                    const std::filesystem::path& layers,
                                    const std::vector<std::string>& layer_names);

@@ -118,7 +118,13 @@ void render_peaks(const fs::path& record, const nlohmann::json& doc, const fs::p
   }
 }
 
+// A roofline's own folder (its run.json says so): a copy of roofline.json written elsewhere by
+// --json renders nothing beside it.
 Files roofline_files(const fs::path& d, const nlohmann::json&) {
+  std::error_code ec;
+  if (!fs::exists(d / "run.json", ec)) return {};
+  const nlohmann::json run = read_json(d / "run.json");
+  if (!run.is_object() || run.value("job", std::string()) != "roofline") return {};
   Files files = {d / "roofline_points.csv"};
   add_plot_files(files, d / "roofline");
   return files;
@@ -164,10 +170,15 @@ Files study_files(const fs::path& d, const nlohmann::json& run) {
   Files files = {d / "summary.csv", d / "report.md"};
   for (const char* stem : {"timing_comparison", "accuracy_vs_time", "layer_heatmap"})
     add_plot_files(files, d / "plots" / stem);
-  // Drawn only when some run held out a validation split.
-  const ActivationStudyRecords records = load_activation_study(d);
-  if (std::any_of(records.val_acc.begin(), records.val_acc.end(),
-                  [](const auto& v) { return !v.empty(); })) {
+  std::error_code ec;
+  const bool all_there =
+      std::all_of(files.begin(), files.end(), [&](const fs::path& f) { return fs::exists(f, ec); });
+  // The validation figure is drawn only when some run held out a validation split: the runs are
+  // read to know, and only when something is missing (a study with an unfinished run folder but
+  // its outputs in place is left alone).
+  if (all_there ? fs::exists(d / "plots" / "validation_curves.dat", ec)
+                : std::ranges::any_of(load_activation_study(d).val_acc,
+                                      [](const auto& v) { return !v.empty(); })) {
     add_plot_files(files, d / "plots" / "validation_curves");
   }
   return files;

@@ -21,15 +21,14 @@ namespace nnperf {
 //   one_step_trace.json: both rebuilt (render_one_step_profile);
 // - a peaks.json env with a bandwidth sweep without its figure (peaks_bandwidth_<env>):
 //   rebuilt (peaks_bandwidth_plot);
-// - a roofline.json without its roofline_points.csv or figure: rebuilt (roofline_points_csv,
-//   roofline_plot);
+// - a roofline.json in a roofline's folder (run.json job "roofline") without its
+//   roofline_points.csv or figure: rebuilt (roofline_points_csv, roofline_plot);
 // - a merged training sweep's sweep_records.json without its metrics.csv: rebuilt from the
 //   records' text in context.columns' order (a merged profile sweep's group folder holds the
 //   joined profile_records.jsonl, rebuilt as above);
 // - then, once the runs' CSVs are back, an activation study (a run.json of job "activations")
 //   without its summary.csv, report.md or a figure: rebuilt by the study's analysis
-//   (analyse_activation_study, its report saying when it was rebuilt; the command line is
-//   run.json's).
+//   (analyse_activation_study; the command line is run.json's);
 // The reporter renders into a scratch folder beside the record, and only the missing files are
 // moved into place (each a rename: whole or absent); files that exist are never touched. Returns
 // one line per record rendered, or why it could not be (an unreadable record, records that lack
