@@ -342,6 +342,10 @@ TEST(Cli, ReportRebuildsMissingOutputsFromTheirRecords) {
   EXPECT_NE(r.out.find("not rebuilt from " + (dir / "bench" / "mlp_bench.json").string()),
             std::string::npos)
       << r.out << r.err;
+  // An unreadable run.json is no study to rebuild: no line for it here.
+  write_file_atomic(dir / "cnn" / "run.json", "{");
+  r = run_nnperf(fmt::format("report '{}'", dir.path().string()));
+  EXPECT_EQ(r.out.find("run.json"), std::string::npos) << r.out << r.err;
 }
 
 TEST(Cli, VerboseDispatchNamesEachLayersAlgorithm) {

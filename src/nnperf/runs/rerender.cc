@@ -186,6 +186,15 @@ Files study_files(const fs::path& d, const nlohmann::json& run) {
 void render_study(const fs::path& record, const nlohmann::json& run, const fs::path& d) {
   (void)analyse_activation_study(record.parent_path(), run.value("command", std::string()), d);
 }
+// Every job writes a run.json: one that cannot be read is not a study's to rebuild here (the
+// report's machine section names it), so it reads as null rather than as a failed rebuild.
+nlohmann::json read_run_json_if_readable(const fs::path& record) {
+  try {
+    return read_json(record);
+  } catch (const Error&) {
+    return nullptr;
+  }
+}
 
 // A cut last line is kept as "cut_last_line": render_profile refuses it, so only where something
 // must be rendered.
@@ -214,7 +223,7 @@ constexpr RecordKind kRecords[] = {
     {"peaks.json", read_json, peaks_files, render_peaks},
     {"roofline.json", read_json, roofline_files, render_roofline},
     {"sweep_records.json", read_json, merged_files, render_merged},
-    {"run.json", read_json, study_files, render_study, 2},
+    {"run.json", read_run_json_if_readable, study_files, render_study, 2},
 };
 
 const RecordKind* record_kind(const fs::path& file) {
