@@ -986,9 +986,15 @@ bool is_complexity_json(const fs::path& p) {
          j["context"].contains("convention") && j.contains("records");
 }
 
-}  // namespace
+// The result files under a folder, by kind (sorted paths).
+struct ResultFiles {
+  std::vector<fs::path> runs, peaks, rooflines, benches, studies, complexity, trainings, ncus,
+      drivers, one_steps;
+  std::vector<Sweep> sweeps;
+};
 
-ReportDocument build_report(const fs::path& dir) {
+// Every regular file under `dir`, sorted; a folder that is not one, or cannot be listed, refused.
+std::vector<fs::path> files_under(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     throw UsageError(fmt::format("{}: {}", dir.string(),
@@ -1003,9 +1009,13 @@ ReportDocument build_report(const fs::path& dir) {
   }
   if (ec) fail("{}: cannot list ({})", dir.string(), ec.message());
   std::sort(files.begin(), files.end());
-  std::vector<fs::path> runs, peaks, rooflines, benches, studies, complexity, trainings, ncus,
-      drivers, one_steps;
-  std::vector<Sweep> sweeps;
+  return files;
+}
+
+ResultFiles found_results(const fs::path& dir) {
+  const std::vector<fs::path> files = files_under(dir);
+  std::error_code ec;
+  ResultFiles r;
   std::set<fs::path> study_dirs;
   for (const fs::path& f : files) {
     if (f.filename() == "summary.csv" && fs::exists(f.parent_path() / "report.md", ec))
@@ -1015,30 +1025,37 @@ ReportDocument build_report(const fs::path& dir) {
     check_interrupt();
     const std::string name = f.filename().string();
     if (name == "run.json") {
-      runs.push_back(f);
+      r.runs.push_back(f);
     } else if (name == "peaks.json") {
-      peaks.push_back(f);
+      r.peaks.push_back(f);
     } else if (name == "roofline.json") {
-      rooflines.push_back(f);
+      r.rooflines.push_back(f);
     } else if (name == "ncu.json") {
-      ncus.push_back(f);
+      r.ncus.push_back(f);
     } else if (name == "one_step.json") {
-      one_steps.push_back(f);
+      r.one_steps.push_back(f);
     } else if (name == "mlp_bench.json") {
-      benches.push_back(f);
+      r.benches.push_back(f);
     } else if (name == "summary.csv" && study_dirs.count(f.parent_path())) {
-      studies.push_back(f);
+      r.studies.push_back(f);
     } else if (name == "final_results.json") {
-      if (!study_dirs.count(f.parent_path().parent_path())) trainings.push_back(f);
+      if (!study_dirs.count(f.parent_path().parent_path())) r.trainings.push_back(f);
     } else if (name.ends_with("_overall.csv") && fs::exists(f.parent_path() / "run.json", ec)) {
       const fs::path layers = f.parent_path() / (name.substr(0, name.size() - 12) + "_layers.csv");
-      sweeps.push_back({f, fs::exists(layers, ec) ? layers : fs::path()});
+      r.sweeps.push_back({f, fs::exists(layers, ec) ? layers : fs::path()});
     } else if (is_complexity_json(f)) {
-      complexity.push_back(f);
+      r.complexity.push_back(f);
     } else if (is_driver_metrics(f)) {
-      drivers.push_back(f);
+      r.drivers.push_back(f);
     }
   }
+  return r;
+}
+
+}  // namespace
+
+ReportDocument build_report(const fs::path& dir) {
+  const ResultFiles r = found_results(dir);
   ReportDocument doc;
   doc.title =
       fmt::format("{}{}", kTitlePrefix, folder_name(dir));
@@ -1049,17 +1066,17 @@ ReportDocument build_report(const fs::path& dir) {
                   "multiply-add), GFLOP/s and GB/s "
                   "are decimal.",
                   dir.string()));
-  for (const auto& p : peaks) doc.sections.push_back(peaks_section(p, dir));
-  for (const auto& p : rooflines) doc.sections.push_back(roofline_section(p, dir));
-  for (const auto& p : ncus) doc.sections.push_back(ncu_section(p, dir));
-  if (!sweeps.empty()) doc.sections.push_back(profile_section(sweeps, dir));
-  for (const auto& p : benches) doc.sections.push_back(mlp_bench_section(p, dir));
-  for (const auto& p : studies) doc.sections.push_back(activation_section(p, dir));
-  if (!complexity.empty()) doc.sections.push_back(complexity_section(complexity, dir));
-  if (!trainings.empty()) doc.sections.push_back(training_section(trainings, dir));
-  if (!drivers.empty()) doc.sections.push_back(driver_section(drivers, dir));
-  if (!one_steps.empty()) doc.sections.push_back(one_step_section(one_steps, dir));
-  add_unfinished_section(doc, runs, dir);
+  for (const auto& p : r.peaks) doc.sections.push_back(peaks_section(p, dir));
+  for (const auto& p : r.rooflines) doc.sections.push_back(roofline_section(p, dir));
+  for (const auto& p : r.ncus) doc.sections.push_back(ncu_section(p, dir));
+  if (!r.sweeps.empty()) doc.sections.push_back(profile_section(r.sweeps, dir));
+  for (const auto& p : r.benches) doc.sections.push_back(mlp_bench_section(p, dir));
+  for (const auto& p : r.studies) doc.sections.push_back(activation_section(p, dir));
+  if (!r.complexity.empty()) doc.sections.push_back(complexity_section(r.complexity, dir));
+  if (!r.trainings.empty()) doc.sections.push_back(training_section(r.trainings, dir));
+  if (!r.drivers.empty()) doc.sections.push_back(driver_section(r.drivers, dir));
+  if (!r.one_steps.empty()) doc.sections.push_back(one_step_section(r.one_steps, dir));
+  add_unfinished_section(doc, r.runs, dir);
   if (doc.sections.empty()) {
     throw UsageError(
         fmt::format("{}: no nnperf results found (peaks.json, roofline.json, profile sweeps, "
@@ -1067,7 +1084,7 @@ ReportDocument build_report(const fs::path& dir) {
                     "training driver's metrics.csv, one_step.json)",
                     dir.string()));
   }
-  if (!runs.empty()) doc.sections.push_back(machine_section(runs, dir));
+  if (!r.runs.empty()) doc.sections.push_back(machine_section(r.runs, dir));
   return doc;
 }
 
