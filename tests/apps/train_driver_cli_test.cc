@@ -1,7 +1,8 @@
 // `nnperf train --iters N`, the fixed-iteration driver (cloudml-project1's run_train.py): a CNN
 // trained for exactly warm-up + N steps on synthetic data, the MEASURED_SEC line, and one row per
 // run appended to <log-dir>/metrics.csv with run_train.py's 22 columns (header once; a file with
-// another header refused and left as it is); refused flag combinations name the flag.
+// another header refused and left as it is) and its record metrics_records.json, from which a lost
+// metrics.csv is rebuilt; refused flag combinations name the flag.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -9,6 +10,8 @@
 
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
+#include "nnperf/io/json_read.h"
+#include "nnperf/runs/train_driver.h"
 #include "test_util.h"
 
 namespace nnperf {
@@ -96,6 +99,83 @@ TEST(TrainDriverCli, AnotherHeaderIsRefusedAndKept) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("metrics.csv: cannot append"), std::string::npos) << r.err;
   EXPECT_EQ(test::read_text(dir / "logs" / "metrics.csv"), other);
+}
+
+// metrics_records.json keeps every run's row (and what else it was), takes in rows another program
+// appended to metrics.csv in their place, and is what metrics.csv is rebuilt from: by the report
+// when it is missing, and by the next run (which then appends its row).
+TEST(TrainDriverCli, MetricsCsvIsRebuiltFromItsRecordWithRowsOthersAppended) {
+  test::TempDir dir;
+  const std::filesystem::path logs = dir / "logs";
+  const auto train = [&](const char* label) {
+    const auto r = test::run_nnperf(fmt::format(
+        "train --model resnet18 {} --label {} --log-dir '{}'", kSmall, label, logs.string()));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  };
+  train("first");
+  // run_train.py's row: the same header, quoted fields.
+  const std::string theirs =
+      "2026-11-28T00:00:00Z,gpu1,resnet50,cuda,\"NVIDIA H100, 80GB\",128,5,50,fp32,0.1,0.9,"
+      "0.0001,10.5,609.5,6400,/data,\"torch,run\",2.9.0,false,1,false,true\n";
+  write_file_atomic(logs / "metrics.csv", test::read_text(logs / "metrics.csv") + theirs);
+  train("second");
+  const std::string csv = test::read_text(logs / "metrics.csv");
+  const nlohmann::json doc = read_json(logs / "metrics_records.json");
+  ASSERT_EQ(doc["records"].size(), 3u);
+  EXPECT_EQ(doc["records"][0]["label"], "first");
+  EXPECT_EQ(doc["records"][0]["nnperf"]["model"], "resnet18");
+  EXPECT_EQ(doc["records"][0]["nnperf"]["threads"], 1);
+  EXPECT_TRUE(doc["records"][0]["nnperf"]["final_loss"].is_number());
+  EXPECT_EQ(doc["records"][1]["label"], "torch,run");
+  EXPECT_EQ(doc["records"][1]["device_name"], "NVIDIA H100, 80GB");
+  EXPECT_EQ(doc["records"][1]["source"], "metrics.csv");
+  EXPECT_EQ(doc["records"][2]["label"], "second");
+
+  std::filesystem::remove(logs / "metrics.csv");
+  const auto rep = test::run_nnperf(
+      fmt::format("report '{}' --out-dir '{}'", logs.string(), (dir / "report").string()));
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_NE(rep.out.find("rebuilt metrics.csv from"), std::string::npos) << rep.out;
+  EXPECT_EQ(test::read_text(logs / "metrics.csv"), csv);
+
+  std::filesystem::remove(logs / "metrics.csv");
+  train("third");
+  const CsvTable t = read_csv(logs / "metrics.csv");
+  ASSERT_EQ(t.rows.size(), 4u);
+  EXPECT_EQ(test::read_text(logs / "metrics.csv").substr(0, csv.size()), csv);
+  EXPECT_EQ(t.cell(3, t.require("label")), "third");
+  EXPECT_EQ(read_json(logs / "metrics_records.json")["records"].size(), 4u);
+}
+
+// A record that is not the driver's, or a metrics.csv whose rows do not parse, is refused before
+// any step runs, and neither file is changed.
+TEST(TrainDriverCli, AForeignRecordOrARaggedMetricsCsvIsRefusedBeforeTraining) {
+  test::TempDir dir;
+  struct Case {
+    std::string file, text, expect;
+  };
+  std::string header;
+  for (const auto& c : train_metrics_header()) header += (header.empty() ? "" : ",") + c;
+  const std::vector<Case> cases{
+      {"metrics_records.json", R"({"context": {"kind": "profile"}, "records": []})",
+       "metrics_records.json: not the training driver's record of metrics.csv"},
+      {"metrics_records.json", "{\"context\": ", "metrics_records.json"},
+      {"metrics.csv", header + "\na,b\n", "metrics.csv:2: row has 2 fields"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const std::filesystem::path logs = dir / fmt::format("logs{}", i);
+    std::filesystem::create_directories(logs);
+    write_file_atomic(logs / cases[i].file, cases[i].text);
+    const auto r = test::run_nnperf(
+        fmt::format("train --model resnet18 {} --log-dir '{}'", kSmall, logs.string()));
+    EXPECT_EQ(r.exit_code, 1) << cases[i].text;
+    EXPECT_NE(r.err.find(cases[i].expect), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("MEASURED_SEC"), std::string::npos);
+    EXPECT_EQ(test::read_text(logs / cases[i].file), cases[i].text);
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(logs),
+                            std::filesystem::directory_iterator()),
+              1);
+  }
 }
 
 TEST(TrainDriverCli, RefusedCombinations) {

@@ -22,6 +22,7 @@
 #include "nnperf/runs/cnn_train_outputs.h"
 #include "nnperf/runs/mlp_bench.h"
 #include "nnperf/runs/profile_outputs.h"
+#include "nnperf/runs/train_driver_records.h"
 #include "nnperf/runs/train_outputs.h"
 
 namespace nnperf {
@@ -134,8 +135,9 @@ void render_roofline(const fs::path&, const nlohmann::json& doc, const fs::path&
   (void)roofline_plot(doc, d / "roofline");
 }
 
-// A merged training sweep's metrics.csv, from sweep_records.json: its columns in order, then a
-// row per record (the cells' rows as they were, text for text). A merged profile sweep's files
+// A merged training sweep's metrics.csv, from sweep_records.json, and the training driver's, from
+// metrics_records.json (runs/train_driver_records.h): its columns in order, then a row per record
+// (the rows as they were, text for text). A merged profile sweep's files
 // come from the profile records `sweep merge` joins beside them.
 Files merged_files(const fs::path& d, const nlohmann::json& doc) {
   const nlohmann::json* ctx =
@@ -223,6 +225,7 @@ constexpr RecordKind kRecords[] = {
     {"peaks.json", read_json, peaks_files, render_peaks},
     {"roofline.json", read_json, roofline_files, render_roofline},
     {"sweep_records.json", read_json, merged_files, render_merged},
+    {driver_records::kFile, read_json, merged_files, render_merged},
     {"run.json", read_run_json_if_readable, study_files, render_study, 2},
 };
 

@@ -25,7 +25,8 @@ namespace nnperf {
 //   roofline_points.csv or figure: rebuilt (roofline_points_csv, roofline_plot);
 // - a merged training sweep's sweep_records.json without its metrics.csv: rebuilt from the
 //   records' text in context.columns' order (a merged profile sweep's group folder holds the
-//   joined profile_records.jsonl, rebuilt as above);
+//   joined profile_records.jsonl, rebuilt as above); the training driver's metrics_records.json
+//   without its metrics.csv: rebuilt the same way;
 // - then, once the runs' CSVs are back, an activation study (a run.json of job "activations")
 //   without its summary.csv, report.md or a figure: rebuilt by the study's analysis
 //   (analyse_activation_study; the command line is run.json's);

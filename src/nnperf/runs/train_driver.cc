@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <nlohmann/json.hpp>
 
 #include "nnperf/build_info.h"
 #include "nnperf/core/clock.h"
@@ -25,6 +26,7 @@
 #include "nnperf/kernels/conv/cudnn_conv.h"
 #include "nnperf/models/registry.h"
 #include "nnperf/profile/conv_timer.h"
+#include "nnperf/runs/train_driver_records.h"
 #include "nnperf/train/cuda_cnn.h"
 #include "nnperf/train/trainer.h"
 
@@ -193,6 +195,27 @@ int64_t gpu_steps(const TrainDriverOptions& o, const ModelEntry& m, Graph& graph
   return t0;
 }
 
+// What metrics_records.json keeps of a run beyond its metrics.csv row.
+nlohmann::json run_facts(const TrainDriverOptions& o, const ModelEntry& m, const Shape& sample,
+                         int64_t classes, int threads, const TrainDriverResult& r) {
+  nlohmann::json j = {{"model", m.name},
+                      {"input", sample.dims()},
+                      {"classes", classes},
+                      {"algorithm", o.algorithm},
+                      {"optimizer", o.optimizer.name},
+                      {"label_smoothing", o.label_smoothing},
+                      {"seed", o.seed},
+                      {"threads", threads},
+                      {"final_loss", r.final_loss},
+                      {"command", o.command_line}};
+  if (o.device == Device::kCuda) {
+    j["batchnorm"] = o.batchnorm;
+    j["launch"] = r.launch;
+    j["graph_launches"] = r.graph_launches;
+  }
+  return j;
+}
+
 }  // namespace
 
 TrainDriverResult run_train_driver(const TrainDriverOptions& options) {
@@ -209,6 +232,7 @@ TrainDriverResult run_train_driver(const TrainDriverOptions& options) {
   const fs::path metrics = o.log_dir / "metrics.csv";
   ensure_writable_dir(o.log_dir, "--log-dir");
   check_metrics_header(metrics);
+  nlohmann::json records = driver_records::load(o.log_dir, train_metrics_header());
 
   const int64_t n = o.batch_size * kDistinctBatches;
   check_memory(checked_mul(n, sample.numel() * 4).value_or(-1),
@@ -262,8 +286,8 @@ TrainDriverResult run_train_driver(const TrainDriverOptions& options) {
   r.measured_sec = seconds_since(t0);
   r.images_processed = o.batch_size * o.iters;
   r.imgs_per_sec = static_cast<double>(r.images_processed) / r.measured_sec;
-  CsvWriter csv(metrics, train_metrics_header(), CsvWriter::Mode::kAppend);
-  csv.row(metrics_row(o, m.name, r));
+  driver_records::append(o.log_dir, records, metrics_row(o, m.name, r),
+                         run_facts(o, m, sample, classes, threads, r));
   r.metrics_csv = metrics;
   return r;
 }

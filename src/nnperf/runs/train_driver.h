@@ -2,7 +2,8 @@
 // MLP) trained for exactly --warmup-iters + --iters steps on synthetic data, the measured time
 // excluding the warm-up steps, the `MEASURED_SEC=... IMGS_PER_SEC=...` line, and one row appended
 // to <log-dir>/metrics.csv with run_train.py's 22 columns in its order (header written once; a
-// file with another header is refused, never rewritten; rows written whole).
+// file with another header is refused, never rewritten; rows written whole), rendered from the
+// run's entry in <log-dir>/metrics_records.json (runs/train_driver_records.h).
 #pragma once
 #include <cstdint>
 #include <filesystem>
