@@ -90,6 +90,28 @@ TEST(Cli, TrainWritesEveryOutputWithExactColumns) {
   EXPECT_TRUE(has_events);
 }
 
+// The event file is part of the run's record: train_records.json names it and stamps each epoch,
+// so the report rebuilds a deleted file byte for byte.
+TEST(Cli, TheReportRebuildsAnMlpRunsTensorBoardFile) {
+  TempDir dir;
+  const fs::path out = dir / "run";
+  const auto r = run_nnperf(fmt::format(
+      "train --model mlp {} --epochs 2 --warmup-epochs 1 --out-dir '{}'", kSmall, out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(test::read_text(out / "train_records.json"));
+  const std::string name = doc["context"]["tensorboard"]["file"].get<std::string>();
+  const fs::path file = out / "tensorboard" / name;
+  const std::string bytes = test::read_text(file);
+  EXPECT_GT(bytes.size(), 200u);
+  EXPECT_TRUE(doc["records"][1]["wall_time"].is_number());
+  fs::remove_all(out / "tensorboard");
+  const auto rep = run_nnperf(
+      fmt::format("report '{}' --out-dir '{}'", out.string(), (dir / "report").string()));
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_NE(rep.out.find("rebuilt tensorboard/" + name + " from"), std::string::npos) << rep.out;
+  EXPECT_EQ(test::read_text(file), bytes);
+}
+
 TEST(Cli, WarmupEpochsAreNotTimed) {
   TempDir dir;
   const auto r = run_nnperf(fmt::format("train {} --epochs 3 --warmup-epochs 2 --out-dir '{}'",

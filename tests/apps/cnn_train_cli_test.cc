@@ -126,6 +126,35 @@ TEST(CnnTrainCli, EpochsCheckpointsAndRecords) {
   EXPECT_EQ(e1.meta["optimizer"]["steps"], 4);
 }
 
+// A CNN run's event file, deleted, is rebuilt by the report from train_records.json, same bytes;
+// one that is there is left alone.
+TEST(CnnTrainCli, TheReportRebuildsItsTensorBoardFile) {
+  test::TempDir dir;
+  const fs::path out = dir / "a";
+  std::string args = kTiny;
+  args.erase(args.find(" --no-tensorboard"));
+  const auto r =
+      test::run_nnperf(fmt::format("train {} --epochs 2 --out-dir '{}'", args, out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json doc = read_json(out / "train_records.json");
+  const fs::path file =
+      out / "tensorboard" / doc["context"]["tensorboard"]["file"].get<std::string>();
+  const std::string bytes = test::read_text(file);
+  ASSERT_FALSE(bytes.empty());
+  const auto report = [&] {
+    return test::run_nnperf(
+        fmt::format("report '{}' --out-dir '{}'", out.string(), (dir / "report").string()));
+  };
+  auto rep = report();
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_EQ(rep.out.find("rebuilt"), std::string::npos) << rep.out;
+  fs::remove(file);
+  rep = report();
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_NE(rep.out.find("rebuilt tensorboard/"), std::string::npos) << rep.out;
+  EXPECT_EQ(test::read_text(file), bytes);
+}
+
 // Checkpoints that cannot fit on the output folder's disk are refused before the run claims the
 // folder: a million epochs saved every epoch are 81 TiB of ResNet-18 checkpoints.
 TEST(CnnTrainCli, CheckpointsThatCannotFitOnTheDiskAreRefusedBeforeTheRun) {

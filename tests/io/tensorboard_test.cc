@@ -200,6 +200,41 @@ TEST(TensorBoardWriter, TwoWritersInOneFolderGetTwoFiles) {
   EXPECT_THROW(a.add_scalar("", 1, 1), Error);
 }
 
+// A file written again under its name, opened at its time, with its scalars at their times, is
+// the same bytes (how the report rebuilds a run's event file); the name must be a plain file name
+// and a file never clobbered.
+TEST(TensorBoardWriter, AFileWrittenAgainWithItsTimesHasTheSameBytes) {
+  test::TempDir dir("nnperf-tb");
+  fs::path original;
+  std::string name;
+  double opened = 0;
+  const double t0 = 1795881593.25;
+  {
+    TensorBoardWriter w(dir / "a");
+    original = w.path();
+    name = w.path().filename().string();
+    opened = w.opened();
+    for (std::size_t k = 0; k < kScalars.size(); ++k)
+      w.add_scalar(kScalars[k].tag, kScalars[k].value, kScalars[k].step, t0 + 0.125 * k);
+  }
+  EXPECT_NEAR(opened, static_cast<double>(std::time(nullptr)), 5.0);
+  {
+    TensorBoardWriter w(dir / "b", name, opened);
+    EXPECT_EQ(w.opened(), opened);
+    for (std::size_t k = 0; k < kScalars.size(); ++k)
+      w.add_scalar(kScalars[k].tag, kScalars[k].value, kScalars[k].step, t0 + 0.125 * k);
+  }
+  EXPECT_EQ(test::read_text(dir / "b" / name), test::read_text(original));
+  const auto ev = decode(read_records(dir / "b" / name)[2]);
+  EXPECT_EQ(as_double(ev[0].varint), t0 + 0.125);
+  EXPECT_THROW(TensorBoardWriter(dir / "b", name, opened), Error);  // exists: never clobbered
+  EXPECT_EQ(test::read_text(dir / "b" / name), test::read_text(original));
+  for (const char* bad : {"", "..", "../x", "a/b"}) {
+    EXPECT_THROW(TensorBoardWriter(dir / "c", bad, opened), Error) << bad;
+  }
+  EXPECT_FALSE(fs::exists(dir / "x"));
+}
+
 TEST(TensorBoardWriter, TensorBoardReadsItBack) {
   const char* py = std::getenv("NNPERF_PYTHON");
   if (py == nullptr || *py == '\0') {

@@ -85,11 +85,6 @@ void put_bytes(std::string& out, int field, const std::string& bytes) {
   out += bytes;
 }
 
-double wall_time_now() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
 std::string event_header(double wall_time) {
   std::string ev;
   put_key(ev, 1, 1);
@@ -126,7 +121,33 @@ TensorBoardWriter::TensorBoardWriter(const fs::path& logdir) {
       fail("{}: cannot create the TensorBoard event file: {}", path_.string(), errno_text(errno));
     }
   }
-  std::string ev = event_header(wall_time_now());
+  opened_ = now();
+  write_version_event();
+}
+
+TensorBoardWriter::TensorBoardWriter(const fs::path& logdir, const std::string& file_name,
+                                     double opened)
+    : path_(logdir / file_name), opened_(opened) {
+  if (file_name.empty() || file_name.find('/') != std::string::npos || file_name == "." ||
+      file_name == "..") {
+    fail("{}: a TensorBoard event file name must be a plain file name, not '{}'", logdir.string(),
+         file_name);
+  }
+  ensure_writable_dir(logdir);
+  file_ = std::fopen(path_.c_str(), "wbx");
+  if (file_ == nullptr) {
+    fail("{}: cannot create the TensorBoard event file: {}", path_.string(), errno_text(errno));
+  }
+  write_version_event();
+}
+
+double TensorBoardWriter::now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+void TensorBoardWriter::write_version_event() {
+  std::string ev = event_header(opened_);
   put_bytes(ev, 3, "brain.Event:2");
   write_record(ev);
   flush();
@@ -137,6 +158,11 @@ TensorBoardWriter::~TensorBoardWriter() {
 }
 
 void TensorBoardWriter::add_scalar(const std::string& tag, double value, int64_t step) {
+  add_scalar(tag, value, step, now());
+}
+
+void TensorBoardWriter::add_scalar(const std::string& tag, double value, int64_t step,
+                                   double wall_time) {
   if (tag.empty()) fail("{}: a TensorBoard scalar needs a non-empty tag", path_.string());
   std::string val;
   put_bytes(val, 1, tag);
@@ -144,7 +170,7 @@ void TensorBoardWriter::add_scalar(const std::string& tag, double value, int64_t
   put_le(val, static_cast<float>(value));
   std::string summary;
   put_bytes(summary, 1, val);
-  std::string ev = event_header(wall_time_now());
+  std::string ev = event_header(wall_time);
   put_key(ev, 2, 0);
   put_varint(ev, static_cast<uint64_t>(step));  // int64: negatives take ten bytes, as protobuf does
   put_bytes(ev, 5, summary);

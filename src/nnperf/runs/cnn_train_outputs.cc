@@ -69,6 +69,17 @@ CnnEpochRecord cnn_epoch_from_json(const nlohmann::json& j) {
   return r;
 }
 
+TensorBoardScalars cnn_tensorboard_scalars(const nlohmann::json& r, const nlohmann::json&) {
+  const auto num = [&](const char* key) { return r.at(key).get<double>(); };
+  return {{"Loss/train", num("train_loss")},
+          {"Accuracy/train", num("train_acc")},
+          {"Loss/test", num("test_loss")},
+          {"Accuracy/test", num("test_acc")},
+          {"LearningRate", num("lr")},
+          {"Throughput/train_imgs_per_sec", num("imgs_per_sec")},
+          {"Timing/data_wait_sec", num("data_wait_sec")}};
+}
+
 void render_cnn_train_csv(const nlohmann::json& doc, const fs::path& dir) {
   CsvWriter csv(dir / "training_metrics.csv", kHeader);
   for (const auto& r : doc.at("records")) csv.row(csv_row(r));
@@ -77,30 +88,22 @@ void render_cnn_train_csv(const nlohmann::json& doc, const fs::path& dir) {
 CnnTrainOutputs::CnnTrainOutputs(const fs::path& dir, nlohmann::json context, bool tensorboard,
                                  int epochs, Progress& progress)
     : dir_(dir),
-      doc_{{"context", std::move(context)}, {"records", nlohmann::json::array()}},
       epochs_(epochs),
       progress_(progress),
       metrics_(dir / "training_metrics.csv", kHeader) {
-  if (tensorboard) tb_ = std::make_unique<TensorBoardWriter>(dir / "tensorboard");
+  if (tensorboard) tb_ = open_run_tensorboard(dir, context);
+  doc_ = {{"context", std::move(context)}, {"records", nlohmann::json::array()}};
 }
 
 CnnTrainOutputs::~CnnTrainOutputs() = default;
 
 void CnnTrainOutputs::add(const CnnEpochRecord& rec) {
-  const nlohmann::json r = cnn_epoch_json(rec);
+  nlohmann::json r = cnn_epoch_json(rec);
+  if (tb_) stamp_tensorboard_time(r);
   doc_["records"].push_back(r);
   write_json_atomic(dir_ / "train_records.json", doc_);
   metrics_.row(csv_row(r));
-  if (tb_) {
-    tb_->add_scalar("Loss/train", rec.train_loss, rec.epoch);
-    tb_->add_scalar("Accuracy/train", rec.train_acc, rec.epoch);
-    tb_->add_scalar("Loss/test", rec.test_loss, rec.epoch);
-    tb_->add_scalar("Accuracy/test", rec.test_acc, rec.epoch);
-    tb_->add_scalar("LearningRate", rec.lr, rec.epoch);
-    tb_->add_scalar("Throughput/train_imgs_per_sec", rec.imgs_per_sec, rec.epoch);
-    tb_->add_scalar("Timing/data_wait_sec", rec.data_wait_sec, rec.epoch);
-    tb_->flush();
-  }
+  if (tb_) write_tensorboard_epoch(*tb_, r, doc_["context"], cnn_tensorboard_scalars);
   progress_.line(fmt::format(
       "epoch {}/{}: train_loss {:.4f} train_acc {:.4f} test_loss {:.4f} test_acc {:.4f} lr {:.5f} "
       "| {:.2f} s ({:.1f}% waiting for data), {:.0f} img/s{}",

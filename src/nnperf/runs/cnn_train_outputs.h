@@ -13,6 +13,7 @@
 #include "nnperf/profile/step_recorder.h"
 #include "nnperf/runs/cnn_train.h"
 #include "nnperf/runs/progress.h"
+#include "nnperf/runs/tensorboard_records.h"
 
 namespace nnperf {
 
@@ -21,6 +22,9 @@ class Graph;
 nlohmann::json cnn_epoch_json(const CnnEpochRecord& r);
 CnnEpochRecord cnn_epoch_from_json(const nlohmann::json& j);  // throws on a missing field
 void render_cnn_train_csv(const nlohmann::json& records_doc, const std::filesystem::path& dir);
+
+// TensorBoard's scalars for one epoch record of a CNN run.
+TensorBoardScalars cnn_tensorboard_scalars(const nlohmann::json& record, const nlohmann::json&);
 
 class CnnTrainOutputs {
  public:

@@ -36,16 +36,22 @@ using Files = std::vector<fs::path>;
 // ---- each record's files (in folder d) and its reporter (writing into folder d) ----
 
 Files train_files(const fs::path& d, const nlohmann::json& doc) {
+  Files files = {d / "training_metrics.csv"};
   if (doc.contains("context") && doc["context"].contains("activation_layers")) {
-    return {d / "training_metrics.csv", d / "activation_timings.csv"};  // an MLP run
+    files.push_back(d / "activation_timings.csv");  // an MLP run
   }
-  return {d / "training_metrics.csv"};
+  for (const fs::path& f : tensorboard_files(d, doc)) files.push_back(f);
+  return files;
 }
 void render_train(const fs::path&, const nlohmann::json& doc, const fs::path& d) {
-  if (doc.at("context").contains("activation_layers")) {
+  const bool mlp = doc.at("context").contains("activation_layers");
+  if (mlp) {
     render_train_csvs(doc, d);
   } else {
     render_cnn_train_csv(doc, d);
+  }
+  if (!tensorboard_files(d, doc).empty()) {
+    render_tensorboard(doc, d, mlp ? train_tensorboard_scalars : cnn_tensorboard_scalars);
   }
 }
 

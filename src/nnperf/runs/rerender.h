@@ -9,8 +9,9 @@
 namespace nnperf {
 
 // Under `dir` (recursively):
-// - a train_records.json without its training_metrics.csv (or, for an MLP run, without its
-//   activation_timings.csv): both CSVs rebuilt (render_train_csvs / render_cnn_train_csv);
+// - a train_records.json without its training_metrics.csv, (for an MLP run) its
+//   activation_timings.csv or the TensorBoard event file its context names: all rebuilt
+//   (render_train_csvs / render_cnn_train_csv, render_tensorboard);
 // - an mlp_bench.json without its mlp_bench.csv or its figure (plots/iteration_time.dat, .gp
 //   and, where gnuplot is installed, .svg and .png; so for every figure below): rebuilt
 //   (render_mlp_bench_outputs);

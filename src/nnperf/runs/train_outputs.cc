@@ -39,6 +39,24 @@ std::vector<std::string> timing_row(const nlohmann::json& r) {
 
 }  // namespace
 
+TensorBoardScalars train_tensorboard_scalars(const nlohmann::json& r,
+                                             const nlohmann::json& context) {
+  const auto num = [&](const char* key) { return r.at(key).get<double>(); };
+  TensorBoardScalars out{{"Loss/train", num("train_loss")}, {"Accuracy/train", num("train_acc")}};
+  if (context.at("has_validation").get<bool>()) {
+    out.emplace_back("Loss/val", num("val_loss"));
+    out.emplace_back("Accuracy/val", num("val_acc"));
+  }
+  out.emplace_back("Throughput/train_imgs_per_sec", num("imgs_per_sec"));
+  const nlohmann::json& layers = r.at("activation_layer_ms");
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    out.emplace_back(fmt::format("Timing/layer_{}_ms", i + 1), layers[i].get<double>());
+  }
+  if (r.at("timed").get<bool>())
+    out.emplace_back("Timing/total_activation_ms", num("activation_total_ms"));
+  return out;
+}
+
 nlohmann::json epoch_record_json(const EpochRecord& rec, bool has_validation) {
   const auto opt = [&](double v) {
     return has_validation ? nlohmann::json(v) : nlohmann::json(nullptr);
@@ -76,32 +94,20 @@ TrainOutputs::TrainOutputs(const fs::path& dir, nlohmann::json context, int acti
       timing_(dir / "activation_timings.csv", timing_header(activation_layers)) {
   context["activation_layers"] = activation_layers;
   context["has_validation"] = has_validation;
+  if (tensorboard) tb_ = open_run_tensorboard(dir, context);
   doc_ = {{"context", std::move(context)}, {"records", nlohmann::json::array()}};
-  if (tensorboard) tb_ = std::make_unique<TensorBoardWriter>(dir / "tensorboard");
 }
 
 TrainOutputs::~TrainOutputs() = default;
 
 void TrainOutputs::add(const EpochRecord& rec) {
-  const nlohmann::json r = epoch_record_json(rec, has_val_);
+  nlohmann::json r = epoch_record_json(rec, has_val_);
+  if (tb_) stamp_tensorboard_time(r);
   doc_["records"].push_back(r);
   write_json_atomic(dir_ / "train_records.json", doc_);
   metrics_.row(metrics_row(r));
   if (rec.timed) timing_.row(timing_row(r));
-  if (tb_) {
-    tb_->add_scalar("Loss/train", rec.train_loss, rec.epoch);
-    tb_->add_scalar("Accuracy/train", rec.train_acc, rec.epoch);
-    if (has_val_) {
-      tb_->add_scalar("Loss/val", rec.val_loss, rec.epoch);
-      tb_->add_scalar("Accuracy/val", rec.val_acc, rec.epoch);
-    }
-    tb_->add_scalar("Throughput/train_imgs_per_sec", rec.imgs_per_sec, rec.epoch);
-    for (std::size_t i = 0; i < rec.layer_ms.size(); ++i) {
-      tb_->add_scalar(fmt::format("Timing/layer_{}_ms", i + 1), rec.layer_ms[i], rec.epoch);
-    }
-    if (rec.timed) tb_->add_scalar("Timing/total_activation_ms", rec.total_ms, rec.epoch);
-    tb_->flush();
-  }
+  if (tb_) write_tensorboard_epoch(*tb_, r, doc_["context"], train_tensorboard_scalars);
   std::string line = fmt::format("epoch {}/{}: train_loss {:.4f} train_acc {:.4f}", rec.epoch,
                                  epochs_, rec.train_loss, rec.train_acc);
   if (has_val_) line += fmt::format(" val_loss {:.4f} val_acc {:.4f}", rec.val_loss, rec.val_acc);

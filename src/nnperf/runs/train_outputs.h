@@ -13,6 +13,7 @@
 #include "nnperf/io/csv.h"
 #include "nnperf/io/tensorboard.h"
 #include "nnperf/runs/progress.h"
+#include "nnperf/runs/tensorboard_records.h"
 #include "nnperf/runs/train_run.h"
 
 namespace nnperf {
@@ -22,6 +23,10 @@ nlohmann::json epoch_record_json(const EpochRecord& rec, bool has_validation);
 // Writes training_metrics.csv and activation_timings.csv in `dir` from a train_records.json
 // document (the same bytes the run wrote as it went).
 void render_train_csvs(const nlohmann::json& records_doc, const std::filesystem::path& dir);
+
+// TensorBoard's scalars for one epoch record of an MLP run (context: train_records.json's).
+TensorBoardScalars train_tensorboard_scalars(const nlohmann::json& record,
+                                             const nlohmann::json& context);
 
 class TrainOutputs {
  public:
