@@ -357,6 +357,13 @@ TEST(Cli, ReportRebuildsMissingOutputsFromTheirRecords) {
     ASSERT_TRUE(fs::exists(rendered[i])) << rendered[i];
     EXPECT_EQ(test::read_text(rendered[i]), before[i]) << rendered[i];
   }
+  // The study's validation figure alone deleted: its report.md (which drew it) says it belongs.
+  const fs::path curves = dir / "study" / "plots" / "validation_curves.dat";
+  const std::string curves_text = test::read_text(curves);
+  fs::remove(curves);
+  r = run_nnperf(fmt::format("report '{}'", dir.path().string()));
+  EXPECT_NE(r.out.find("rebuilt plots/validation_curves.dat from"), std::string::npos) << r.out;
+  EXPECT_EQ(test::read_text(curves), curves_text);
   // An unreadable record is named and the report still written.
   write_file_atomic(dir / "bench" / "mlp_bench.json", "{");
   fs::remove(dir / "bench" / "mlp_bench.csv");
@@ -368,6 +375,27 @@ TEST(Cli, ReportRebuildsMissingOutputsFromTheirRecords) {
   write_file_atomic(dir / "cnn" / "run.json", "{");
   r = run_nnperf(fmt::format("report '{}'", dir.path().string()));
   EXPECT_EQ(r.out.find("run.json"), std::string::npos) << r.out << r.err;
+}
+
+// A study whose runs held out no validation split has no validation figure, and its report.md
+// says so: a complete folder is left alone; with summary.csv gone, the rest comes back without one.
+TEST(Cli, AStudyWithoutValidationGetsNoValidationFigureRebuilt) {
+  TempDir dir;
+  auto r = run_nnperf(fmt::format(
+      "activations --activations relu --synthetic --hidden 16 --epochs 2 --warmup-epochs 1 "
+      "--limit-train 256 --limit-test 128 --val-split 0 --threads 1 --progress quiet "
+      "--no-tensorboard --out-dir '{}'",
+      (dir / "study").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_FALSE(fs::exists(dir / "study" / "plots" / "validation_curves.dat"));
+  r = run_nnperf(fmt::format("report '{}'", (dir / "study").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("rebuilt"), std::string::npos) << r.out;
+  fs::remove(dir / "study" / "summary.csv");
+  r = run_nnperf(fmt::format("report '{}'", (dir / "study").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("rebuilt summary.csv from"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "study" / "plots" / "validation_curves.dat"));
 }
 
 TEST(Cli, VerboseDispatchNamesEachLayersAlgorithm) {

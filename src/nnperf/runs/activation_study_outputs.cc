@@ -164,9 +164,7 @@ std::string render_activation_plots(const ActivationAnalysis& a,
   std::string md;
   for (const auto& p : all_plots) {
     if (p.spec.series.empty() && p.spec.kind == PlotSpec::Kind::kLines) {
-      md += fmt::format(
-          "### {}\n\nNo data: none of the runs held out a validation split (--val-split 0).\n\n",
-          p.caption);
+      md += fmt::format("### {}\n\n{} (--val-split 0).\n\n", p.caption, kNoValidationFigure);
       continue;
     }
     const PlotResult pr = render_plot(p.spec, plots_dir / p.stem);

@@ -18,6 +18,10 @@ PlotSpec activation_timing_plot(const ActivationAnalysis& a);                  /
 PlotSpec activation_accuracy_plot(const ActivationAnalysis& a);                // accuracy_vs_time
 PlotSpec activation_layer_heatmap(const ActivationAnalysis& a);                // layer_heatmap
 PlotSpec activation_validation_curves(const ActivationStudyRecords& records);  // validation_curves
+// What report.md says in place of the validation figure when no run held out a validation split
+// (the report's rebuild reads it to know whether the figure belongs to the study).
+inline constexpr const char* kNoValidationFigure =
+    "No data: none of the runs held out a validation split";
 
 // Renders the four plots under `plots_dir` (created); returns report.md's "Plots" section.
 std::string render_activation_plots(const ActivationAnalysis& a,

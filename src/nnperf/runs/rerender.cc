@@ -19,6 +19,7 @@
 #include "nnperf/io/plot.h"
 #include "nnperf/io/records.h"
 #include "nnperf/runs/activation_study.h"
+#include "nnperf/runs/activation_study_outputs.h"
 #include "nnperf/runs/cnn_train_outputs.h"
 #include "nnperf/runs/mlp_bench.h"
 #include "nnperf/runs/profile_outputs.h"
@@ -181,10 +182,11 @@ Files study_files(const fs::path& d, const nlohmann::json& run) {
   std::error_code ec;
   const bool all_there =
       std::all_of(files.begin(), files.end(), [&](const fs::path& f) { return fs::exists(f, ec); });
-  // The validation figure is drawn only when some run held out a validation split: the runs are
-  // read to know, and only when something is missing (a study with an unfinished run folder but
-  // its outputs in place is left alone).
-  if (all_there ? fs::exists(d / "plots" / "validation_curves.dat", ec)
+  // The validation figure is drawn only when some run held out a validation split. With the other
+  // outputs there, the study's report.md says whether it was (its "No data" line when not), so
+  // the runs are read only when something else is missing (a study with an unfinished run folder
+  // but its outputs in place is left alone).
+  if (all_there ? read_file(d / "report.md").find(kNoValidationFigure) == std::string::npos
                 : std::ranges::any_of(load_activation_study(d).val_acc,
                                       [](const auto& v) { return !v.empty(); })) {
     add_plot_files(files, d / "plots" / "validation_curves");
