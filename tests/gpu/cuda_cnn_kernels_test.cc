@@ -180,9 +180,10 @@ TEST(CudaCnnKernels, PoolBackwardPassesEqualTheCpuLoops) {
     const std::vector<float> dy = test::random_vector(n_out, 8);
     // CPU
     std::vector<float> y(static_cast<std::size_t>(n_out)), rows(static_cast<std::size_t>(s.iw));
+    std::vector<int32_t> cols(rows.size());
     std::vector<int32_t> arg(y.size());
     std::vector<float> dx(static_cast<std::size_t>(n_in));
-    maxpool2d_forward(s, x.data(), y.data(), arg.data(), rows.data(), 1);
+    maxpool2d_forward(s, x.data(), y.data(), arg.data(), rows.data(), cols.data(), 1);
     // GPU
     const cuda::Buffer dxg = to_device(x), dyg = to_device(dy);
     cuda::Buffer yg(y.size()), argg(y.size()), dxo(dx.size());

@@ -19,9 +19,10 @@ namespace {
 
 // planes, ih, iw, oh, ow, k, s, p (outputs as PyTorch's formula gives, ceil mode where larger)
 const PoolShape kShapes[] = {
-    {3, 7, 7, 3, 3, 3, 2, 1}, {2, 6, 5, 2, 2, 3, 3, 0},  {1, 1, 1, 1, 1, 1, 1, 0},
-    {4, 8, 8, 4, 4, 2, 2, 0}, {2, 9, 11, 5, 6, 3, 2, 1}, {1, 5, 5, 3, 3, 3, 2, 1},
+    {3, 7, 7, 3, 3, 3, 2, 1},     {2, 6, 5, 2, 2, 3, 3, 0},  {1, 1, 1, 1, 1, 1, 1, 0},
+    {4, 8, 8, 4, 4, 2, 2, 0},     {2, 9, 11, 5, 6, 3, 2, 1}, {1, 5, 5, 3, 3, 3, 2, 1},
     {2, 4, 6, 2, 3, 3, 2, 1},  // ceil mode: the last window starts in the input
+    {2, 32, 32, 16, 16, 3, 2, 1}, {1, 6, 7, 5, 6, 2, 1, 0},  {1, 13, 17, 4, 5, 5, 3, 2},
 };
 
 TEST(PoolKernels, ForwardMatchesReferences) {
@@ -32,9 +33,9 @@ TEST(PoolKernels, ForwardMatchesReferences) {
     std::vector<int64_t> ref_arg(ref.size());
     for (int threads : {1, 3}) {
       std::vector<float> y(ref.size()), rows(static_cast<std::size_t>(threads * s.iw));
-      std::vector<int32_t> arg(ref.size());
+      std::vector<int32_t> arg(ref.size()), cols(rows.size());
       maxpool2d_reference(s, x.data(), ref.data(), ref_arg.data());
-      maxpool2d_forward(s, x.data(), y.data(), arg.data(), rows.data(), threads);
+      maxpool2d_forward(s, x.data(), y.data(), arg.data(), rows.data(), cols.data(), threads);
       for (int64_t i = 0; i < n_out; ++i) {
         ASSERT_EQ(y[i], ref[i]) << i;  // a maximum is exact
         ASSERT_EQ(arg[i], ref_arg[i]) << i;
@@ -58,12 +59,50 @@ TEST(PoolKernels, MaxPoolNanAndTiesFollowPyTorch) {
   const std::vector<float> x{1, 1, nan, 5,     // window 0: tie -> the first; window 1: NaN
                              0, 1, 7,   nan};  // the last NaN wins
   std::vector<float> y(2), rows(4);
-  std::vector<int32_t> arg(2);
-  maxpool2d_forward(s, x.data(), y.data(), arg.data(), rows.data(), 1);
+  std::vector<int32_t> arg(2), cols(4);
+  maxpool2d_forward(s, x.data(), y.data(), arg.data(), rows.data(), cols.data(), 1);
   EXPECT_EQ(y[0], 1.0f);
   EXPECT_EQ(arg[0], 0);
   EXPECT_TRUE(std::isnan(y[1]));
   EXPECT_EQ(arg[1], 7);
+}
+
+// Inputs as a ReLU leaves them (many zeros, few distinct values: ties everywhere, within a column
+// and across a window's columns), with and without a NaN sprinkled in: the output and the argmax
+// are the reference's, with the argmax wanted or not (inference), on 1 and 3 threads; with the
+// argmax, a zero output has the sign of the input it came from.
+TEST(PoolKernels, MaxPoolTiesAndNansMatchTheReference) {
+  for (const PoolShape& s : kShapes) {
+    const int64_t n_in = s.planes * s.ih * s.iw, n_out = s.planes * s.oh * s.ow;
+    for (int nans = 0; nans < 2; ++nans) {
+      std::vector<float> x = test::random_vector(n_in, 11);
+      for (float& v : x) v = v < 0 ? (v < -0.5f ? -0.0f : 0.0f) : std::round(v * 2);
+      if (nans == 1)
+        x[static_cast<std::size_t>(n_in / 3)] = std::numeric_limits<float>::quiet_NaN();
+      std::vector<double> ref(static_cast<std::size_t>(n_out));
+      std::vector<int64_t> ref_arg(ref.size());
+      maxpool2d_reference(s, x.data(), ref.data(), ref_arg.data());
+      for (int threads : {1, 3}) {
+        std::vector<float> y(ref.size()), y_inference(ref.size()),
+            rows(static_cast<std::size_t>(threads * s.iw));
+        std::vector<int32_t> arg(ref.size()), cols(rows.size());
+        maxpool2d_forward(s, x.data(), y.data(), arg.data(), rows.data(), cols.data(), threads);
+        maxpool2d_forward(s, x.data(), y_inference.data(), nullptr, rows.data(), nullptr, threads);
+        for (int64_t i = 0; i < n_out; ++i) {
+          const float want =
+              x[static_cast<std::size_t>(i / (s.oh * s.ow) * s.ih * s.iw + ref_arg[i])];
+          ASSERT_EQ(arg[i], ref_arg[i]) << i << " nans " << nans;
+          if (std::isnan(want)) {
+            ASSERT_TRUE(std::isnan(y[i]) && std::isnan(y_inference[i])) << i;
+            continue;
+          }
+          ASSERT_EQ(y[i], want) << i;
+          ASSERT_EQ(std::signbit(y[i]), std::signbit(want)) << i;
+          ASSERT_EQ(y_inference[i], want) << i;  // -0 == 0: the inference pass tracks no index
+        }
+      }
+    }
+  }
 }
 
 TEST(PoolKernels, BackwardIsTheAdjoint) {
@@ -76,8 +115,8 @@ TEST(PoolKernels, BackwardIsTheAdjoint) {
     maxpool2d_reference(s, x.data(), ref.data(), ref_arg.data());
     std::vector<float> dx(static_cast<std::size_t>(n_in)), y(ref.size()),
         rows(static_cast<std::size_t>(s.iw));
-    std::vector<int32_t> arg(ref.size());
-    maxpool2d_forward(s, x.data(), y.data(), arg.data(), rows.data(), 1);
+    std::vector<int32_t> arg(ref.size()), cols(rows.size());
+    maxpool2d_forward(s, x.data(), y.data(), arg.data(), rows.data(), cols.data(), 1);
     maxpool2d_backward(s, dy.data(), arg.data(), dx.data(), 2);
     std::vector<double> want(dx.size(), 0.0);
     for (int64_t o = 0; o < n_out; ++o) {

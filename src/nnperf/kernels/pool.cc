@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <limits>
 
+#include "nnperf/core/cpu.h"
 #include "nnperf/core/threads.h"
+#include "nnperf/kernels/pool_impl.h"
+#include "nnperf/kernels/pool_internal.h"
 
 namespace nnperf {
 
@@ -19,56 +22,10 @@ int useful_threads(int threads, int64_t elements, int64_t jobs) {
                                 jobs);
 }
 
-// One output row of max pooling: the column maxima over the window's rows (a contiguous,
-// vectorisable pass), then each window's maximum over that row. NaN propagates through a flag
-// (max() alone drops it); in that rare case, and when the argmax is wanted, each window is
-// rescanned in PyTorch's order ("val > maxval || isnan(val)": the first maximum, the last NaN).
-void maxpool_row(const PoolShape& s, const float* xp, int64_t oy, float* colmax, float* yrow,
-                 int32_t* arow) {
-  int64_t h0, h1, w0, w1;
-  pool_window(s, oy, 0, h0, h1, w0, w1);
-  std::memcpy(colmax, xp + h0 * s.iw, static_cast<std::size_t>(s.iw) * sizeof(float));
-  bool nan = false;
-  for (int64_t iy = h0 + 1; iy < h1; ++iy) {
-    const float* row = xp + iy * s.iw;
-    for (int64_t ix = 0; ix < s.iw; ++ix) colmax[ix] = std::max(colmax[ix], row[ix]);
-  }
-  for (int64_t iy = h0; iy < h1; ++iy) {
-    const float* row = xp + iy * s.iw;
-    int64_t n = 0;
-    for (int64_t ix = 0; ix < s.iw; ++ix) n += row[ix] != row[ix];
-    nan |= n != 0;
-  }
-  for (int64_t ox = 0; ox < s.ow; ++ox) {
-    pool_window(s, oy, ox, h0, h1, w0, w1);
-    float best = colmax[w0];
-    for (int64_t ix = w0 + 1; ix < w1; ++ix) best = std::max(best, colmax[ix]);
-    yrow[ox] = best;
-  }
-  if (!nan && arow == nullptr) return;
-  for (int64_t ox = 0; ox < s.ow; ++ox) {
-    pool_window(s, oy, ox, h0, h1, w0, w1);
-    float best = yrow[ox];
-    int64_t best_i = -1;
-    for (int64_t iy = h0; iy < h1; ++iy) {
-      for (int64_t ix = w0; ix < w1; ++ix) {
-        if (std::isnan(xp[iy * s.iw + ix])) {
-          best = xp[iy * s.iw + ix];
-          best_i = iy * s.iw + ix;
-        }
-      }
-    }
-    for (int64_t iy = h0; iy < h1 && best_i < 0; ++iy) {
-      for (int64_t ix = w0; ix < w1; ++ix) {
-        if (xp[iy * s.iw + ix] == best) {
-          best_i = iy * s.iw + ix;
-          break;
-        }
-      }
-    }
-    yrow[ox] = best;
-    if (arow != nullptr) arow[ox] = static_cast<int32_t>(best_i);
-  }
+// The max-pool loops for the instruction set active_simd() allows (AVX2 on AVX-512 machines too).
+const detail::MaxPoolPaths& maxpool_paths() {
+  static const detail::MaxPoolPaths portable{&detail::maxpool_plane};
+  return active_simd() >= SimdLevel::kAvx2 ? detail::kMaxPoolPathsAvx2 : portable;
 }
 
 }  // namespace
@@ -95,18 +52,18 @@ int64_t avgpool_divisor(const PoolShape& s, bool count_include_pad, int64_t oy, 
 }
 
 void maxpool2d_forward(const PoolShape& s, const float* x, float* y, int32_t* argmax,
-                       float* row_buffers, int threads) {
+                       float* row_buffers, int32_t* index_buffers, int threads) {
   const int64_t in_plane = s.ih * s.iw, out_plane = s.oh * s.ow;
+  const auto plane = maxpool_paths().plane;
   const int t = threads;
 #pragma omp parallel num_threads(t) if (t > 1)
   {
-    float* colmax = row_buffers + static_cast<int64_t>(omp_get_thread_num()) * s.iw;
+    const int64_t at = static_cast<int64_t>(omp_get_thread_num()) * s.iw;
+    int32_t* colidx = argmax != nullptr ? index_buffers + at : nullptr;
 #pragma omp for schedule(static)
     for (int64_t pl = 0; pl < s.planes; ++pl) {
-      for (int64_t oy = 0; oy < s.oh; ++oy) {
-        const int64_t o = pl * out_plane + oy * s.ow;
-        maxpool_row(s, x + pl * in_plane, oy, colmax, y + o, argmax ? argmax + o : nullptr);
-      }
+      plane(s, x + pl * in_plane, y + pl * out_plane,
+            argmax != nullptr ? argmax + pl * out_plane : nullptr, row_buffers + at, colidx);
     }
   }
 }

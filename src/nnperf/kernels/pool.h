@@ -3,7 +3,9 @@
 // the backward is PyTorch's: the first maximum in scan order, or the last NaN), AvgPool2d
 // (count_include_pad or not) and AdaptiveAvgPool2d (PyTorch's windows floor(i*in/out) ..
 // ceil((i+1)*in/out)). One (image, channel) plane per OpenMP job; pooling is memory-bound. The
-// *_reference functions are plain float64 loops for the tests.
+// max pool's forward has an AVX2 path (pool_impl.h: column maxima and where they are, then the
+// windows a tap at a time across the row). The *_reference functions are plain float64 loops for
+// the tests.
 #pragma once
 #include <cstdint>
 
@@ -21,9 +23,10 @@ void pool_window(const PoolShape& s, int64_t oy, int64_t ox, int64_t& h0, int64_
 int64_t avgpool_divisor(const PoolShape& s, bool count_include_pad, int64_t oy, int64_t ox);
 
 // argmax (null: not wanted) gets each output's input index within its plane. row_buffers holds
-// threads x iw floats (per-thread column maxima).
+// threads x iw floats (per-thread column maxima), index_buffers threads x iw int32 (where they
+// are; not read without argmax, may then be null).
 void maxpool2d_forward(const PoolShape& s, const float* x, float* y, int32_t* argmax,
-                       float* row_buffers, int threads);
+                       float* row_buffers, int32_t* index_buffers, int threads);
 void maxpool2d_backward(const PoolShape& s, const float* dy, const int32_t* argmax, float* dx,
                         int threads);
 void avgpool2d_forward(const PoolShape& s, bool count_include_pad, const float* x, float* y,

@@ -93,12 +93,13 @@ Shape MaxPool2d::plan(std::span<const Shape> src, const PlanContext& ctx) {
   argmax_.assign(training_ ? static_cast<std::size_t>(planes_ * oh_ * ow_) : 0, 0);
   threads_used_ = useful_threads(threads_, planes_ * oh_ * ow_ * k_ * k_, planes_);
   rows_.assign(static_cast<std::size_t>(threads_used_ * iw_), 0.0f);
+  cols_.assign(training_ ? static_cast<std::size_t>(threads_used_ * iw_) : 0, 0);
   return out;
 }
 
 void MaxPool2d::forward(std::span<const Tensor* const> src, Tensor& dst) {
   maxpool2d_forward(shape(), src[0]->data(), dst.data(), training_ ? argmax_.data() : nullptr,
-                    rows_.data(), threads_used_);
+                    rows_.data(), cols_.data(), threads_used_);
 }
 
 void MaxPool2d::backward(std::span<const Tensor* const> /*src*/, const Tensor& /*dst*/,

@@ -53,6 +53,7 @@ class MaxPool2d : public Pool2dBase {
  private:
   std::vector<int32_t> argmax_;  // per output: index into its input plane (training only)
   std::vector<float> rows_;      // per thread: one input row of column maxima
+  std::vector<int32_t> cols_;    // per thread: where they are (training only)
   int threads_used_ = 1;
 };
 
