@@ -125,8 +125,13 @@ int run_driver(Flags& f, const CLI::App& sub) {
   if (given("--seed")) d.seed = f.train.run.seed;
   d.command_line = command_line();
   const TrainDriverResult r = run_train_driver(d);
-  fmt::print("loss after {} steps: {:.9g}\nappended a row to {}\n", d.warmup_iters + d.iters,
-             r.final_loss, r.metrics_csv.string());
+  fmt::print("loss after {} steps: {:.9g}\n", d.warmup_iters + d.iters, r.final_loss);
+  if (r.metrics_written_whole) {
+    fmt::print("wrote {} whole from metrics_records.json ({} rows, this run's last)\n",
+               r.metrics_csv.string(), r.metrics_rows);
+  } else {
+    fmt::print("appended a row to {}\n", r.metrics_csv.string());
+  }
   if (d.device == Device::kCuda) {
     fmt::print("launch: {} ({} of {} steps as one CUDA graph each)\n", r.launch, r.graph_launches,
                d.warmup_iters + d.iters);

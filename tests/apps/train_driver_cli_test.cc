@@ -139,12 +139,49 @@ TEST(TrainDriverCli, MetricsCsvIsRebuiltFromItsRecordWithRowsOthersAppended) {
   EXPECT_EQ(test::read_text(logs / "metrics.csv"), csv);
 
   std::filesystem::remove(logs / "metrics.csv");
-  train("third");
+  const auto third = test::run_nnperf(
+      fmt::format("train --model resnet18 {} --label third --log-dir '{}'", kSmall, logs.string()));
+  ASSERT_EQ(third.exit_code, 0) << third.err;
+  EXPECT_NE(third.out.find("metrics.csv whole from metrics_records.json (4 rows"),
+            std::string::npos)
+      << third.out;
   const CsvTable t = read_csv(logs / "metrics.csv");
   ASSERT_EQ(t.rows.size(), 4u);
   EXPECT_EQ(test::read_text(logs / "metrics.csv").substr(0, csv.size()), csv);
   EXPECT_EQ(t.cell(3, t.require("label")), "third");
   EXPECT_EQ(read_json(logs / "metrics_records.json")["records"].size(), 4u);
+
+  // metrics.csv started again by run_train.py (its header, then its row): the row goes in after
+  // the record's rows, which were written before it; the file gets the next row appended.
+  const std::string header = csv.substr(0, csv.find('\n') + 1);
+  std::string later = theirs;
+  later.replace(0, 20, "2026-11-29T00:00:00Z");
+  write_file_atomic(logs / "metrics.csv", header + later);
+  train("fourth");
+  const nlohmann::json after = read_json(logs / "metrics_records.json");
+  std::vector<std::string> labels;
+  for (const auto& e : after["records"]) labels.push_back(e["label"].get<std::string>());
+  EXPECT_EQ(labels, (std::vector<std::string>{"first", "torch,run", "second", "third", "torch,run",
+                                              "fourth"}));
+  EXPECT_EQ(after["records"][4]["source"], "metrics.csv");
+  EXPECT_EQ(read_csv(logs / "metrics.csv").rows.size(), 2u);
+}
+
+// Runs sharing a --log-dir add their rows one at a time: neither loses the other's entry.
+TEST(TrainDriverCli, RunsSharingALogDirKeepEachOthersRecords) {
+  test::TempDir dir;
+  const std::filesystem::path logs = dir / "logs";
+  const auto one = [&](const char* label) {
+    return fmt::format("'{}' train --model resnet18 {} --label {} --log-dir '{}' > /dev/null",
+                       NNPERF_BINARY, kSmall, label, logs.string());
+  };
+  const auto r =
+      test::run_command(fmt::format("{} & {} & {} & wait", one("a"), one("b"), one("c")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json doc = read_json(logs / "metrics_records.json");
+  ASSERT_EQ(doc["records"].size(), 3u) << doc.dump(1);
+  for (const auto& e : doc["records"]) EXPECT_TRUE(e.contains("nnperf")) << e.dump();
+  EXPECT_EQ(read_csv(logs / "metrics.csv").rows.size(), 3u);
 }
 
 // A record that is not the driver's, or a metrics.csv whose rows do not parse, is refused before

@@ -1,6 +1,8 @@
 // Pooling loops over planes of N*C images (PyTorch semantics), behind nn/pool and
 // nn/global_pool: MaxPool2d (padding counts as -inf, ceil_mode, NaN propagates, the argmax for
-// the backward is PyTorch's: the first maximum in scan order, or the last NaN), AvgPool2d
+// the backward is PyTorch's: the first maximum in scan order, or the last NaN, and the output the
+// input there; without the argmax, a window whose maximum is a zero of both signs may give the
+// other sign), AvgPool2d
 // (count_include_pad or not) and AdaptiveAvgPool2d (PyTorch's windows floor(i*in/out) ..
 // ceil((i+1)*in/out)). One (image, channel) plane per OpenMP job; pooling is memory-bound. The
 // max pool's forward has an AVX2 path (pool_impl.h: column maxima and where they are, then the
@@ -11,6 +13,8 @@
 
 namespace nnperf {
 
+// As PyTorch requires (nn/pool.cc refuses the others): p <= k / 2, and every window starts inside
+// the padded input, so none lies wholly in the padding.
 struct PoolShape {
   int64_t planes = 0, ih = 0, iw = 0, oh = 0, ow = 0;
   int64_t k = 1, s = 1, p = 0;  // square window, stride, padding (not used by the adaptive pool)

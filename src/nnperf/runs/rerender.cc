@@ -144,7 +144,7 @@ void render_roofline(const fs::path&, const nlohmann::json& doc, const fs::path&
 
 // A merged training sweep's metrics.csv, from sweep_records.json, and the training driver's, from
 // metrics_records.json (runs/train_driver_records.h): its columns in order, then a row per record
-// (the rows as they were, text for text). A merged profile sweep's files
+// (the rows' cells as they were; every row ends in "\n"). A merged profile sweep's files
 // come from the profile records `sweep merge` joins beside them.
 Files merged_files(const fs::path& d, const nlohmann::json& doc) {
   const nlohmann::json* ctx =

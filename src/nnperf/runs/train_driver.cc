@@ -232,7 +232,7 @@ TrainDriverResult run_train_driver(const TrainDriverOptions& options) {
   const fs::path metrics = o.log_dir / "metrics.csv";
   ensure_writable_dir(o.log_dir, "--log-dir");
   check_metrics_header(metrics);
-  nlohmann::json records = driver_records::load(o.log_dir, train_metrics_header());
+  (void)driver_records::load(o.log_dir, train_metrics_header());  // a bad record costs no run
 
   const int64_t n = o.batch_size * kDistinctBatches;
   check_memory(checked_mul(n, sample.numel() * 4).value_or(-1),
@@ -286,8 +286,11 @@ TrainDriverResult run_train_driver(const TrainDriverOptions& options) {
   r.measured_sec = seconds_since(t0);
   r.images_processed = o.batch_size * o.iters;
   r.imgs_per_sec = static_cast<double>(r.images_processed) / r.measured_sec;
-  driver_records::append(o.log_dir, records, metrics_row(o, m.name, r),
-                         run_facts(o, m, sample, classes, threads, r));
+  const driver_records::AppendResult added =
+      driver_records::append(o.log_dir, train_metrics_header(), metrics_row(o, m.name, r),
+                             run_facts(o, m, sample, classes, threads, r));
+  r.metrics_written_whole = added.written_whole;
+  r.metrics_rows = added.rows;
   r.metrics_csv = metrics;
   return r;
 }

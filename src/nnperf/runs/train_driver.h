@@ -52,6 +52,10 @@ struct TrainDriverResult {
   int64_t images_processed = 0;
   double final_loss = 0;
   std::filesystem::path metrics_csv;
+  // Whether metrics.csv was written whole from metrics_records.json (missing, or without whole
+  // rows) rather than appended to; how many rows it has then.
+  bool metrics_written_whole = false;
+  int64_t metrics_rows = 0;
   // kCuda: CudaCnnTrainer::launch() and the steps launched as its captured graph; "" on the CPU.
   std::string launch;
   int64_t graph_launches = 0;

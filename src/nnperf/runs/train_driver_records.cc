@@ -1,9 +1,13 @@
 // See train_driver_records.h.
 #include "nnperf/runs/train_driver_records.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <system_error>
 
 #include "nnperf/core/error.h"
@@ -26,27 +30,62 @@ nlohmann::json entry(const std::vector<std::string>& columns, const std::vector<
   return e;
 }
 
-// The record's entries with the metrics.csv rows they lack put in their place. A row found among
-// the entries (searching on from the last one found) is that entry; entries passed over on the way
-// (rows since deleted from metrics.csv) keep their place; a row not found is taken in there.
+// The record's entries with the metrics.csv rows they lack taken in. A row found among the
+// entries (searching on from the last one found) is that entry. A row not found waits until the
+// next one found, and goes in just before it, after the entries passed over on the way (rows since
+// deleted from metrics.csv, which were written before it); rows not followed by one found go in
+// after every entry.
 nlohmann::json take_in(const nlohmann::json& entries, const Rows& have, const Rows& csv_rows,
                        const std::vector<std::string>& columns) {
   nlohmann::json out = nlohmann::json::array();
+  std::vector<const std::vector<std::string>*> waiting;
+  const auto flush_waiting = [&] {
+    for (const auto* row : waiting) {
+      nlohmann::json e = entry(columns, *row);
+      e["source"] = "metrics.csv";
+      out.push_back(std::move(e));
+    }
+    waiting.clear();
+  };
   std::size_t next = 0;
   for (const auto& row : csv_rows) {
     const auto found = std::find(have.begin() + static_cast<std::ptrdiff_t>(next), have.end(), row);
     if (found == have.end()) {
-      nlohmann::json e = entry(columns, row);
-      e["source"] = "metrics.csv";
-      out.push_back(std::move(e));
+      waiting.push_back(&row);
       continue;
     }
     const auto j = static_cast<std::size_t>(found - have.begin());
-    for (; next <= j; ++next) out.push_back(entries[next]);
+    for (; next < j; ++next) out.push_back(entries[next]);
+    flush_waiting();
+    out.push_back(entries[next++]);
   }
   for (; next < have.size(); ++next) out.push_back(entries[next]);
+  flush_waiting();
   return out;
 }
+
+// An exclusive lock on the log folder (flock on the folder itself: no file left behind) for as
+// long as it lives, so that runs sharing a --log-dir add their rows one at a time.
+class FolderLock {
+ public:
+  explicit FolderLock(const fs::path& dir) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY)) {
+    if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0) {
+      const int err = errno;
+      if (fd_ >= 0) ::close(fd_);
+      fail("{}: cannot lock the folder to add a row: {}", dir.string(),
+           std::error_code(err, std::generic_category()).message());
+    }
+  }
+  ~FolderLock() {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+
+ private:
+  int fd_;
+};
 
 void check(const nlohmann::json& doc, const std::vector<std::string>& columns,
            const std::string& source) {
@@ -103,12 +142,13 @@ nlohmann::json load(const fs::path& log_dir, const std::vector<std::string>& col
   return doc;
 }
 
-void append(const fs::path& log_dir, nlohmann::json& doc, const std::vector<std::string>& row,
-            nlohmann::json nnperf) {
+AppendResult append(const fs::path& log_dir, const std::vector<std::string>& columns,
+                    const std::vector<std::string>& row, nlohmann::json nnperf) {
+  const FolderLock lock(log_dir);
+  // Read again under the lock: another run may have added its row since load().
+  nlohmann::json doc = load(log_dir, columns);
   const fs::path csv = log_dir / "metrics.csv";
   const std::string source = (log_dir / kFile).string();
-  const std::vector<std::string> columns =
-      doc.at("context").at("columns").get<std::vector<std::string>>();
   Rows csv_rows;
   std::error_code ec;
   if (fs::exists(csv, ec) && fs::file_size(csv, ec) > 0) {
@@ -119,14 +159,18 @@ void append(const fs::path& log_dir, nlohmann::json& doc, const std::vector<std:
   nlohmann::json e = entry(columns, row);
   e["nnperf"] = std::move(nnperf);
   doc["records"].push_back(std::move(e));
+  AppendResult result;
+  result.rows = static_cast<int64_t>(doc["records"].size());
   if (csv_rows.empty()) {
     std::string text = csv_line(columns);
     for (const auto& r : rows(doc, source)) text += csv_line(r);
     write_file_atomic(csv, text);
+    result.written_whole = result.rows > 1;  // a first run's file is just new
   } else {
     CsvWriter(csv, columns, CsvWriter::Mode::kAppend).row(row);
   }
   write_json_atomic(log_dir / kFile, doc);
+  return result;
 }
 
 }  // namespace nnperf::driver_records
