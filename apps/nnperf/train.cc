@@ -349,7 +349,7 @@ void add_driver_flags(CLI::App& sub, Flags& f) {
          "update and a short last batch stay eager)")
       ->check(CLI::IsMember({"eager", "graph"}))
       ->capture_default_str();
-  sub.add_option("--log-dir", f.log_dir, "Driver: metrics.csv goes here (appended)")
+  sub.add_option("--log-dir", f.log_dir, "Driver: metrics.csv goes here (appended), with its record metrics_records.json")
       ->capture_default_str();
 }
 
