@@ -78,23 +78,6 @@ Shape sample_shape(const TrainDriverOptions& o, const ModelEntry& m) {
   return Shape{c, h, w};
 }
 
-// An existing metrics.csv must have run_train.py's header exactly: it is appended to, never
-// rewritten.
-void check_metrics_header(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec) || fs::file_size(path, ec) == 0) return;
-  const std::string text = read_file(path);
-  const std::string first = text.substr(0, text.find('\n'));
-  std::string expected;
-  for (const auto& c : train_metrics_header()) expected += (expected.empty() ? "" : ",") + c;
-  if (first != expected) {
-    fail(
-        "{}: cannot append: its header is not run_train.py's 22 columns ({}); give another "
-        "--log-dir",
-        path.string(), quote_input(first, 80));
-  }
-}
-
 std::string utc_timestamp() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
@@ -231,8 +214,8 @@ TrainDriverResult run_train_driver(const TrainDriverOptions& options) {
   const Shape sample = sample_shape(o, m);
   const fs::path metrics = o.log_dir / "metrics.csv";
   ensure_writable_dir(o.log_dir, "--log-dir");
-  check_metrics_header(metrics);
-  (void)driver_records::load(o.log_dir, train_metrics_header());  // a bad record costs no run
+  // metrics.csv and its record checked now: a file the run could not add to costs no run.
+  (void)driver_records::load(o.log_dir, train_metrics_header());
 
   const int64_t n = o.batch_size * kDistinctBatches;
   check_memory(checked_mul(n, sample.numel() * 4).value_or(-1),

@@ -126,13 +126,12 @@ Rows rows(const nlohmann::json& doc, const std::string& source) {
   return out;
 }
 
-nlohmann::json load(const fs::path& log_dir, const std::vector<std::string>& columns) {
+namespace {
+
+// The record alone (an empty one when there is none), checked.
+nlohmann::json read_record(const fs::path& log_dir, const std::vector<std::string>& columns) {
   const fs::path file = log_dir / kFile;
   std::error_code ec;
-  // metrics.csv's rows are taken in after the run: a file that does not parse is refused now.
-  if (const fs::path csv = log_dir / "metrics.csv"; fs::exists(csv, ec)) {
-    (void)parse_csv(read_file(csv), csv.string());
-  }
   if (!fs::exists(file, ec)) {
     return {{"context", {{"kind", "train"}, {"job", "train --iters"}, {"columns", columns}}},
             {"records", nlohmann::json::array()}};
@@ -142,11 +141,33 @@ nlohmann::json load(const fs::path& log_dir, const std::vector<std::string>& col
   return doc;
 }
 
+}  // namespace
+
+nlohmann::json load(const fs::path& log_dir, const std::vector<std::string>& columns) {
+  // metrics.csv is appended to, never rewritten while it has rows: its header must be
+  // run_train.py's exactly, and its rows (taken in after the run) must parse.
+  const fs::path csv = log_dir / "metrics.csv";
+  std::error_code ec;
+  if (fs::exists(csv, ec) && fs::file_size(csv, ec) > 0) {
+    const std::string text = read_file(csv);
+    const std::string first = text.substr(0, text.find('\n'));
+    std::string expected;
+    for (const auto& c : columns) expected += (expected.empty() ? "" : ",") + c;
+    if (first != expected) {
+      fail("{}: cannot append: its header is not run_train.py's 22 columns ({}); give another "
+           "--log-dir",
+           csv.string(), quote_input(first, 80));
+    }
+    (void)parse_csv(text, csv.string());
+  }
+  return read_record(log_dir, columns);
+}
+
 AppendResult append(const fs::path& log_dir, const std::vector<std::string>& columns,
                     const std::vector<std::string>& row, nlohmann::json nnperf) {
   const FolderLock lock(log_dir);
   // Read again under the lock: another run may have added its row since load().
-  nlohmann::json doc = load(log_dir, columns);
+  nlohmann::json doc = read_record(log_dir, columns);
   const fs::path csv = log_dir / "metrics.csv";
   const std::string source = (log_dir / kFile).string();
   Rows csv_rows;

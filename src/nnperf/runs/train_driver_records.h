@@ -19,7 +19,8 @@ namespace nnperf::driver_records {
 inline constexpr const char* kFile = "metrics_records.json";
 
 // The record in log_dir (an empty one when there is none), checked before the run trains so a
-// file that is not this record costs no run: Error naming it and what was expected.
+// file it could not add to costs no run: Error naming it and what was expected. metrics.csv, when
+// it has anything, must have run_train.py's header exactly and rows that parse.
 nlohmann::json load(const std::filesystem::path& log_dir, const std::vector<std::string>& columns);
 
 struct AppendResult {
