@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -148,7 +149,14 @@ TEST(GpuCli, CnnEpochTrainingOnTheGpuOrOneLineWhyNot) {
       EXPECT_EQ(algos, "fwd=implicit_gemm,bwd_data=algo_1,bwd_weights=algo_1") << layer;
     }
   }
-  EXPECT_GT(fr["final_test_acc"].get<double>(), 0.0);
+  // The default rate (0.1) on 44 synthetic images diverges (as on the CPU: a test accuracy of 0,
+  // 1 or 2 in 20), so the accuracy is checked for what it is: the last epoch's count out of 20.
+  const double acc = fr["final_test_acc"].get<double>();
+  EXPECT_GE(acc, 0.0);
+  EXPECT_LE(acc, 1.0);
+  EXPECT_DOUBLE_EQ(acc * 20, std::round(acc * 20));
+  const CsvTable metrics = read_csv(a / "training_metrics.csv");
+  EXPECT_NEAR(acc, metrics.number(1, metrics.require("test_acc")), 1e-6);
   for (const char* f : {"epoch_001.ckpt", "epoch_002.ckpt", "resnet18_synthetic_best.ckpt",
                         "resnet18_synthetic_final_weights.ckpt", "training_metrics.csv"}) {
     EXPECT_TRUE(std::filesystem::exists(a / f)) << f;
@@ -201,11 +209,11 @@ std::size_t expect_one_step_profile(const std::filesystem::path& out, const std:
 
 // One GPU step profiled by CUDA events (every node's forward and backward, the four phases, the
 // layers of a phase inside it; eager, then launched as a graph), and a GPU epoch beside the CPU's
-// on the same 44 images (five batches of 8 and a short one of 4) at a rate small enough that the
-// runs stay comparable (measured on an H200 at --lr 0.1: both diverged to losses of 10^4, a factor
-// of 3 apart; here two CPU algorithms, gemm and direct, part by 0.45% at step 5 at --lr 0.001):
-// the first step's loss (the same weights and batch) within 1e-4, the short last step's and the
-// epoch's within 3%; then the epoch with --launch graph against the eager one.
+// on the same 44 images (five batches of 8 and a short one of 4) at 64x64, where layer4's maps
+// are 2x2: at the tiny runs' 16x16 they are 1x1, and BatchNorm over a short batch's 4 values
+// amplifies rounding so much that three CPU algorithms' losses at step 6 spread over 10% (1.97
+// to 2.17 at --lr 0.001; at 64x64 they agree within 3e-5). Every step's loss within 1e-3 of the
+// CPU's, and the epoch's; then the epoch with --launch graph against the eager one.
 TEST(GpuCli, CnnOnTheGpuProfilesOneStepAndTracksTheCpu) {
   if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
   test::TempDir dir;
@@ -213,32 +221,34 @@ TEST(GpuCli, CnnOnTheGpuProfilesOneStepAndTracksTheCpu) {
   // --launch graph: the recorded step captured with its event marks and launched as one graph.
   EXPECT_EQ(expect_one_step_profile(dir.path() / "pg", "--launch graph", "graph"), rows);
 
-  const char* small = "--lr 0.001 --limit-train 44 --epochs 1";
-  const auto gpu1 = run_nnperf(fmt::format("train --device cuda {} {} {} --step-log '{}' --out-dir '{}'",
-                                           kTinyCnn, kGpuAlgorithms, small,
-                                           (dir.path() / "g1.csv").string(),
-                                           (dir.path() / "g1").string()));
+  std::string cnn64 = kTinyCnn;
+  cnn64.replace(cnn64.find("--input-size 16"), 15, "--input-size 64");
+  const std::string small = cnn64 + " --lr 0.001 --limit-train 44 --epochs 1";
+  const auto gpu1 = run_nnperf(
+      fmt::format("train --device cuda {} {} --step-log '{}' --out-dir '{}'", small, kGpuAlgorithms,
+                  (dir.path() / "g1.csv").string(), (dir.path() / "g1").string()));
   const auto cpu1 =
-      run_nnperf(fmt::format("train {} {} --step-log '{}' --out-dir '{}'", kTinyCnn, small,
+      run_nnperf(fmt::format("train {} --step-log '{}' --out-dir '{}'", small,
                              (dir.path() / "c1.csv").string(), (dir.path() / "c1").string()));
   ASSERT_EQ(gpu1.exit_code, 0) << gpu1.err;
   ASSERT_EQ(cpu1.exit_code, 0) << cpu1.err;
   const CsvTable gs = read_csv(dir.path() / "g1.csv"), cs = read_csv(dir.path() / "c1.csv");
   ASSERT_EQ(gs.rows.size(), 6u);
   ASSERT_EQ(cs.rows.size(), 6u);
-  EXPECT_NEAR(gs.number(0, 1), cs.number(0, 1), 1e-4 * cs.number(0, 1));
-  EXPECT_NEAR(gs.number(5, 1), cs.number(5, 1), 0.03 * cs.number(5, 1));
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_NEAR(gs.number(i, 1), cs.number(i, 1), 1e-3 * cs.number(i, 1)) << "step " << i + 1;
+  }
   const CsvTable g = read_csv(dir.path() / "g1" / "training_metrics.csv"),
                  c = read_csv(dir.path() / "c1" / "training_metrics.csv");
   const double want = c.number(0, c.require("train_loss"));
-  EXPECT_NEAR(g.number(0, g.require("train_loss")), want, 0.03 * want);
+  EXPECT_NEAR(g.number(0, g.require("train_loss")), want, 1e-3 * want);
 
   // --launch graph: the same epoch, its full steps after the first each launched as one captured
   // CUDA graph, the short one eager: the eager run's step losses (within the step log's nine
   // digits: the loss's float64 sum adds rows in any order), and the record says how they ran.
-  const auto graph1 = run_nnperf(fmt::format(
-      "train --device cuda {} {} {} --launch graph --step-log '{}' --out-dir '{}'", kTinyCnn,
-      kGpuAlgorithms, small, (dir.path() / "gr.csv").string(), (dir.path() / "gr").string()));
+  const auto graph1 = run_nnperf(
+      fmt::format("train --device cuda {} {} --launch graph --step-log '{}' --out-dir '{}'", small,
+                  kGpuAlgorithms, (dir.path() / "gr.csv").string(), (dir.path() / "gr").string()));
   ASSERT_EQ(graph1.exit_code, 0) << graph1.err;
   const CsvTable grs = read_csv(dir.path() / "gr.csv");
   ASSERT_EQ(grs.rows.size(), 6u);

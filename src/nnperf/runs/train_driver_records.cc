@@ -154,9 +154,10 @@ nlohmann::json load(const fs::path& log_dir, const std::vector<std::string>& col
     std::string expected;
     for (const auto& c : columns) expected += (expected.empty() ? "" : ",") + c;
     if (first != expected) {
-      fail("{}: cannot append: its header is not run_train.py's 22 columns ({}); give another "
-           "--log-dir",
-           csv.string(), quote_input(first, 80));
+      fail(
+          "{}: cannot append: its header is not run_train.py's 22 columns ({}); give another "
+          "--log-dir",
+          csv.string(), quote_input(first, 80));
     }
     (void)parse_csv(text, csv.string());
   }
