@@ -5,7 +5,7 @@
 set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config git
-  libopenblas-dev libfftw3-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
+  libopenblas-dev libopenblas-openmp-dev libfftw3-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
   libjpeg62-turbo-dev libpng-dev
   libgtest-dev libgmock-dev libbenchmark-dev libomp-dev libdnnl-dev
   gnuplot-nox dataset-fashion-mnist python3 python3-venv

@@ -236,6 +236,21 @@ TEST(GemmBlas, SlicesOverOpenMpThreadsWhenOpenBlasRunsOnTheCaller) {
   set_blas_threads(before);
 }
 
+// OpenBLAS's thread count is set apart from OpenMP's team (its OpenMP build sets both), and the
+// build CMake linked is the one loaded (OpenBLAS's pthread and OpenMP builds share a soname, so
+// the run path decides): a GCC build where libopenblas-openmp-dev is installed runs BLAS in
+// OpenMP's pool.
+TEST(GemmBlas, ItsThreadCountLeavesOpenMpsTeamAndTheLinkedBuildIsLoaded) {
+  const int team = omp_get_max_threads(), before = blas_threads();
+  set_blas_threads(1);
+  EXPECT_EQ(blas_threads(), 1);
+  EXPECT_EQ(omp_get_max_threads(), team);
+  set_blas_threads(before);
+  EXPECT_EQ(blas_threads(), before);
+  EXPECT_EQ(omp_get_max_threads(), team);
+  EXPECT_EQ(blas_uses_openmp(), NNPERF_OPENBLAS_OPENMP == 1) << blas_description();
+}
+
 // Each SIMD path of the blocked GEMM in one process (active_simd() is fixed at first use, so
 // the internal entry point takes the level): tile edges, k blocks and several m/n blocks.
 class GemmBlockedSimdTest : public ::testing::TestWithParam<SimdLevel> {};

@@ -38,7 +38,15 @@ int set_threads(int n) {
   return n;
 }
 
-void set_blas_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
+void set_blas_threads(int n) {
+  // OpenBLAS's OpenMP build sets OpenMP's default team to n as well; ours stays (and that build
+  // then keeps to one thread, as its calls check its own count before OpenMP's).
+  const int team = omp_get_max_threads();
+  openblas_set_num_threads(n < 1 ? 1 : n);
+  omp_set_num_threads(team);
+}
+
+bool blas_uses_openmp() { return openblas_get_parallel() == 2; }
 
 int num_threads() { return g_threads > 0 ? g_threads : omp_get_max_threads(); }
 

@@ -11,13 +11,17 @@ namespace nnperf {
 // Returns the count in force afterwards.
 int set_threads(int n);
 int num_threads();
-// OpenBLAS's own pool only (set_threads sets it to n as well). CNN inference keeps it at 1: its
-// threads spin after each call and compete with the OpenMP team (gemm "blas" then splits the
-// product over the caller's OpenMP threads itself; see kernels/gemm/blas.cc).
+// OpenBLAS's thread count only (set_threads sets it to n as well); OpenMP's default team is left
+// as it was (OpenBLAS's OpenMP build would set it too). CNN inference and training keep it at 1
+// and gemm "blas" splits a product over the caller's OpenMP threads itself (kernels/gemm/blas.cc):
+// the pthread build's own pool spins after each call and competes with the OpenMP team.
 void set_blas_threads(int n);
-// The BLAS library's own report: "OpenBLAS 0.3.21 ... (pthread, 2 threads)".
+// The BLAS library's own report: "OpenBLAS 0.3.21 ... (core Zen; openmp parallel; 2 threads)".
 std::string blas_description();
 int blas_threads();
+// Whether OpenBLAS runs its threads in OpenMP's pool (its OpenMP build, which CMake prefers) rather
+// than a pool of its own (the pthread build) that contends with our OpenMP loops.
+bool blas_uses_openmp();
 
 // How many of `threads` to split `work` units over: at most one per `min_per_thread` units (below
 // that, a thread's start-up, about 20 us of one core, costs more than it saves), at most `jobs`

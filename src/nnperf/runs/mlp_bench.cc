@@ -75,6 +75,15 @@ Plan plan_bench(const MlpBenchOptions& o) {
       }
     }
   }
+  const bool blas_row = std::any_of(p.algos.begin(), p.algos.end(), [](const GemmAlgorithm* a) {
+    return a->name == std::string("blas");
+  });
+  if (blas_row && p.threads > 1 && !blas_uses_openmp()) {
+    warn(
+        "the blas row runs on OpenBLAS's pthread build, whose own threads contend with the OpenMP "
+        "threads of the other layers (up to 10x a step on 2 cores): build with OpenBLAS's OpenMP "
+        "build (Debian: libopenblas-openmp-dev) for the library's own speed");
+  }
   for (const GemmAlgorithm* a : p.algos) {
     if (a->device == Device::kCuda && o.device != Device::kCuda) {
       throw UsageError(fmt::format("--impls {}: a GPU row; add --device cuda", a->name));

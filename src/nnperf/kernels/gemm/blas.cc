@@ -1,9 +1,10 @@
 // GEMM through OpenBLAS's cblas_sgemm: the vendor baseline our own kernels are compared with.
-// OpenBLAS keeps its own thread pool, sized globally by nnperf::set_threads (core/threads.h).
-// When that pool is one thread (set_blas_threads(1), as CNN inference does) and the caller
-// allows several threads, the product is split into column (or row) slices, one cblas_sgemm per
-// OpenMP thread, each on the caller's team: OpenBLAS's pool threads spin after every call and
-// would otherwise compete for the cores with the OpenMP team of the next layer.
+// OpenBLAS's thread count is set globally by nnperf::set_threads (core/threads.h); its threads are
+// OpenMP's with its OpenMP build (which CMake prefers), a pool of its own with the pthread build.
+// When that count is one (set_blas_threads(1), as CNN runs do) and the caller allows several
+// threads, the product is split into column (or row) slices, one cblas_sgemm per OpenMP thread,
+// each on the caller's team: a pthread pool's threads spin after every call and would otherwise
+// compete for the cores with the OpenMP team of the next layer.
 #include <cblas.h>
 #include <omp.h>
 
