@@ -43,7 +43,7 @@ cp bench/peers/gemm_torch_cuda.py bench/peers/mlp_torch.py bench/peers/peer_comm
   bench/peers/conv_torch.py bench/peers/train_torch.py bench/peers/nnperf_format.py \
   bench/peers/train_layers_torch.py bench/peers/batchnorm_torch.py bench/conv_layers.txt \
   scripts/ncu_profile.sh scripts/gpu_conv_table.py scripts/train_layers_table.py \
-  scripts/batchnorm_table.py "$DEST/"
+  scripts/batchnorm_table.py scripts/step_log_compare.py "$DEST/"
 cp share/ncu-roofline-metrics.txt "$DEST/share/"
 if ls "$DATA"/*-ubyte* > /dev/null 2>&1; then
   cp "$DATA"/*-ubyte* "$DEST/data/"

@@ -3,7 +3,7 @@
 # the repository root there; logs go to $OUT (or .gpu/out); the payload is unpacked into
 # $NNPERF_GPU_WORK (default /tmp/nnperf-gpu) when it is newer than the last unpacking.
 #   bash .gpu/run.sh [STAGE...]   stages: tests gemm mlp profile bn train cnn peaks real conv ncu
-#   sanitize (default: all, in that order); $TEST_SUITES (an extended regex) picks the suites of
+#   sanitize (default: all, in that order), and cnnpair (only when named); $TEST_SUITES (an extended regex) picks the suites of
 #   stage tests. Every command is cut after $STEP_TIMEOUT seconds
 #   (default 120) and none starts after $DEADLINE seconds from the start (default 540), so one
 #   hang cannot eat the device time of the others; summary.txt gets each command's rc and seconds.
@@ -186,6 +186,30 @@ stage_cnn() {
       tail -1 "$out/train_layers_$d.md" | sed "s/^/$d: /" >> "$out/summary.txt"
   done
 }
+# CNN epochs with matched streams (ResNet-18 on Fashion-MNIST, batch 128, 2 epochs, seeds
+# $PAIR_SEEDS, default "1 2"): PyTorch writes its initial weights for the seed in nnperf's format
+# (--write-init), ours starts from them (--init-weights) once per BatchNorm of $PAIR_BATCHNORM
+# (default "own cudnn": our float64-statistics kernels, then cuDNN's float ones, PyTorch's) and
+# PyTorch replays our epoch orders and crop/flip draws (--streams nnperf), so the runs differ only
+# in arithmetic; every run logs each step's loss and learning rate (--step-log), and
+# step_log_compare.py says where ours and PyTorch's part and each side's worst spike
+# (pair_<seed>_<bn>.md, its last line in summary.txt).
+stage_cnnpair() {
+  local s bn
+  for s in ${PAIR_SEEDS:-1 2}; do
+    rm -f "$out/pair_torch_$s.csv"
+    step "torch write-init seed $s" "$out/cnnpair.log" python3 "$here/train_torch.py" --model resnet18 --data "$data" --seed "$s" --write-init "$out/pair_init_$s.ckpt"
+    step "torch resnet18 cuda matched seed $s" "$out/cnnpair.log" python3 "$here/train_torch.py" --device cuda --cudnn-benchmark --model resnet18 --data "$data" --epochs 2 --batch-size 128 --seed "$s" --streams nnperf --step-log "$out/pair_torch_$s.csv" --json "$out/pair_torch_$s.json"
+    for bn in ${PAIR_BATCHNORM:-own cudnn}; do
+      rm -f "$out/pair_nnperf_${s}_$bn.csv"
+      step "train resnet18 cuda matched seed $s batchnorm $bn" "$out/cnnpair.log" "${nn[@]}" train --model resnet18 --device cuda --batchnorm "$bn" --data "$data" --epochs 2 --batch-size 128 --workers 4 --algorithm find --seed "$s" --init-weights "$out/pair_init_$s.ckpt" --step-log "$out/pair_nnperf_${s}_$bn.csv" --progress lines --no-tensorboard --out-dir "$out/pair_nnperf_${s}_$bn"
+      rm -f "$out/pair_nnperf_${s}_$bn"/*.ckpt  # 45 MB each: not carried back
+      python3 "$here/step_log_compare.py" "$out/pair_nnperf_${s}_$bn.csv" "$out/pair_torch_$s.csv" --names "nnperf-$bn,torch" > "$out/pair_${s}_$bn.md" 2>> "$out/cnnpair.log" &&
+        tail -1 "$out/pair_${s}_$bn.md" | sed "s/^/seed $s: /" >> "$out/summary.txt"
+    done
+    rm -f "$out/pair_init_$s.ckpt"
+  done
+}
 # The device's ceilings (FMA, L2 and device-memory bandwidth, SGEMM) into a peaks.json env.
 stage_peaks() { step peaks "$out/peaks.log" "${nn[@]}" peaks --device cuda --out "$out/peaks.json" --env gpu; }
 # Real data on the GPU: the MLP on Fashion-MNIST (train), and the activation study, quick.
@@ -215,8 +239,8 @@ stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(tests gemm mlp profile bn train cnn peaks real conv ncu sanitize)
 for s in "${stages[@]}"; do
   case "$s" in
-    tests|gemm|mlp|profile|bn|conv|train|cnn|peaks|real|ncu|sanitize) echo "--- stage $s at $((SECONDS - t_start))s" >> "$out/summary.txt"; "stage_$s" ;;
-    *) echo "run.sh: unknown stage '$s' (tests gemm mlp profile bn conv train cnn peaks real ncu sanitize)" >&2; exit 2 ;;
+    tests|gemm|mlp|profile|bn|conv|train|cnn|cnnpair|peaks|real|ncu|sanitize) echo "--- stage $s at $((SECONDS - t_start))s" >> "$out/summary.txt"; "stage_$s" ;;
+    *) echo "run.sh: unknown stage '$s' (tests gemm mlp profile bn conv train cnn cnnpair peaks real ncu sanitize)" >&2; exit 2 ;;
   esac
 done
 cat "$out/summary.txt"

@@ -14,7 +14,7 @@ fail() { echo "gpu_bundle_test: $*" >&2; exit 1; }
 
 XZ_OPT=-0 bash "$src/scripts/gpu_bundle.sh" "$build" "$tmp/bundle" > "$tmp/bundle.log" 2>&1 ||
   fail "gpu_bundle.sh failed: $(cat "$tmp/bundle.log")"
-for f in run.sh payload.tar.xz gemm_torch_cuda.py conv_layers.txt ncu_profile.sh gpu_conv_table.py train_layers_torch.py train_layers_table.py batchnorm_torch.py batchnorm_table.py share/ncu-roofline-metrics.txt; do
+for f in run.sh payload.tar.xz gemm_torch_cuda.py conv_layers.txt ncu_profile.sh gpu_conv_table.py train_layers_torch.py train_layers_table.py batchnorm_torch.py batchnorm_table.py step_log_compare.py share/ncu-roofline-metrics.txt; do
   [[ -s $tmp/bundle/$f ]] || fail "the bundle has no $f"
 done
 size=$(du -sm "$tmp/bundle" | cut -f1)
