@@ -154,10 +154,10 @@ stage_train() {
   local cfg
   for cfg in "resnet18 32 32" "resnet50 32 224"; do
     set -- $cfg
-    step "train --device cuda $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu --log-dir "$out/train_logs"
+    step "train --device cuda $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --launch eager --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu --log-dir "$out/train_logs"
     step "torch train $1 b$2 s$3" "$out/train.log" python3 "$here/train_torch.py" --device cuda --cudnn-benchmark --model "$1" --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --num-classes 1000 --in-channels 3
-    step "train --device cuda --engines $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --engines --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu-engines --log-dir "$out/train_logs"
-    step "train --device cuda --batchnorm cudnn $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --batchnorm cudnn --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu-cudnn-bn --log-dir "$out/train_logs"
+    step "train --device cuda --engines $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --launch eager --engines --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu-engines --log-dir "$out/train_logs"
+    step "train --device cuda --batchnorm cudnn $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --launch eager --batchnorm cudnn --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu-cudnn-bn --log-dir "$out/train_logs"
     step "torch train --cuda-graph $1 b$2 s$3" "$out/train.log" python3 "$here/train_torch.py" --device cuda --cudnn-benchmark --cuda-graph --model "$1" --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --num-classes 1000 --in-channels 3
     step "train --device cuda --launch graph $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --launch graph --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu-graph --log-dir "$out/train_logs"
     step "train --device cuda --launch graph --engines $1 b$2 s$3" "$out/train.log" "${nn[@]}" train --device cuda --launch graph --engines --model "$1" --synthetic --iters 20 --warmup-iters 5 --batch-size "$2" --input-size "$3" --algorithm find --label gpu-graph-engines --log-dir "$out/train_logs"
@@ -170,13 +170,13 @@ stage_train() {
 # BatchNorm, with cuDNN's, and launched as one CUDA graph (--launch graph), and PyTorch's step profiled per module the same way (train_layers_torch.py); each of ours beside
 # it per layer kind (train_layers_table.py: train_layers_<ours>.md, a line in summary.txt).
 stage_cnn() {
-  step "train resnet18 cuda epochs" "$out/cnn.log" "${nn[@]}" train --model resnet18 --device cuda --data "$data" --epochs 2 --warmup-epochs 1 --batch-size 128 --workers 4 --algorithm find --progress lines --no-tensorboard --out-dir "$out/cnn_cuda"
+  step "train resnet18 cuda epochs" "$out/cnn.log" "${nn[@]}" train --model resnet18 --device cuda --launch eager --data "$data" --epochs 2 --warmup-epochs 1 --batch-size 128 --workers 4 --algorithm find --progress lines --no-tensorboard --out-dir "$out/cnn_cuda"
   step "torch resnet18 cuda epochs" "$out/cnn.log" python3 "$here/train_torch.py" --device cuda --cudnn-benchmark --model resnet18 --data "$data" --epochs 2 --batch-size 128 --json "$out/cnn_torch.json"
   step "train resnet18 cuda epochs graph" "$out/cnn.log" "${nn[@]}" train --model resnet18 --device cuda --launch graph --data "$data" --epochs 2 --warmup-epochs 1 --batch-size 128 --workers 4 --algorithm find --progress lines --no-tensorboard --out-dir "$out/cnn_cuda_graph"
   ls -l "$out/cnn_cuda" >> "$out/cnn.log" 2>&1
   rm -f "$out/cnn_cuda"/*.ckpt  # 45 MB each: not carried back
-  step "one step resnet50 cuda" "$out/cnn.log" "${nn[@]}" train --model resnet50 --device cuda --synthetic --input-size 224 --batch-size 32 --limit-train 128 --limit-test 32 --profile-one-step --warmup-iters 5 --algorithm find --progress lines --no-tensorboard --out-dir "$out/one_step_resnet50"
-  step "one step resnet50 cuda cudnn-bn" "$out/cnn.log" "${nn[@]}" train --model resnet50 --device cuda --batchnorm cudnn --synthetic --input-size 224 --batch-size 32 --limit-train 128 --limit-test 32 --profile-one-step --warmup-iters 5 --algorithm find --progress lines --no-tensorboard --out-dir "$out/one_step_resnet50_cudnn_bn"
+  step "one step resnet50 cuda" "$out/cnn.log" "${nn[@]}" train --model resnet50 --device cuda --launch eager --synthetic --input-size 224 --batch-size 32 --limit-train 128 --limit-test 32 --profile-one-step --warmup-iters 5 --algorithm find --progress lines --no-tensorboard --out-dir "$out/one_step_resnet50"
+  step "one step resnet50 cuda cudnn-bn" "$out/cnn.log" "${nn[@]}" train --model resnet50 --device cuda --launch eager --batchnorm cudnn --synthetic --input-size 224 --batch-size 32 --limit-train 128 --limit-test 32 --profile-one-step --warmup-iters 5 --algorithm find --progress lines --no-tensorboard --out-dir "$out/one_step_resnet50_cudnn_bn"
   step "one step resnet50 cuda graph" "$out/cnn.log" "${nn[@]}" train --model resnet50 --device cuda --launch graph --synthetic --input-size 224 --batch-size 32 --limit-train 128 --limit-test 32 --profile-one-step --warmup-iters 5 --algorithm find --progress lines --no-tensorboard --out-dir "$out/one_step_resnet50_graph"
   step "torch one step resnet50 layers" "$out/cnn.log" python3 "$here/train_layers_torch.py" --model resnet50 --batch-size 32 --input-size 224 --device cuda --warmup-iters 5 --csv "$out/torch_layers_resnet50.csv" --json "$out/torch_layers_resnet50.json"
   local d

@@ -8,9 +8,9 @@
 # --measure 1 --no-layers --algorithm guess --power-source none` under `ncu` with the metrics of
 # share/ncu-roofline-metrics.txt (so every kernel launch ncu sees is the one measured pass:
 # `guess` runs nothing at plan time, unlike `find`), or with --train-step `NNPERF train --device
-# cuda --profile-one-step` on synthetic data under `ncu --profile-from-start off` (ncu sees the
-# one recorded step: forward, loss, backward and the optimizer, between nnperf's
-# cudaProfilerStart and cudaProfilerStop), writes OUT/kernels.csv, and feeds it to `NNPERF
+# cuda --launch eager --profile-one-step` on synthetic data under `ncu --profile-from-start off`
+# (ncu sees the one recorded step, kernel by kernel as the GPU sessions ran it: forward, loss,
+# backward and the optimizer, between nnperf's cudaProfilerStart and cudaProfilerStop), writes OUT/kernels.csv, and feeds it to `NNPERF
 # roofline --ncu` with the ceilings of PEAKS_JSON's ENV (as `peaks --device cuda` writes them;
 # default: measured first into OUT/peaks.json). Needs ncu on PATH and a GPU whose counters ncu
 # may read (as root, or with NVreg_RestrictProfilingToAdminUsers=0).
@@ -41,7 +41,7 @@ fi
 metrics=(--metrics "$(tr -d '\n' < "$metrics_file")" --csv --target-processes all)
 if (( train_step )); then
   ncu --profile-from-start off "${metrics[@]}" \
-    "$nnperf" train --device cuda --model "$model" --synthetic --input-size "$size" \
+    "$nnperf" train --device cuda --launch eager --model "$model" --synthetic --input-size "$size" \
     --batch-size "$batch" --limit-train $((4 * batch)) --limit-test "$batch" --profile-one-step \
     --warmup-iters 2 --algorithm guess --progress quiet --no-tensorboard \
     --out-dir "$out/train" --overwrite > "$out/kernels.csv" 2> "$out/ncu.log"

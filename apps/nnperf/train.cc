@@ -35,7 +35,7 @@ struct Flags {
   int workers = 0, prefetch_factor = 2, save_every = 0, profile_iter = 1;
   bool no_augment = false, profile_one_step = false, no_nesterov = false, deterministic = false;
   bool engines = false;
-  std::string batchnorm = "own", launch = "eager";
+  std::string batchnorm = "own", launch = "graph";
   int grad_accum_steps = 1;
   std::string resume, init_weights, on_bad_image = "fail", step_log;
 };
@@ -343,10 +343,10 @@ void add_driver_flags(CLI::App& sub, Flags& f) {
       ->capture_default_str();
   sub.add_option(
          "--launch", f.launch,
-         "CNNs with --device cuda: eager (each kernel queued as the step runs) or graph "
-         "(each full-batch step's forward, loss and backward captured once as a CUDA "
-         "graph and launched in one call, a --profile-one-step step and evaluation too; the "
-         "update and a short last batch stay eager)")
+         "CNNs with --device cuda: graph (each full-batch step's forward, loss, backward and "
+         "update captured once as a CUDA graph and launched in one call, a --profile-one-step "
+         "step and evaluation too; a short last batch stays eager) or eager (each kernel "
+         "queued as the step runs)")
       ->check(CLI::IsMember({"eager", "graph"}))
       ->capture_default_str();
   sub.add_option("--log-dir", f.log_dir, "Driver: metrics.csv goes here (appended), with its record metrics_records.json")

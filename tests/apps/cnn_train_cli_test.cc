@@ -106,6 +106,7 @@ TEST(CnnTrainCli, EpochsCheckpointsAndRecords) {
   const nlohmann::json run = read_json(out / "run.json");
   EXPECT_EQ(run["device"], "cpu");
   EXPECT_EQ(run["batchnorm"], "own");  // the CPU's BatchNorm, in the table's spelling
+  EXPECT_TRUE(run["launch"].is_null()) << run["launch"];  // the GPU's default: no launches here
   const nlohmann::json fr = read_json(out / "final_results.json");
   EXPECT_EQ(fr["model"], "resnet18");
   EXPECT_EQ(fr["measured_epochs"], 2);

@@ -217,16 +217,17 @@ std::size_t expect_one_step_profile(const std::filesystem::path& out, const std:
 TEST(GpuCli, CnnOnTheGpuProfilesOneStepAndTracksTheCpu) {
   if (!cuda::available()) GTEST_SKIP() << cuda::unavailable_reason();
   test::TempDir dir;
-  const std::size_t rows = expect_one_step_profile(dir.path() / "p", "", "eager");
-  // --launch graph: the recorded step captured with its event marks and launched as one graph.
-  EXPECT_EQ(expect_one_step_profile(dir.path() / "pg", "--launch graph", "graph"), rows);
+  const std::size_t rows = expect_one_step_profile(dir.path() / "p", "--launch eager", "eager");
+  // --launch graph, the default: the recorded step captured with its event marks and launched as
+  // one graph.
+  EXPECT_EQ(expect_one_step_profile(dir.path() / "pg", "", "graph"), rows);
 
   std::string cnn64 = kTinyCnn;
   cnn64.replace(cnn64.find("--input-size 16"), 15, "--input-size 64");
   const std::string small = cnn64 + " --lr 0.001 --limit-train 44 --epochs 1";
   const auto gpu1 = run_nnperf(
-      fmt::format("train --device cuda {} {} --step-log '{}' --out-dir '{}'", small, kGpuAlgorithms,
-                  (dir.path() / "g1.csv").string(), (dir.path() / "g1").string()));
+      fmt::format("train --device cuda --launch eager {} {} --step-log '{}' --out-dir '{}'", small,
+                  kGpuAlgorithms, (dir.path() / "g1.csv").string(), (dir.path() / "g1").string()));
   const auto cpu1 =
       run_nnperf(fmt::format("train {} --step-log '{}' --out-dir '{}'", small,
                              (dir.path() / "c1.csv").string(), (dir.path() / "c1").string()));

@@ -26,7 +26,7 @@ grep -q '"ID"' "$tmp/out/kernels.csv" || fail "kernels.csv has no ncu CSV"
 bash "$src/scripts/ncu_profile.sh" --train-step "$nnperf" "$tmp/t" resnet18 8 32 "$tmp/peaks.json" \
   gpu > "$tmp/log" 2>&1 || { cat "$tmp/log"; fail "--train-step rc $?"; }
 args=$(tr '\n' ' ' < "$tmp/args")
-[[ $args == "--profile-from-start off --metrics "*" train --device cuda --model resnet18 --synthetic --input-size 32 --batch-size 8 --limit-train 32 --limit-test 8 --profile-one-step"* ]] ||
+[[ $args == "--profile-from-start off --metrics "*" train --device cuda --launch eager --model resnet18 --synthetic --input-size 32 --batch-size 8 --limit-train 32 --limit-test 8 --profile-one-step"* ]] ||
   fail "--train-step command: $args"
 [[ -s $tmp/t/roofline/ncu.json ]] || fail "--train-step: no roofline/ncu.json"
 bash "$src/scripts/ncu_profile.sh" "$nnperf" "$tmp/o2" resnet18 0 32 "$tmp/peaks.json" gpu \

@@ -489,7 +489,7 @@ nlohmann::json run_context(const CnnTrainOptions& o, const Session& s, int threa
       {"deterministic", o.deterministic},
       {"find_engines", o.find_engines},
       {"batchnorm", o.batchnorm},
-      {"launch", o.launch},
+      {"launch", s.gpu ? nlohmann::json(o.launch) : nlohmann::json(nullptr)},
       {"resume", o.resume.string()},
       {"init_weights", o.init_weights.string()},
       {"device", s.gpu ? "cuda" : "cpu"},

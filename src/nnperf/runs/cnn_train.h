@@ -41,8 +41,9 @@ struct CnnTrainOptions {
   bool find_engines = false;   // --device cuda: find ranks cuDNN's graph-API engines too
   // --device cuda: BatchNorm's algorithm, one of cudnn::batchnorm_algorithms() ("own", "cudnn")
   std::string batchnorm = "own";
-  // --device cuda: "eager" or "graph" (CudaTrainOptions::launch; a profiled step too)
-  std::string launch = "eager";
+  // --device cuda: "graph" or "eager" (CudaTrainOptions::launch; a profiled step too); not read
+  // on the CPU, and recorded as null there
+  std::string launch = "graph";
   int save_every = 0;               // epoch_NNN checkpoints every N epochs (0: none)
   std::filesystem::path resume;
   std::filesystem::path init_weights;  // start from these weights instead of the initialiser
