@@ -94,6 +94,8 @@ stage_profile() {
     for model in vgg16 resnet50; do
       for mb in 1 32; do
         step "profile $entry $model mb$mb" "$out/profile.log" "${nn[@]}" profile --device cuda --launch "$launch" "${engines[@]}" --model "$model" --algorithm find --sizes 224 --batch-size "$mb" --warmup 5 --measure 20 --progress lines --output-dir "$out/profile_${tag}${model}_mb$mb"
+        # The size's progress line (whole pass, the layers' sum against it, energy) into summary.txt.
+        grep "^$model find.* size 224: " "$out/profile.log" | tail -1 | sed "s/^/profile $entry mb$mb: /" >> "$out/summary.txt"
       done
     done
   done
