@@ -360,6 +360,12 @@ TEST(CnnTrainCli, IdxDataAndRefusedShapes) {
       {fmt::format("{} --num-classes 5", base), "--num-classes 5"},
       {fmt::format("{} --input-size 32", base), "--input-size 32"},
       {fmt::format("{} --batch-size 64", base), "--batch-size 64"},
+      // 40 % 13 leaves one image, and layer4's maps are 1x1 at 28x28: its BatchNorms would see
+      // one value per channel at the end of the epoch; refused before the run.
+      {fmt::format("{} --batch-size 13", base),
+       "--batch-size 13: an epoch's last batch holds the 1 left of 40 training images, and "
+       "training it fails: node 52 'layer4.0.bn1': BatchNorm2d(512): training needs more than 1 "
+       "value per channel, input is [1, 512, 1, 1]"},
       {fmt::format("{} --hidden 8", base), "--hidden"},
       {fmt::format("{} --workers 1000", base), "--workers"},
       {"train --model resnet18 --data '" + empty.string() + "'", "no data set found"},
