@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "nnperf/core/error.h"
 #include "nnperf/core/name_registry.h"
@@ -143,10 +144,12 @@ CLI::Validator integer_list_in(int64_t lo, int64_t hi, bool distinct) {
 }
 
 CLI::Validator number_in(double lo, double hi, bool lo_open, bool hi_open) {
+  const std::string above = fmt::format("a number {} {}", lo_open ? ">" : ">=", lo);
   const std::string range =
-      std::isinf(hi) ? fmt::format("a number {} {}", lo_open ? ">" : ">=", lo)
-                     : fmt::format("a number in {}{}, {}{}", lo_open ? "(" : "[", lo, hi,
-                                   hi_open ? ")" : "]");
+      std::isinf(hi) ? above
+      : hi == std::numeric_limits<float>::max()
+          ? above + ", at most float's largest (3.4e38)"
+          : fmt::format("a number in {}{}, {}{}", lo_open ? "(" : "[", lo, hi, hi_open ? ")" : "]");
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         // strtod is locale-dependent for the decimal point; the CLI runs in the "C" locale.

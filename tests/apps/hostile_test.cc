@@ -181,8 +181,15 @@ TEST(Hostile, ParserErrorsSayWhatWasExpectedAndNameTheCommandAsTyped) {
            {"bench conv2d --problem mb1ic16ih16oc16kh3sh2ph1 --algorithms winograd --measure 1",
             "no algorithm ran on this problem: every one was skipped"},
            // Numbers are decimal: strtod alone would read 0x10 as 16.
-           {"train --lr 0x10", "--lr: expected a number > 0, got '0x10'"},
-           {"train --lr inf", "--lr: expected a number > 0, got 'inf'"}}) {
+           {"train --lr 0x10",
+            "--lr: expected a number > 0, at most float's largest (3.4e38), got '0x10'"},
+           {"train --lr inf",
+            "--lr: expected a number > 0, at most float's largest (3.4e38), got 'inf'"},
+           {"train --lr 1e300",
+            "--lr: expected a number > 0, at most float's largest (3.4e38), got 1e300"},
+           {"train --weight-decay 1e39",
+            "--weight-decay: expected a number >= 0, at most float's largest (3.4e38), got "
+            "1e39"}}) {
     expect_refused(nnperf(args), needle, args);
   }
 }
