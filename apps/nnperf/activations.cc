@@ -37,6 +37,14 @@ int run_activations(Flags& f, CLI::App& sub) {
     if (unset("--val-split")) f.train.run.data.val_split = QuickStudy::kVal;
     if (unset("--limit-test")) f.train.run.data.limit_test = QuickStudy::kTest;
   }
+  // The study's own default of warm-up epochs, not typed: a short --epochs is what to name.
+  const TrainRunOptions& run = f.train.run;
+  if (sub.count("--warmup-epochs") == 0 && run.warmup_epochs >= run.epochs) {
+    throw UsageError(fmt::format(
+        "--epochs {}: the study times only the epochs after the warm-up, --warmup-epochs {} ({}); "
+        "give more epochs than that or a smaller --warmup-epochs",
+        run.epochs, run.warmup_epochs, f.quick ? "--quick's" : "its default"));
+  }
   finish_train_flags(f.train);
   ActivationStudyOptions o;
   o.base = f.train.run;

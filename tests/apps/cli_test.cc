@@ -141,6 +141,16 @@ TEST(Cli, UnknownNamesAreUsageErrorsListingTheChoices) {
                              dir.path().string()));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--warmup-epochs"), std::string::npos) << r.err;
+  // The activation study's default warm-up (10 epochs) is longer than a short --epochs: the flag
+  // typed is named, not the default.
+  r = run_nnperf(fmt::format("activations --synthetic --epochs 3 --out-dir '{}'",
+                             (dir.path() / "a").string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "nnperf: error: --epochs 3: the study times only the epochs after the warm-up, "
+            "--warmup-epochs 10 (its default); give more epochs than that or a smaller "
+            "--warmup-epochs\n");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "a"));
   r = run_nnperf("train --no-such-flag");
   EXPECT_EQ(r.exit_code, 2);
 }
