@@ -3,10 +3,11 @@
 # the repository root there; logs go to $OUT (or .gpu/out); the payload is unpacked into
 # $NNPERF_GPU_WORK (default /tmp/nnperf-gpu) when it is newer than the last unpacking.
 #   bash .gpu/run.sh [STAGE...]   stages: tests gemm mlp profile bn train cnn peaks real conv ncu
-#   sanitize (default: all, in that order), and cnnpair (only when named); $TEST_SUITES (an extended regex) picks the suites of
-#   stage tests. Every command is cut after $STEP_TIMEOUT seconds
-#   (default 120) and none starts after $DEADLINE seconds from the start (default 540), so one
-#   hang cannot eat the device time of the others; summary.txt gets each command's rc and seconds.
+#   sanitize (default: all, in that order), and cnnpair (only when named); $TEST_SUITES (an
+#   extended regex) picks the suites of stage tests. Every command is cut after $STEP_TIMEOUT
+#   seconds (default 120) and none starts after $DEADLINE seconds from the start (default 540),
+#   so one hang cannot eat the device time of the others; summary.txt gets each command's rc and
+#   seconds.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$here/out}

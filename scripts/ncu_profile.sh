@@ -10,10 +10,11 @@
 # `guess` runs nothing at plan time, unlike `find`), or with --train-step `NNPERF train --device
 # cuda --launch eager --profile-one-step` on synthetic data under `ncu --profile-from-start off`
 # (ncu sees the one recorded step, kernel by kernel as the GPU sessions ran it: forward, loss,
-# backward and the optimizer, between nnperf's cudaProfilerStart and cudaProfilerStop), writes OUT/kernels.csv, and feeds it to `NNPERF
-# roofline --ncu` with the ceilings of PEAKS_JSON's ENV (as `peaks --device cuda` writes them;
-# default: measured first into OUT/peaks.json). Needs ncu on PATH and a GPU whose counters ncu
-# may read (as root, or with NVreg_RestrictProfilingToAdminUsers=0).
+# backward and the optimizer, between nnperf's cudaProfilerStart and cudaProfilerStop), writes
+# OUT/kernels.csv, and feeds it to `NNPERF roofline --ncu` with the ceilings of PEAKS_JSON's ENV
+# (as `peaks --device cuda` writes them; default: measured first into OUT/peaks.json). Needs ncu
+# on PATH and a GPU whose counters ncu may read (as root, or with
+# NVreg_RestrictProfilingToAdminUsers=0).
 set -euo pipefail
 
 train_step=0
@@ -22,7 +23,7 @@ if [[ ${1:-} == --train-step ]]; then
   shift
 fi
 if [[ $# -lt 2 ]]; then
-  sed -n '2,17p' "$0" >&2
+  sed -n '2,18p' "$0" >&2
   exit 2
 fi
 nnperf=$1 out=$2 model=${3:-resnet50} batch=${4:-1} size=${5:-224} peaks=${6:-} env=${7:-gpu}
