@@ -143,13 +143,12 @@ CLI::Validator integer_list_in(int64_t lo, int64_t hi, bool distinct) {
       "list", "integer_list_in");
 }
 
-CLI::Validator number_in(double lo, double hi, bool lo_open, bool hi_open) {
-  const std::string above = fmt::format("a number {} {}", lo_open ? ">" : ">=", lo);
-  const std::string range =
-      std::isinf(hi) ? above
-      : hi == std::numeric_limits<float>::max()
-          ? above + ", at most float's largest (3.4e38)"
-          : fmt::format("a number in {}{}, {}{}", lo_open ? "(" : "[", lo, hi, hi_open ? ")" : "]");
+namespace {
+
+// A finite decimal number in [lo, hi] (bounds excluded as lo_open / hi_open say); `range` is what
+// the refusal says was expected.
+CLI::Validator number_validator(double lo, double hi, bool lo_open, bool hi_open,
+                                const std::string& range) {
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         // strtod is locale-dependent for the decimal point; the CLI runs in the "C" locale.
@@ -167,6 +166,25 @@ CLI::Validator number_in(double lo, double hi, bool lo_open, bool hi_open) {
         return "";
       },
       range, "number_in");
+}
+
+std::string lower_bound_text(double lo, bool lo_open) {
+  return fmt::format("a number {} {}", lo_open ? ">" : ">=", lo);
+}
+
+}  // namespace
+
+CLI::Validator number_in(double lo, double hi, bool lo_open, bool hi_open) {
+  const std::string range =
+      std::isinf(hi)
+          ? lower_bound_text(lo, lo_open)
+          : fmt::format("a number in {}{}, {}{}", lo_open ? "(" : "[", lo, hi, hi_open ? ")" : "]");
+  return number_validator(lo, hi, lo_open, hi_open, range);
+}
+
+CLI::Validator float_from(double lo, bool lo_open) {
+  return number_validator(lo, std::numeric_limits<float>::max(), lo_open, false,
+                          lower_bound_text(lo, lo_open) + ", at most float's largest (3.4e38)");
 }
 
 }  // namespace nnperf::app

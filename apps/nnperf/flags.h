@@ -19,6 +19,9 @@ CLI::Validator integer_in(int64_t lo, int64_t hi = std::numeric_limits<int32_t>:
 // A finite number in [lo, hi]; lo_open / hi_open exclude the bound ("--label-smoothing 1: expected
 // a number in [0, 1)"). NaN and infinities are always refused.
 CLI::Validator number_in(double lo, double hi, bool lo_open = false, bool hi_open = false);
+// A number >= lo (> lo with lo_open) that a float32 holds: at most float's largest, 3.4e38, since
+// a rate or decay above it becomes infinite in float arithmetic ("--lr 1e300").
+CLI::Validator float_from(double lo, bool lo_open = false);
 // A comma-separated list of integers, each in [lo, hi] ("--hidden 128,-1,64"); with distinct,
 // none given twice ("--batch-sizes 32,32").
 CLI::Validator integer_list_in(int64_t lo, int64_t hi, bool distinct = false);

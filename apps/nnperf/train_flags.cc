@@ -39,13 +39,13 @@ void add_train_flags(CLI::App& sub, TrainFlags& f, bool with_activation) {
       ->capture_default_str();
   // Rates and decays multiply float32 values: above float's largest they would be infinite.
   sub.add_option("--lr", r.optimizer.lr, "Learning rate")
-      ->check(number_in(0, std::numeric_limits<float>::max(), /*lo_open=*/true))
+      ->check(float_from(0, /*lo_open=*/true))
       ->capture_default_str();
   sub.add_option("--momentum", r.optimizer.momentum, "SGD momentum")
       ->check(number_in(0, 1))
       ->capture_default_str();
   sub.add_option("--weight-decay", r.optimizer.weight_decay, "L2 weight decay")
-      ->check(number_in(0, std::numeric_limits<float>::max()))
+      ->check(float_from(0))
       ->capture_default_str();
   sub.add_option("--label-smoothing", r.label_smoothing, "Label smoothing in [0,1)")
       ->check(number_in(0, 1, false, /*hi_open=*/true))

@@ -402,7 +402,7 @@ Rule node_rule(const Graph& g, int i, std::span<const Shape> in, const Shape& in
   try {
     rule = layer_rule(layer, in, training);
   } catch (const Error& e) {
-    throw Error(fmt::format("complexity: node {} '{}': {}", i, g.name(i), e.what()), e.kind());
+    throw LayerRefusedError(fmt::format("node {} '{}': {}", i, g.name(i), e.what()), e.kind());
   }
   if (rule) return *rule;
   if (!g.planned() || g.input_shape() != input) {

@@ -15,8 +15,10 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "nnperf/core/error.h"
 #include "nnperf/core/tensor.h"
 #include "nnperf/models/registry.h"
 #include "nnperf/nn/graph.h"
@@ -104,9 +106,23 @@ struct ModelComplexity {
   int64_t batch() const { return input[0]; }
 };
 
+// A layer's shape rule refused its input (a shape that does not fit it, or one it cannot train,
+// such as a BatchNorm left with one value per channel). what() is labelled
+// "complexity: node N 'name': why"; refusal() is the same without the label, for a caller that
+// words the message in its own terms.
+class LayerRefusedError : public Error {
+ public:
+  LayerRefusedError(std::string refusal, Kind kind)
+      : Error("complexity: " + refusal, kind), refusal_(std::move(refusal)) {}
+  const std::string& refusal() const { return refusal_; }
+
+ private:
+  std::string refusal_;
+};
+
 // Counts `g` for `input` (batch included). Shapes come from each layer's rule; a layer type with
 // no rule is read from g's plan when g is planned for exactly `input`, and throws Error naming
-// the node otherwise. Throws Error naming the node when a shape does not fit a layer.
+// the node otherwise. Throws LayerRefusedError naming the node when a shape does not fit a layer.
 ModelComplexity analyze_complexity(const Graph& g, const Shape& input,
                                    const ComplexityOptions& options = {}, std::string name = "");
 

@@ -134,8 +134,9 @@ void check_data_fits(const CnnTrainOptions& o, const ImageData& d) {
 }
 
 // An epoch's short last batch is trained too; one that the model cannot train (a BatchNorm left
-// with one value per channel, as PyTorch refuses it) is refused before anything is written, from
-// the layers' shape rules at that batch (analysis/complexity.h), rather than at the epoch's end.
+// with one value per channel, as PyTorch refuses it) is refused as soon as the graph is built,
+// before it is planned or anything is written, from the layers' shape rules at that batch
+// (analysis/complexity.h), rather than at the epoch's end.
 void check_short_batch(const CnnTrainOptions& o, const ImageData& d, const Graph& g) {
   const int64_t n = d.train.size(), k = n % o.batch_size;
   if (k == 0 || o.profile_one_step) return;
@@ -143,13 +144,11 @@ void check_short_batch(const CnnTrainOptions& o, const ImageData& d, const Graph
   training.training = true;
   try {
     (void)analyze_complexity(g, Shape{k, d.channels(), d.side(), d.side()}, training);
-  } catch (const Error& e) {
-    std::string why = e.what();
-    if (why.starts_with("complexity: ")) why.erase(0, 12);  // the rules' own label
+  } catch (const LayerRefusedError& e) {
     throw UsageError(fmt::format(
         "--batch-size {}: an epoch's last batch holds the {} left of {} training images, and "
         "training it fails: {} (another --batch-size or --limit-train leaves more, or none)",
-        o.batch_size, k, n, why));
+        o.batch_size, k, n, e.refusal()));
   }
 }
 
@@ -203,6 +202,7 @@ struct Session {
       return m.build(mo);
     }();
     check_training_memory(g, o.optimizer, what);
+    check_short_batch(o, d, g);
     Rng rng(o.seed);
     g.init(rng);
     return g;
@@ -698,7 +698,6 @@ CnnTrainResult run_cnn_training(const CnnTrainOptions& options) {
   const MemoryContext memory(fmt::format("{} at --batch-size {} on {}x{}x{} images", m.name,
                                          o.batch_size, data.channels(), data.side(), data.side()));
   Session s(o, m, data, threads);
-  check_short_batch(o, data, s.graph);
   warn_of_warmup(o, s);
   if (!o.init_weights.empty()) {
     restore_weights(read_checkpoint(o.init_weights), s.graph, s.model.name,
