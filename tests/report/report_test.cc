@@ -250,6 +250,56 @@ TEST(Report, TrainingRunsSayWhereAndHowTheyRan) {
   EXPECT_EQ(device["d"], "cuda");
 }
 
+// How the ceilings were measured is read as tables, never as raw JSON: the method's fields one
+// per row (text, numbers, flags and lists in words), each list of records (the FMA trials) as a
+// table of its own with its text columns first.
+TEST(Report, CeilingsMethodIsTablesOfFieldsAndTrials) {
+  test::TempDir dir;
+  const nlohmann::json peaks = {
+      {"vm",
+       {{"description", "test machine"},
+        {"peak_gflops", {{"fp32", 100.0}}},
+        {"peak_gbps", 20.0},
+        {"method",
+         {{"rounds", 3},
+          {"quick", true},
+          {"statistic", "median"},
+          {"working_set_range", {4096, 8192}},
+          {"other_processes_cpu_seconds", nullptr},
+          {"fma_trials",
+           {{{"name", "avx2 fma"}, {"simd", "avx2"}, {"chains", 8}, {"gflops_1thread", 50.5}},
+            {{"name", "avx2 fma"},
+             {"simd", "avx2"},
+             {"chains", 12},
+             {"gflops_1thread", 51.25}}}}}}}}};
+  std::filesystem::create_directories(dir / "peaks");
+  write_file_atomic(dir / "peaks" / "peaks.json", peaks.dump());
+  const ReportDocument d = build_report(dir.path());
+  const auto section = std::find_if(d.sections.begin(), d.sections.end(), [](const auto& s) {
+    return s.title.rfind("Measured ceilings", 0) == 0;
+  });
+  ASSERT_NE(section, d.sections.end());
+  ASSERT_EQ(section->tables.size(), 3u);
+  const ReportTable& fields = section->tables.at(1);
+  EXPECT_EQ(fields.caption, "vm: how the ceilings were measured");
+  std::map<std::string, std::string> value;
+  for (const auto& row : fields.rows) value[row.at(0)] = row.at(1);
+  EXPECT_EQ(value["rounds"], "3");
+  EXPECT_EQ(value["quick"], "yes");
+  EXPECT_EQ(value["statistic"], "median");
+  EXPECT_EQ(value["working set range"], "4096, 8192");
+  EXPECT_EQ(value["other processes cpu seconds"], "n/a");
+  EXPECT_EQ(value["fma trials"], "the table \"vm: fma trials\"");
+  const ReportTable& trials = section->tables.at(2);
+  EXPECT_EQ(trials.caption, "vm: fma trials");
+  EXPECT_EQ(trials.header, (std::vector<std::string>{"name", "simd", "chains", "gflops_1thread"}));
+  EXPECT_EQ(trials.numeric, (std::vector<bool>{false, false, true, true}));
+  ASSERT_EQ(trials.rows.size(), 2u);
+  EXPECT_EQ(trials.rows[1], (std::vector<std::string>{"avx2 fma", "avx2", "12", "51.25"}));
+  const std::string md = test::read_text(write_report(dir.path()).markdown);
+  EXPECT_EQ(md.find("{\""), std::string::npos) << "raw JSON in the report";
+}
+
 TEST(Report, RefusesWhatIsNotAResultsFolder) {
   test::TempDir dir;
   EXPECT_THROW(build_report(dir / "missing"), UsageError);

@@ -197,6 +197,71 @@ ReportSection machine_section(const std::vector<fs::path>& run_jsons, const fs::
 
 // ---------------------------------------------------------------- peaks
 
+// A value of a method record in words: text as it is, numbers to 4 digits, lists joined.
+std::string method_value(const nlohmann::json& v) {
+  if (v.is_null()) return "n/a";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number()) return g4(v.get<double>());
+  if (v.is_array()) {
+    std::vector<std::string> items;
+    for (const auto& x : v) items.push_back(method_value(x));
+    return fmt::format("{}", fmt::join(items, ", "));
+  }
+  std::vector<std::string> fields;
+  for (const auto& [k, x] : v.items()) fields.push_back(k + " " + method_value(x));
+  return fmt::format("{}", fmt::join(fields, ", "));
+}
+
+bool is_list_of_objects(const nlohmann::json& v) {
+  return v.is_array() && !v.empty() &&
+         std::all_of(v.begin(), v.end(), [](const nlohmann::json& x) { return x.is_object(); });
+}
+
+// How a ceilings environment was measured (its "method" record) as tables: one of its fields and
+// their values, then one per field holding a list of records (the FMA trials), its text columns
+// first.
+std::vector<ReportTable> method_tables(const nlohmann::json& method, const std::string& env) {
+  std::vector<ReportTable> tables;
+  ReportTable fields;
+  fields.caption = fmt::format("{}: how the ceilings were measured", env);
+  fields.header = {"field", "value"};
+  for (const auto& [key, v] : method.items()) {
+    std::string name = key;
+    std::replace(name.begin(), name.end(), '_', ' ');
+    if (!is_list_of_objects(v)) {
+      fields.rows.push_back({name, method_value(v)});
+      continue;
+    }
+    ReportTable t;
+    t.caption = fmt::format("{}: {}", env, name);
+    std::vector<std::string> columns;
+    for (const auto& [col, x] : v.front().items()) {
+      if (!x.is_number()) columns.push_back(col);
+    }
+    for (const auto& [col, x] : v.front().items()) {
+      if (x.is_number()) columns.push_back(col);
+    }
+    for (const std::string& col : columns) {
+      t.header.push_back(col);
+      t.numeric.push_back(v.front()[col].is_number());
+    }
+    for (const auto& row : v) {
+      std::vector<std::string> cells;
+      for (const std::string& col : columns) {
+        cells.push_back(row.contains(col) ? method_value(row[col]) : std::string());
+      }
+      t.rows.push_back(std::move(cells));
+    }
+    fields.rows.push_back({name, fmt::format("the table \"{}\"", t.caption)});
+    tables.push_back(std::move(t));
+  }
+  fields.markdown_rows = fields.rows.size();
+  tables.insert(tables.begin(), std::move(fields));
+  return tables;
+}
+
 ReportSection peaks_section(const fs::path& path, const fs::path& root) {
   const nlohmann::json doc = read_json(path);
   ReportSection s;
@@ -232,9 +297,13 @@ ReportSection peaks_section(const fs::path& path, const fs::path& root) {
       }
     }
     const nlohmann::json method = e.value("method", nlohmann::json::object());
-    t.note = method.empty() ? "Medians of timed rounds (nnperf peaks)."
-                            : fmt::format("Method: {}", method.dump());
+    const bool described = method.is_object() && !method.empty();
+    t.note = described ? "Medians of timed rounds (nnperf peaks); how, in the tables below."
+                       : "Medians of timed rounds (nnperf peaks).";
     s.tables.push_back(std::move(t));
+    if (described) {
+      for (ReportTable& mt : method_tables(method, env)) s.tables.push_back(std::move(mt));
+    }
     if (e.contains("stream_triad") && e["stream_triad"].is_object()) {
       const auto& st = e["stream_triad"];
       s.recommendations.push_back(fmt::format(
