@@ -12,6 +12,7 @@
 #include "command.h"
 #include "flags.h"
 #include "nnperf/core/error.h"
+#include "nnperf/core/text.h"
 #include "nnperf/io/run_info.h"
 #include "nnperf/kernels/conv/cudnn_batchnorm.h"
 #include "nnperf/models/registry.h"
@@ -125,7 +126,7 @@ int run_driver(Flags& f, const CLI::App& sub) {
   if (given("--seed")) d.seed = f.train.run.seed;
   d.command_line = command_line();
   const TrainDriverResult r = run_train_driver(d);
-  fmt::print("loss after {} steps: {:.9g}\n", d.warmup_iters + d.iters, r.final_loss);
+  fmt::print("loss after {}: {:.9g}\n", count_noun(d.warmup_iters + d.iters, "step"), r.final_loss);
   if (r.metrics_written_whole) {
     fmt::print("wrote {} whole from metrics_records.json ({} rows, this run's last)\n",
                r.metrics_csv.string(), r.metrics_rows);

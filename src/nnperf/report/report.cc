@@ -11,6 +11,7 @@
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
 #include "nnperf/core/limits.h"
+#include "nnperf/core/text.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/files.h"
 #include "nnperf/io/json_read.h"
@@ -125,8 +126,9 @@ std::vector<std::string> incomplete_runs(const std::vector<fs::path>& run_jsons,
     if (j.job == "train" && !fs::exists(d / "final_results.json", ec) &&
         !fs::exists(d / "one_step.json", ec)) {
       const int64_t epochs = fs::exists(d / "training_metrics.csv", ec) ? rows(d / "training_metrics.csv") : 0;
-      out.push_back(fmt::format("{}: a training run without final_results.json ({} in training_metrics.csv)",
-                                where, epochs == 1 ? std::string("1 epoch") : fmt::format("{} epochs", std::max<int64_t>(epochs, 0))));
+      out.push_back(
+          fmt::format("{}: a training run without final_results.json ({} in training_metrics.csv)",
+                      where, count_noun(std::max<int64_t>(epochs, 0), "epoch")));
     } else if (j.job == "activations" && !fs::exists(d / "summary.csv", ec)) {
       out.push_back(fmt::format("{}: an activation study without summary.csv (its finished runs appear "
                                 "under Training runs)", where));
@@ -376,7 +378,7 @@ std::vector<std::string> roofline_findings(
   if (!above.empty()) {
     std::vector<std::string> parts;
     for (const auto& [a, n] : above)
-      parts.push_back(fmt::format("{} ({} points)", a.empty() ? "-" : a, n));
+      parts.push_back(fmt::format("{} ({})", a.empty() ? "-" : a, count_noun(n, "point")));
     out.push_back(
         fmt::format("Above the compute roof: {}. FLOPs are counted as the layer defines them "
                     "(direct convolution); "
@@ -670,8 +672,8 @@ void layer_findings(const ProfileFigures& f, std::vector<std::string>& recommend
         n += c;
         parts.push_back(fmt::format("{} on {}", a, c));
       }
-      recommendations.push_back(fmt::format("{}, {} convolutions ({} layers): fastest {}.", key,
-                                            shape, n, fmt::join(parts, ", ")));
+      recommendations.push_back(fmt::format("{}, {} convolutions ({}): fastest {}.", key, shape,
+                                            count_noun(n, "layer"), fmt::join(parts, ", ")));
     }
   }
 }

@@ -17,6 +17,7 @@
 #include "nnperf/core/interrupt.h"
 #include "nnperf/core/memory.h"
 #include "nnperf/core/rng.h"
+#include "nnperf/core/text.h"
 #include "nnperf/core/threads.h"
 #include "nnperf/data/loader.h"
 #include "nnperf/gpu/cuda.h"
@@ -636,9 +637,11 @@ void warn_of_skipped(const ImageData& data) {
 // A warm-up as long as the run (the learning rate never decays).
 void warn_of_warmup(const CnnTrainOptions& o, const Session& s) {
   if (s.schedule.warmup_steps >= s.schedule.total_steps && s.schedule.total_steps > 0 && !o.profile_one_step) {
-    warn("--warmup {} is not shorter than the whole run ({} steps): the learning rate only reaches {:.3g} "
-         "(of --lr {}) and never decays (give a smaller --warmup)",
-         o.warmup_steps, s.schedule.total_steps, s.schedule.lr_at(s.schedule.total_steps - 1), o.optimizer.lr);
+    warn(
+        "--warmup {} is not shorter than the whole run ({}): the learning rate only reaches {:.3g} "
+        "(of --lr {}) and never decays (give a smaller --warmup)",
+        o.warmup_steps, count_noun(s.schedule.total_steps, "step"),
+        s.schedule.lr_at(s.schedule.total_steps - 1), o.optimizer.lr);
   }
 }
 
@@ -652,9 +655,9 @@ void announce(Progress& progress, const CnnTrainOptions& o, const ImageData& dat
     const int64_t rest = data.train.size() % o.batch_size;
     progress.line(fmt::format("GPU: {}{}", cuda::device_summary(),
                               rest == 0 ? std::string()
-                                        : fmt::format("; each epoch's last batch of {} images "
+                                        : fmt::format("; each epoch's last batch of {} "
                                                       "gets cuDNN plans of its own",
-                                                      rest)));
+                                                      count_noun(rest, "image"))));
   }
 }
 

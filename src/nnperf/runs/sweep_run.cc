@@ -446,10 +446,11 @@ int run_sweep_local(const fs::path& dir, int jobs) {
     const nlohmann::json s = cell_state(dir, c);
     const bool ok = exit_status(status) == 0 && s["state"] == "done";
     failed += !ok;
-    fmt::print("cell {} {}: {}\n", i, c["name"].get<std::string>(),
-               ok ? fmt::format("done, {} rows", s.value("rows", int64_t{0}))
-                  : fmt::format("FAILED: {}", s.value("error", std::string("exit status ") +
-                                                                   std::to_string(exit_status(status)))));
+    fmt::print(
+        "cell {} {}: {}\n", i, c["name"].get<std::string>(),
+        ok ? "done, " + count_noun(s.value("rows", int64_t{0}), "row")
+           : fmt::format("FAILED: {}", s.value("error", std::string("exit status ") +
+                                                            std::to_string(exit_status(status)))));
   }
   return failed;
 }
@@ -586,7 +587,7 @@ namespace {
 // process is gone or a queued one that left squeue.
 std::string cell_detail(const nlohmann::json& s, std::string& state) {
   if (state == "done") {
-    return fmt::format("{} rows, {:.1f} s on {}", s.value("rows", int64_t{0}),
+    return fmt::format("{}, {:.1f} s on {}", count_noun(s.value("rows", int64_t{0}), "row"),
                        s.value("seconds", 0.0), s.value("host", std::string("?")));
   }
   if (state == "running") {
