@@ -300,6 +300,18 @@ TEST(Report, CeilingsMethodIsTablesOfFieldsAndTrials) {
   EXPECT_EQ(md.find("{\""), std::string::npos) << "raw JSON in the report";
 }
 
+// The activation study's figures are captioned by what they show, with units, in the study's
+// own report.md and in nnperf report alike; a stem it does not know is shown as it is.
+TEST(Report, ActivationFiguresAreCaptionedByWhatTheyShow) {
+  for (const char* stem :
+       {"timing_comparison", "accuracy_vs_time", "layer_heatmap", "validation_curves"}) {
+    const std::string caption = activation_figure_caption(stem);
+    EXPECT_NE(caption, stem);
+    EXPECT_NE(caption.find("("), std::string::npos) << caption << ": no unit";
+  }
+  EXPECT_EQ(activation_figure_caption("extra_plot"), "extra_plot");
+}
+
 TEST(Report, RefusesWhatIsNotAResultsFolder) {
   test::TempDir dir;
   EXPECT_THROW(build_report(dir / "missing"), UsageError);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "nnperf/core/error.h"
 #include "nnperf/core/interrupt.h"
@@ -813,7 +814,8 @@ ReportSection activation_section(const fs::path& summary, const fs::path& root) 
   }
   std::sort(svgs.begin(), svgs.end());
   for (const auto& p : svgs)
-    add_figure(s, p, fmt::format("Activation study: {}", p.stem().string()));
+    add_figure(s, p,
+               fmt::format("Activation study: {}", activation_figure_caption(p.stem().string())));
   return s;
 }
 
@@ -1124,6 +1126,19 @@ ResultFiles found_results(const fs::path& dir) {
 }
 
 }  // namespace
+
+std::string activation_figure_caption(std::string_view stem) {
+  constexpr std::pair<std::string_view, std::string_view> kCaptions[] = {
+      {"timing_comparison",
+       "Activation time per forward pass (ms, all activation layers, mean over the timed epochs)"},
+      {"accuracy_vs_time", "Test accuracy (%) vs activation time per forward pass (ms)"},
+      {"layer_heatmap", "Per-layer timing heatmap (ms per forward pass, activation x layer)"},
+      {"validation_curves", "Validation accuracy per epoch (%)"}};
+  for (const auto& [s, caption] : kCaptions) {
+    if (s == stem) return std::string(caption);
+  }
+  return std::string(stem);
+}
 
 ReportDocument build_report(const fs::path& dir) {
   const ResultFiles r = found_results(dir);

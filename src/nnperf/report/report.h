@@ -8,6 +8,7 @@
 #pragma once
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nnperf/report/document.h"
@@ -17,6 +18,11 @@ namespace nnperf {
 // Reads every result under `dir` (recursively). Throws UsageError when `dir` is missing or holds
 // no result nnperf knows; a result file that is broken throws naming the file.
 ReportDocument build_report(const std::filesystem::path& dir);
+
+// What one of the activation study's figures shows, by its file stem (timing_comparison,
+// accuracy_vs_time, layer_heatmap, validation_curves): the caption under which the study's own
+// report.md and this report show it. Another stem is returned as it is.
+std::string activation_figure_caption(std::string_view stem);
 
 struct ReportFiles {
   std::filesystem::path markdown, html;

@@ -8,6 +8,7 @@
 #include "nnperf/core/threads.h"
 #include "nnperf/io/csv.h"
 #include "nnperf/io/run_info.h"
+#include "nnperf/report/report.h"
 
 namespace nnperf {
 
@@ -153,14 +154,13 @@ std::string render_activation_plots(const ActivationAnalysis& a,
   struct Named {
     const char* stem;
     PlotSpec spec;
-    const char* caption;
+    std::string caption;
   };
-  const Named all_plots[] = {
-      {"timing_comparison", activation_timing_plot(a), "Activation time per forward pass"},
-      {"accuracy_vs_time", activation_accuracy_plot(a), "Accuracy vs activation time"},
-      {"layer_heatmap", activation_layer_heatmap(a), "Per-layer timing heatmap"},
-      {"validation_curves", activation_validation_curves(records),
-       "Validation accuracy per epoch"}};
+  Named all_plots[] = {{"timing_comparison", activation_timing_plot(a), ""},
+                       {"accuracy_vs_time", activation_accuracy_plot(a), ""},
+                       {"layer_heatmap", activation_layer_heatmap(a), ""},
+                       {"validation_curves", activation_validation_curves(records), ""}};
+  for (Named& p : all_plots) p.caption = activation_figure_caption(p.stem);
   std::string md;
   for (const auto& p : all_plots) {
     if (p.spec.series.empty() && p.spec.kind == PlotSpec::Kind::kLines) {
