@@ -33,9 +33,13 @@ int run_devices(int threads) {
   const CpuInfo& cpu = cpu_info();
   fmt::print("cpu: {}\n", cpu.model_name);
   fmt::print("  logical cpus: {}\n", cpu.logical_cpus);
-  fmt::print("  simd: {} (avx2 {}, fma {}, avx512f {}); kernels dispatch to: {}\n",
+  // Only some kernels have an AVX-512 variant (the blocked GEMM, BatchNorm, the FMA peak); the
+  // others run their AVX2 path on such a CPU, and the line says so.
+  const SimdLevel active = active_simd();
+  fmt::print("  simd: {} (avx2 {}, fma {}, avx512f {}); kernels dispatch to: {}{}\n",
              to_string(cpu.simd), cpu.has_avx2 ? "yes" : "no", cpu.has_fma ? "yes" : "no",
-             cpu.has_avx512f ? "yes" : "no", to_string(active_simd()));
+             cpu.has_avx512f ? "yes" : "no", to_string(active),
+             active == SimdLevel::kAvx512 ? " where a kernel has it, else avx2" : "");
   fmt::print("  caches: L1d {} KiB, L2 {} KiB, L3 {} KiB\n", cpu.l1d_bytes / 1024,
              cpu.l2_bytes / 1024, cpu.l3_bytes / 1024);
   fmt::print("  threads in use: {}\n", num_threads());
