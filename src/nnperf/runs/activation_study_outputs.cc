@@ -154,26 +154,25 @@ std::string render_activation_plots(const ActivationAnalysis& a,
   struct Named {
     const char* stem;
     PlotSpec spec;
-    std::string caption;
   };
-  Named all_plots[] = {{"timing_comparison", activation_timing_plot(a), ""},
-                       {"accuracy_vs_time", activation_accuracy_plot(a), ""},
-                       {"layer_heatmap", activation_layer_heatmap(a), ""},
-                       {"validation_curves", activation_validation_curves(records), ""}};
-  for (Named& p : all_plots) p.caption = activation_figure_caption(p.stem);
+  const Named all_plots[] = {{"timing_comparison", activation_timing_plot(a)},
+                             {"accuracy_vs_time", activation_accuracy_plot(a)},
+                             {"layer_heatmap", activation_layer_heatmap(a)},
+                             {"validation_curves", activation_validation_curves(records)}};
   std::string md;
   for (const auto& p : all_plots) {
+    const std::string caption = activation_figure_caption(p.stem);  // as nnperf report shows it
     if (p.spec.series.empty() && p.spec.kind == PlotSpec::Kind::kLines) {
-      md += fmt::format("### {}\n\n{} (--val-split 0).\n\n", p.caption, kNoValidationFigure);
+      md += fmt::format("### {}\n\n{} (--val-split 0).\n\n", caption, kNoValidationFigure);
       continue;
     }
     const PlotResult pr = render_plot(p.spec, plots_dir / p.stem);
     if (pr.rendered) {
-      md += fmt::format("### {}\n\n![{}](plots/{}.svg)\n\n", p.caption, p.caption, p.stem);
+      md += fmt::format("### {}\n\n![{}](plots/{}.svg)\n\n", caption, caption, p.stem);
     } else {
       md += fmt::format(
           "### {}\n\nNot rendered: {} (data and gnuplot script: plots/{}.dat, plots/{}.gp)\n\n",
-          p.caption, pr.message, p.stem, p.stem);
+          caption, pr.message, p.stem, p.stem);
     }
   }
   return md;
