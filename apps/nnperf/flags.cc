@@ -63,6 +63,34 @@ std::string check_list(const std::string& text, bool distinct) {
   return "";
 }
 
+// A finite decimal number in [lo, hi] (bounds excluded as lo_open / hi_open say); `range` is what
+// the refusal says was expected.
+CLI::Validator number_validator(double lo, double hi, bool lo_open, bool hi_open,
+                                const std::string& range) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        // strtod is locale-dependent for the decimal point; the CLI runs in the "C" locale.
+        // Decimal only: strtod would also read hexadecimal ("0x10" = 16), "inf" and "nan".
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() ||
+            text.find_first_not_of("0123456789+-.eE") != std::string::npos) {
+          return fmt::format("expected {}, got '{}'", range, text);
+        }
+        if (!std::isfinite(v))
+          return fmt::format("expected a finite number ({}), got {}", range, text);
+        if (v < lo || v > hi || (lo_open && v == lo) || (hi_open && v == hi)) {
+          return fmt::format("expected {}, got {}", range, text);
+        }
+        return "";
+      },
+      range, "number_in");
+}
+
+std::string lower_bound_text(double lo, bool lo_open) {
+  return fmt::format("a number {} {}", lo_open ? ">" : ">=", lo);
+}
+
 }  // namespace
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -142,37 +170,6 @@ CLI::Validator integer_list_in(int64_t lo, int64_t hi, bool distinct) {
       },
       "list", "integer_list_in");
 }
-
-namespace {
-
-// A finite decimal number in [lo, hi] (bounds excluded as lo_open / hi_open say); `range` is what
-// the refusal says was expected.
-CLI::Validator number_validator(double lo, double hi, bool lo_open, bool hi_open,
-                                const std::string& range) {
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        // strtod is locale-dependent for the decimal point; the CLI runs in the "C" locale.
-        // Decimal only: strtod would also read hexadecimal ("0x10" = 16), "inf" and "nan".
-        char* end = nullptr;
-        const double v = std::strtod(text.c_str(), &end);
-        if (text.empty() || end != text.c_str() + text.size() ||
-            text.find_first_not_of("0123456789+-.eE") != std::string::npos) {
-          return fmt::format("expected {}, got '{}'", range, text);
-        }
-        if (!std::isfinite(v)) return fmt::format("expected a finite number ({}), got {}", range, text);
-        if (v < lo || v > hi || (lo_open && v == lo) || (hi_open && v == hi)) {
-          return fmt::format("expected {}, got {}", range, text);
-        }
-        return "";
-      },
-      range, "number_in");
-}
-
-std::string lower_bound_text(double lo, bool lo_open) {
-  return fmt::format("a number {} {}", lo_open ? ">" : ">=", lo);
-}
-
-}  // namespace
 
 CLI::Validator number_in(double lo, double hi, bool lo_open, bool hi_open) {
   const std::string range =
