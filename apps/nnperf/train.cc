@@ -18,6 +18,7 @@
 #include "nnperf/models/registry.h"
 #include "nnperf/runs/cnn_train.h"
 #include "nnperf/runs/train_driver.h"
+#include "nnperf/train/cuda_launch.h"
 #include "train_flags.h"
 
 namespace nnperf::app {
@@ -36,7 +37,7 @@ struct Flags {
   int workers = 0, prefetch_factor = 2, save_every = 0, profile_iter = 1;
   bool no_augment = false, profile_one_step = false, no_nesterov = false, deterministic = false;
   bool engines = false;
-  std::string batchnorm = "own", launch = "graph";
+  std::string batchnorm = "own", launch = kDefaultCudaLaunch;
   int grad_accum_steps = 1;
   std::string resume, init_weights, on_bad_image = "fail", step_log;
 };
@@ -348,7 +349,8 @@ void add_driver_flags(CLI::App& sub, Flags& f) {
          "update captured once as a CUDA graph and launched in one call, a --profile-one-step "
          "step and evaluation too; a short last batch stays eager) or eager (each kernel "
          "queued as the step runs)")
-      ->check(CLI::IsMember({"eager", "graph"}))
+      ->check(
+          CLI::IsMember(std::vector<std::string>(kCudaLaunchNames.begin(), kCudaLaunchNames.end())))
       ->capture_default_str();
   sub.add_option("--log-dir", f.log_dir, "Driver: metrics.csv goes here (appended), with its record metrics_records.json")
       ->capture_default_str();

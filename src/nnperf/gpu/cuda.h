@@ -101,9 +101,9 @@ inline Buffer to_device(std::span<const float> host) {
 template <typename T>
 void upload_value(Buffer& b, const T& value) {
   static_assert(std::is_trivially_copyable_v<T>);
-  std::vector<float> bits((sizeof(T) + sizeof(float) - 1) / sizeof(float), 0.0f);
-  std::memcpy(bits.data(), &value, sizeof(T));
-  b.upload_prefix(bits);
+  std::vector<float> words((sizeof(T) + sizeof(float) - 1) / sizeof(float), 0.0f);
+  std::memcpy(words.data(), &value, sizeof(T));
+  b.upload_prefix(words);
 }
 
 // Process-wide scratch (cuDNN's shared workspace, the kernels' per-thread scratch) grows through

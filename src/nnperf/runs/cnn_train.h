@@ -14,6 +14,7 @@
 #include "nnperf/data/image_data.h"
 #include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/runs/progress.h"
+#include "nnperf/train/cuda_launch.h"
 #include "nnperf/train/optimizer.h"
 
 namespace nnperf {
@@ -43,7 +44,7 @@ struct CnnTrainOptions {
   std::string batchnorm = "own";
   // --device cuda: "graph" or "eager" (CudaTrainOptions::launch; a profiled step too); not read
   // on the CPU, and recorded as null there
-  std::string launch = "graph";
+  std::string launch = kDefaultCudaLaunch;
   int save_every = 0;               // epoch_NNN checkpoints every N epochs (0: none)
   std::filesystem::path resume;
   std::filesystem::path init_weights;  // start from these weights instead of the initialiser

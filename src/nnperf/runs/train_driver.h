@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nnperf/kernels/gemm/gemm.h"  // Device
+#include "nnperf/train/cuda_launch.h"
 #include "nnperf/train/optimizer.h"
 
 namespace nnperf {
@@ -40,7 +41,7 @@ struct TrainDriverOptions {
   bool deterministic = false;
   bool find_engines = false;  // kCuda: find ranks cuDNN's graph-API engines too (CudaConvChoice)
   std::string batchnorm = "own";  // kCuda: BatchNorm's algorithm (cudnn::batchnorm_algorithms)
-  std::string launch = "graph";   // kCuda: "graph" or "eager" (CudaTrainOptions::launch)
+  std::string launch = kDefaultCudaLaunch;  // kCuda: "graph" or "eager" (CudaTrainOptions::launch)
   std::string label;
   std::filesystem::path log_dir = "logs";
   std::string command_line;

@@ -25,6 +25,7 @@
 
 #include "nnperf/gpu/cuda.h"
 #include "nnperf/nn/graph.h"
+#include "nnperf/train/cuda_launch.h"
 #include "nnperf/train/optimizer.h"
 #include "nnperf/train/trainer.h"
 
@@ -73,9 +74,6 @@ bool uses_find(const CudaConvChoice& c);
 // --deterministic when `deterministic` and a pass chooses by timing.
 std::string canonical_train_algorithm(const std::string& algorithm, bool cuda, bool find_engines,
                                       bool deterministic);
-// --launch's value (CudaTrainOptions::launch): true for "graph", false for "eager", else
-// UsageError naming the flag.
-bool parse_cuda_launch(const std::string& launch);
 
 // How the GPU trainer runs a step, as `train --device cuda` gives it.
 struct CudaTrainOptions {
@@ -104,7 +102,8 @@ struct CudaTrainOptions {
   // captured for itself with its hooks' timeline marks as event-record nodes (host-side hooks such
   // as NVTX ranges then wrap its capture, not its run). find times its candidates as graphs
   // (cudnn::Launch::kGraph). A capture CUDA refuses leaves the run eager, the reason in
-  // CudaCnnTrainer::launch(); for a recorded step it throws.
+  // CudaCnnTrainer::launch(); for a recorded step it throws. The trainer's own default is eager;
+  // the commands pass kDefaultCudaLaunch (cuda_launch.h).
   std::string launch = "eager";
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <optional>
 #include <string_view>
 
@@ -98,7 +99,8 @@ std::string canonical_train_algorithm(const std::string& algorithm, bool cuda, b
 }
 
 bool parse_cuda_launch(const std::string& launch) {
-  if (launch != "graph" && launch != "eager") {
+  if (std::find(kCudaLaunchNames.begin(), kCudaLaunchNames.end(), launch) ==
+      kCudaLaunchNames.end()) {
     throw UsageError(fmt::format(
         "--launch {}: expected graph (each full-batch step's forward, loss, backward and update "
         "as one CUDA graph) or eager",
