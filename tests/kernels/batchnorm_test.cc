@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -72,9 +73,14 @@ TEST(BatchNormKernels, ForwardAndBackwardMatchTheReference) {
           EXPECT_NEAR(dg[c], rdg[c], 1e-5 * gs);
           EXPECT_NEAR(db[c], rdb[c], 1e-5 * gs);
         }
-        // dx may be skipped: the parameter gradients stay the same.
+        // dx may be skipped: the parameter gradients come out the same.
+        const std::vector<float> dg_with_dx = dg, db_with_dx = db;
+        std::fill(dg.begin(), dg.end(), -1.0f);
+        std::fill(db.begin(), db.end(), -1.0f);
         b.dx = nullptr;
         batchnorm_backward(b);
+        EXPECT_EQ(dg, dg_with_dx);
+        EXPECT_EQ(db, db_with_dx);
       }
     }
   }
@@ -148,7 +154,7 @@ TEST(BatchNormKernels, BackwardReferenceMatchesFiniteDifferences) {
   const int64_t n = s.mb * s.channels * s.plane;
   std::vector<float> x = test::random_vector(n, 7);
   std::vector<float> gamma = test::random_vector(s.channels, 8, 0.5f, 1.5f);
-  const std::vector<float> beta = test::random_vector(s.channels, 9);
+  std::vector<float> beta = test::random_vector(s.channels, 9);
   const std::vector<float> dy = test::random_vector(n, 10);
   std::vector<double> dx(static_cast<std::size_t>(n)), dg(2), db(2), y(dx.size()), m(2), v(2);
   batchnorm_backward_reference(s, x.data(), dy.data(), gamma.data(), 1e-5, dx.data(), dg.data(),
@@ -178,6 +184,15 @@ TEST(BatchNormKernels, BackwardReferenceMatchesFiniteDifferences) {
     const double down = loss();
     gamma[c] = keep;
     EXPECT_NEAR((up - down) / (2 * h), dg[c], 1e-6 * (1 + std::abs(dg[c])));  // linear in gamma
+  }
+  for (int64_t c = 0; c < s.channels; ++c) {
+    const float keep = beta[c];
+    beta[c] = keep + h;
+    const double up = loss();
+    beta[c] = keep - h;
+    const double down = loss();
+    beta[c] = keep;
+    EXPECT_NEAR((up - down) / (2 * h), db[c], 1e-6 * (1 + std::abs(db[c])));  // linear in beta
   }
 }
 

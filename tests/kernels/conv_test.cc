@@ -202,6 +202,23 @@ INSTANTIATE_TEST_SUITE_P(Registry, ConvAlgorithmTest,
                                             ::testing::ValuesIn(shape_indices())),
                          test_name);
 
+// A declined pair above passes on its reason alone, so a why_not that wrongly declined every
+// shape would leave a row unchecked: each row must serve its share of kShapes. The rows that serve
+// any problem serve them all; the others (3x3 only, stride 1 only) at least the counts below,
+// which are what the list gives them today.
+TEST(ConvAlgorithms, EachRowServesItsShareOfTheShapes) {
+  const std::map<std::string, int> at_least = {
+      {"winograd", 27}, {"winograd_nonfused", 27}, {"fft", 49}, {"fft_tiling", 49}};
+  for (const ConvAlgorithm& algo : conv_algorithms()) {
+    int served = 0;
+    for (const char* shape : kShapes) served += algo.why_not(parse_conv_problem(shape)).empty();
+    const auto want = at_least.find(algo.name);
+    const int need = want != at_least.end() ? want->second : static_cast<int>(std::size(kShapes));
+    std::printf("[conv] %s serves %d of %zu shapes\n", algo.name, served, std::size(kShapes));
+    EXPECT_GE(served, need) << algo.name;
+  }
+}
+
 // All algorithms that serve a shape agree with each other within the sum of their bounds (the
 // reference check implies it; this catches a shared mistake, e.g. in a common helper, only if
 // the reference differs, so it also compares against `direct`, which shares no code with the

@@ -38,10 +38,14 @@ std::vector<float> weights(Graph& g) {
   return out;
 }
 
+// Samples [first, first + n) of a batch of any rank.
 Tensor rows(const Tensor& x, int64_t first, int64_t n) {
-  Tensor out(Shape{n, x.size(1)});
-  std::memcpy(out.data(), x.data() + first * x.size(1),
-              static_cast<std::size_t>(n * x.size(1)) * sizeof(float));
+  Shape s = x.shape();
+  const int64_t sample = x.numel() / s[0];
+  s[0] = n;
+  Tensor out(s);
+  std::memcpy(out.data(), x.data() + first * sample,
+              static_cast<std::size_t>(n * sample) * sizeof(float));
   return out;
 }
 
@@ -91,8 +95,16 @@ TEST(Trainer, EvaluationUsesRunningStatisticsAndLeavesThem) {
   const std::vector<float> mean(bn->running_mean().data(),
                                 bn->running_mean().data() + bn->running_mean().numel());
   const BatchResult a = t.evaluate(x, y), b = t.evaluate(x, y);
-  EXPECT_EQ(a.loss_sum, b.loss_sum);  // no batch statistics, no running-stat update
+  EXPECT_EQ(a.loss_sum, b.loss_sum);
   EXPECT_TRUE(std::equal(mean.begin(), mean.end(), bn->running_mean().data()));
+  // Running statistics make an image's loss independent of its batch: the four evaluated one at
+  // a time sum to the batch's loss. Batch statistics would not (layer4's 1x1 maps of a single
+  // image have no variance at all).
+  double one_at_a_time = 0;
+  for (int64_t i = 0; i < 4; ++i) {
+    one_at_a_time += t.evaluate(rows(x, i, 1), std::span<const int32_t>(y.data() + i, 1)).loss_sum;
+  }
+  EXPECT_NEAR(one_at_a_time, a.loss_sum, 1e-5 * (1 + std::abs(a.loss_sum)));
   t.step(x, y);  // planned for training again: the running mean moves
   EXPECT_FALSE(std::equal(mean.begin(), mean.end(), bn->running_mean().data()));
   EXPECT_THROW(t.apply_accumulated(), Error);
