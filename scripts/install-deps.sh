@@ -11,10 +11,11 @@ PKGS=(
   gnuplot-nox dataset-fashion-mnist python3 python3-venv
   clang libclang-rt-dev
 )
-# Test-only: the headless browser that opens report.html (scripts/check_report_html.py), and a
-# single-node Slurm cluster for the sweep test (tests/slurm, started with scripts/slurm-local.sh).
+# Test-only: the headless browser that opens report.html (scripts/check_report_html.py), a
+# single-node Slurm cluster for the sweep test (tests/slurm, started with scripts/slurm-local.sh)
+# and the locale definitions for the comma-decimal locale the CSV writer is tested under.
 if [ "${1:-}" != "--no-test-deps" ]; then
-  PKGS+=(chromium fonts-dejavu-core slurmctld slurmd slurm-client munge)
+  PKGS+=(chromium fonts-dejavu-core slurmctld slurmd slurm-client munge locales)
 fi
 missing=()
 for p in "${PKGS[@]}"; do
@@ -28,6 +29,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "install-deps: all Debian packages present"
+fi
+
+# de_DE.UTF-8 (decimal comma), for the test that numbers in CSV files stay locale-free
+# (tests/io/csv_test.cc); compiled once, where no such locale exists yet.
+if [ "${1:-}" != "--no-test-deps" ] && ! locale -a 2>/dev/null | grep -qix 'de_DE.utf8'; then
+  SUDO=""
+  if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
+  $SUDO localedef -i de_DE -f UTF-8 de_DE.UTF-8
 fi
 
 # TensorBoard, for the test that reads our event files back with TensorBoard's own reader. Debian

@@ -441,8 +441,11 @@ TEST(ImageFolder, OneClassIsRefusedAndWhatIsNotAnImageIsSaid) {
   TempDir tmp("nnperf-imgdir");
   const fs::path root = tmp / "one";
   make_class(root / "train", "cat", 2, 1);
-  std::string e = error_of([&] { load_image_folder(root, "train", {.resize = 8, .input_size = 8}); });
-  EXPECT_NE(e.find("train: one class folder (cat): a classifier needs at least two classes"), std::string::npos) << e;
+  std::string e =
+      error_of([&] { load_image_folder(root, "train", {.resize = 8, .input_size = 8}); });
+  EXPECT_NE(e.find("train: one class folder (cat): a classifier needs at least two classes"),
+            std::string::npos)
+      << e;
   // Images one level too deep and other files are named in a warning, not silently dropped.
   make_class(root / "train", "dog", 2, 2);
   make_class(root / "train" / "dog", "nested", 1, 3);
@@ -451,8 +454,11 @@ TEST(ImageFolder, OneClassIsRefusedAndWhatIsNotAnImageIsSaid) {
   const ImageFolderData d = load_image_folder(root, "train", {.resize = 8, .input_size = 8});
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(d.data.size(), 4);
-  EXPECT_NE(err.find("dog: 2 entries ignored (nested/, notes.txt): images are read from the class folder "
-                     "itself"), std::string::npos) << err;
+  EXPECT_NE(
+      err.find("dog: 2 entries ignored (nested/, notes.txt): images are read from the class folder "
+               "itself"),
+      std::string::npos)
+      << err;
 }
 
 TEST(ImageFolder, MemoryBudgetIsCheckedBeforeDecoding) {
@@ -460,17 +466,18 @@ TEST(ImageFolder, MemoryBudgetIsCheckedBeforeDecoding) {
   const fs::path root = tmp / "mini";
   make_class(root / "train", "a", 1, 1);
   make_class(root / "train", "b", 1, 2);
-  const char* old = std::getenv("NNPERF_MEMORY_LIMIT");
-  const std::string keep = old != nullptr ? old : "";
-  setenv("NNPERF_MEMORY_LIMIT", "1M", 1);
-  const std::string e =
-      error_of([&] { load_image_folder(root, "train", {.resize = 512, .input_size = 512}); });
-  if (old != nullptr) {
-    setenv("NNPERF_MEMORY_LIMIT", keep.c_str(), 1);
-  } else {
-    unsetenv("NNPERF_MEMORY_LIMIT");
+  // An image that cannot be decoded: decoding first would fail on it.
+  write_bytes(root / "train" / "a" / "zz.png", "this is not a png at all");
+  const ImageFolderOptions opt{.resize = 512, .input_size = 512};
+  std::string e = error_of([&] { load_image_folder(root, "train", opt); });
+  ASSERT_NE(e.find("zz.png: not a JPEG or PNG image"), std::string::npos) << e;
+  {
+    test::ScopedEnv limit("NNPERF_MEMORY_LIMIT", "1M");
+    e = error_of([&] { load_image_folder(root, "train", opt); });
   }
-  EXPECT_NE(e.find("2 images as 3x512x512 float32"), std::string::npos) << e;
+  EXPECT_NE(e.find("3 images as 3x512x512 float32) needs"), std::string::npos) << e;
+  EXPECT_NE(e.find("(capped by NNPERF_MEMORY_LIMIT)"), std::string::npos) << e;
+  EXPECT_EQ(e.find("zz.png"), std::string::npos) << e;
 }
 
 }  // namespace

@@ -203,7 +203,17 @@ TEST_F(ReportFolder, KeepsAnotherJobsReportMd) {
   const ReportFiles f = write_report(dir_->path(), out.path());
   EXPECT_EQ(f.markdown, out / "nnperf_report.md");
   EXPECT_EQ(test::read_text(out / "report.md"), "# Activation study\n");
-  EXPECT_TRUE(std::filesystem::exists(out / "report.html"));
+  // Ours went beside it, whole: the Markdown under the report's title, the HTML a page.
+  ASSERT_TRUE(std::filesystem::exists(out / "nnperf_report.md"));
+  const std::string md = test::read_text(out / "nnperf_report.md");
+  EXPECT_EQ(md.rfind("# nnperf report: ", 0), 0u) << md.substr(0, 80);
+  EXPECT_NE(md.find("Roofline"), std::string::npos);
+  EXPECT_EQ(f.html, out / "report.html");
+  ASSERT_TRUE(std::filesystem::exists(out / "report.html"));
+  const std::string html = test::read_text(out / "report.html");
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u) << html.substr(0, 80);
+  EXPECT_NE(html.find("Roofline"), std::string::npos);
+  EXPECT_NE(html.find("</html>"), std::string::npos);
 }
 
 // The training table says where each run ran: the CPU, or the GPU with how a CNN run's steps ran

@@ -39,11 +39,12 @@ def rows(path):
 ours, torch = rows(sys.argv[1]), rows(sys.argv[2])
 only_ours, only_torch = sorted(set(ours) - set(torch)), sorted(set(torch) - set(ours))
 kinds = [k for k in set(ours) & set(torch) if ours[k][0] != torch[k][0]]
-bad = [k for k, v in torch.items() if not v[1] > 0]
+bad = [("torch",) + k for k, v in torch.items() if not v[1] > 0]
+bad += [("nnperf",) + k for k, v in ours.items() if not v[1] > 0]
 first = "features.0" if sys.argv[4].startswith("vgg") else "conv1"
-if only_ours or only_torch or kinds or bad or (first, "backward") not in torch:
-    sys.exit(f"FAIL: {sys.argv[4]}: only nnperf {only_ours[:5]}, only torch {only_torch[:5]}, "
-             f"other kinds {kinds[:5]}, times not positive {bad[:5]}")
+if not ours or only_ours or only_torch or kinds or bad or (first, "backward") not in torch:
+    sys.exit(f"FAIL: {sys.argv[4]}: {len(ours)} nnperf rows, only nnperf {only_ours[:5]}, "
+             f"only torch {only_torch[:5]}, other kinds {kinds[:5]}, times not positive {bad[:5]}")
 print(f"{sys.argv[4]}: {len(torch)} rows named as nnperf's")
 EOF
   "$py" "$src/scripts/train_layers_table.py" "$tmp/ours_$model/one_step_layers.csv" \

@@ -5,8 +5,10 @@
 #     (%2), is followed with `nnperf status` until it merges, with one %A_%a log per task;
 #  2. the same sweep run with --local merges to the same CSVs, byte for byte once the timing
 #     columns are left out, and neither has a lost or duplicated row;
-#  3. a cell cancelled mid-way (scancel) is resubmitted alone and continues where its rows stop.
-# Exit 77 (ctest: skipped, with the reason) when Slurm cannot be started here.
+#  3. a cell cancelled mid-way (scancel) is resubmitted alone and continues where its rows stop
+#     (its log says how many sizes it profiled and how many were already done).
+# Exit 77 (ctest: skipped, with the reason) when Slurm cannot be started here, or when the cell
+# of part 3 finishes before it can be cancelled.
 #   slurm_sweep_test.sh NNPERF SLURM_LOCAL_SH
 set -euo pipefail
 nnperf=$1
@@ -89,15 +91,19 @@ one="$tmp/one"
 job=$("$nnperf" sweep run "$one" --slurm | sed -n 's/.*submitted job array \([0-9]*\).*/\1/p')
 [ -n "$job" ] || fail "no job id"
 overall="$one/cells/resnet18_gemm_48-104/resnet18_gemm_overall.csv"
-for _ in $(seq 1 600); do [ -f "$overall" ] && [ "$(wc -l < "$overall")" -ge 2 ] && break; sleep 0.1; done
+for _ in $(seq 1 1200); do [ -f "$overall" ] && [ "$(wc -l < "$overall")" -ge 2 ] && break; sleep 0.1; done
 scancel "$job"
 for _ in $(seq 1 100); do squeue -h -j "$job" 2>/dev/null | grep -q . || break; sleep 0.2; done
-rows=$(($(wc -l < "$overall") - 1))
+rows=$(($(wc -l < "$overall" 2>/dev/null || echo 0) - 1))
 echo "cancelled with $rows of 8 rows"
-if [ "$rows" -lt 8 ]; then
-  again=$("$nnperf" sweep run "$one" --slurm)
-  grep -q "(1 cell: 0)" <<<"$again" || fail "the resubmission did not submit exactly the unfinished cell: $again"
-fi
+[ "$rows" -ge 1 ] || fail "the cell wrote no row within 2 minutes of its submission"
+[ "$rows" -lt 8 ] || skip "parts 1 and 2 passed, but the cell finished all 8 sizes before scancel, so the resubmission was not tested"
+again=$("$nnperf" sweep run "$one" --slurm)
+grep -q "(1 cell: 0)" <<<"$again" || fail "the resubmission did not submit exactly the unfinished cell: $again"
 wait_merged "$one" 600
 [ "$(($(wc -l < "$one/merged/resnet18_gemm/resnet18_gemm_overall.csv") - 1))" = 8 ] || fail "expected 8 merged rows"
+# The resubmitted cell resumed: it profiled only the sizes the cancelled one had not written.
+resumed="($((8 - rows)) sizes profiled, $rows already done)"
+grep -qF "$resumed" "$one/logs/resnet18_gemm_48-104.log" ||
+  fail "the cell log does not say \"$resumed\": $(grep 'sizes profiled' "$one/logs/resnet18_gemm_48-104.log")"
 echo "ok"
