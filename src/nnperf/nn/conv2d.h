@@ -1,8 +1,9 @@
 // Conv2d layer: a 2-D convolution whose algorithm is chosen per layer at plan time from the conv
 // registry (kernels/conv/conv.h): a named algorithm (strict, or falling back with the reason),
 // "guess" (lowest cost()) or "find" (timed once per problem, cached process-wide, like
-// cudnnFind / torch.backends.cudnn.benchmark). Forward runs the chosen algorithm; backward is
-// im2col + BLAS GEMM (dW = dY . col^T, dcol = W^T . dY then col2im), independent of that choice.
+// cudnnFind / torch.backends.cudnn.benchmark). Forward runs the chosen algorithm; each backward
+// pass (data, weights) runs a row of its own registry (kernels/conv/conv_backward.h) chosen by the
+// same rule: the named algorithm where that pass's registry has it, else guess or find.
 // Weights are OIHW [oc, ic/g, kh, kw] as in PyTorch. An optional BatchNorm2d can be folded in
 // (inference only): the layer then runs with w * s and (b - mean) * s + beta, s =
 // gamma/sqrt(var+eps).
@@ -61,9 +62,9 @@ class Conv2d : public Layer {
 
   // Packed weights (and the folded weights) are computed at plan time. When planned for
   // training, every forward recomputes them (the optimizer changes the weights in place between
-  // steps). For inference, init(), params(), weight(), bias() and folded_batchnorm() mark them
-  // stale and the next forward recomputes them once; call weights_changed() after writing the
-  // weights through any other pointer.
+  // steps). For inference, init(), params(), weight() and bias() mark them stale and the next
+  // forward recomputes them once; call weights_changed() after writing the weights through any
+  // other pointer (the folded BatchNorm's parameters included).
   void weights_changed() { stale_ = true; }
   // How many times the weights were prepared (folded and packed) since construction: once per
   // plan, then once per training forward or per inference forward after a change (tests).

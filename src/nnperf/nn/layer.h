@@ -81,7 +81,8 @@ class Layer {
   virtual double forward_flops() const { return 0.0; }
   virtual bool is_activation() const { return false; }
   // After plan(): the algorithm chosen for this layer and why, for NNPERF_VERBOSE=dispatch and
-  // the per-layer CSVs ("gemm=blocked m64n128k784"); empty for layers without a choice.
+  // the per-layer CSVs ("gemm=blocked forward m64n128k784 weight-grad ..."); empty for layers
+  // without a choice.
   virtual std::string dispatch() const { return {}; }
 };
 

@@ -21,7 +21,8 @@ class Linear : public Layer {
 
   std::string kind() const override { return "Linear"; }
   std::string describe() const override;  // "Linear(784->512)"
-  std::string dispatch() const override;  // "gemm=blocked m64n512k784 (+ backward shapes)"
+  // "gemm=blocked forward m64n512k784 weight-grad ... input-grad ..."
+  std::string dispatch() const override;
   Shape plan(std::span<const Shape> src, const PlanContext& ctx) override;
   void forward(std::span<const Tensor* const> src, Tensor& dst) override;
   void backward(std::span<const Tensor* const> src, const Tensor& dst, const Tensor& d_dst,

@@ -43,9 +43,10 @@ struct ConvProblem {
 // term below it no sum or product of two terms can overflow int64.
 inline constexpr int64_t kConvMaxTerm = int64_t{1} << 24;
 
-// Parses the benchdnn grammar: terms g, mb, ic, ih, iw, oc, kh, kw, sh, sw, ph, pw, dh, dw, each a
-// name followed by a non-negative integer, in any order; an optional leading name ending in '_'
-// or ':' is ignored ("conv1:mb1ic3..."). Absent width terms equal the height terms; defaults g1 mb1
+// Parses the benchdnn grammar: terms g, mb, ic, ih, iw, oc, kh, kw, sh, sw, ph, pw, dh, dw (plus
+// oh, ow, checked against the output size they give), each a name followed by a non-negative
+// integer, in any order; an optional leading name ending in '_' or ':' is ignored
+// ("conv1:mb1ic3..."). Absent width terms equal the height terms; defaults g1 mb1
 // s1 p0 d1. Each term is at most kConvMaxTerm, each tensor at most 1e12 elements. Throws
 // UsageError (and nothing else) naming the descriptor and the problem for any text: empty, a
 // repeated or unknown term, a missing number, a number too large (however many digits), trailing

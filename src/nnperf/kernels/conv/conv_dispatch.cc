@@ -36,7 +36,8 @@ struct FindWinner {
   std::string report;  // every candidate's time or why it was not timed
 };
 
-using CacheKey = std::tuple<int, std::string, int>;  // pass, problem (+ " exhaustive"), threads
+// pass, problem (+ " exhaustive", + " training"), threads
+using CacheKey = std::tuple<int, std::string, int>;
 
 std::mutex& find_mutex() {
   static std::mutex m;

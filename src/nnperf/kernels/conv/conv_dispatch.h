@@ -61,7 +61,8 @@ bool is_conv_find(std::string_view name);
 // UsageError naming `flag` and the choices otherwise.
 std::string canonical_conv_algorithm(std::string_view flag, std::string_view name);
 
-// The process-wide cache of "find" winners, keyed by (pass, problem, threads).
+// The process-wide cache of "find" winners, keyed by (pass, problem with its exhaustive and
+// training marks, threads).
 void clear_conv_find_cache();
 int conv_find_cache_size();
 

@@ -1,8 +1,8 @@
-// cuDNN's convolution forward algorithms on the CUDA device: the GPU rows of the conv profiler
-// (cuDNN algorithm names as the CPU registry spells its own). cuDNN is loaded at run time
-// (libcudnn.so.9, as the probe finds it), so nnperf starts and runs its CPU work where cuDNN or
-// a GPU is missing; the CUDA backend's build compiles against cudnn.h for the types only.
-// Numerics: NCHW float32, cross-correlation (PyTorch's convolution), FP32 math
+// cuDNN's convolution algorithms (forward and both backward passes) on the CUDA device: the GPU
+// rows of the conv profiler (cuDNN algorithm names as the CPU registry spells its own). cuDNN is
+// loaded at run time (libcudnn.so.9, as the probe finds it), so nnperf starts and runs its CPU work
+// where cuDNN or a GPU is missing; the CUDA backend's build compiles against cudnn.h for the types
+// only. Numerics: NCHW float32, cross-correlation (PyTorch's convolution), FP32 math
 // (CUDNN_FMA_MATH: no TF32 tensor-core rounding), groups and dilation as the problem says.
 //
 // Implemented in kernels/conv/cudnn_cuda.cc; without the CUDA backend cudnn_nocuda.cc answers

@@ -1,7 +1,7 @@
-// cuDNN's forward convolution (kernels/conv/cudnn_conv.h): libcudnn loaded with dlopen and its
-// legacy convolution API (cuDNN 9's libcudnn.so.9 forwards it to libcudnn_cnn) resolved by
-// name; cudnn.h gives the types and constants only (a CUDA build without it compiles
-// cudnn_nocuda.cc instead, CMakeLists.txt).
+// cuDNN's convolutions, forward and both backward passes (kernels/conv/cudnn_conv.h): libcudnn
+// loaded with dlopen and its legacy convolution API (cuDNN 9's libcudnn.so.9 forwards it to
+// libcudnn_cnn) resolved by name; cudnn.h gives the types and constants only (a CUDA build without
+// it compiles cudnn_nocuda.cc instead, CMakeLists.txt).
 #include <cudnn.h>
 #include <dlfcn.h>
 #include <fmt/format.h>

@@ -106,10 +106,6 @@ inline void pad_channel(const Plan& pl, const float* s, float* d) {
   }
 }
 
-// rows x lanes outputs (rows <= OCB, lanes <= OWV * 8) starting at d (row stride pl.oh*pl.ow),
-// summed over cn input channels of the padded input x (window origin of the first output, first
-// channel of the block) with the packed weights w of this channel block. first: start from the
-// bias; else add to what d holds (the previous input-channel blocks).
 // acc[i][v] += w[i] * xs[8v : 8v+8]: one (input channel, tap) step of a tile.
 template <class K, int OCB, int OWV>
 __attribute__((always_inline)) inline void tap_step(typename K::V (&acc)[OCB][OWV],
@@ -127,6 +123,10 @@ __attribute__((always_inline)) inline void tap_step(typename K::V (&acc)[OCB][OW
   }
 }
 
+// rows x lanes outputs (rows <= OCB, lanes <= OWV * 8) starting at d (row stride pl.oh*pl.ow),
+// summed over cn input channels of the padded input x (window origin of the first output, first
+// channel of the block) with the packed weights w of this channel block. first: start from the
+// bias; else add to what d holds (the previous input-channel blocks).
 template <class K, int OCB, int OWV, bool kOneTap>
 inline void tile(const Plan& pl, const float* __restrict x, const float* __restrict w, int64_t cn,
                  bool first, const float* bias, float* d, int rows, int64_t lanes) {

@@ -61,7 +61,7 @@ struct MacKernel {
   using BlockFn = void (*)(const float*, int64_t, const float*, float*, int64_t, int64_t, int64_t,
                            bool);
 
-  // kBlocks[ro-1][rt-1]: the full tile and every edge tile.
+  // run()'s table[ro-1][rt-1]: the full tile and every edge tile.
   template <int RO, int... T>
   struct Row {
     static constexpr BlockFn fns[sizeof...(T)] = {&block<RO, T + 1>...};

@@ -5,7 +5,8 @@
 // xpad[koff[k] + noff[j]], so the packing loop has no index arithmetic or bounds checks, only
 // loads. The copy stores each padded row as sw phases (columns r, r+sw, ...), which makes the
 // 16 pixels of a panel one or two contiguous runs at any stride: two vector loads (and a blend
-// where the panel crosses a row end), AVX2 gathers only for maps narrower than 8. The run pads
+// where the panel crosses a row end), AVX2 gathers where a panel spans three or more rows (maps
+// narrower than 8, and some of 9-13 columns with padding). The run pads
 // the image into the workspace (one copy of the input; none at stride 1 without padding) and
 // shares implicit_gemm's loop nest.
 #include <fmt/format.h>
