@@ -322,13 +322,19 @@ TEST(GpuCli, TheDriverTrainsACnnOnTheGpuOrOneLineWhyNot) {
     EXPECT_NE(g.out.find("launch: graph (3 of 4 steps as one CUDA graph each)"), std::string::npos)
         << g.out;
   }
-  for (const char* bad :
-       {"--grad-accum-steps 2", "--deterministic --algorithm find", "--algorithm winograd_x",
-        "--algorithm fwd=guess,bwd_data=fft,bwd_weights=find --deterministic"}) {
+  // Refused before the device is looked for (exit 2 here too, where a missing device is also a
+  // usage error): the one line names the flag at fault.
+  const std::pair<const char*, const char*> refused[] = {
+      {"--grad-accum-steps 2", "--grad-accum-steps"},
+      {"--deterministic --algorithm find", "--deterministic"},
+      {"--algorithm winograd_x", "--algorithm winograd_x"},
+      {"--algorithm fwd=guess,bwd_data=fft,bwd_weights=find --deterministic", "--deterministic"}};
+  for (const auto& [bad, flag] : refused) {
     const auto t = run_nnperf(fmt::format(
         "train --model resnet18 --synthetic --iters 1 --device cuda --log-dir '{}' {}",
         dir.path().string(), bad));
     EXPECT_EQ(t.exit_code, 2) << bad;
+    EXPECT_EQ(t.err.rfind(fmt::format("nnperf: error: {}: ", flag), 0), 0u) << bad << ": " << t.err;
   }
   // The per-pass form is checked before the device is looked for.
   const auto t = run_nnperf(
@@ -416,12 +422,17 @@ TEST(GpuCli, ProfileOnTheGpuOrOneLineWhyNot) {
     const std::string rows = test::read_text(cold / "resnet18_guess_overall.csv");
     EXPECT_GE(std::count(rows.begin(), rows.end(), '\n'), 2) << rows;  // the header, size 40
   }
-  for (const char* bad :
-       {"--pass train", "--fold-bn", "--algorithm winograd_x", "--launch later"}) {
+  const std::pair<const char*, const char*> refused[] = {{"--pass train", "--pass train"},
+                                                         {"--fold-bn", "--fold-bn"},
+                                                         {"--algorithm winograd_x", "--algorithm winograd_x"},
+                                                         {"--launch later", "--launch"}};
+  for (const auto& [bad, flag] : refused) {
     const auto t = run_nnperf(fmt::format("profile --device cuda --model resnet18 --test {} "
                                           "--output-dir '{}'",
                                           bad, (dir.path() / "never").string()));
     EXPECT_EQ(t.exit_code, 2) << bad;
+    EXPECT_EQ(t.err.rfind(fmt::format("nnperf: error: {}: ", flag), 0), 0u) << bad << ": " << t.err;
+    EXPECT_EQ(std::count(t.err.begin(), t.err.end(), '\n'), 1) << bad << ": " << t.err;
     EXPECT_FALSE(std::filesystem::exists(dir.path() / "never")) << bad;
   }
 }

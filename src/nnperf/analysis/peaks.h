@@ -89,7 +89,8 @@ struct Peaks {
   std::vector<FmaTrial> fma_trials;
   std::vector<SweepPoint> sweep;
   std::vector<BandwidthPlateau> plateaus;  // every kernel
-  std::vector<StreamCheck> stream;         // triad plateaus on all threads; DRAM last
+  // every triad plateau on 1 and on all threads; the all-threads DRAM check last
+  std::vector<StreamCheck> stream;
   std::vector<SgemmFigure> sgemm;
   double seconds = 0;  // wall time of the measurement
   // CPU seconds that other processes (and the hypervisor's steal) took during it, from

@@ -34,7 +34,8 @@ struct RooflinePoint {
   std::string backend = "cpu";
   std::string precision = "fp32";
   std::string layer;       // graph node name; "" for a whole run
-  std::string layer_type;  // Layer::kind(), "iteration" for a whole training step, ...
+  // Layer::kind(); "training step" / "forward pass" for a whole run, "kernel" for an ncu launch
+  std::string layer_type;
   std::string algorithm;   // conv algorithm or GEMM implementation that ran
   std::string pass;        // "inference", "training"
   int64_t batch_size = 0;

@@ -23,7 +23,8 @@ PlotSpec activation_validation_curves(const ActivationStudyRecords& records);  /
 inline constexpr const char* kNoValidationFigure =
     "No data: none of the runs held out a validation split";
 
-// Renders the four plots under `plots_dir` (created); returns report.md's "Plots" section.
+// Renders the plots under `plots_dir` (created): three, and validation_curves where some run held
+// out a validation split; returns report.md's "Plots" section.
 std::string render_activation_plots(const ActivationAnalysis& a,
                                     const ActivationStudyRecords& records,
                                     const std::filesystem::path& plots_dir);

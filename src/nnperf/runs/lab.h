@@ -1,8 +1,9 @@
 // `nnperf lab`, the main job: everything nnperf measures, on this machine and the embedded default
 // data, under one folder, then one report. The stages, in order: the machine's ceilings (peaks,
 // quick), the MLP implementation benchmark (short settings), the quick activation-timing study,
-// a sanity profile of one CNN with three convolution algorithms, the complexity counts of what ran,
-// the roofline over all of it, and the report (report.md, report.html). Each stage is one call
+// a sanity profile of one CNN with three convolution algorithms, a one-epoch training run of that
+// CNN on 1,024 images, the complexity counts of what ran, the roofline over all of it, and the
+// report (report.md, report.html). Each stage is one call
 // into the job it names, writing into its own subfolder; a progress line per stage.
 #pragma once
 #include <filesystem>

@@ -28,7 +28,9 @@ struct MlpBenchOptions {
   int64_t consistency_batch = 64;
   double consistency_tolerance = 1e-3;  // max |loss_impl - loss_blas| over the loss curve
   int overhead_reps = 300;              // 0 = skip the instrumentation-overhead measurement
-  std::filesystem::path data_dir;       // real data for the consistency check; synthetic if missing
+  // Real data for the consistency check: must exist when given; empty: the default folder, or
+  // synthetic data where that is not installed.
+  std::filesystem::path data_dir;
   bool synthetic = false;
   uint64_t seed = 1;
   std::filesystem::path out_dir;  // empty: a new results/mlp-bench_<timestamp>

@@ -1,6 +1,7 @@
 // The convolution-algorithm profiler (after ai3-8CuDNN's): one model x one convolution algorithm x
 // input sizes, staged (sanity / quick / full). Per size: the whole model timed without per-layer
-// instrumentation, with power sampled over exactly the measured iterations; then the layers timed
+// instrumentation, with power sampled over exactly the measured iterations (on the GPU, energy is
+// read over at least 1 s of untimed passes after them); then the layers timed
 // in separate passes (so hooks never distort the whole-model figure, ai3-8CuDNN's mistake); one
 // measured instrumented inference exported as a Chrome/Perfetto trace. Rows are appended per size
 // and flushed; --resume continues an interrupted sweep without duplicating or losing rows.
@@ -45,7 +46,8 @@ struct ProfileOptions {
   std::string pass = "inference";
   std::string power_source = "auto";
   std::string machine;               // default: hostname
-  std::filesystem::path output_dir;  // default results/<stage>/<model>_<algorithm>_<machine>/
+  // default results/<stage>/<model>_<algorithm>[_train][_cuda][_eager][_engines]_<machine>/
+  std::filesystem::path output_dir;
   uint64_t seed = 1;
   Progress::Mode progress = Progress::Mode::kAuto;
   std::string command_line;

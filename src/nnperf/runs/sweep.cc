@@ -1,5 +1,5 @@
 // `nnperf sweep plan`: cells, their command lines and cost estimates, written to sweep.json; reading
-// a sweep back; shell quoting.
+// a sweep back.
 #include "nnperf/runs/sweep.h"
 
 #include <fmt/format.h>
@@ -160,8 +160,8 @@ nlohmann::json profile_cells(const SweepPlanOptions& o) {
         const std::string name = fmt::format("{}_{}{}_{}-{}", m, a, train ? "_train" : "",
                                              sizes.front(), sizes.back());
         double flops = 0;
-        // The whole-model passes and the per-layer passes, each warm-up + measure.
-        for (int64_t s : sizes) flops += 2.0 * (po.warmup + po.measure) * scaled(f, train, s) * o.batch_size;
+        // The whole-model passes (warm-up + measure) and the per-layer passes (measure).
+        for (int64_t s : sizes) flops += (po.warmup + 2.0 * po.measure) * scaled(f, train, s) * o.batch_size;
         cells.push_back({{"name", name},
                          {"kind", "profile"},
                          {"model", m},

@@ -8,8 +8,9 @@
 // A sweep folder:
 //   sweep.json                 the plan (cells, commands, estimates); written once
 //   cells/<name>/              each cell's output folder (the command's --output-dir / --log-dir)
-//   state/<name>.json          each cell's last state: running (host, pid, Slurm job), done (rows,
-//                              seconds, host) or failed (exit code, the log's last error line)
+//   state/<name>.json          each cell's last state: queued (submitted to Slurm), running (host,
+//                              pid, Slurm job), done (rows, seconds, host) or failed (exit code,
+//                              the log's last error line)
 //   logs/<name>.log            each cell's output
 //   slurm/                     generated sbatch scripts, submissions.json, %A_%a logs
 //   merged/                    `sweep merge`'s output
@@ -50,7 +51,9 @@ nlohmann::json plan_sweep(const SweepPlanOptions& options);
 // file otherwise.
 nlohmann::json read_sweep(const std::filesystem::path& dir);
 
-// A cell's state: "pending", "running", "done" or "failed", with the state file's fields.
+// A cell's state: "pending", "queued", "running", "done" or "failed", with the state file's
+// fields, and "stale": true for a running cell whose process is gone or a queued one that squeue
+// no longer lists.
 nlohmann::json cell_state(const std::filesystem::path& dir, const nlohmann::json& cell);
 
 // Runs cell `index` here: records it running, runs its command (this program, cwd = the sweep
@@ -74,15 +77,16 @@ struct SlurmOptions {
 // Writes slurm/sweep_<n>.sbatch (one array task per unfinished cell, running it by
 // SLURM_ARRAY_TASK_ID) and slurm/submit_<n>.sh (the sbatch command line, shell-quoted), then runs
 // sbatch unless dry_run. Returns a one-paragraph summary (job id, cells). Nothing to submit when
-// every cell is done.
+// every cell is done, running or queued.
 std::string submit_sweep_slurm(const std::filesystem::path& dir, const SlurmOptions& options);
 
 // `nnperf status DIR` for a sweep: a line per cell, totals and the time left; merges when every
 // cell is done (its last line says what the merge did or why it failed).
 std::string sweep_status(const std::filesystem::path& dir);
 
-// Joins the cells' outputs into merged/: per model x algorithm the profiler's overall and layers
-// CSVs (and a run.json, so `nnperf report` and `status` read the folder as one sweep), the
+// Joins the cells' outputs into merged/: per model x algorithm x pass (training cells' files carry
+// _train) the profiler's overall and layers CSVs, profile_records.jsonl and the cells' traces
+// (and a run.json, so `nnperf report` and `status` read the folder as one sweep), the
 // training cells' metrics.csv, and merged/sweep_records.json {context, records}. Checks that every planned
 // size (or training cell) has exactly one row; throws Error naming the missing or duplicated rows
 // and writes nothing then. Returns a summary line.

@@ -38,7 +38,8 @@ struct AppendResult {
 AppendResult append(const std::filesystem::path& log_dir, const std::vector<std::string>& columns,
                     const std::vector<std::string>& row, nlohmann::json nnperf);
 
-// The record's rows as metrics.csv holds them (columns in order), for tests and the reporter.
+// The record's rows as metrics.csv holds them (columns in order): what check() and append()
+// compare and write.
 std::vector<std::vector<std::string>> rows(const nlohmann::json& doc, const std::string& source);
 
 }  // namespace nnperf::driver_records

@@ -1,7 +1,7 @@
 // The `train` job for classifier MLPs on MNIST-format data: data loading and the validation
 // split, the model, the trainer, per-activation-layer forward timing in the timed epochs, and
 // every output (training_metrics.csv, activation_timings.csv, final_results.json, TensorBoard
-// events, run.json). Used by `nnperf train` and, once per activation, by the activation study.
+// events, run.json, and train_records.json, rewritten after every epoch). Used by `nnperf train` and, once per activation, by the activation study.
 #pragma once
 #include <cstdint>
 #include <filesystem>

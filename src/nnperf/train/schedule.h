@@ -15,7 +15,8 @@ struct WarmupCosine {
   //   otherwise:      base * 0.5 * (1 + cos(pi * p)),  p = (step - warmup) / max(1, total - warmup)
   // p is clamped to [0, 1], so steps past the end stay at 0.
   double lr_at(int64_t step) const;
-  std::string describe() const;  // "linear warm-up 500 steps, then cosine to 0 at step 31280"
+  // "lr 0.1 with linear warm-up over 500 steps, then cosine to 0 at step 31280"
+  std::string describe() const;
 };
 
 }  // namespace nnperf
