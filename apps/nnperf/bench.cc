@@ -184,9 +184,15 @@ int run(Flags& f) {
     throw UsageError(fmt::format("bench '{}': expected conv2d, gemm or batchnorm", f.op));
   }
   if (f.peak_bw > 0 && f.op != "batchnorm")
-    throw UsageError("--peak-bw: applies to bench batchnorm (conv2d and gemm take --peak-gflops)");
+    throw UsageError(
+        "--peak-bw: applies to bench batchnorm (conv2d on the CPU takes --peak-gflops)");
   if (f.o.peak_gflops > 0 && f.op == "batchnorm")
     throw UsageError("--peak-gflops: bench batchnorm is bound by memory; give --peak-bw");
+  if (f.o.peak_gflops > 0 && (f.op != "conv2d" || f.device != "cpu")) {
+    throw UsageError(
+        "--peak-gflops: applies to bench conv2d on the CPU (its %peak column); gemm rows are "
+        "compared with the vendor library, GPU rows with each other");
+  }
   check_output_file(f.json, "--json");  // before the measurements, not after
   if (!f.algorithms.empty()) f.o.algorithms = split_list(f.algorithms);
   if (f.launch != "eager" && (f.op != "conv2d" || f.device != "cuda"))
@@ -252,7 +258,8 @@ const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int(
   sub.add_option("--warmup", f->o.warmup, "Untimed runs per algorithm")->check(integer_in(0, 10000))->capture_default_str();
   sub.add_option("--measure", f->o.measure, "Timed runs per algorithm")->check(integer_in(1, 100000))->capture_default_str();
   sub.add_option("--threads", f->o.threads, "Threads (0 = all logical CPUs)")->check(threads_count())->capture_default_str();
-  sub.add_option("--peak-gflops", f->o.peak_gflops, "FMA peak for %peak (0 = measure per thread x threads)")
+  sub.add_option("--peak-gflops", f->o.peak_gflops,
+                 "conv2d on the CPU: FMA peak for %peak (0 = measure per thread x threads)")
       ->check(number_in(0, 1e9));
   sub.add_option("--peak-bw", f->peak_bw,
                  "batchnorm: memory bandwidth in GB/s for %peak_bw (e.g. peaks.json's DRAM figure)")

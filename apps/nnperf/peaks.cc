@@ -204,7 +204,8 @@ const Registrar reg{Command{
       f->rounds = sub.add_option("--rounds", f->o.rounds, "Rounds per figure (median)")
                       ->check(integer_in(1, 1000))
                       ->capture_default_str();
-      f->sgemm_n = sub.add_option("--sgemm-n", f->o.sgemm_n, "SGEMM size (0 = skip)")
+      f->sgemm_n = sub.add_option("--sgemm-n", f->o.sgemm_n,
+                                  "SGEMM size (0 = skip; --device cuda: default 4096)")
                        ->check(integer_in(0, 65536))
                        ->capture_default_str();
       f->steps = sub.add_option("--steps-per-octave", f->o.steps_per_octave,
@@ -212,8 +213,9 @@ const Registrar reg{Command{
                      ->check(integer_in(1, 16))
                      ->capture_default_str();
       sub.add_flag("--quick", f->quick,
-                   "A few seconds: 3 rounds, 2 sizes per octave, 512^3 SGEMM, short FMA samples "
-                   "(flags given explicitly still apply)");
+                   "A few seconds: 3 rounds, 2 sizes per octave, 512^3 SGEMM, short FMA samples; "
+                   "--device cuda: 5 ms samples, 128 MiB arrays, 2048^3 SGEMM (flags given "
+                   "explicitly still apply)");
       sub.add_option("--out", f->out,
                      "peaks.json path (empty = do not write); other envs in it are kept")
           ->capture_default_str();

@@ -263,7 +263,8 @@ void add_sweep_flags(CLI::App& sub, Flags& f) {
 void add_output_flags(CLI::App& sub, Flags& f) {
   ProfileOptions& o = f.o;
   sub.add_option("--output-dir", f.output_dir,
-                 "Default results/<stage>/<model>_<algorithm>[_train]_<machine>/");
+                 "Default results/<stage>/<model>_<algorithm>[_train][_cuda][_eager][_engines]_"
+                 "<machine>/");
   sub.add_flag("--resume", o.resume,
                "Continue an interrupted sweep in --output-dir (same setup only)");
   sub.add_flag("--overwrite", o.overwrite,
@@ -276,8 +277,8 @@ void add_output_flags(CLI::App& sub, Flags& f) {
 const Registrar reg{Command{
     "profile", 40, [](CLI::App& sub) -> std::function<int()> {
       sub.description(
-          "The convolution-algorithm profiler: CNN inference per layer with one convolution "
-          "algorithm over input sizes");
+          "The convolution-algorithm profiler: CNN inference (or, with --pass train, training "
+          "steps) per layer with one convolution algorithm over input sizes");
       auto f = std::make_shared<Flags>();
       add_what_flags(sub, *f);
       add_sweep_flags(sub, *f);

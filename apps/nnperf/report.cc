@@ -24,20 +24,20 @@ int run(const Flags& f) {
   return 0;
 }
 
-const Registrar reg{
-    Command{"report", 64, [](CLI::App& sub) -> std::function<int()> {
-              sub.description(
-                  "Write report.md and a self-contained report.html from a results folder (peaks, "
-                  "rooflines, "
-                  "profiles, mlp-bench, activation studies, complexity, training runs), rebuilt "
-                  "from saved files (first rebuilding, from their JSON records, the training, "
-                  "mlp-bench, profile and roofline CSVs, plots and traces, and activation "
-                  "studies' summaries and reports, that are missing)");
-              auto f = std::make_shared<Flags>();
-              sub.add_option("dir", f->dir, "Results folder (searched recursively)")->required();
-              sub.add_option("--out-dir", f->out_dir, "Where to write the report (default: DIR)");
-              return [f] { return run(*f); };
-            }}};
+const Registrar reg{Command{
+    "report", 64, [](CLI::App& sub) -> std::function<int()> {
+      sub.description(
+          "Write report.md and a self-contained report.html from a results folder (peaks, "
+          "rooflines, Nsight Compute imports, profiles, mlp-bench, activation studies, "
+          "complexity, training runs, the --iters driver's metrics, one-step profiles), "
+          "rebuilt from saved files (first rebuilding, from their JSON records, the training, "
+          "mlp-bench, profile and roofline CSVs, plots and traces, and activation "
+          "studies' summaries and reports, that are missing)");
+      auto f = std::make_shared<Flags>();
+      sub.add_option("dir", f->dir, "Results folder (searched recursively)")->required();
+      sub.add_option("--out-dir", f->out_dir, "Where to write the report (default: DIR)");
+      return [f] { return run(*f); };
+    }}};
 
 }  // namespace
 }  // namespace nnperf::app

@@ -60,6 +60,11 @@ MachineCeilings ceilings(const Flags& f) {
 int run_ncu(const Flags& f) {
   if (!f.dirs.empty())
     throw UsageError("--ncu and results folders exclude each other: give one or the other");
+  if (f.color_by != "type") {
+    throw UsageError(
+        "--color-by " + f.color_by +
+        ": an Nsight Compute launch has no algorithm; --ncu points are coloured by type");
+  }
   check_output_file(f.summary, "--summary", {f.ncu, f.peaks});
   check_output_file(f.json, "--json", {f.ncu, f.peaks});
   check_distinct_outputs({{"--summary", f.summary}, {"--json", f.json}});
@@ -154,7 +159,8 @@ const Registrar reg{Command{
       auto f = std::make_shared<Flags>();
       sub.add_option("dirs", f->dirs, "Results folders (searched recursively)");
       sub.add_option("--peaks", f->peaks,
-                     "peaks.json with the ceilings (default: one found in the folders)");
+                     "peaks.json with the ceilings (default: one found in the folders, else "
+                     "./peaks.json)");
       sub.add_option("--env", f->env,
                      "Environment of peaks.json (default: the only one, or this host's)");
       sub.add_option("--peak-compute", f->peak_compute, "Compute roof in TFLOP/s (with --peak-bw)")
@@ -170,7 +176,8 @@ const Registrar reg{Command{
       sub.add_option("--ncu", f->ncu,
                      "Nsight Compute CSV export (ncu --csv, or --page raw --csv): one point per "
                      "kernel launch");
-      sub.add_option("--color-by", f->color_by, "Colour points by layer type or algorithm")
+      sub.add_option("--color-by", f->color_by,
+                     "Colour points by layer type or algorithm (--ncu: by type only)")
           ->check(CLI::IsMember({"type", "algorithm"}))
           ->capture_default_str();
       return [f] { return run(*f); };

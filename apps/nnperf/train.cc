@@ -400,8 +400,8 @@ const Registrar reg{Command{
           "epochs on IDX, CIFAR binary or image-folder data (SGD nesterov, warm-up + cosine, "
           "checkpoints), or any model for exactly --iters steps; writes metrics CSVs, "
           "final_results.json, TensorBoard logs. The defaults of the MLP, of the CNN trainer "
-          "(nn-perf train.py's) and of the --iters driver (run_train.py's) differ: each flag "
-          "lists all three");
+          "(nn-perf train.py's) and of the --iters driver (run_train.py's) differ: the flags "
+          "whose defaults differ list each mode's");
       auto f = std::make_shared<Flags>();
       f->train.run.epochs = 5;
       sub.add_option("--model,--arch", f->model,

@@ -57,7 +57,8 @@ void add_train_flags(CLI::App& sub, TrainFlags& f, bool with_activation) {
       ->check(integer_in(1, 1000000))
       ->capture_default_str();
   sub.add_option("--warmup-epochs", r.warmup_epochs,
-                 "Epochs trained before per-layer timing starts")
+                 "Epochs trained but not measured (left out of MEASURED_SEC and, for the MLP, "
+                 "of the per-layer timing)")
       ->check(integer_in(0, 1000000))
       ->capture_default_str();
   sub.add_option("--val-split", r.data.val_split,
@@ -82,8 +83,9 @@ void add_train_flags(CLI::App& sub, TrainFlags& f, bool with_activation) {
                               " (default blocked), or with --device cuda: " +
                               gemm_algorithm_names(Device::kCuda) + " (default cublas)")
                ->check(known_gemm());
-  sub.add_option("--device", f.device,
-                 "cpu, or cuda: train the MLP on the GPU (activation layers timed by CUDA events)")
+  sub.add_option(
+         "--device", f.device,
+         "cpu, or cuda: train on the GPU (the MLP's activation layers timed by CUDA events)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   sub.add_option("--init", r.init, "Weight initialisation: pytorch (nn.Linear default) or he")

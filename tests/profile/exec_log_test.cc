@@ -2,6 +2,7 @@
 // hook it wraps still called around the same node.
 #include "nnperf/profile/exec_log.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -10,6 +11,8 @@
 
 #include "nnperf/kernels/activations.h"
 #include "nnperf/models/mlp.h"
+#include "nnperf/models/registry.h"
+#include "nnperf/nn/conv2d.h"
 #include "test_util.h"
 
 namespace nnperf {
@@ -63,6 +66,44 @@ TEST(ExecLog, OneLinePerNodeExecutionAroundTheInnerHook) {
   // Backward: dW = X^T dY and dX = dY W^T of fc2.
   EXPECT_NE(text.find(",backward,fc2,Linear,8,3,,,,blas,m8n3k4_ta+m4n8k3_tb,"), std::string::npos)
       << text;
+}
+
+// A convolution's backward line names the two backward rows that ran (data + weights), not the
+// forward's algorithm.
+TEST(ExecLog, ConvBackwardNamesItsBackwardAlgorithms) {
+  ModelOptions mo;
+  mo.input_shape = Shape{3, 8, 8};
+  mo.classes = 4;
+  Graph g = find_model("resnet18").build(mo);
+  Rng rng(1);
+  g.init(rng);
+  PlanContext ctx;
+  ctx.training = true;
+  g.plan(Shape{2, 3, 8, 8}, ctx);
+  int node = 1;
+  while (node < g.size() && g.layer(node).kind() != "Conv2d") ++node;
+  ASSERT_LT(node, g.size());
+  const auto& conv = dynamic_cast<const Conv2d&>(g.layer(node));
+  ASSERT_NE(conv.backward_data_algorithm(), nullptr);
+  const std::string rows = fmt::format("{}+{}", conv.backward_data_algorithm()->name,
+                                       conv.backward_weights_algorithm()->name);
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  ExecLog log(g, "resnet18", "guess", out);
+  g.set_hook(with_exec_log(&log, nullptr));
+  g.forward(test::random_tensor(Shape{2, 3, 8, 8}, 2));
+  g.backward(test::random_tensor(Shape{2, 4}, 3));
+  g.set_hook(nullptr);
+  std::rewind(out);
+  std::string text;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, out) != nullptr) text += buf;
+  std::fclose(out);
+  const std::string prefix = fmt::format(",backward,{},Conv2d,", g.name(node));
+  const std::size_t at = text.find(prefix);
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  EXPECT_NE(line.find("," + rows + ","), std::string::npos) << line;
 }
 
 }  // namespace

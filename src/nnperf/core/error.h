@@ -1,5 +1,6 @@
 // Errors for people: nnperf::Error carries a message that names the input (file, flag, layer) and
-// what was expected. Only main() catches it; it prints one line and exits 1 (runtime) or 2 (usage).
+// what was expected. main() catches any that escapes, prints one line and exits 1 (runtime), 2
+// (usage) or 128 + the signal (InterruptedError); some callers catch one to fall back or skip.
 #pragma once
 #include <fmt/format.h>
 

@@ -54,7 +54,7 @@ int64_t count_records(int64_t size, int label_bytes, const std::string& source) 
 }
 
 // Checks the labels of `count` records at `src` and converts them into dst (count x 3072 floats)
-// and labels. `first` is the index of src's first record in its file (for messages).
+// and labels; messages count records from src's first.
 void decode_records(const unsigned char* src, int64_t count, int label_bytes, CifarLabel label,
                     const std::string& source, float* dst, int32_t* labels) {
   const int64_t rec = record_bytes(label_bytes);

@@ -22,7 +22,7 @@ struct Dataset {
   int64_t sample_numel() const { return size() == 0 ? 0 : images.numel() / size(); }
 };
 
-// A raw IDX array (any element type is widened to double only on request; we keep bytes).
+// A raw IDX array: the payload's bytes as stored (big-endian), with its type and dimensions.
 struct IdxArray {
   uint8_t type_code = 0;  // 0x08 ubyte, 0x09 byte, 0x0B short, 0x0C int, 0x0D float, 0x0E double
   std::vector<int64_t> dims;

@@ -28,7 +28,8 @@ namespace nnperf::cuda {
 bool compiled();
 
 // "" when a CUDA device is usable (device 0 is selected); otherwise one line saying why not, e.g.
-// "nnperf was built without the CUDA backend" or "no CUDA driver (libcuda.so.1: cannot open ...)".
+// "nnperf was built without the CUDA backend" or "no CUDA device: no CUDA driver (libcuda.so.1:
+// cannot open ...)".
 // Probed once and cached.
 const std::string& unavailable_reason();
 inline bool available() { return unavailable_reason().empty(); }
@@ -37,8 +38,8 @@ inline bool available() { return unavailable_reason().empty(); }
 // ("--device cuda").
 void require(std::string_view what);
 
-// Name, SMs and compute capability of the selected device ("NVIDIA H100 80GB HBM3, 132 SMs,
-// sm_90"); "" when none.
+// Name, SMs, compute capability and memory of the selected device ("NVIDIA H100 80GB HBM3, 132
+// SMs, sm_90, 79.1 GiB"); "" when none.
 std::string device_summary();
 
 // What a measurement sizes itself by, of the selected device. Throws Error (the reason) when no

@@ -387,7 +387,8 @@ EventTimerOverhead measure_event_timer_overhead(int pairs) {
   EventTimer timer(pairs);
   std::vector<double> ms;
   std::vector<int64_t> counts;
-  // A first round creates the events; the second, timed one only records them.
+  // An untimed first round (the events exist already: EventTimer's constructor made them) warms
+  // the path; the second is timed.
   for (int i = 0; i < pairs; ++i) {
     timer.begin(i);
     timer.end(i);

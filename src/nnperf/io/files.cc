@@ -60,9 +60,6 @@ std::string file_kind(const fs::file_status& st) {
   }
 }
 
-// Where an output really goes: through symbolic links (an atomic rename would replace the link
-// itself), and never to a device, pipe or socket (an atomic write cannot go there, and /dev/stdout
-// renamed over would be gone for every later program).
 // A path into /dev or /proc (such as /dev/stdout, a link to this process's descriptor 1): an
 // atomic rename there would replace the descriptor's file, not write to it.
 bool special_path(const fs::path& path) {
@@ -74,6 +71,9 @@ bool special_path(const fs::path& path) {
   return false;
 }
 
+// Where an output really goes: through symbolic links (an atomic rename would replace the link
+// itself), and never to a device, pipe or socket (an atomic write cannot go there, and /dev/stdout
+// renamed over would be gone for every later program).
 fs::path output_target(const fs::path& path) {
   std::error_code ec;
   if (special_path(path)) {

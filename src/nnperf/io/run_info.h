@@ -6,7 +6,8 @@
 
 namespace nnperf {
 
-// Machine, build, threads, commit, date, library versions (OpenBLAS, FFTW when linked, compiler).
+// Machine, build (compiler), threads, commit, date, library versions (OpenBLAS, zlib, fmt,
+// nlohmann_json, glibc).
 nlohmann::json run_context();
 // Writes <dir>/run.json = run_context() + {"command": cmdline} + extra, atomically.
 void write_run_json(const std::filesystem::path& dir, const std::string& command_line,

@@ -3,8 +3,8 @@
 // with an 8-float __m256 wrapper. Each Op struct is one activation (one table row).
 // V provides: V(float) broadcast, + - * /, and found by ADL: fmadd, vmin, vmax (x86 semantics:
 // vmax(a, b) = a > b ? a : b, so a NaN in b propagates), vabs, copysign_of(mag, sign), lt/gt
-// (masks), select(mask, a, b), round_even (|x| < 2^22), pow2 (integral n in [-126, 127]) and
-// truncate12 (clears the 12 low mantissa bits, so truncate12(a)^2 is exact).
+// (masks), select(mask, a, b), pow2 (integral n in [-126, 127]) and truncate12 (clears the 12 low
+// mantissa bits, so truncate12(a)^2 is exact). Rounding is this file's round_to_int.
 // Internal to kernels/: include only from activations*.cc and the tests.
 #pragma once
 #include <cstdint>

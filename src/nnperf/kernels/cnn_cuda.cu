@@ -116,8 +116,12 @@ __global__ void adaptive_avgpool_kernel(PoolShape s, const float* x, float* y) {
   }
 }
 
+// A NaN stays NaN, as in the CPU clamp (fmaxf alone would turn it into lo and hide a diverged run).
 __global__ void clamp_kernel(const float* x, float* y, int64_t n, float lo, float hi) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = fminf(fmaxf(x[i], lo), hi);
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    const float v = x[i];
+    y[i] = v != v ? v : fminf(fmaxf(v, lo), hi);
+  }
 }
 
 __global__ void add_kernel(const float* a, const float* b, float* y, int64_t n) {

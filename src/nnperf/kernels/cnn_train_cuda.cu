@@ -5,11 +5,11 @@
 // over several blocks (bn_splits) whose partial sums land in a scratch buffer and are added in
 // split order (the same result every run), then a kernel per channel for the statistics and one
 // thread per element (or per four, through float4, where planes hold a multiple of four) for the
-// map, in float64 as batchnorm.cc does. (A block per channel would leave ResNet-50's 64-channel
-// layers at batch 32 on 64 blocks of a 132-SM GPU.) Pool backward passes gather instead of scatter:
-// each input element adds, in output order, the gradients of the outputs that chose it (max) or
-// whose window holds it (average), the order the CPU loops add them in, so the results equal the
-// CPU's without atomics.
+// map, in float64 as the CPU kernel does (batchnorm_impl.h). (A block per channel would leave
+// ResNet-50's 64-channel layers at batch 32 on 64 blocks of a 132-SM GPU.) Pool backward passes
+// gather instead of scatter: each input element adds, in output order, the gradients of the outputs
+// that chose it (max) or whose window holds it (average), the order the CPU loops add them in, so
+// the results equal the CPU's without atomics.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -181,7 +181,8 @@ __global__ void bn_backward_partial_sums(BatchNormShape s, int splits, const flo
 }
 
 // One thread per channel: d_gamma = sum dy * xhat, d_beta = sum dy, and dx's coefficients
-// (coef[3c .. 3c+2] = k, p, q of bn_dx, in float64 as batchnorm.cc computes them).
+// (coef[3c .. 3c+2] = k, p, q of bn_dx, in float64 as the CPU kernel computes them,
+// batchnorm_impl.h).
 __global__ void bn_backward_statistics(int64_t channels, int splits, double count,
                                        const double* partial, const float* gamma,
                                        const double* save_inv, float* d_gamma, float* d_beta,
@@ -198,8 +199,8 @@ __global__ void bn_backward_statistics(int64_t channels, int splits, double coun
   }
 }
 
-// dx = k dy + p (x - mean) + q (batchnorm.cc's backward), k = gamma inv, p = -k inv mean(dy
-// xhat), q = -k mean(dy), each channel's k, p, q from bn_backward_statistics.
+// dx = k dy + p (x - mean) + q (the CPU backward, batchnorm_impl.h), k = gamma inv, p = -k inv
+// mean(dy xhat), q = -k mean(dy), each channel's k, p, q from bn_backward_statistics.
 __device__ inline float bn_dx_of(float x, float dy, double mean, const double* kpq) {
   return static_cast<float>(kpq[0] * dy + kpq[1] * (x - mean) + kpq[2]);
 }

@@ -1,8 +1,9 @@
 // The GPU kernels beside the CPU ones: the same operations and semantics as activations.h,
 // elementwise.h, softmax.h and the optimizers' updates (train/optimizer.cc), and for CNN inference
-// pool.h's pools, batchnorm.h's apply, Add and Concat, on device pointers, queued on the default
-// stream (asynchronous unless a result must come back to the host). Built in
-// kernels/elementwise_cuda.cu and kernels/cnn_cuda.cu; without the CUDA backend every entry throws
+// and training pool.h's pools, BatchNorm, Add, Concat and Dropout with their backward passes, on
+// device pointers, queued on the default stream (asynchronous unless a result must come back to the
+// host). Built in kernels/elementwise_cuda.cu, kernels/cnn_cuda.cu and kernels/cnn_train_cuda.cu;
+// without the CUDA backend every entry throws
 // the reason (kernels/cuda_kernels_nocuda.cc). Tests: tests/gpu/cuda_kernels_test.cc and
 // cuda_cnn_kernels_test.cc against the float64 references and tolerances of the CPU rows.
 #pragma once
@@ -82,7 +83,7 @@ void channel_affine(const BatchNormShape& s, const float* x, const float* scale,
 void maxpool2d_forward(const PoolShape& s, const float* x, float* y);
 void avgpool2d_forward(const PoolShape& s, bool count_include_pad, const float* x, float* y);
 void adaptive_avgpool2d_forward(const PoolShape& s, const float* x, float* y);
-// y = min(max(x, lo), hi) over n elements (ReLU6: lo 0, hi 6).
+// y = min(max(x, lo), hi) over n elements (ReLU6: lo 0, hi 6); a NaN stays NaN.
 void clamp(const float* x, float* y, int64_t n, float lo, float hi);
 // y = a + b over n elements (the residual Add).
 void add(const float* a, const float* b, float* y, int64_t n);

@@ -2,8 +2,8 @@
 // time, as float4, for the activations on aligned arrays) for the activations and bias; one block
 // per chunk of a parameter tensor for the optimizers' update over all of them
 // (multi_tensor_update.h); one thread per row for softmax cross-entropy and per column for the
-// bias gradient (the MLP's rows are at most a few thousand wide). Plain CUDA math (erff, expf,
-// expm1f, log1pf, tanhf) without fast-math, so the CPU rows' tolerances apply.
+// bias gradient (the MLP's rows are at most a few thousand wide). Plain CUDA math (double erfc and
+// exp for GELU; expf, expm1f, log1pf, tanhf) without fast-math, so the CPU rows' tolerances apply.
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -83,7 +83,8 @@ void ExecLog::after(int node, Phase phase) {
   LayerColumns c = layer_columns(graph_, node);
   const Layer& layer = graph_.layer(node);
   if (c.is_conv && !forward) {
-    c.algorithm_used = "gemm";  // Conv2d's backward is im2col + BLAS whatever ran forward
+    // Conv2d's backward runs a row of each backward registry (planned for training).
+    c.algorithm_used = c.backward_data + "+" + c.backward_weights;
   } else if (const auto* lin = dynamic_cast<const Linear*>(&layer)) {
     const int64_t mb = graph_.output_shape(node)[0];
     const int64_t in = lin->in_features(), out = lin->out_features();

@@ -92,7 +92,7 @@ struct PowerWindow {
   std::optional<double> energy_j;  // absent when no counter could be read
   std::optional<double> power_mean_w, power_std_w, power_min_w, power_max_w;
   int64_t samples = 0;
-  std::string source;  // "rapl", "nvml", "rapl+nvml" or "none"
+  std::string source;  // "rapl", "nvml" or "none"
 };
 
 // Statistics of a window from its samples and (when known) its counter energy. Pure function,
@@ -116,6 +116,7 @@ struct PowerOptions {
   //           boards) for a CUDA run; when that meter cannot be read, none, and
   //           unavailable_reason() says why. A CPU run never reads NVML.
   //   "rapl", "nvml": that meter, whatever the device; nnperf::Error when it cannot be read.
+  //   "none": no meter (unavailable_reason() says "--power-source none").
   std::string source = "auto";
   Device device = Device::kCpu;  // where the measured run executes
   // NVML: the CUDA device's PCI bus (DeviceProperties::pci_bus_id), so that a host with several

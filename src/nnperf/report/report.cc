@@ -865,8 +865,6 @@ std::string training_device(const nlohmann::json& final_results, bool cnn) {
   return how.empty() ? "cuda" : fmt::format("cuda ({})", fmt::join(how, ", "));
 }
 
-// MLP runs (usra-survey's final_results.json: activation, hyperparameters) and CNN runs
-// (model, context.recipe, best accuracy, data wait) in one table.
 // The fixed-iteration driver's metrics.csv files (run_train.py's 22 columns, one row a run;
 // sweep merge joins the training cells' rows into one): the rows that say what ran and how fast,
 // and per model and batch size the fastest run. A file without those columns is another job's
@@ -928,6 +926,8 @@ ReportSection driver_section(const std::vector<fs::path>& files, const fs::path&
   return s;
 }
 
+// MLP runs (usra-survey's final_results.json: activation, hyperparameters) and CNN runs
+// (model, context.recipe, best accuracy, data wait) in one table.
 ReportSection training_section(const std::vector<fs::path>& files, const fs::path& root) {
   ReportSection s;
   s.title = "Training runs";

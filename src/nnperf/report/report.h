@@ -2,9 +2,11 @@
 // (nothing is re-run): the machine, measured ceilings (peaks.json), rooflines (roofline.json),
 // convolution-algorithm profiles (their overall and layers CSVs), MLP implementation benchmarks
 // (mlp_bench.json), activation studies (summary.csv and plots), complexity counts (the
-// complexity JSON) and training runs (final_results.json). Each part found becomes a section with
-// its tables (units in the headers), figures (the SVGs the jobs rendered) and findings computed
-// from the numbers. Written as report.md and a self-contained report.html (report/document.h).
+// complexity JSON), training runs (final_results.json), the fixed-iteration driver's metrics.csv,
+// one-step training profiles (one_step.json) and Nsight Compute imports (ncu.json). Each part found
+// becomes a section with its tables (units in the headers), figures (the SVGs the jobs rendered)
+// and findings computed from the numbers. Written as report.md and a self-contained report.html
+// (report/document.h).
 #pragma once
 #include <filesystem>
 #include <string>

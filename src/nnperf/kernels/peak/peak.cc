@@ -1,6 +1,6 @@
 // The baseline (x86-64, SSE2) peak loops, and the one list of every FMA loop and bandwidth kernel
 // across the per-ISA files. Without FMA the update is a multiply and an add, whose chain latency
-// is the sum of both (6 cycles on Zen 3), so these rows try more chains than the FMA rows.
+// is the sum of both (6 cycles on Zen 3), so these rows try 8 and 12 chains.
 #include "nnperf/kernels/peak/peak.h"
 
 #include <xmmintrin.h>
