@@ -42,6 +42,11 @@ TEST(BenchGemmCli, RefusesGpuRowsOnTheCpuAndBadProblems) {
               std::string::npos)
         << r.err;
   }
+  // --peak-gflops feeds conv2d's %peak column on the CPU; the GEMM rows have none.
+  r = run_nnperf("bench gemm --problem m8n8k8 --peak-gflops 100");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("nnperf: error: --peak-gflops: applies to bench conv2d on the CPU", 0), 0u)
+      << r.err;
   r = run_nnperf("bench gemm --problem m1000000n1000000k1000000");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--problem m1000000n1000000k1000000 needs "), std::string::npos) << r.err;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -153,6 +154,9 @@ TEST(Cli, UnknownNamesAreUsageErrorsListingTheChoices) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "a"));
   r = run_nnperf("train --no-such-flag");
   EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "nnperf: error: unknown flag --no-such-flag for this command (see 'nnperf train "
+            "--help')\n");
 }
 
 // Missing data is a runtime error (exit 1) for every command that reads it.
@@ -171,11 +175,17 @@ TEST(Cli, DivergenceStopsWithAClearErrorAndKeepsWholeRows) {
   const auto r = run_nnperf(fmt::format(
       "train {} --epochs 3 --optimizer sgd --lr 1e12 --out-dir '{}'", kSmall, dir.path().string()));
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.err.find("diverged"), std::string::npos) << r.err;
-  // Whatever was written is whole: the header, and only complete rows.
+  EXPECT_NE(r.err.find("training diverged at step "), std::string::npos) << r.err;
+  // Whatever was written is whole: the header, and only complete rows. At --lr 1e12 the run
+  // diverges within the first epoch's 188 steps, so no epoch finished: the header alone.
+  const std::string text = test::read_text(dir / "training_metrics.csv");
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n') << text;
   const CsvTable m = read_csv(dir / "training_metrics.csv");
-  EXPECT_EQ(m.header.size(), 5u);
-  for (const auto& row : m.rows) EXPECT_EQ(row.size(), 5u);
+  EXPECT_FALSE(m.truncated_row) << *m.truncated_row;
+  EXPECT_EQ(m.header,
+            (std::vector<std::string>{"epoch", "train_loss", "train_acc", "val_loss", "val_acc"}));
+  EXPECT_EQ(m.rows.size(), 0u);
   EXPECT_FALSE(fs::exists(dir / "final_results.json"));
 }
 
@@ -196,7 +206,16 @@ TEST(Cli, ActivationStudyWritesSummaryPlotsAndReport) {
   const std::string report = test::read_text(dir / "report.md");
   EXPECT_NE(report.find("## Recommendations"), std::string::npos);
   EXPECT_NE(report.find("Fastest:"), std::string::npos);
-  EXPECT_TRUE(fs::exists(dir / "plots" / "timing_comparison.gp"));
+  // The timing figure's script draws its data file, titled, with a bar per activation.
+  const fs::path gp = dir / "plots" / "timing_comparison.gp",
+                 dat = dir / "plots" / "timing_comparison.dat";
+  const std::string script = test::read_text(gp), data = test::read_text(dat);
+  for (const char* line :
+       {"set title 'Activation forward time per training pass (mean over timed epochs)'",
+        "set xtics ('ReLU' 0, 'Tanh' 1)", "plot 'timing_comparison.dat' index 0 using ($1+0):2"}) {
+    EXPECT_NE(script.find(line), std::string::npos) << line << "\n" << script;
+  }
+  EXPECT_EQ(data.rfind("# data for timing_comparison.gp: ", 0), 0u) << data;
   int runs = 0;
   for (const auto& e : fs::directory_iterator(dir.path()))
     runs += e.path().filename().string().rfind("MLP_", 0) == 0;
@@ -208,11 +227,23 @@ TEST(Cli, ActivationStudyWritesSummaryPlotsAndReport) {
               std::string::npos)
         << e.path();
   }
-  // The analysis can be rebuilt from the saved runs alone.
+  // The analysis can be rebuilt from the saved runs alone: the same report, but for its last
+  // line, which names the command that wrote it; the same figure, byte for byte.
   fs::remove(dir / "report.md");
+  fs::remove(gp);
+  fs::remove(dat);
   const auto again = run_nnperf(fmt::format("activations --analyze '{}'", dir.path().string()));
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_TRUE(fs::exists(dir / "report.md"));
+  const std::string rebuilt = test::read_text(dir / "report.md");
+  const auto command_at = [](const std::string& md) { return md.rfind("\nCommand: `"); };
+  ASSERT_NE(command_at(report), std::string::npos) << report;
+  ASSERT_NE(command_at(rebuilt), std::string::npos) << rebuilt;
+  EXPECT_EQ(rebuilt.substr(0, command_at(rebuilt)), report.substr(0, command_at(report)));
+  EXPECT_NE(report.find("activations --quick", command_at(report)), std::string::npos) << report;
+  EXPECT_NE(rebuilt.find("activations --analyze", command_at(rebuilt)), std::string::npos)
+      << rebuilt;
+  EXPECT_EQ(test::read_text(gp), script);
+  EXPECT_EQ(test::read_text(dat), data);
 }
 
 TEST(Cli, AnalyzeRefusesAFolderWithoutRuns) {
@@ -368,23 +399,35 @@ TEST(Cli, ReportRebuildsMissingOutputsFromTheirRecords) {
     EXPECT_EQ(test::read_text(rendered[i]), before[i]) << rendered[i];
   }
   // The study's validation figure alone deleted: its report.md (which drew it) says it belongs.
+  // The folder's report, deleted too, is written again.
   const fs::path curves = dir / "study" / "plots" / "validation_curves.dat";
   const std::string curves_text = test::read_text(curves);
   fs::remove(curves);
+  fs::remove(dir / "report.md");
   r = run_nnperf(fmt::format("report '{}'", dir.path().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("rebuilt plots/validation_curves.dat from"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wrote " + (dir / "report.md").string()), std::string::npos) << r.out;
   EXPECT_EQ(test::read_text(curves), curves_text);
-  // An unreadable record is named and the report still written.
+  EXPECT_EQ(test::read_text(dir / "report.md"), md);
+  // An unreadable record: the rebuild names it and rebuilds nothing from it, then the report
+  // refuses in one line naming the file (report.h: a broken result file throws) and leaves the
+  // earlier report.md as it was.
+  const std::string bench_json = (dir / "bench" / "mlp_bench.json").string();
   write_file_atomic(dir / "bench" / "mlp_bench.json", "{");
   fs::remove(dir / "bench" / "mlp_bench.csv");
   r = run_nnperf(fmt::format("report '{}'", dir.path().string()));
-  EXPECT_NE(r.out.find("not rebuilt from " + (dir / "bench" / "mlp_bench.json").string()),
-            std::string::npos)
-      << r.out << r.err;
-  // An unreadable run.json is no study to rebuild: no line for it here.
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("not rebuilt from " + bench_json), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.err.find(bench_json), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(test::read_text(dir / "report.md"), md);
+  // An unreadable run.json is no study to rebuild: no rebuild line for it.
   write_file_atomic(dir / "cnn" / "run.json", "{");
   r = run_nnperf(fmt::format("report '{}'", dir.path().string()));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(r.out.find("run.json"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(test::read_text(dir / "report.md"), md);
 }
 
 // A study whose runs held out no validation split has no validation figure, and its report.md
@@ -410,17 +453,20 @@ TEST(Cli, AStudyWithoutValidationGetsNoValidationFigureRebuilt) {
 
 TEST(Cli, VerboseDispatchNamesEachLayersAlgorithm) {
   TempDir dir;
-  const auto r = test::run_command(fmt::format("NNPERF_VERBOSE=dispatch '{}' train {} --epochs 1 --impl naive --out-dir '{}'",
-                                               NNPERF_BINARY, kSmall, dir.path().string()));
+  const auto r = test::run_command(
+      fmt::format("NNPERF_VERBOSE=dispatch '{}' train {} --epochs 1 --impl naive --out-dir '{}'",
+                  NNPERF_BINARY, kSmall, dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("nnperf dispatch: node 1 'fc1' Linear(784->32)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nnperf dispatch: node 1 'fc1' Linear(784->32)"), std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("gemm=naive forward m32n32k784"), std::string::npos) << r.err;
 }
 
 TEST(Cli, ListingsComeFromTheRegistries) {
   auto r = run_nnperf("train --list-algorithms");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* name : {"naive", "parallel", "blocked", "blas"}) EXPECT_NE(r.out.find(name), std::string::npos) << name;
+  for (const char* name : {"naive", "parallel", "blocked", "blas"})
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
   r = run_nnperf("mlp-bench --list-activations");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* name : {"ReLU", "GELU", "Sigmoid", "Tanh", "ELU", "LeakyReLU", "SiLU", "Mish"}) {

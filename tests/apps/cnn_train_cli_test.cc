@@ -6,11 +6,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <nlohmann/json.hpp>
+#include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "nnperf/io/csv.h"
@@ -55,10 +57,12 @@ TEST(CnnTrainCli, StepLogHasEveryStepWithItsRate) {
   // Appended only to a step log: another CSV is refused before anything is written; a log inside
   // the new output folder is opened once the folder exists.
   std::ofstream(dir / "other.csv") << "x,y\n1,2\n";
-  auto bad = test::run_nnperf(fmt::format("train {} --epochs 1 --step-log '{}' --out-dir '{}'", kTiny,
-                                          (dir / "other.csv").string(), (dir / "b").string()));
+  auto bad =
+      test::run_nnperf(fmt::format("train {} --epochs 1 --step-log '{}' --out-dir '{}'", kTiny,
+                                   (dir / "other.csv").string(), (dir / "b").string()));
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("holds another file (first line 'x,y', expected 'step,loss,lr')"), std::string::npos)
+  EXPECT_NE(bad.err.find("holds another file (first line 'x,y', expected 'step,loss,lr')"),
+            std::string::npos)
       << bad.err;
   EXPECT_FALSE(fs::exists(dir / "b"));
   EXPECT_EQ(test::read_text(dir / "other.csv"), "x,y\n1,2\n");
@@ -67,15 +71,19 @@ TEST(CnnTrainCli, StepLogHasEveryStepWithItsRate) {
   ASSERT_EQ(bad.exit_code, 0) << bad.err;
   EXPECT_EQ(read_csv(dir / "c" / "steps.csv").rows.size(), 4u);
   // The driver's flags and a warm-up longer than the run: refused, and said.
-  for (const char* flag : {"--label x", "--grad-accum-steps 2", "--log-dir logs", "--warmup-iters 2"}) {
-    bad = test::run_nnperf(fmt::format("train {} --epochs 1 {} --out-dir '{}'", kTiny, flag, (dir / "d").string()));
+  for (const char* flag :
+       {"--label x", "--grad-accum-steps 2", "--log-dir logs", "--warmup-iters 2"}) {
+    bad = test::run_nnperf(
+        fmt::format("train {} --epochs 1 {} --out-dir '{}'", kTiny, flag, (dir / "d").string()));
     EXPECT_EQ(bad.exit_code, 2) << flag;
     EXPECT_NE(bad.err.find("not to epoch training"), std::string::npos) << bad.err;
   }
-  bad = test::run_nnperf(fmt::format("train {} --epochs 1 --warmup 100 --out-dir '{}'", kTiny, (dir / "e").string()));
+  bad = test::run_nnperf(
+      fmt::format("train {} --epochs 1 --warmup 100 --out-dir '{}'", kTiny, (dir / "e").string()));
   ASSERT_EQ(bad.exit_code, 0) << bad.err;
-  EXPECT_NE(bad.err.find("--warmup 100 is not shorter than the whole run (4 steps): the learning rate only "
-                         "reaches 0.004"),
+  EXPECT_NE(bad.err.find(
+                "--warmup 100 is not shorter than the whole run (4 steps): the learning rate only "
+                "reaches 0.004"),
             std::string::npos)
       << bad.err;
   // Refused for the MLP, as every CNN-only flag.
@@ -242,7 +250,8 @@ TEST(CnnTrainCli, RefusedCheckpointsNameTheProblem) {
       // Another resolution or learning rate would mix two runs in one metrics file.
       {fmt::format("{} --epochs 2 --resume '{}' --input-size 16", kTiny, ckpt),
        "input_side 8, this run has 16 (give the same --input-size)"},
-      {fmt::format("{} --epochs 2 --resume '{}' --lr 0.05", kTiny, ckpt), "base_lr 0.1, this run has 0.05"},
+      {fmt::format("{} --epochs 2 --resume '{}' --lr 0.05", kTiny, ckpt),
+       "base_lr 0.1, this run has 0.05"},
   };
   for (const auto& c : cases) {
     const fs::path out = dir / "refused";
@@ -266,10 +275,9 @@ TEST(CnnTrainCli, RefusedCheckpointsNameTheProblem) {
 TEST(CnnTrainCli, InitWeightsStartsFromTheFileAndIsRefusedByName) {
   test::TempDir dir;
   const fs::path a = dir / "a";
-  ASSERT_EQ(
-      test::run_nnperf(fmt::format("train {} --epochs 1 --out-dir '{}'", kTiny, a.string()))
-          .exit_code,
-      0);
+  ASSERT_EQ(test::run_nnperf(fmt::format("train {} --epochs 1 --out-dir '{}'", kTiny, a.string()))
+                .exit_code,
+            0);
   const fs::path w = a / "resnet18_synthetic_final_weights.ckpt";
   const fs::path b = dir / "b";
   const auto r = test::run_nnperf(fmt::format(
@@ -403,10 +411,13 @@ TEST(CnnTrainCli, CifarUsesSeedConstants) {
       "--no-tensorboard --out-dir '{}'",
       dir.path().string(), out.string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const nlohmann::json d = read_json(out / "run.json");
-  const std::string text = d.dump();
-  EXPECT_NE(text.find("CIFAR-10 constants"), std::string::npos) << text;
-  EXPECT_NE(text.find("\"cifar-10\""), std::string::npos) << text;
+  // The seed's per-channel constants, not the statistics of these made-up images.
+  const nlohmann::json d = read_json(out / "run.json")["data"];
+  EXPECT_EQ(d["name"], "cifar-10");
+  EXPECT_EQ(d["shape"], (nlohmann::json{3, 32, 32}));
+  EXPECT_EQ(d["norm"]["source"], "CIFAR-10 constants");
+  EXPECT_EQ(d["norm"]["mean"], (nlohmann::json{0.4914, 0.4822, 0.4465})) << d["norm"];
+  EXPECT_EQ(d["norm"]["std"], (nlohmann::json{0.2023, 0.1994, 0.2010})) << d["norm"];
   EXPECT_TRUE(fs::exists(out / "resnet18_cifar-10_final_weights.ckpt"));
 }
 
@@ -471,8 +482,8 @@ TEST(CnnTrainCli, ProfileOneStepMarksLayersAndPhasesWithNvtxRanges) {
   for (const char* phase : {"step/forward", "step/loss", "step/backward", "step/optimizer"}) {
     EXPECT_EQ(pushed[phase], 1) << phase;
   }
-  for (const char* node : {"forward/conv1", "forward/layer4.1.relu_1", "forward/fc",
-                           "backward/fc", "backward/layer1.0.bn1", "backward/conv1"}) {
+  for (const char* node : {"forward/conv1", "forward/layer4.1.relu_1", "forward/fc", "backward/fc",
+                           "backward/layer1.0.bn1", "backward/conv1"}) {
     EXPECT_EQ(pushed[node], 1) << node;
   }
   int forward = 0, backward = 0;
@@ -487,15 +498,64 @@ TEST(CnnTrainCli, ProfileOneStepMarksLayersAndPhasesWithNvtxRanges) {
 #endif
 }
 
+// A run that diverges in epoch 1 keeps the metrics header alone. One resumed after epoch 1 from
+// a checkpoint whose fc weights are NaN (weights a diverged update leaves behind) diverges at
+// epoch 2's first step and keeps epoch 1: the same whole row and record as the healthy run's.
 TEST(CnnTrainCli, DivergenceStopsWithFinishedEpochsKept) {
   test::TempDir dir;
+  const fs::path healthy = dir / "a";
+  auto r = test::run_nnperf(
+      fmt::format("train {} --epochs 2 --save-every 1 --out-dir '{}'", kTiny, healthy.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string metrics = test::read_text(healthy / "training_metrics.csv");
+  const std::size_t header_end = metrics.find('\n');
+  const std::size_t row1_end = metrics.find('\n', header_end + 1);
+  ASSERT_NE(row1_end, std::string::npos) << metrics;
+
+  // Diverging in epoch 1: the header alone, no records, no results.
+  const fs::path first = dir / "first";
+  r = test::run_nnperf(fmt::format("train {} --epochs 2 --lr 1e30 --warmup 0 --out-dir '{}'", kTiny,
+                                   first.string()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("training diverged at step 2: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(epoch 1); the 0 finished epochs are in "), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(first / "run.json"));
+  EXPECT_EQ(test::read_text(first / "training_metrics.csv"), metrics.substr(0, header_end + 1));
+  EXPECT_FALSE(fs::exists(first / "train_records.json"));
+  EXPECT_FALSE(fs::exists(first / "final_results.json"));
+
+  // Diverging in epoch 2: resumed from epoch 1's checkpoint with NaN fc weights.
+  Checkpoint ckpt = read_checkpoint(healthy / "epoch_001.ckpt");
+  int poisoned = 0;
+  for (CheckpointTensor& t : ckpt.tensors) {
+    if (t.name != "params.fc.weight") continue;
+    std::fill(t.data.begin(), t.data.end(), std::numeric_limits<float>::quiet_NaN());
+    ++poisoned;
+  }
+  ASSERT_EQ(poisoned, 1);
+  write_checkpoint(dir / "nan.ckpt", ckpt);
   const fs::path out = dir / "d";
-  const auto r = test::run_nnperf(
-      fmt::format("train {} --epochs 2 --lr 1e30 --warmup 0 --out-dir '{}'", kTiny, out.string()));
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("diverged"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("epoch 1"), std::string::npos) << r.err;
-  EXPECT_TRUE(fs::exists(out / "run.json"));
+  r = test::run_nnperf(fmt::format("train {} --epochs 2 --resume '{}' --out-dir '{}'", kTiny,
+                                   (dir / "nan.ckpt").string(), out.string()));
+  EXPECT_EQ(r.exit_code, 1);
+  // Epoch 2's first step is step 5 (4 steps an epoch): the count goes on from the checkpoint.
+  EXPECT_EQ(r.err.rfind("nnperf: error: training diverged at step 5: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(fmt::format("(epoch 2); the 1 finished epochs are in {}",
+                                   (out / "training_metrics.csv").string())),
+            std::string::npos)
+      << r.err;
+  // training_metrics.csv: the header and epoch 1's row, whole, as the healthy run wrote them.
+  EXPECT_EQ(test::read_text(out / "training_metrics.csv"), metrics.substr(0, row1_end + 1));
+  const CsvTable m = read_csv(out / "training_metrics.csv");
+  EXPECT_FALSE(m.truncated_row);
+  ASSERT_EQ(m.rows.size(), 1u);
+  EXPECT_EQ(m.cell(0, m.require("epoch")), "1");
+  // train_records.json: epoch 1's record alone, the healthy run's.
+  const nlohmann::json records = read_json(out / "train_records.json")["records"];
+  ASSERT_EQ(records.size(), 1u) << records;
+  EXPECT_EQ(records[0], read_json(healthy / "train_records.json")["records"][0]);
+  EXPECT_FALSE(fs::exists(out / "final_results.json"));
+  EXPECT_FALSE(fs::exists(out / "resnet18_synthetic_final_weights.ckpt"));
 }
 
 }  // namespace

@@ -3,9 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "nnperf/kernels/conv/conv.h"
 #include "test_util.h"
@@ -45,13 +44,15 @@ TEST(ConvCli, VerifyOneAlgorithmAndBadInput) {
   EXPECT_NE(r.err.find("winograd"), std::string::npos) << r.err;
   r = run_nnperf("verify matmul --problem mb1ic4ih7oc6kh3");
   EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "nnperf: error: verify 'matmul': expected conv2d\n");
 }
 
 TEST(ConvCli, BenchWritesRecordsForSupportedAlgorithms) {
   test::TempDir dir;
-  const auto r = run_nnperf(fmt::format(
-      "bench conv2d --problem mb1ic8ih12oc8kh3ph1 --warmup 1 --measure 3 --peak-gflops 100 --json '{}'",
-      (dir / "b.json").string()));
+  const auto r =
+      run_nnperf(fmt::format("bench conv2d --problem mb1ic8ih12oc8kh3ph1 --warmup 1 --measure 3 "
+                             "--peak-gflops 100 --json '{}'",
+                             (dir / "b.json").string()));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto j = nlohmann::json::parse(test::read_text(dir / "b.json"));
   ASSERT_TRUE(j.contains("context"));
@@ -60,7 +61,8 @@ TEST(ConvCli, BenchWritesRecordsForSupportedAlgorithms) {
     EXPECT_EQ(rec["problem"], "mb1ic8ih12oc8kh3ph1");
     if (rec["status"] == "ok") {
       ++ok;
-      for (const char* k : {"algorithm", "time_ms_median", "time_ms_min", "time_ms_max", "gflops_per_s"}) {
+      for (const char* k :
+           {"algorithm", "time_ms_median", "time_ms_min", "time_ms_max", "gflops_per_s"}) {
         EXPECT_TRUE(rec.contains(k)) << k;
       }
       EXPECT_GT(rec["gflops_per_s"].get<double>(), 0.0);
@@ -78,10 +80,10 @@ TEST(ConvCli, BenchBackwardPassesTimeTheirOwnRegistry) {
       {"backward-weights", {"gemm", "gemm_batched"}}};
   for (const auto& [pass, names] : rows) {
     const fs::path json = dir / (pass + ".json");
-    const auto r = run_nnperf(fmt::format(
-        "bench conv2d --problem mb2ic8ih9oc8kh3sh2ph1 --pass {} --warmup 1 --measure 2 "
-        "--peak-gflops 100 --json '{}'",
-        pass, json.string()));
+    const auto r = run_nnperf(
+        fmt::format("bench conv2d --problem mb2ic8ih9oc8kh3sh2ph1 --pass {} --warmup 1 --measure 2 "
+                    "--peak-gflops 100 --json '{}'",
+                    pass, json.string()));
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_NE(r.out.find(", " + pass + ", 1 thread(s)"), std::string::npos) << r.out;
     const auto j = nlohmann::json::parse(test::read_text(json));

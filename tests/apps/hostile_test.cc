@@ -50,9 +50,11 @@ int lines(const std::string& s) {
 }
 
 // A clean refusal: exit 1 or 2, one line, names `needle`.
-void expect_refused(const test::CommandResult& r, const std::string& needle, const std::string& what) {
+void expect_refused(const test::CommandResult& r, const std::string& needle,
+                    const std::string& what) {
   SCOPED_TRACE(what);
-  EXPECT_TRUE(r.exit_code == 1 || r.exit_code == 2) << "exit " << r.exit_code << "\n" << r.err << r.out;
+  EXPECT_TRUE(r.exit_code == 1 || r.exit_code == 2) << "exit " << r.exit_code << "\n"
+                                                    << r.err << r.out;
   EXPECT_EQ(lines(r.err), 1) << r.err;
   EXPECT_EQ(r.err.rfind("nnperf: error: ", 0), 0u) << r.err;
   EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
@@ -81,9 +83,11 @@ TEST(Hostile, ThreadsAboveTheCpuCountAreCappedWithAWarningAndAbsurdCountsRefused
   const auto r =
       nnperf(fmt::format("train {} --threads 512 --out-dir '{}'", no_threads, dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("nnperf: warning: --threads 512: this machine has"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nnperf: warning: --threads 512: this machine has"), std::string::npos)
+      << r.err;
   const auto j = nlohmann::json::parse(read_text(dir / "final_results.json"));
-  EXPECT_LE(j["hyperparameters"]["threads"].get<int>(), static_cast<int>(std::thread::hardware_concurrency()));
+  EXPECT_LE(j["hyperparameters"]["threads"].get<int>(),
+            static_cast<int>(std::thread::hardware_concurrency()));
   for (const char* cmd : {"train", "peaks", "devices", "lab"}) {
     expect_refused(nnperf(fmt::format("{} --threads 100000", cmd)), "--threads",
                    std::string(cmd) + " --threads 100000");
@@ -199,14 +203,15 @@ TEST(Hostile, SizesFromFlagsAreRefusedBeforeAllocating) {
   const std::string out = fmt::format("--out-dir '{}'", (dir / "x").string());
   // A 64 MiB budget: none of these may get as far as allocating their sizes.
   const std::string cap = "NNPERF_MEMORY_LIMIT=64M";
-  expect_refused(nnperf(fmt::format("train {} --batch-size 99999999999 {}", kTiny, out)), "--batch-size",
-                 "batch beyond any sense");
-  expect_refused(nnperf(fmt::format("train {} --hidden 100000,100000 {}", kTiny, out), cap), "--hidden",
-                 "hidden widths beyond the budget");
-  expect_refused(nnperf(fmt::format("train {} --val-split 900000000 {}", kTiny, out), cap), "--val-split",
-                 "synthetic validation split beyond the budget");
-  expect_refused(nnperf(fmt::format("mlp-bench --batch-sizes 32,9000000 --hidden 4096,4096 {}", out), cap),
-                 "--batch-sizes", "mlp-bench batches beyond the budget");
+  expect_refused(nnperf(fmt::format("train {} --batch-size 99999999999 {}", kTiny, out)),
+                 "--batch-size", "batch beyond any sense");
+  expect_refused(nnperf(fmt::format("train {} --hidden 100000,100000 {}", kTiny, out), cap),
+                 "--hidden", "hidden widths beyond the budget");
+  expect_refused(nnperf(fmt::format("train {} --val-split 900000000 {}", kTiny, out), cap),
+                 "--val-split", "synthetic validation split beyond the budget");
+  expect_refused(
+      nnperf(fmt::format("mlp-bench --batch-sizes 32,9000000 --hidden 4096,4096 {}", out), cap),
+      "--batch-sizes", "mlp-bench batches beyond the budget");
   expect_refused(nnperf(fmt::format("peaks --sgemm-n 60000 --rounds 1 --out ''"), cap), "--sgemm-n",
                  "sgemm size beyond the budget");
   const auto conv = nnperf("bench conv2d --problem mb1ic4096ih1024oc4096kh1 --threads 1");
@@ -215,35 +220,40 @@ TEST(Hostile, SizesFromFlagsAreRefusedBeforeAllocating) {
   EXPECT_NE(conv.err.find("available"), std::string::npos) << conv.err;
   expect_refused(nnperf("verify conv2d --problem mb64ic4096ih4096oc4096kh3ph1", cap), "--problem",
                  "verify beyond memory");
-  expect_refused(nnperf(fmt::format("profile --model resnet18 --sizes 1:100000000:1 --output-dir '{}'",
-                                    (dir / "p").string())),
-                 "--sizes", "a size range of a hundred million sizes");
-  expect_refused(nnperf(fmt::format("profile --model resnet18 --sizes 8192 --batch-size 64 --stage sanity "
-                                    "--output-dir '{}' --progress quiet",
-                                    (dir / "p2").string()),
-                        "NNPERF_MEMORY_LIMIT=256M"),
-                 "resnet18 at input 64x3x8192x8192", "a model input beyond the budget");
+  expect_refused(
+      nnperf(fmt::format("profile --model resnet18 --sizes 1:100000000:1 --output-dir '{}'",
+                         (dir / "p").string())),
+      "--sizes", "a size range of a hundred million sizes");
+  expect_refused(
+      nnperf(fmt::format("profile --model resnet18 --sizes 8192 --batch-size 64 --stage sanity "
+                         "--output-dir '{}' --progress quiet",
+                         (dir / "p2").string()),
+             "NNPERF_MEMORY_LIMIT=256M"),
+      "resnet18 at input 64x3x8192x8192", "a model input beyond the budget");
   EXPECT_FALSE(fs::exists(dir / "x")) << "a refused run left its output folder behind";
 }
 
 TEST(Hostile, AnIdxHeaderClaimingBillionsOfLabelsInATinyFileIsRefusedWithoutTouchingMemory) {
   TempDir dir;
   // A valid images file would not matter: the labels file is read and refused on its own.
-  std::string labels = std::string("\0\0\x08\x01", 4) + std::string("\x80\0\0\0", 4) + std::string(2048, '\1');
+  std::string labels =
+      std::string("\0\0\x08\x01", 4) + std::string("\x80\0\0\0", 4) + std::string(2048, '\1');
   {
     std::FILE* f = std::fopen((dir / "train-labels-idx1-ubyte").c_str(), "wb");
     std::fwrite(labels.data(), 1, labels.size(), f);
     std::fclose(f);
     f = std::fopen((dir / "train-images-idx3-ubyte").c_str(), "wb");
-    const std::string img = std::string("\0\0\x08\x03", 4) + std::string("\0\0\0\x02\0\0\0\x1c\0\0\0\x1c", 12) +
+    const std::string img = std::string("\0\0\x08\x03", 4) +
+                            std::string("\0\0\0\x02\0\0\0\x1c\0\0\0\x1c", 12) +
                             std::string(2 * 28 * 28, '\7');
     std::fwrite(img.data(), 1, img.size(), f);
     std::fclose(f);
   }
-  const auto r = nnperf(fmt::format("train --data '{}' --out-dir '{}' --progress quiet", dir.path().string(),
-                                    (dir / "out").string()),
+  const auto r = nnperf(fmt::format("train --data '{}' --out-dir '{}' --progress quiet",
+                                    dir.path().string(), (dir / "out").string()),
                         "NNPERF_MEMORY_LIMIT=64M");
-  expect_refused(r, "train-", "IDX header claiming 2^31 labels");
+  expect_refused(r, "train-labels-idx1-ubyte: truncated: header says 2147483648",
+                 "IDX header claiming 2^31 labels");
 }
 
 // A 2 GB address-space limit for a child nnperf. AddressSanitizer reserves terabytes of shadow
@@ -264,7 +274,8 @@ TEST(Hostile, AnImageHeaderClaimingAGiantImageIsRefusedBeforeLibpngAllocatesItsR
     std::string out;
     for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<char>((data.size() >> s) & 0xff));
     const std::string body = type + data;
-    const uLong crc = crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()));
+    const uLong crc =
+        crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()));
     out += body;
     for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<char>((crc >> s) & 0xff));
     return out;
@@ -281,8 +292,8 @@ TEST(Hostile, AnImageHeaderClaimingAGiantImageIsRefusedBeforeLibpngAllocatesItsR
   for (int y = 0; y < 8; ++y) rows += std::string(1, '\0') + std::string(24, '\x80');
   std::string packed(compressBound(static_cast<uLong>(rows.size())), '\0');
   uLongf n = static_cast<uLongf>(packed.size());
-  ASSERT_EQ(compress(reinterpret_cast<Bytef*>(packed.data()), &n, reinterpret_cast<const Bytef*>(rows.data()),
-                     static_cast<uLong>(rows.size())),
+  ASSERT_EQ(compress(reinterpret_cast<Bytef*>(packed.data()), &n,
+                     reinterpret_cast<const Bytef*>(rows.data()), static_cast<uLong>(rows.size())),
             Z_OK);
   packed.resize(n);
   const auto write = [&](const fs::path& p, const std::string& bytes) {
@@ -291,13 +302,16 @@ TEST(Hostile, AnImageHeaderClaimingAGiantImageIsRefusedBeforeLibpngAllocatesItsR
     std::fwrite(bytes.data(), 1, bytes.size(), f);
     std::fclose(f);
   };
-  for (const char* p : {"train/cat/a.png", "test/cat/a.png", "test/dog/a.png"}) write(dir / "imf" / p, png(8, 8, packed));
+  for (const char* p : {"train/cat/a.png", "test/cat/a.png", "test/dog/a.png"})
+    write(dir / "imf" / p, png(8, 8, packed));
   write(dir / "imf/train/dog/giant.png", png(1000000000, 1, ""));
-  const auto r = nnperf(fmt::format("train --model resnet18 --epochs 1 --batch-size 2 --input-size 32 --threads 1 "
-                                    "--progress quiet --data '{}' --out-dir '{}'",
-                                    (dir / "imf").string(), (dir / "out").string()),
-                        kAddressLimit);
-  expect_refused(r, "giant.png: PNG header claims 1000000000x1 pixels, over the limit", "a giant PNG header");
+  const auto r = nnperf(
+      fmt::format("train --model resnet18 --epochs 1 --batch-size 2 --input-size 32 --threads 1 "
+                  "--progress quiet --data '{}' --out-dir '{}'",
+                  (dir / "imf").string(), (dir / "out").string()),
+      kAddressLimit);
+  expect_refused(r, "giant.png: PNG header claims 1000000000x1 pixels, over the limit",
+                 "a giant PNG header");
 }
 
 // --- 3. Nothing lost or mixed ----------------------------------------------------------------
@@ -307,19 +321,23 @@ TEST(Hostile, TrainNeverWritesIntoAnotherRunsFolderAndOverwriteReplacesItWhole) 
   const fs::path out = dir / "run";
   ASSERT_EQ(nnperf(fmt::format("train {} --out-dir '{}'", kTiny, out.string())).exit_code, 0);
   const auto before = snapshot(out);
-  expect_refused(nnperf(fmt::format("train {} --epochs 2 --out-dir '{}'", kTiny, out.string())), out.string(),
-                 "second train into the same folder");
+  expect_refused(nnperf(fmt::format("train {} --epochs 2 --out-dir '{}'", kTiny, out.string())),
+                 out.string(), "second train into the same folder");
   EXPECT_EQ(snapshot(out), before) << "the refused run changed the first run's files";
 
   // A folder of someone else's files is never deleted, even with --overwrite.
   fs::create_directories(dir / "mine");
-  { std::FILE* f = std::fopen((dir / "mine" / "thesis.tex").c_str(), "wb"); std::fclose(f); }
-  expect_refused(nnperf(fmt::format("train {} --out-dir '{}' --overwrite", kTiny, (dir / "mine").string())),
-                 "did not write", "--overwrite on a foreign folder");
+  {
+    std::FILE* f = std::fopen((dir / "mine" / "thesis.tex").c_str(), "wb");
+    std::fclose(f);
+  }
+  expect_refused(
+      nnperf(fmt::format("train {} --out-dir '{}' --overwrite", kTiny, (dir / "mine").string())),
+      "did not write", "--overwrite on a foreign folder");
   EXPECT_TRUE(fs::exists(dir / "mine" / "thesis.tex"));
 
-  const auto r = nnperf(fmt::format("train {} --epochs 2 --warmup-epochs 1 --out-dir '{}' --overwrite", kTiny,
-                                    out.string()));
+  const auto r = nnperf(fmt::format(
+      "train {} --epochs 2 --warmup-epochs 1 --out-dir '{}' --overwrite", kTiny, out.string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const CsvTable m = read_csv(out / "training_metrics.csv");
   EXPECT_EQ(m.rows.size(), 2u) << "--overwrite must replace the folder whole, not append";
@@ -374,36 +392,45 @@ TEST(Hostile, AnOverwriteRunKilledOutrightIsFoundByTheNextClaim) {
   const auto before = snapshot(out);
   // SIGKILL an --overwrite run once it has moved the old outputs aside: nothing can settle them.
   const fs::path aside = dir / ".run.replaced";
-  const std::string tiny_long = std::string(kTiny).replace(std::string(kTiny).find("--epochs 1"), 10, "--epochs 1000");
+  const std::string tiny_long =
+      std::string(kTiny).replace(std::string(kTiny).find("--epochs 1"), 10, "--epochs 1000");
   const auto k = run_command(fmt::format(
       "( '{}' train {} --out-dir '{}' --overwrite >/dev/null 2>&1 & echo $! > '{}/pid' ); "
-      "for i in $(seq 1 600); do [ -d '{}' ] && break; sleep 0.05; done; sleep 0.2; kill -9 $(cat '{}/pid')",
-      NNPERF_BINARY, tiny_long, out.string(), dir.path().string(), aside.string(), dir.path().string()));
+      "for i in $(seq 1 600); do [ -d '{}' ] && break; sleep 0.05; done; sleep 0.2; kill -9 $(cat "
+      "'{}/pid')",
+      NNPERF_BINARY, tiny_long, out.string(), dir.path().string(), aside.string(),
+      dir.path().string()));
   ASSERT_EQ(k.exit_code, 0) << k.err;
   ASSERT_TRUE(fs::exists(aside)) << "the --overwrite run did not move the old outputs aside";
   EXPECT_EQ(snapshot(aside), before);
   // Every later claim of the folder is refused, naming the hidden folder and the way back.
   for (const std::string flags : {"--overwrite", ""}) {
     fs::remove_all(out);
-    expect_refused(nnperf(fmt::format("train {} --out-dir '{}' {}", kTiny, out.string(), flags)),
-                   fmt::format("{} holds the outputs an earlier --overwrite run moved aside", aside.string()),
-                   "claim after a killed --overwrite " + flags);
+    expect_refused(
+        nnperf(fmt::format("train {} --out-dir '{}' {}", kTiny, out.string(), flags)),
+        fmt::format("{} holds the outputs an earlier --overwrite run moved aside", aside.string()),
+        "claim after a killed --overwrite " + flags);
     EXPECT_FALSE(fs::exists(out));
   }
   EXPECT_EQ(snapshot(aside), before);
   fs::rename(aside, out);
-  EXPECT_EQ(nnperf(fmt::format("train {} --out-dir '{}' --overwrite", kTiny, out.string())).exit_code, 0);
+  EXPECT_EQ(
+      nnperf(fmt::format("train {} --out-dir '{}' --overwrite", kTiny, out.string())).exit_code, 0);
 }
 
 TEST(Hostile, OutputFilesNeverReplaceInputsDevicesOrLinks) {
   TempDir dir;
   const fs::path prof = dir / "prof";
-  ASSERT_EQ(nnperf(fmt::format("profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 --threads 1 "
-                               "--progress quiet --output-dir '{}'", prof.string()))
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      nnperf(fmt::format(
+                 "profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 --threads 1 "
+                 "--progress quiet --output-dir '{}'",
+                 prof.string()))
+          .exit_code,
+      0);
   const auto before = snapshot(prof);
-  const std::string roof = fmt::format("roofline '{}' --peak-compute 0.1 --peak-bw 10", prof.string());
+  const std::string roof =
+      fmt::format("roofline '{}' --peak-compute 0.1 --peak-bw 10", prof.string());
   const std::string out = fmt::format("--out-dir '{}'", (dir / "r").string());
   // An input of the same command, a device, a pipe: refused before anything is written.
   expect_refused(nnperf(fmt::format("{} {} --json '{}'", roof, out, (prof / "run.json").string())),
@@ -411,14 +438,17 @@ TEST(Hostile, OutputFilesNeverReplaceInputsDevicesOrLinks) {
   expect_refused(nnperf(fmt::format("{} {} --summary '{}'", roof, out,
                                     (prof / "resnet18_gemm_overall.csv").string())),
                  "is in a folder this command reads", "--summary over an input");
-  expect_refused(nnperf(fmt::format("{} {} --json /dev/stdout", roof, out)), "is in /dev or /proc", "/dev/stdout");
+  expect_refused(nnperf(fmt::format("{} {} --json /dev/stdout", roof, out)), "is in /dev or /proc",
+                 "/dev/stdout");
   ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
-  expect_refused(nnperf(fmt::format("complexity --model resnet18 --json '{}'", (dir / "fifo").string())),
-                 "is a pipe; expected a regular file", "a fifo");
-  expect_refused(nnperf(fmt::format("peaks --quick --out /dev/full")), "--out /dev/full: is a character device",
-                 "peaks --out a device");
+  expect_refused(
+      nnperf(fmt::format("complexity --model resnet18 --json '{}'", (dir / "fifo").string())),
+      "is a pipe; expected a regular file", "a fifo");
+  expect_refused(nnperf(fmt::format("peaks --quick --out /dev/full")),
+                 "--out /dev/full: is a character device", "peaks --out a device");
   // A folder given twice would count its points twice.
-  expect_refused(nnperf(fmt::format("{} '{}/' {}", roof, prof.string(), out)), "given twice", "a folder twice");
+  expect_refused(nnperf(fmt::format("{} '{}/' {}", roof, prof.string(), out)), "given twice",
+                 "a folder twice");
   // One file for two outputs would keep only the last one written.
   const fs::path same = dir / "same.out";
   expect_refused(nnperf(fmt::format("{} {} --json '{}' --summary '{}/./same.out'", roof, out,
@@ -478,20 +508,23 @@ TEST(Hostile, TrainAndProfileRefuseEachOthersFolders) {
   TempDir dir;
   const fs::path t = dir / "train", p = dir / "profile";
   ASSERT_EQ(nnperf(fmt::format("train {} --out-dir '{}'", kTiny, t.string())).exit_code, 0);
-  ASSERT_EQ(nnperf(fmt::format("profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 "
-                               "--threads 1 --progress quiet --no-layers --output-dir '{}'",
-                               p.string()))
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      nnperf(fmt::format("profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 "
+                         "--threads 1 --progress quiet --no-layers --output-dir '{}'",
+                         p.string()))
+          .exit_code,
+      0);
   const auto tb = snapshot(t), pb = snapshot(p);
-  expect_refused(nnperf(fmt::format("profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 "
-                                    "--threads 1 --progress quiet --output-dir '{}'",
-                                    t.string())),
-                 "a training run", "profile into a training folder");
-  expect_refused(nnperf(fmt::format("profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 "
-                                    "--threads 1 --progress quiet --resume --output-dir '{}'",
-                                    t.string())),
-                 "not a profile sweep", "profile --resume into a training folder");
+  expect_refused(
+      nnperf(fmt::format("profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 "
+                         "--threads 1 --progress quiet --output-dir '{}'",
+                         t.string())),
+      "a training run", "profile into a training folder");
+  expect_refused(
+      nnperf(fmt::format("profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 "
+                         "--threads 1 --progress quiet --resume --output-dir '{}'",
+                         t.string())),
+      "not a profile sweep", "profile --resume into a training folder");
   expect_refused(nnperf(fmt::format("train {} --out-dir '{}'", kTiny, p.string())), "profile sweep",
                  "train into a profile folder");
   EXPECT_EQ(snapshot(t), tb);
@@ -500,9 +533,10 @@ TEST(Hostile, TrainAndProfileRefuseEachOthersFolders) {
 
 TEST(Hostile, DefaultFolderNamesAreUniqueForRunsStartedInTheSameSecond) {
   TempDir dir;
-  const auto r = run_command(fmt::format(
-      "cd '{}' && for i in 1 2 3; do timeout 60 '{}' train {} > /dev/null 2>&1 & done; wait; ls runs",
-      dir.path().string(), NNPERF_BINARY, kTiny));
+  const auto r =
+      run_command(fmt::format("cd '{}' && for i in 1 2 3; do timeout 60 '{}' train {} > /dev/null "
+                              "2>&1 & done; wait; ls runs",
+                              dir.path().string(), NNPERF_BINARY, kTiny));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(lines(r.out), 3) << r.out;
   for (const auto& e : fs::directory_iterator(dir / "runs")) {
@@ -513,7 +547,8 @@ TEST(Hostile, DefaultFolderNamesAreUniqueForRunsStartedInTheSameSecond) {
 // A two-size resnet18 sweep with gemm, without the layer passes (about a second).
 std::string small_sweep(const fs::path& dir) {
   return fmt::format(
-      "profile --model resnet18 --algorithm gemm --stage sanity --sizes 32,40 --threads 1 --progress quiet "
+      "profile --model resnet18 --algorithm gemm --stage sanity --sizes 32,40 --threads 1 "
+      "--progress quiet "
       "--no-layers --output-dir '{}'",
       dir.string());
 }
@@ -540,7 +575,11 @@ TEST(Hostile, AResumedSweepDropsARowCutByAKillAndSaysSo) {
   std::string text = read_text(overall);
   // Cut the last row inside its last field, as a kill between write and newline would.
   text.resize(text.size() - 3);
-  { std::FILE* f = std::fopen(overall.c_str(), "wb"); std::fwrite(text.data(), 1, text.size(), f); std::fclose(f); }
+  {
+    std::FILE* f = std::fopen(overall.c_str(), "wb");
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+  }
   const auto r = nnperf(base + " --resume");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("nnperf: warning: "), std::string::npos) << r.err;
@@ -618,24 +657,39 @@ TEST(Hostile, AResumedSweepMeasuresAgainASizeWhoseRowsAreDamaged) {
 
 TEST(Hostile, ACutLayersRowIsNotedInTheRooflineAndTheReportAndAbsurdTimesRefused) {
   TempDir dir;
-  ASSERT_EQ(nnperf(fmt::format("profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 --threads 1 "
-                               "--progress quiet --output-dir '{}'", dir.path().string()))
-                .exit_code, 0);
+  ASSERT_EQ(
+      nnperf(fmt::format(
+                 "profile --model resnet18 --algorithm gemm --stage sanity --sizes 32 --threads 1 "
+                 "--progress quiet --output-dir '{}'",
+                 dir.path().string()))
+          .exit_code,
+      0);
   const fs::path layers = dir / "resnet18_gemm_layers.csv";
   const std::string full = read_text(layers);
-  { std::FILE* f = std::fopen(layers.c_str(), "wb"); std::fwrite(full.data(), 1, full.size() / 2, f); std::fclose(f); }
-  const std::string roof = fmt::format("roofline '{}' --peak-compute 0.1 --peak-bw 10 --out-dir '{}/r'",
-                                       dir.path().string(), dir.path().string());
+  {
+    std::FILE* f = std::fopen(layers.c_str(), "wb");
+    std::fwrite(full.data(), 1, full.size() / 2, f);
+    std::fclose(f);
+  }
+  const std::string roof =
+      fmt::format("roofline '{}' --peak-compute 0.1 --peak-bw 10 --out-dir '{}/r'",
+                  dir.path().string(), dir.path().string());
   auto r = nnperf(roof);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(read_text(dir / "r" / "roofline.json"));
   ASSERT_GE(doc["context"]["notes"].size(), 1u);
-  EXPECT_NE(doc["context"]["notes"][0].get<std::string>().find("its last row was cut"), std::string::npos);
+  EXPECT_NE(doc["context"]["notes"][0].get<std::string>().find("its last row was cut"),
+            std::string::npos);
   r = nnperf(fmt::format("report '{}'", dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(read_text(dir / "report.md").find("resnet18\\_gemm\\_layers.csv was cut"), std::string::npos);
+  EXPECT_NE(read_text(dir / "report.md").find("resnet18\\_gemm\\_layers.csv was cut"),
+            std::string::npos);
   // A layer time no layer can have: a corrupt row, refused with its line.
-  { std::FILE* f = std::fopen(layers.c_str(), "wb"); std::fwrite(full.data(), 1, full.size(), f); std::fclose(f); }
+  {
+    std::FILE* f = std::fopen(layers.c_str(), "wb");
+    std::fwrite(full.data(), 1, full.size(), f);
+    std::fclose(f);
+  }
   const CsvTable t = read_csv(layers);
   const std::size_t ms = t.require("mean_ms");
   for (const char* bad : {"1e-300", "1e300"}) {
@@ -644,43 +698,61 @@ TEST(Hostile, ACutLayersRowIsNotedInTheRooflineAndTheReportAndAbsurdTimesRefused
     text += "\n";
     for (std::size_t row = 0; row < t.rows.size(); ++row) {
       for (std::size_t i = 0; i < t.rows[row].size(); ++i) {
-        text += (i ? "," : "") + (row == 0 && i == ms ? std::string(bad) : csv_field(t.rows[row][i]));
+        text +=
+            (i ? "," : "") + (row == 0 && i == ms ? std::string(bad) : csv_field(t.rows[row][i]));
       }
       text += "\n";
     }
-    { std::FILE* f = std::fopen(layers.c_str(), "wb"); std::fwrite(text.data(), 1, text.size(), f); std::fclose(f); }
-    expect_refused(nnperf(fmt::format("roofline '{}' --peak-compute 0.1 --peak-bw 10 --out-dir '{}/r2'",
-                                      dir.path().string(), dir.path().string())),
-                   "resnet18_gemm_layers.csv:2: mean_ms " + std::string(bad[2] == '3' ? "1e+300" : bad) +
-                       " of layer conv1 is not a plausible layer time",
-                   std::string("mean_ms ") + bad);
+    {
+      std::FILE* f = std::fopen(layers.c_str(), "wb");
+      std::fwrite(text.data(), 1, text.size(), f);
+      std::fclose(f);
+    }
+    expect_refused(
+        nnperf(fmt::format("roofline '{}' --peak-compute 0.1 --peak-bw 10 --out-dir '{}/r2'",
+                           dir.path().string(), dir.path().string())),
+        "resnet18_gemm_layers.csv:2: mean_ms " + std::string(bad[2] == '3' ? "1e+300" : bad) +
+            " of layer conv1 is not a plausible layer time",
+        std::string("mean_ms ") + bad);
   }
 }
 
 TEST(Hostile, TheReportListsRunsThatDidNotFinish) {
   TempDir dir;
   // A training run stopped before its final results, and a profile sweep with one size of two.
-  ASSERT_EQ(nnperf(fmt::format("train {} --epochs 2 --out-dir '{}'", kTiny, (dir / "t").string())).exit_code, 0);
+  ASSERT_EQ(nnperf(fmt::format("train {} --epochs 2 --out-dir '{}'", kTiny, (dir / "t").string()))
+                .exit_code,
+            0);
   fs::remove(dir / "t" / "final_results.json");
   ASSERT_EQ(nnperf(small_sweep(dir / "p")).exit_code, 0);
   const fs::path overall = dir / "p" / "resnet18_gemm_overall.csv";
   const std::string text = read_text(overall);
   const std::size_t second = text.find('\n', text.find('\n') + 1) + 1;  // header and the first row
-  { std::FILE* f = std::fopen(overall.c_str(), "wb"); std::fwrite(text.data(), 1, second, f); std::fclose(f); }
+  {
+    std::FILE* f = std::fopen(overall.c_str(), "wb");
+    std::fwrite(text.data(), 1, second, f);
+    std::fclose(f);
+  }
   const auto r = nnperf(fmt::format("report '{}'", dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;  // was: "no nnperf results found"
   const std::string md = read_text(dir / "report.md");
   EXPECT_NE(md.find("2 runs did not finish"), std::string::npos) << md;
-  EXPECT_NE(md.find("- t: a training run without final\\_results.json (2 epochs in training\\_metrics.csv)"),
-            std::string::npos) << md;
-  EXPECT_NE(md.find("- p: the profile sweep of resnet18 with gemm has 1 of its 2 sizes"), std::string::npos) << md;
+  EXPECT_NE(
+      md.find(
+          "- t: a training run without final\\_results.json (2 epochs in training\\_metrics.csv)"),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- p: the profile sweep of resnet18 with gemm has 1 of its 2 sizes"),
+            std::string::npos)
+      << md;
 }
 
 TEST(Hostile, TheReportRefusesSavedResultsNoRunCouldHaveWritten) {
   TempDir dir;
   const auto bench = [](const std::string& median) {
     return R"({"context": {"model": "mlp"}, "records": [{"impl": "naive", "batch_size": 32, "step": "train", )"
-           R"("time_ms_median": )" + median + R"(, "time_ms_min": 1, "time_ms_max": 2}]})";
+           R"("time_ms_median": )" +
+           median + R"(, "time_ms_min": 1, "time_ms_max": 2}]})";
   };
   fs::create_directories(dir / "b");
   for (const auto& [content, needle] : std::vector<std::pair<std::string, std::string>>{
@@ -692,7 +764,8 @@ TEST(Hostile, TheReportRefusesSavedResultsNoRunCouldHaveWritten) {
   }
   fs::remove_all(dir / "b");
   fs::create_directories(dir / "t");
-  std::ofstream(dir / "t" / "final_results.json") << R"({"final_test_acc": 7, "hyperparameters": {}})";
+  std::ofstream(dir / "t" / "final_results.json")
+      << R"({"final_test_acc": 7, "hyperparameters": {}})";
   expect_refused(nnperf(fmt::format("report '{}'", dir.path().string())),
                  "final_test_acc': expected a fraction in [0, 1], found 7", "accuracy 7");
   EXPECT_FALSE(fs::exists(dir / "report.md"));
@@ -801,7 +874,8 @@ TEST(Hostile, NonsenseNumbersAreRefusedNamingTheFlag) {
       {"verify conv2d --problem mb1ic8ih8oc8kh3 --threads -1", "--threads"},
   };
   for (const auto& [args, flag] : cases) {
-    const auto r = nnperf(args + (args.rfind("train", 0) == 0 ? " --synthetic " + out : std::string()));
+    const auto r =
+        nnperf(args + (args.rfind("train", 0) == 0 ? " --synthetic " + out : std::string()));
     expect_refused(r, flag, args);
     EXPECT_EQ(r.exit_code, 2) << args;
   }
@@ -810,7 +884,8 @@ TEST(Hostile, NonsenseNumbersAreRefusedNamingTheFlag) {
 
 TEST(Hostile, NoValidationSplitWritesEmptyCellsNotZeros) {
   TempDir dir;
-  const auto r = nnperf(fmt::format("train {} --val-split 0 --out-dir '{}'", kTiny, dir.path().string()));
+  const auto r =
+      nnperf(fmt::format("train {} --val-split 0 --out-dir '{}'", kTiny, dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const CsvTable m = read_csv(dir / "training_metrics.csv");
   ASSERT_EQ(m.rows.size(), 1u);
@@ -823,8 +898,9 @@ TEST(Hostile, NoValidationSplitWritesEmptyCellsNotZeros) {
 
 TEST(Hostile, RecordsKeepTheNumbersTheUserTypedAndMeasuredSecExcludesWarmup) {
   TempDir dir;
-  const auto r = nnperf(fmt::format("train {} --lr 0.001 --epochs 3 --warmup-epochs 2 --out-dir '{}'", kTiny,
-                                    dir.path().string()));
+  const auto r =
+      nnperf(fmt::format("train {} --lr 0.001 --epochs 3 --warmup-epochs 2 --out-dir '{}'", kTiny,
+                         dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string text = read_text(dir / "final_results.json");
   EXPECT_NE(text.find("\"learning_rate\": 0.001,"), std::string::npos) << text;
@@ -834,7 +910,8 @@ TEST(Hostile, RecordsKeepTheNumbersTheUserTypedAndMeasuredSecExcludesWarmup) {
   EXPECT_EQ(j["measured_epochs"], 1);
   // MEASURED_SEC x IMGS_PER_SEC = the images of the one measured epoch (256), not of all three.
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(MEASURED_SEC=([0-9.]+) IMGS_PER_SEC=([0-9.]+))")));
+  ASSERT_TRUE(
+      std::regex_search(r.out, m, std::regex(R"(MEASURED_SEC=([0-9.]+) IMGS_PER_SEC=([0-9.]+))")));
   EXPECT_NEAR(std::stod(m[1]) * std::stod(m[2]), 256.0, 2.0) << r.out;
 }
 
@@ -863,8 +940,8 @@ TEST(Hostile, DivergenceBlamesTheLearningRateOnlyWhenItIsTheCause) {
   }
   // Updates with finite data that blow up: now the learning rate is the likely cause.
   TempDir dir;
-  const auto r = nnperf(fmt::format("train {} --optimizer sgd --lr 1e12 --epochs 2 --out-dir '{}'", kTiny,
-                                    dir.path().string()));
+  const auto r = nnperf(fmt::format("train {} --optimizer sgd --lr 1e12 --epochs 2 --out-dir '{}'",
+                                    kTiny, dir.path().string()));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--lr"), std::string::npos) << r.err;
 }
@@ -873,20 +950,24 @@ TEST(Hostile, DivergenceBlamesTheLearningRateOnlyWhenItIsTheCause) {
 
 // Starts `args` in the background, sends SIGINT (twice when `twice`) after `after_s` seconds and
 // prints "<exit code> <seconds from the first signal to exit>".
-test::CommandResult interrupted(const std::string& args, double after_s, bool twice, const char* sig = "INT") {
-  return run_command(fmt::format(
-      "'{}' {} >/dev/null 2>&1 & pid=$!; sleep {}; t0=$(date +%s.%N); kill -{} $pid; {} wait $pid; rc=$?; "
-      "t1=$(date +%s.%N); echo \"$rc $(awk \"BEGIN {{ print $t1 - $t0 }}\")\"",
-      NNPERF_BINARY, args, after_s, sig, twice ? fmt::format("sleep 0.05; kill -{} $pid 2>/dev/null;", sig) : ""));
+test::CommandResult interrupted(const std::string& args, double after_s, bool twice,
+                                const char* sig = "INT") {
+  return run_command(
+      fmt::format("'{}' {} >/dev/null 2>&1 & pid=$!; sleep {}; t0=$(date +%s.%N); kill -{} $pid; "
+                  "{} wait $pid; rc=$?; "
+                  "t1=$(date +%s.%N); echo \"$rc $(awk \"BEGIN {{ print $t1 - $t0 }}\")\"",
+                  NNPERF_BINARY, args, after_s, sig,
+                  twice ? fmt::format("sleep 0.05; kill -{} $pid 2>/dev/null;", sig) : ""));
 }
 
 TEST(Hostile, CtrlCStopsWithinASecondAlsoDuringFindPlanning) {
   TempDir dir;
   // find on VGG16 at 224 spends many seconds timing candidates: the signal lands during planning.
-  const auto r = interrupted(fmt::format("profile --model vgg16 --algorithm find --find-exhaustive --stage sanity "
-                                         "--sizes 224 --threads 1 --progress quiet --output-dir '{}'",
-                                         (dir / "p").string()),
-                             1.5, false);
+  const auto r = interrupted(
+      fmt::format("profile --model vgg16 --algorithm find --find-exhaustive --stage sanity "
+                  "--sizes 224 --threads 1 --progress quiet --output-dir '{}'",
+                  (dir / "p").string()),
+      1.5, false);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   int rc = -1;
   double secs = 99;
@@ -894,9 +975,10 @@ TEST(Hostile, CtrlCStopsWithinASecondAlsoDuringFindPlanning) {
   EXPECT_EQ(rc, 130);
   // Ctrl-C is honoured between kernel calls (graph nodes, find candidates, timed runs) and
   // inside the FFT algorithms' weight packing (measured before it was: 1.55 s to stop when the
-  // signal came while VGG-16's 64x64 filters were packed), not inside other calls: on the portable scalar path (the whole binary's rerun with NNPERF_SIMD=scalar) a single
-  // convolution call of VGG16 at 224 can itself take most of a second on a loaded 2-core machine.
-  // The same under AddressSanitizer, whose kernels run 2-3x slower.
+  // signal came while VGG-16's 64x64 filters were packed), not inside other calls: on the portable
+  // scalar path (the whole binary's rerun with NNPERF_SIMD=scalar) a single convolution call of
+  // VGG16 at 224 can itself take most of a second on a loaded 2-core machine. The same under
+  // AddressSanitizer, whose kernels run 2-3x slower.
 #if defined(__SANITIZE_ADDRESS__)
   const bool slow_kernels = true;
 #else
@@ -906,18 +988,20 @@ TEST(Hostile, CtrlCStopsWithinASecondAlsoDuringFindPlanning) {
   const double limit = slow_kernels ? 3.0 : 1.0;
   EXPECT_LT(secs, limit) << "took " << secs << " s to stop";
   // A second Ctrl-C exits at once.
-  const auto r2 = interrupted(fmt::format("profile --model vgg16 --algorithm find --find-exhaustive --stage sanity "
-                                          "--sizes 224 --threads 1 --progress quiet --output-dir '{}'",
-                                          (dir / "p2").string()),
-                              1.5, true);
+  const auto r2 = interrupted(
+      fmt::format("profile --model vgg16 --algorithm find --find-exhaustive --stage sanity "
+                  "--sizes 224 --threads 1 --progress quiet --output-dir '{}'",
+                  (dir / "p2").string()),
+      1.5, true);
   ASSERT_EQ(std::sscanf(r2.out.c_str(), "%d %lf", &rc, &secs), 2) << r2.out;
   EXPECT_EQ(rc, 130);
   EXPECT_LT(secs, 0.5);
   // SIGTERM (a batch system's stop) is handled the same way and exits 128 + 15.
-  const auto r3 = interrupted(fmt::format("profile --model vgg16 --algorithm find --find-exhaustive --stage sanity "
-                                          "--sizes 224 --threads 1 --progress quiet --output-dir '{}'",
-                                          (dir / "p3").string()),
-                              1.5, false, "TERM");
+  const auto r3 = interrupted(
+      fmt::format("profile --model vgg16 --algorithm find --find-exhaustive --stage sanity "
+                  "--sizes 224 --threads 1 --progress quiet --output-dir '{}'",
+                  (dir / "p3").string()),
+      1.5, false, "TERM");
   ASSERT_EQ(std::sscanf(r3.out.c_str(), "%d %lf", &rc, &secs), 2) << r3.out;
   EXPECT_EQ(rc, 143);
   EXPECT_LT(secs, limit);
@@ -927,9 +1011,10 @@ TEST(Hostile, CtrlCStopsWithinASecondAlsoDuringFindPlanning) {
 
 TEST(Hostile, AProfileOfAnAlgorithmMostLayersCannotRunSaysWhatRanInstead) {
   TempDir dir;
-  const auto r = nnperf(fmt::format("profile --model resnet18 --algorithm winograd --test --sizes 32 --threads 1 "
-                                    "--progress quiet --no-layers --output-dir '{}'",
-                                    dir.path().string()));
+  const auto r = nnperf(
+      fmt::format("profile --model resnet18 --algorithm winograd --test --sizes 32 --threads 1 "
+                  "--progress quiet --no-layers --output-dir '{}'",
+                  dir.path().string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("note: winograd requested, but"), std::string::npos) << r.out;
   const CsvTable t = read_csv(dir / "resnet18_winograd_overall.csv");

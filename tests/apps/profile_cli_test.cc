@@ -288,6 +288,7 @@ TEST(ProfileCli, BadInputIsRefusedWithTheValidChoices) {
   EXPECT_NE(r.err.find("/proc/nnperf-cannot-write"), std::string::npos) << r.err;
   r = run_nnperf("profile --stage huge");
   EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "nnperf: error: --stage 'huge': expected sanity, quick or full\n");
   r = run_nnperf(
       fmt::format("profile --model resnet18 {} --sizes 32 --launch graph --output-dir '{}'", kFast,
                   (dir.path() / "never").string()));
