@@ -68,14 +68,14 @@ std::string Trainer::divergence_cause() const {
     return "the input batch holds non-finite values (corrupt or badly normalised data), not a "
            "learning-rate problem";
   }
-  if (steps_ == 0) {
+  if (steps() == 0) {
     return "this happened before any update, so the initial weights or the model overflow (not "
            "the learning rate)";
   }
   return fmt::format(
       "after {} updates with finite inputs: the learning rate ({}) is likely too "
       "high; try a lower --lr",
-      steps_, optimizer_->lr());
+      steps(), optimizer_->lr());
 }
 
 BatchResult Trainer::loss_and_grad(std::span<const int32_t> labels, bool want_grad) {
@@ -96,7 +96,7 @@ BatchResult Trainer::loss_and_grad(std::span<const int32_t> labels, bool want_gr
   if (!std::isfinite(r.loss_sum) || !all_finite(logits.data(), logits.numel())) {
     throw DivergenceError(fmt::format(
         "{}: loss is {} (non-finite logits or loss); {}",
-        want_grad ? fmt::format("training diverged at step {}", steps_ + 1) : "evaluation failed",
+        want_grad ? fmt::format("training diverged at step {}", steps() + 1) : "evaluation failed",
         r.loss_sum / static_cast<double>(mb), divergence_cause()));
   }
   return BatchResult{r.loss_sum, r.correct, mb};
@@ -120,7 +120,7 @@ void Trainer::check_grads() const {
   for (const Param& p : params_) {
     if (!all_finite(p.grad->data(), p.grad->numel(), plan_.threads)) {
       throw DivergenceError(
-          fmt::format("training diverged at step {}: gradient of {} is not finite; {}", steps_ + 1,
+          fmt::format("training diverged at step {}: gradient of {} is not finite; {}", steps() + 1,
                       p.name, divergence_cause()));
     }
   }
@@ -130,7 +130,6 @@ void Trainer::update() {
   mark(StepPhase::kOptimizer, true);
   optimizer_->step(params_);
   mark(StepPhase::kOptimizer, false);
-  ++steps_;
 }
 
 BatchResult Trainer::step(const Tensor& x, std::span<const int32_t> labels) {

@@ -74,7 +74,8 @@ class Trainer {
 
   Graph& graph() { return graph_; }
   Optimizer& optimizer() { return *optimizer_; }
-  int64_t steps() const { return steps_; }
+  // Updates applied: the optimizer's count, so a resumed run (its state loaded) continues it.
+  int64_t steps() const { return optimizer_->steps(); }
 
  private:
   std::string divergence_cause() const;
@@ -94,7 +95,6 @@ class Trainer {
   Tensor d_logits_;
   Tensor eval_x_;
   std::vector<int32_t> eval_labels_;
-  int64_t steps_ = 0;
   bool planned_training_ = true;
   std::vector<Tensor> grad_sums_;
   int accumulated_ = 0;
