@@ -252,6 +252,15 @@ TEST(CnnTrainCli, RefusedCheckpointsNameTheProblem) {
        "input_side 8, this run has 16 (give the same --input-size)"},
       {fmt::format("{} --epochs 2 --resume '{}' --lr 0.05", kTiny, ckpt),
        "base_lr 0.1, this run has 0.05"},
+      // So would another recipe: the update's terms and the loss.
+      {fmt::format("{} --epochs 2 --resume '{}' --weight-decay 0.001", kTiny, ckpt),
+       "(give the same --weight-decay)"},
+      {fmt::format("{} --epochs 2 --resume '{}' --momentum 0.5", kTiny, ckpt),
+       "momentum 0.9, this run has 0.5 (give the same --momentum)"},
+      {fmt::format("{} --epochs 2 --resume '{}' --no-nesterov", kTiny, ckpt),
+       "nesterov true, this run has false (give the same --no-nesterov)"},
+      {fmt::format("{} --epochs 2 --resume '{}' --label-smoothing 0.1", kTiny, ckpt),
+       "(give the same --label-smoothing)"},
   };
   for (const auto& c : cases) {
     const fs::path out = dir / "refused";

@@ -300,6 +300,10 @@ nlohmann::json checkpoint_meta(const CnnTrainOptions& o, const Session& s, const
           {"seed", o.seed},
           {"total_steps", s.schedule.total_steps},
           {"warmup_steps", o.warmup_steps},
+          {"weight_decay", o.optimizer.weight_decay},
+          {"momentum", o.optimizer.momentum},
+          {"nesterov", o.optimizer.nesterov},
+          {"label_smoothing", o.label_smoothing},
           {"optimizer", {{"lr", o.optimizer.lr}}},
           {"records", records}};
 }
@@ -324,9 +328,16 @@ void check_resume_meta(const nlohmann::json& m, const CnnTrainOptions& o, const 
   same("seed", o.seed, "--seed");
   same("total_steps", s.schedule.total_steps, "--epochs");
   same("warmup_steps", o.warmup_steps, "--warmup");
-  // Checkpoints written before input_side and base_lr were recorded lack them.
+  // Checkpoints written before these were recorded lack them.
   if (m.contains("input_side")) same("input_side", s.data.side(), "--input-size");
   if (m.contains("base_lr")) same("base_lr", o.optimizer.lr, "--lr");
+  if (m.contains("weight_decay")) same("weight_decay", o.optimizer.weight_decay, "--weight-decay");
+  if (m.contains("label_smoothing"))
+    same("label_smoothing", o.label_smoothing, "--label-smoothing");
+  if (o.optimizer.name == "sgd") {  // Adam reads neither
+    if (m.contains("momentum")) same("momentum", o.optimizer.momentum, "--momentum");
+    if (m.contains("nesterov")) same("nesterov", o.optimizer.nesterov, "--no-nesterov");
+  }
 }
 
 RunState resume(const CnnTrainOptions& o, Session& s) {
