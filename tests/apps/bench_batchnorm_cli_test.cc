@@ -84,7 +84,7 @@ TEST(BenchBatchNormCli, RefusesBadProblemsOtherOpsFlagsAndSizesBeyondMemory) {
            {"batchnorm --problem mb2c3h4 --peak-gflops 100",
             "--peak-gflops: bench batchnorm is bound by memory; give --peak-bw"},
            {"conv2d --problem mb1ic4ih6oc4kh3 --peak-bw 10",
-            "--peak-bw: applies to bench batchnorm (conv2d and gemm take --peak-gflops)"},
+            "--peak-bw: applies to bench batchnorm (conv2d on the CPU takes --peak-gflops)"},
            {"conv2d --problem mb1ic4ih6oc4kh3 --pass backward",
             "--pass backward: conv2d takes forward, backward-data or backward-weights"}}) {
     const auto r = run_nnperf("bench " + flags);

@@ -549,6 +549,9 @@ TEST(CnnTrainCli, DivergenceStopsWithFinishedEpochsKept) {
   EXPECT_EQ(r.exit_code, 1);
   // Epoch 2's first step is step 5 (4 steps an epoch): the count goes on from the checkpoint.
   EXPECT_EQ(r.err.rfind("nnperf: error: training diverged at step 5: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("the weights held non-finite values before any update of this run"),
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find(fmt::format("(epoch 2); the 1 finished epochs are in {}",
                                    (out / "training_metrics.csv").string())),
             std::string::npos)

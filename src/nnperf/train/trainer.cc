@@ -60,15 +60,22 @@ void Trainer::ensure_planned(const Shape& x_shape, bool training) {
   if (params_.empty()) params_ = graph_.params();
 }
 
-// Why the numbers are not finite: the learning rate is blamed only when updates have happened and
-// the input and the weights were finite before them.
+// Why the numbers are not finite: the learning rate is blamed only when this Trainer has applied
+// updates and the input was finite.
 std::string Trainer::divergence_cause() const {
   const Tensor& x = graph_.value(Graph::kInput);
   if (!all_finite(x.data(), x.numel())) {
     return "the input batch holds non-finite values (corrupt or badly normalised data), not a "
            "learning-rate problem";
   }
-  if (steps() == 0) {
+  bool weights_finite = true;
+  for (const Param& p : params_)
+    weights_finite = weights_finite && all_finite(p.value->data(), p.value->numel());
+  if (!weights_finite && updates_ == 0) {
+    return "the weights held non-finite values before any update of this run (as initialised or "
+           "loaded), not a learning-rate problem";
+  }
+  if (updates_ == 0) {
     return "this happened before any update, so the initial weights or the model overflow (not "
            "the learning rate)";
   }
@@ -130,6 +137,7 @@ void Trainer::update() {
   mark(StepPhase::kOptimizer, true);
   optimizer_->step(params_);
   mark(StepPhase::kOptimizer, false);
+  ++updates_;
 }
 
 BatchResult Trainer::step(const Tensor& x, std::span<const int32_t> labels) {

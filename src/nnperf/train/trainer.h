@@ -95,6 +95,7 @@ class Trainer {
   Tensor d_logits_;
   Tensor eval_x_;
   std::vector<int32_t> eval_labels_;
+  int64_t updates_ = 0;  // applied by this Trainer (steps() also counts a loaded checkpoint's)
   bool planned_training_ = true;
   std::vector<Tensor> grad_sums_;
   int accumulated_ = 0;
