@@ -138,9 +138,26 @@ void expect_affine_clamp_add_exact(const BatchNormShape& s, std::size_t offset) 
   for (std::size_t k = 0; k < static_cast<std::size_t>(n); ++k) ASSERT_EQ(y[at(k)], 2 * x[at(k)]);
 }
 
+// ReLU6's clamp keeps a NaN, as the CPU's std::min(std::max(x, lo), hi) does, so a diverged run
+// shows as one; the rest is clamped to [lo, hi].
+TEST(CudaCnnKernels, ClampKeepsANaN) {
+  SKIP_WITHOUT_DEVICE();
+  const std::vector<float> x{std::numeric_limits<float>::quiet_NaN(), -1.0f, 7.0f, 3.0f,
+                             -std::numeric_limits<float>::infinity()};
+  const cuda::Buffer dx = to_device(x);
+  cuda::Buffer dy(x.size());
+  cuda_kernels::clamp(dx.data(), dy.data(), static_cast<int64_t>(x.size()), 0.0f, 6.0f);
+  const std::vector<float> y = to_host(dy);
+  EXPECT_TRUE(std::isnan(y[0])) << y[0];
+  EXPECT_EQ(y[1], 0.0f);
+  EXPECT_EQ(y[2], 6.0f);
+  EXPECT_EQ(y[3], 3.0f);
+  EXPECT_EQ(y[4], 0.0f);
+}
+
 TEST(CudaCnnKernels, AffineClampAddAndConcatAreExact) {
   SKIP_WITHOUT_DEVICE();
-  // Odd planes (the affine map one by one; Add and clamp by fours with a tail of 1 and of 3:
+  // Odd planes (the affine map one by one; Add by fours with a tail of 1 and of 3:
   // n = 105 and 7), planes of 8 and 12 (the affine map by fours: n = 48 and 108); each aligned and
   // one float off (everything one by one).
   for (const BatchNormShape& s : {BatchNormShape{3, 5, 7}, BatchNormShape{1, 1, 7},
