@@ -167,33 +167,24 @@ TEST(BatchNormKernels, BackwardReferenceMatchesFiniteDifferences) {
     return l;
   };
   const float h = 1.0f / 256;  // exact in float
-  for (int64_t i = 0; i < n; ++i) {
-    const float keep = x[i];
-    x[i] = keep + h;
-    const double up = loss();
-    x[i] = keep - h;
-    const double down = loss();
-    x[i] = keep;
-    EXPECT_NEAR((up - down) / (2 * h), dx[i], 2e-3 * (1 + std::abs(dx[i]))) << i;  // O(h^2)
-  }
-  for (int64_t c = 0; c < s.channels; ++c) {
-    const float keep = gamma[c];
-    gamma[c] = keep + h;
-    const double up = loss();
-    gamma[c] = keep - h;
-    const double down = loss();
-    gamma[c] = keep;
-    EXPECT_NEAR((up - down) / (2 * h), dg[c], 1e-6 * (1 + std::abs(dg[c])));  // linear in gamma
-  }
-  for (int64_t c = 0; c < s.channels; ++c) {
-    const float keep = beta[c];
-    beta[c] = keep + h;
-    const double up = loss();
-    beta[c] = keep - h;
-    const double down = loss();
-    beta[c] = keep;
-    EXPECT_NEAR((up - down) / (2 * h), db[c], 1e-6 * (1 + std::abs(db[c])));  // linear in beta
-  }
+  // Central differences over each element of `values` against the analytic gradient, within
+  // tol * (1 + |analytic|).
+  const auto check = [&](std::vector<float>& values, const std::vector<double>& analytic,
+                         double tol, const char* what) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const float keep = values[i];
+      values[i] = keep + h;
+      const double up = loss();
+      values[i] = keep - h;
+      const double down = loss();
+      values[i] = keep;
+      EXPECT_NEAR((up - down) / (2 * h), analytic[i], tol * (1 + std::abs(analytic[i])))
+          << what << " " << i;
+    }
+  };
+  check(x, dx, 2e-3, "dx");      // O(h^2)
+  check(gamma, dg, 1e-6, "dg");  // linear in gamma
+  check(beta, db, 1e-6, "db");   // linear in beta
 }
 
 }  // namespace
