@@ -78,6 +78,19 @@ CommandResult run_nnperf(const std::string& args);
 
 std::string read_text(const std::filesystem::path& path);
 
+// The central difference of loss() in x: (loss at x + h - loss at x - h) / 2h, x moved in place
+// (in its own type) and restored.
+template <class T, class F>
+double central_difference(T& x, F loss, double h) {
+  const T keep = x;
+  x = static_cast<T>(keep + h);
+  const double up = loss();
+  x = static_cast<T>(keep - h);
+  const double down = loss();
+  x = keep;
+  return (up - down) / (2 * h);
+}
+
 // Central finite differences: each element of v is moved by +-h in place and loss() evaluated
 // again; analytic[i] must lie within rel_tol * max(1, |fd|) of fd = (up - down) / 2h. `what`
 // names the gradient and the case in failure messages.
@@ -86,13 +99,7 @@ void expect_finite_differences(std::vector<double>& v, const Tensor& analytic, F
                                double rel_tol, const std::string& what) {
   ASSERT_EQ(static_cast<int64_t>(v.size()), analytic.numel()) << what;
   for (std::size_t i = 0; i < v.size(); ++i) {
-    const double keep = v[i];
-    v[i] = keep + h;
-    const double up = loss();
-    v[i] = keep - h;
-    const double down = loss();
-    v[i] = keep;
-    const double fd = (up - down) / (2 * h);
+    const double fd = central_difference(v[i], loss, h);
     ASSERT_NEAR(analytic[static_cast<int64_t>(i)], fd, rel_tol * std::max(1.0, std::fabs(fd)))
         << what << " element " << i;
   }

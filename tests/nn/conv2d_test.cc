@@ -660,13 +660,7 @@ TEST(Conv2dInGraph, ParameterGradientsMatchFiniteDifferences) {
   for (std::size_t k = 0; k < params.size(); ++k) {
     Tensor& v = *params[k].value;
     for (int64_t i = 0; i < v.numel(); ++i) {
-      const float keep = v[i];
-      v[i] = keep + kH;
-      const double up = loss();
-      v[i] = keep - kH;
-      const double down = loss();
-      v[i] = keep;
-      const double fd = (up - down) / (2.0 * kH);
+      const double fd = test::central_difference(v[i], loss, kH);
       ASSERT_NEAR(grads[k][i], fd, 1e-3 + 0.03 * std::fabs(fd))
           << params[k].name << " element " << i;
       ++checked;
