@@ -91,7 +91,8 @@ TEST(ExecLog, ConvBackwardNamesItsBackwardAlgorithms) {
   ASSERT_NE(out, nullptr);
   ExecLog log(g, "resnet18", "guess", out);
   g.set_hook(with_exec_log(&log, nullptr));
-  g.forward(test::random_tensor(Shape{2, 3, 8, 8}, 2));
+  const Tensor x = test::random_tensor(Shape{2, 3, 8, 8}, 2);  // backward reads it again
+  g.forward(x);
   g.backward(test::random_tensor(Shape{2, 4}, 3));
   g.set_hook(nullptr);
   std::rewind(out);
