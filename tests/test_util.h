@@ -78,6 +78,17 @@ CommandResult run_nnperf(const std::string& args);
 
 std::string read_text(const std::filesystem::path& path);
 
+// ||got - ref||_2 / ||ref||_2: a whole output's relative error (normwise bounds of the conv tests).
+inline double relative_l2_error(const std::vector<float>& got, const std::vector<double>& ref) {
+  double err2 = 0, ref2 = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double e = static_cast<double>(got[i]) - ref[i];
+    err2 += e * e;
+    ref2 += ref[i] * ref[i];
+  }
+  return std::sqrt(err2 / ref2);
+}
+
 // The central difference of loss() in x: (loss at x + h - loss at x - h) / 2h, x moved in place
 // (in its own type) and restored.
 template <class T, class F>

@@ -120,16 +120,6 @@ double reduction_factor(std::string_view algorithm, double k) {
 // Winograd error above, 1450 eps sum|terms| over 16 terms, is ~3e-4 of a typical output).
 constexpr double kNormwise = 1e-2;
 
-double normwise_error(const std::vector<float>& got, const std::vector<double>& ref) {
-  double err2 = 0, ref2 = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    const double e = static_cast<double>(got[i]) - ref[i];
-    err2 += e * e;
-    ref2 += ref[i] * ref[i];
-  }
-  return std::sqrt(err2 / ref2);
-}
-
 class CudnnConvMatches : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudnnConvMatches, EveryServedAlgorithmWithinItsBound) {
@@ -150,7 +140,7 @@ TEST_P(CudnnConvMatches, EveryServedAlgorithmWithinItsBound) {
       const double bound = c * test::kEps * abs_sum[i] + test::kEps * std::abs(ref[i]);
       ASSERT_LE(std::abs(static_cast<double>(y[i]) - ref[i]), bound) << name << " output " << i;
     }
-    EXPECT_LE(normwise_error(y, ref), kNormwise) << name;
+    EXPECT_LE(test::relative_l2_error(y, ref), kNormwise) << name;
   };
   const auto expect_within_bound = [&](const std::string& name) {
     conv.run(name);
@@ -265,7 +255,7 @@ TEST_P(CudnnConvMatches, EveryServedBackwardAlgorithmWithinItsBound) {
         ASSERT_LE(std::abs(static_cast<double>(got[i]) - ref[i]), bound)
             << to_string(pass) << " " << name << " element " << i;
       }
-      EXPECT_LE(normwise_error(got, ref), kNormwise) << to_string(pass) << " " << name;
+      EXPECT_LE(test::relative_l2_error(got, ref), kNormwise) << to_string(pass) << " " << name;
     };
     int served = 0;
     for (const char* name : cudnn::algorithms(pass)) {

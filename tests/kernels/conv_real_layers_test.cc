@@ -105,19 +105,16 @@ TEST_P(RealLayerTest, EveryServingAlgorithmMatchesFloat64Reference) {
     Worst& w = worst()[algo.name];
     ++w.layers;
     const int64_t plane = p.oh() * p.ow();
-    double err2 = 0, ref2 = 0;
     for (std::size_t i = 0; i < y.size(); ++i) {
       const double bound = test::conv_bound(algo.tolerance_factor, p, abs_sum[i], ref[i]);
       const double err = std::fabs(static_cast<double>(y[i]) - ref[i]);
-      err2 += err * err;
-      ref2 += ref[i] * ref[i];
       const int64_t e = static_cast<int64_t>(i);
       ASSERT_TRUE(err <= bound) << at << ": dst[oc" << e / plane << " y" << e % plane / p.ow()
                                 << " x" << e % p.ow() << "] = " << y[i] << ", reference " << ref[i]
                                 << ", |error| " << err << " > bound " << bound;
       if (bound > 0) w.ratio = std::max(w.ratio, err / bound);
     }
-    const double normwise = std::sqrt(err2 / ref2);
+    const double normwise = test::relative_l2_error(y, ref);
     EXPECT_LE(normwise, kNormwise) << at << ": ||y - ref|| / ||ref||";
     w.normwise = std::max(w.normwise, normwise);
   }
