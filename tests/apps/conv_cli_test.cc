@@ -77,7 +77,7 @@ TEST(ConvCli, BenchBackwardPassesTimeTheirOwnRegistry) {
   test::TempDir dir;
   const std::map<std::string, std::set<std::string>> rows{
       {"backward-data", {"gemm", "gemm_batched", "transposed_forward"}},
-      {"backward-weights", {"gemm", "gemm_batched"}}};
+      {"backward-weights", {"gemm", "gemm_batched", "gemm_tiled"}}};
   for (const auto& [pass, names] : rows) {
     const fs::path json = dir / (pass + ".json");
     const auto r = run_nnperf(

@@ -41,6 +41,13 @@ const char* kProblems[] = {
     "mb8ic32ih12oc24kh3ph1",
     "mb16ic32ih4oc256kh3ph1",
     "mb16ic64ih4oc256kh1",
+    // gemm_tiled's bands (256 columns of whole output rows once K > 256): 7 bands of 6, 6, ...,
+    // 4 rows per image; with groups 2 bands of 12 and 8 rows; from a tap table (ow <= 16) 16 and
+    // 4 rows; a 1x1 layer read from the input itself in bands of 10, 10 and 4 rows.
+    "mb2ic32ih40oc6kh3ph1",
+    "g2mb2ic64ih20oc6kh3ph1",
+    "mb2ic32ih20iw16oc8kh3ph1",
+    "mb2ic300ih24oc4kh1",
 };
 
 struct Grads {
@@ -110,8 +117,25 @@ TEST(ConvBackward, EveryRowMatchesTheFloat64Reference) {
     }
   }
   constexpr int kCount = static_cast<int>(std::size(kProblems));
-  EXPECT_EQ(checked, 2 * (kCount * 4 + transposed / 2));  // gemm + gemm_batched per pass everywhere
+  // Everywhere: gemm and gemm_batched for both passes, gemm_tiled for the weights.
+  EXPECT_EQ(checked, 2 * (kCount * 5 + transposed / 2));
   EXPECT_GE(transposed, 2 * 6);  // stride 1, groups 1: 6 of the 12 problems
+}
+
+// gemm_tiled holds one band of the patch matrix per thread, where gemm holds a whole image's:
+// ResNet-50's stem (K 147 x N 12544 per image, 7.4 MB) in bands of 3 of its 112 output rows.
+TEST(ConvBackward, TiledWeightsHoldOneBandOfThePatchMatrix) {
+  const ConvProblem stem = parse_conv_problem("mb8ic3ih224oc64kh7sh2ph3");
+  const auto& gemm = find_conv_backward(ConvPass::kBackwardWeights, "gemm");
+  const auto& tiled = find_conv_backward(ConvPass::kBackwardWeights, "gemm_tiled");
+  const std::size_t image = 147 * 12544 * sizeof(float), band = 147 * 3 * 112 * sizeof(float);
+  EXPECT_GE(gemm.workspace_bytes(stem, 1), image);
+  EXPECT_GE(tiled.workspace_bytes(stem, 1), band);
+  EXPECT_LT(tiled.workspace_bytes(stem, 1), image / 8);
+  // A second thread adds its own band and its own dW^T (64 x 147 floats), nothing of an image.
+  EXPECT_GE(tiled.workspace_bytes(stem, 2) - tiled.workspace_bytes(stem, 1),
+            band + 64 * 147 * sizeof(float));
+  EXPECT_LT(tiled.workspace_bytes(stem, 2), image / 4);
 }
 
 // The reference is the adjoint of the forward reference: with L = sum(dy * conv(x, w)),

@@ -45,6 +45,9 @@ inline double conv_gemm_shape_efficiency(int64_t m, int64_t n, int64_t k, double
 // channel): row[oy*ow + ox] = src[c][oy*sh - ph + r*dh][ox*sw - pw + s*dw], zero in the padding.
 // im2col_gemm.cc.
 void conv_im2col_row(const ConvProblem& p, const float* src, int64_t k, float* row);
+// Output rows [oy0, oy1) of that row: row[(oy - oy0)*ow + ox] (gemm_tiled's bands).
+void conv_im2col_row_band(const ConvProblem& p, const float* src, int64_t k, int64_t oy0,
+                          int64_t oy1, float* row);
 // The same rows for small maps from a tap table: for every tap (r, s) and output position, the
 // input offset it reads within one channel plane, -1 in the padding. Built once per call, it
 // turns a row into one branch-free gather; conv_im2col_row's divisions and per-output-row
@@ -53,12 +56,17 @@ void conv_im2col_row(const ConvProblem& p, const float* src, int64_t k, float* r
 // Used when ow <= 16 and the table holds at most 16384 entries; 0 bytes otherwise.
 std::size_t conv_tap_table_bytes(const ConvProblem& p);
 void conv_fill_tap_table(const ConvProblem& p, int32_t* table);
+// Columns [j0, j1) of that row (row[j - j0]); the whole row is [0, oh*ow).
 inline void conv_im2col_row_table(const ConvProblem& p, const int32_t* table, const float* src,
-                                  int64_t k, float* row) {
+                                  int64_t k, int64_t j0, int64_t j1, float* row) {
   const int64_t taps = p.kh * p.kw, n = p.oh() * p.ow();
   const float* plane = src + (k / taps) * p.ih * p.iw;
   const int32_t* t = table + (k % taps) * n;
-  for (int64_t j = 0; j < n; ++j) row[j] = t[j] >= 0 ? plane[t[j]] : 0.0f;
+  for (int64_t j = j0; j < j1; ++j) row[j - j0] = t[j] >= 0 ? plane[t[j]] : 0.0f;
+}
+inline void conv_im2col_row_table(const ConvProblem& p, const int32_t* table, const float* src,
+                                  int64_t k, float* row) {
+  conv_im2col_row_table(p, table, src, k, 0, p.oh() * p.ow(), row);
 }
 // dx plane of one channel += every dcol row of that channel at the pixel its entries were read
 // from (the adjoint of the rows above; `rows` points at row (c, 0, 0), row stride ld).

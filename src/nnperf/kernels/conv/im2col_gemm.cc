@@ -70,15 +70,20 @@ std::size_t table_bytes(const ConvProblem& p) {
 }  // namespace
 
 void conv_im2col_row(const ConvProblem& p, const float* src, int64_t k, float* row) {
-  const int64_t oh = p.oh(), ow = p.ow();
+  conv_im2col_row_band(p, src, k, 0, p.oh(), row);
+}
+
+void conv_im2col_row_band(const ConvProblem& p, const float* src, int64_t k, int64_t oy0,
+                          int64_t oy1, float* row) {
+  const int64_t ow = p.ow();
   const int64_t s = k % p.kw, r = k / p.kw % p.kh, c = k / (p.kw * p.kh);
   const float* plane = src + c * p.ih * p.iw;
   // Columns ox with 0 <= ox*sw - pw + s*dw < iw: [ox_lo, ox_hi).
   const int64_t w0 = s * p.dw - p.pw;  // input column of ox = 0
   const int64_t ox_lo = std::min(ow, w0 >= 0 ? 0 : conv_ceil_div(-w0, p.sw));
   const int64_t ox_hi = std::max(ox_lo, std::min(ow, w0 >= p.iw ? 0 : (p.iw - 1 - w0) / p.sw + 1));
-  for (int64_t oy = 0; oy < oh; ++oy) {
-    float* out = row + oy * ow;
+  for (int64_t oy = oy0; oy < oy1; ++oy) {
+    float* out = row + (oy - oy0) * ow;
     const int64_t h = oy * p.sh - p.ph + r * p.dh;
     if (h < 0 || h >= p.ih) {
       std::memset(out, 0, sizeof(float) * ow);
@@ -88,6 +93,9 @@ void conv_im2col_row(const ConvProblem& p, const float* src, int64_t k, float* r
     std::memset(out, 0, sizeof(float) * ox_lo);
     if (p.sw == 1) {
       std::memcpy(out + ox_lo, in + (w0 + ox_lo), sizeof(float) * (ox_hi - ox_lo));
+    } else if (p.sw == 2) {  // a constant stride: the compiler vectorises it with shuffles
+      const float* q = in + w0;
+      for (int64_t ox = ox_lo; ox < ox_hi; ++ox) out[ox] = q[2 * ox];
     } else {
       for (int64_t ox = ox_lo; ox < ox_hi; ++ox) out[ox] = in[w0 + ox * p.sw];
     }
