@@ -17,6 +17,9 @@
 #   MODELS    whole-model comparison (default "resnet50 vgg16 mobilenet_v2"; "" skips it)
 #   MODEL_WARMUP / MODEL_MEASURE   whole-model passes (default 3 / 10); ROUNDS (default 2)
 #   THREADS   (default 1); OUT (output folder); PEERS_PYTHON (default: bench/peers/setup-venv.sh's)
+#   PASS      forward (default), backward-data or backward-weights: the pass the layer benchmarks
+#             time (nnperf bench conv2d --pass, conv_torch.py --pass); a backward pass runs no
+#             oneDNN peer (it times forward inference) and no whole models
 #   PEAK      1-thread FMA GFLOP/s for "% peak" (default: the largest figure measured in the run)
 #   ONEDNN_PEER  the oneDNN peer binary (default BUILD/bench/onednn/onednn_conv_peer; skipped
 #             with a note when missing); LAYER_FILE (default bench/conv_layers.txt)
@@ -37,8 +40,17 @@ MODEL_MEASURE=${MODEL_MEASURE:-10}
 ROUNDS=${ROUNDS:-2}
 THREADS=${THREADS:-1}
 LAYER_FILE=${LAYER_FILE:-$ROOT/bench/conv_layers.txt}
+PASS=${PASS:-forward}
 
 die() { echo "bench_conv: $*" >&2; exit 1; }
+case $PASS in
+  forward) ;;
+  backward-data | backward-weights)
+    ONEDNN=
+    MODELS=
+    ;;
+  *) echo "bench_conv: PASS: '$PASS' is not forward, backward-data or backward-weights" >&2; exit 2 ;;
+esac
 [[ -x $NNPERF ]] || die "no nnperf at $NNPERF (build it, or pass the build folder)"
 [[ -r $LAYER_FILE ]] || die "no layer list at $LAYER_FILE"
 mkdir -p "$OUT" || die "cannot create $OUT"
@@ -49,11 +61,13 @@ if [[ -n ${PEERS_PYTHON:-} ]]; then
 else
   PY=$(bash "$ROOT/bench/peers/setup-venv.sh" | tail -n 1) || die "bench/peers/setup-venv.sh failed"
 fi
-if ! "$PY" -c 'import torchvision' 2>/dev/null; then
+if [[ -n $MODELS ]] && ! "$PY" -c 'import torchvision' 2>/dev/null; then  # cnn_torch.py's models
   echo "bench_conv: installing torchvision into $PY's environment" >&2
   "$PY" -m pip install --disable-pip-version-check --quiet torchvision >&2 || die "pip install torchvision failed"
 fi
-if [[ ! -x $ONEDNN ]]; then
+if [[ $PASS != forward ]]; then
+  echo "bench_conv: $PASS: no oneDNN peer (it times forward inference) and no whole models" >&2
+elif [[ ! -x $ONEDNN ]]; then
   echo "bench_conv: no oneDNN peer at $ONEDNN (apt-get install libdnnl-dev and rebuild); skipping it" \
     | tee "$OUT/onednn_missing.txt" >&2
   ONEDNN=
@@ -75,7 +89,7 @@ run_step() {  # run_step LOG cmd...
   echo "nnperf: $NNPERF"
   echo "onednn peer: ${ONEDNN:-none}"
   echo "python: $PY"
-  echo "threads: $THREADS  batches: $BATCHES  layers: ${LAYERS:-all}  warmup/measure: $WARMUP/$MEASURE"
+  echo "pass: $PASS  threads: $THREADS  batches: $BATCHES  layers: ${LAYERS:-all}  warmup/measure: $WARMUP/$MEASURE"
   echo "models: ${MODELS:-none}  model warmup/measure: $MODEL_WARMUP/$MODEL_MEASURE  rounds: $ROUNDS"
   git -C "$ROOT" rev-parse --short HEAD 2>/dev/null | sed 's/^/commit: /'
   git -C "$ROOT" status --porcelain 2>/dev/null | grep -q . && echo "tree: modified"
@@ -105,10 +119,10 @@ for B in $BATCHES; do
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$B" "$model" "$name" "$count" "$desc" "layers/mb$B/${model}_${name}" \
       >> "$OUT/layers.tsv"
     echo "bench_conv: mb$B $model $name $desc" >&2
-    run_step "$base.ours.txt" "$NNPERF" bench conv2d --problem "$desc" --threads "$THREADS" \
+    run_step "$base.ours.txt" "$NNPERF" bench conv2d --problem "$desc" --pass "$PASS" --threads "$THREADS" \
       --warmup "$WARMUP" --measure "$MEASURE" --json "$base.ours.json"
-    run_step "$base.torch.txt" "$PY" "$ROOT/bench/peers/conv_torch.py" --problem "$desc" --threads "$THREADS" \
-      --warmup "$WARMUP" --measure "$MEASURE" --json "$base.torch.json"
+    run_step "$base.torch.txt" "$PY" "$ROOT/bench/peers/conv_torch.py" --problem "$desc" --pass "$PASS" \
+      --threads "$THREADS" --warmup "$WARMUP" --measure "$MEASURE" --json "$base.torch.json"
     if [[ -n $ONEDNN ]]; then
       run_step "$base.onednn.txt" "$ONEDNN" --problem "$desc" --threads "$THREADS" \
         --warmup "$WARMUP" --measure "$MEASURE" --json "$base.onednn.json"

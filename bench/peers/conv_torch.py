@@ -12,6 +12,11 @@ Descriptor grammar (as nnperf's src/nnperf/kernels/conv/conv.h): terms g mb ic i
 sw ph pw dh dw, absent width terms equal the height terms, defaults g1 mb1 s1 p0 d1, dilation
 1-based (d1 = dense); an optional leading name ending in '_' or ':' is ignored.
 
+--pass backward-data / backward-weights time that pass instead of the forward convolution, as
+`nnperf bench conv2d --pass` does: torch.ops.aten.convolution_backward (the op autograd calls for
+a Conv2d) with only dX, or only dW and the bias gradient (as nnperf computes db with dW), asked
+for; dY and the other inputs uniform in [-1, 1], made once outside the timed region.
+
 Threads: --threads N sets OMP_NUM_THREADS/MKL_NUM_THREADS/OPENBLAS_NUM_THREADS before torch is
 imported and calls torch.set_num_threads(N) / set_num_interop_threads(N).
 """
@@ -32,6 +37,7 @@ from peer_common import cpu_model  # noqa: E402  (no numpy/torch import at load 
 
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 VARIANTS = ("nchw", "channels_last")
+PASSES = ("forward", "backward-data", "backward-weights")
 _TERMS = ("g", "mb", "ic", "ih", "iw", "oc", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw")
 
 
@@ -257,7 +263,51 @@ def capture_graphs(torch, F, inputs, b, kw):
     return graphs
 
 
-def bench_problem(torch, p, variants, warmup, measure, seed, device="cpu", cuda_graph=False):
+def reduction_length(p, conv_pass):
+    """Terms summed per output element of the pass (the K of the error bound)."""
+    oh, ow = out_hw(p)
+    if conv_pass == "backward-data":
+        return (p["oc"] // p["g"]) * p["kh"] * p["kw"]
+    if conv_pass == "backward-weights":
+        return p["mb"] * oh * ow
+    return (p["ic"] // p["g"]) * p["kh"] * p["kw"]
+
+
+def backward_call(torch, p, conv_pass, b, kw):
+    """fn(x, w, dy) -> the pass's gradient: dX, or dW (the bias gradient computed with it)."""
+    data = conv_pass == "backward-data"
+    mask = [data, not data, not data and b is not None]
+    sizes = [p["oc"]] if mask[2] else None
+    args = ([kw["stride"][0], kw["stride"][1]], [kw["padding"][0], kw["padding"][1]],
+            [kw["dilation"][0], kw["dilation"][1]], False, [0, 0], kw["groups"], mask)
+
+    def run(x, w, dy):
+        grads = torch.ops.aten.convolution_backward(dy, x, w, sizes, *args)
+        return grads[0] if data else grads[1]
+    return run
+
+
+def check_backward(torch, p, conv_pass, seed):
+    """Largest |difference| between the pass's gradient as timed (convolution_backward, float32)
+    and autograd's gradient of F.conv2d in float64 on the same inputs, over max |reference|: a
+    stride, padding, groups or mask passed wrongly shows as O(1)."""
+    F = torch.nn.functional
+    gen = torch.Generator().manual_seed(seed)
+    oh, ow = out_hw(p)
+    x = torch.rand(p["mb"], p["ic"], p["ih"], p["iw"], generator=gen) * 2 - 1
+    w = torch.rand(p["oc"], p["ic"] // p["g"], p["kh"], p["kw"], generator=gen) * 2 - 1
+    b = torch.rand(p["oc"], generator=gen) * 2 - 1
+    dy = torch.rand(p["mb"], p["oc"], oh, ow, generator=gen) * 2 - 1
+    kw = dict(stride=(p["sh"], p["sw"]), padding=(p["ph"], p["pw"]), dilation=(p["dh"], p["dw"]), groups=p["g"])
+    got = backward_call(torch, p, conv_pass, b, kw)(x, w, dy)
+    x64, w64, b64 = (t.double().requires_grad_() for t in (x, w, b))
+    y = F.conv2d(x64, w64, b64, **kw)
+    (ref,) = torch.autograd.grad(y, x64 if conv_pass == "backward-data" else w64, dy.double())
+    return float((got.double() - ref).abs().max() / ref.abs().max().clamp(min=1e-30))
+
+
+def bench_problem(torch, p, variants, warmup, measure, seed, device="cpu", cuda_graph=False,
+                  conv_pass="forward"):
     F = torch.nn.functional
     gen = torch.Generator().manual_seed(seed)
     x = torch.rand(p["mb"], p["ic"], p["ih"], p["iw"], generator=gen) * 2 - 1
@@ -267,13 +317,20 @@ def bench_problem(torch, p, variants, warmup, measure, seed, device="cpu", cuda_
     if gpu:  # as nnperf's cuDNN rows: no bias, on the device, timed by CUDA events
         x, w, b = x.cuda(), w.cuda(), None
     kw = dict(stride=(p["sh"], p["sw"]), padding=(p["ph"], p["pw"]), dilation=(p["dh"], p["dw"]), groups=p["g"])
+    backward = conv_pass != "forward"
+    if backward:
+        oh, ow = out_hw(p)
+        dy = torch.rand(p["mb"], p["oc"], oh, ow, generator=gen) * 2 - 1
+        dy = dy.cuda() if gpu else dy
+        call = backward_call(torch, p, conv_pass, b, kw)
     inputs = {}
     for v in variants:
         if v == "nchw":
-            inputs[v] = (x.contiguous(), w.contiguous())
+            inputs[v] = (x.contiguous(), w.contiguous()) + ((dy.contiguous(),) if backward else ())
         else:
-            inputs[v] = (x.contiguous(memory_format=torch.channels_last),
-                         w.contiguous(memory_format=torch.channels_last))
+            cl = torch.channels_last
+            inputs[v] = (x.contiguous(memory_format=cl), w.contiguous(memory_format=cl)) + (
+                (dy.contiguous(memory_format=cl),) if backward else ())
     times = {v: [] for v in variants}
     outs = {}
     with torch.inference_mode():
@@ -281,7 +338,7 @@ def bench_problem(torch, p, variants, warmup, measure, seed, device="cpu", cuda_
         for r in range(warmup + measure):
             events = {}
             for v in variants:
-                xi, wi = inputs[v]
+                xi, wi = inputs[v][:2]
                 if gpu:
                     events[v] = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                     events[v][0].record()
@@ -289,6 +346,8 @@ def bench_problem(torch, p, variants, warmup, measure, seed, device="cpu", cuda_
                 if v in graphs:
                     graphs[v][0].replay()
                     y = graphs[v][1]
+                elif backward:
+                    y = call(xi, wi, inputs[v][2])
                 else:
                     y = F.conv2d(xi, wi, b, **kw)
                 t = (time.perf_counter() - t0) * 1e3
@@ -313,7 +372,8 @@ def bench_problem(torch, p, variants, warmup, measure, seed, device="cpu", cuda_
     recs = []
     for v in variants:
         s = summary(times[v])
-        recs.append({"algorithm": f"torch_{v}", "problem": problem_str(p), "status": "ok", **s, "flops": fl,
+        recs.append({"algorithm": f"torch_{v}", "problem": problem_str(p), "pass": conv_pass, "status": "ok", **s,
+                     "flops": fl,
                      "gflops_per_s": fl / (s["time_ms_median"] * 1e-3) * 1e-9, "peer": "torch",
                      "version": torch.__version__, "dst_channels_last": outs[v][1],
                      "max_abs_diff_vs_first_variant": agree if v != variants[0] else 0.0,
@@ -340,6 +400,11 @@ def main(argv=None):
     ap.add_argument("--cuda-graph", action="store_true",
                     help="with --device cuda: each variant's call captured once as a CUDA graph "
                          "and replayed (as nnperf bench conv2d --launch graph)")
+    ap.add_argument("--pass", dest="conv_pass", default="forward", choices=PASSES,
+                    help="the pass timed: F.conv2d, or convolution_backward for dX or dW (+ db)")
+    ap.add_argument("--check", action="store_true",
+                    help="with a backward --pass: each problem's gradient against autograd's of F.conv2d in "
+                         "float64 first (CPU); exit 1 above 1e-5 of its largest entry")
     ap.add_argument("--json", default=None, metavar="FILE")
     ap.add_argument("--list-layers", action="store_true",
                     help="print the conv layer list of vgg16 and resnet50 (from torchvision) and exit")
@@ -348,6 +413,10 @@ def main(argv=None):
         ap.error("--threads and --measure must be >= 1, --warmup >= 0")
     if a.cuda_graph and a.device != "cuda":
         ap.error("--cuda-graph: applies to --device cuda only")
+    if a.check and (a.conv_pass == "forward" or a.device != "cpu"):
+        ap.error("--check: checks a backward --pass on the CPU")
+    if a.cuda_graph and a.conv_pass != "forward":
+        ap.error("--cuda-graph: captures the forward convolution only (--pass forward)")
     variants = [v for v in a.variants.split(",") if v]
     bad = [v for v in variants if v not in VARIANTS]
     if bad or not variants:
@@ -385,21 +454,31 @@ def main(argv=None):
         torch.backends.cuda.matmul.allow_tf32 = False
     ctx = run_context(torch, a.threads, a.warmup, a.measure)
     ctx["device"] = a.device
+    ctx["pass"] = a.conv_pass
     if a.device == "cuda":
         ctx["cuda_device"] = torch.cuda.get_device_name(0)
         ctx["cudnn_version"] = torch.backends.cudnn.version()
         ctx["launch"] = "graph" if a.cuda_graph else "eager"
+    if a.check:
+        for p in parsed:
+            err = check_backward(torch, p, a.conv_pass, a.seed)
+            print(f"check {problem_str(p)} {a.conv_pass}: max |error| / max |reference| {err:.2e}")
+            if not err <= 1e-5:
+                print(f"conv_torch: {a.conv_pass} of {problem_str(p)} differs from autograd's by {err:.3g}",
+                      file=sys.stderr)
+                return 1
     records = []
-    print(f"torch {torch.__version__} ({ctx['cpu_capability']}), {a.threads} thread(s)")
+    print(f"torch {torch.__version__} ({ctx['cpu_capability']}), {a.conv_pass}, {a.threads} thread(s)")
     print(f"{'problem':38} {'variant':15} {'median_ms':>10} {'min_ms':>9} {'GFLOP/s':>8}")
     for p in parsed:
-        for r in bench_problem(torch, p, variants, a.warmup, a.measure, a.seed, a.device, a.cuda_graph):
+        for r in bench_problem(torch, p, variants, a.warmup, a.measure, a.seed, a.device, a.cuda_graph,
+                               a.conv_pass):
             records.append(r)
             print(f"{r['problem']:38} {r['algorithm'][6:]:15} {r['time_ms_median']:10.3f} "
                   f"{r['time_ms_min']:9.3f} {r['gflops_per_s']:8.1f}", flush=True)
             # Both variants within the conventions bound K * eps * sum|a*b| of the exact result
             # (inputs uniform in [-1, 1]: sum|a*b| ~ K / 4), so at most twice that apart.
-            k = (p["ic"] // p["g"]) * p["kh"] * p["kw"]
+            k = reduction_length(p, a.conv_pass)
             if r["max_abs_diff_vs_first_variant"] > 2 * k * 2.0**-23 * (k / 4 + 1):
                 print(f"conv_torch: {r['algorithm']} differs from {variants[0]} by "
                       f"{r['max_abs_diff_vs_first_variant']:.3g}", file=sys.stderr)
