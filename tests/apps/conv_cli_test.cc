@@ -76,7 +76,7 @@ TEST(ConvCli, BenchWritesRecordsForSupportedAlgorithms) {
 TEST(ConvCli, BenchBackwardPassesTimeTheirOwnRegistry) {
   test::TempDir dir;
   const std::map<std::string, std::set<std::string>> rows{
-      {"backward-data", {"gemm", "gemm_batched", "transposed_forward"}},
+      {"backward-data", {"gemm", "gemm_batched", "transposed_forward", "gemm_tiled"}},
       {"backward-weights", {"gemm", "gemm_batched", "gemm_tiled"}}};
   for (const auto& [pass, names] : rows) {
     const fs::path json = dir / (pass + ".json");

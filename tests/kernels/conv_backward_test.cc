@@ -43,7 +43,8 @@ const char* kProblems[] = {
     "mb16ic64ih4oc256kh1",
     // gemm_tiled's bands (256 columns of whole output rows once K > 256): 7 bands of 6, 6, ...,
     // 4 rows per image; with groups 2 bands of 12 and 8 rows; from a tap table (ow <= 16) 16 and
-    // 4 rows; a 1x1 layer read from the input itself in bands of 10, 10 and 4 rows.
+    // 4 rows; a 1x1 layer read from (its dX written straight into) the planes in bands of 10, 10
+    // and 4 rows. Backward-data's bands add into input rows their neighbours add into too.
     "mb2ic32ih40oc6kh3ph1",
     "g2mb2ic64ih20oc6kh3ph1",
     "mb2ic32ih20iw16oc8kh3ph1",
@@ -117,8 +118,8 @@ TEST(ConvBackward, EveryRowMatchesTheFloat64Reference) {
     }
   }
   constexpr int kCount = static_cast<int>(std::size(kProblems));
-  // Everywhere: gemm and gemm_batched for both passes, gemm_tiled for the weights.
-  EXPECT_EQ(checked, 2 * (kCount * 5 + transposed / 2));
+  // Everywhere: gemm, gemm_batched and gemm_tiled for both passes.
+  EXPECT_EQ(checked, 2 * (kCount * 6 + transposed / 2));
   EXPECT_GE(transposed, 2 * 6);  // stride 1, groups 1: 6 of the 12 problems
 }
 

@@ -1,4 +1,4 @@
-// The backward registries (conv_backward.h). Three methods:
+// The backward registries (conv_backward.h). Four methods:
 //  - gemm: per image and group, im2col + two BLAS GEMMs + col2im (Caffe's backward):
 //      dW_g [ocg x K] += dY_g [ocg x N] . col^T        dcol [K x N] = W_g^T . dY_g, col2im
 //    with K = icg*kh*kw, N = oh*ow.
@@ -8,6 +8,8 @@
 //  - transposed_forward (data only): for stride 1, dX is a forward convolution of dY with the
 //    flipped, transposed weights W'[c][o][i][j] = W[o][c][kh-1-i][kw-1-j] and padding
 //    d*(k-1) - p, run by the cheapest forward algorithm for that problem (Winograd for 3x3).
+//  - gemm_tiled: gemm's products one L2-sized band of output rows at a time, each band one
+//    single-threaded GEMM, so that no whole-image patch matrix goes out to DRAM and back.
 #include "nnperf/kernels/conv/conv_backward.h"
 
 #include <fmt/format.h>
@@ -120,24 +122,12 @@ const float* build_col(const ConvProblem& p, const float* x, int64_t n0, int64_t
 // every dcol entry at the pixel it was read from.
 void col2im_plane(const ConvProblem& p, const float* dcol, const GemmLayout& l,
                   const int32_t* table, int64_t i, int64_t c, float* plane) {
-  const int64_t oh = p.oh(), ow = p.ow();
   std::fill(plane, plane + p.ih * p.iw, 0.0f);
+  const float* rows = dcol + c * p.kh * p.kw * l.cols + i * l.n;
   if (table != nullptr) {
-    conv_col2im_plane_table(p, table, dcol + c * p.kh * p.kw * l.cols + i * l.n, l.cols, plane);
-    return;
-  }
-  for (int64_t r = 0; r < p.kh; ++r) {
-    for (int64_t s = 0; s < p.kw; ++s) {
-      const float* in = dcol + ((c * p.kh + r) * p.kw + s) * l.cols + i * l.n;
-      for (int64_t oy = 0; oy < oh; ++oy) {
-        const int64_t iy = oy * p.sh - p.ph + r * p.dh;
-        if (iy < 0 || iy >= p.ih) continue;
-        for (int64_t ox = 0; ox < ow; ++ox) {
-          const int64_t ix = ox * p.sw - p.pw + s * p.dw;
-          if (ix >= 0 && ix < p.iw) plane[iy * p.iw + ix] += in[oy * ow + ox];
-        }
-      }
-    }
+    conv_col2im_plane_table(p, table, rows, l.cols, 0, l.n, plane);
+  } else {
+    conv_col2im_band(p, rows, l.cols, 0, p.oh(), plane);
   }
 }
 
@@ -271,38 +261,45 @@ double batched_weights_cost(const ConvProblem& p, int t) {
   return gemm_cost(p, t, true, ConvPass::kBackwardWeights);
 }
 
-// ---- gemm_tiled (backward-weights) ----
-// The patch matrix is built one band at a time: whole output rows of one image and group whose
-// K x cols patch rows fill about kBandBytes, so that the GEMM reads them from L2 right after
-// im2col wrote them (gemm writes a whole image's K x N rows first: 7.4 MB for ResNet-50's stem,
-// out to DRAM and back). Each band is one OpenBLAS call on one thread with a 256+-column
-// reduction (its full rate from ~128), in the transposed orientation dW_g^T [K x ocg] +=
-// col_band [K x cols] . dY_band^T: with the patch rows as A, OpenBLAS ran ResNet-50's stem band
-// (m147n64k336) at 95 GFLOP/s against 80 for dY . col^T (m64n147k336), one Zen 4 core.
-// The bands of all images are split between the threads, each summing into its own dW^T in the
-// workspace; the end transposes and adds them into wei_grad. No thread waits for another.
+// ---- gemm_tiled ----
+// The patch matrix, or its gradient, one band at a time: whole output rows of one image and
+// group whose K x cols patch rows fill about kBandBytes, so that the GEMM reads (backward-data:
+// col2im reads) them from L2 right after they were written; gemm writes a whole image's K x N
+// rows first: 7.4 MB for ResNet-50's stem, 115 MB for VGG-16's second layer, out to DRAM and
+// back. Each band is one OpenBLAS call on one thread over 256+ columns (its full rate from ~128).
+// Backward-weights runs in the transposed orientation dW_g^T [K x ocg] += col_band [K x cols] .
+// dY_band^T: with the patch rows as A, OpenBLAS ran ResNet-50's stem band (m147n64k336) at 95
+// GFLOP/s against 80 for dY . col^T (m64n147k336), one Zen 4 core. Its bands, of all images, are
+// split between the threads, each summing into its own dW^T in the workspace; the end transposes
+// and adds them into wei_grad. Backward-data: dcol_band = W_g^T . dY_band, then col2im of the band.
 constexpr int64_t kBandBytes = 256 * 1024;  // half the fitted Zen 3 core's 512 KiB L2
 constexpr int64_t kBandColumns = 256;
 constexpr std::size_t kMaxPartialBytes = std::size_t{64} << 20;  // all threads' dW^T
 
+// The bands of both passes. Weights: a thread takes any bands (items: mb*g*bands) and sums into
+// its own dW^T. Data: a thread takes whole images and groups (items: mb*g), whose dX planes no
+// other thread touches, their bands in order (neighbouring bands add into the same input rows).
 struct TiledLayout {
-  int64_t k, n, rows, bands, items;  // rows per band, bands per image and group, mb*g*bands
-  int threads;                       // threads that take bands
+  int64_t k, n, rows, bands, items;  // rows per band, bands per image and group, work items
+  int threads;                       // threads that take items
   std::size_t col_bytes, blas_bytes, table_bytes, partial_bytes;  // per thread but the table
-  TiledLayout(const ConvProblem& p, int threads_asked)
+  TiledLayout(const ConvProblem& p, int threads_asked, ConvPass pass)
       : k(p.icg() * p.kh * p.kw), n(p.oh() * p.ow()) {
+    const bool weights = pass == ConvPass::kBackwardWeights;
     const int64_t fit = std::max(kBandColumns, kBandBytes / (k * 4));
     rows = std::clamp<int64_t>(fit / p.ow(), 1, p.oh());
     bands = conv_ceil_div(p.oh(), rows);
-    items = p.mb * p.g * bands;
-    partial_bytes = aligned(static_cast<std::size_t>(p.wei_numel()) * sizeof(float));
+    items = p.mb * p.g * (weights ? bands : 1);
+    partial_bytes = weights ? aligned(static_cast<std::size_t>(p.wei_numel()) * sizeof(float)) : 0;
     const auto cap =
-        static_cast<int64_t>(std::max<std::size_t>(1, kMaxPartialBytes / partial_bytes));
+        weights ? static_cast<int64_t>(std::max<std::size_t>(1, kMaxPartialBytes / partial_bytes))
+                : int64_t{threads_asked};
     threads = static_cast<int>(
         std::clamp<int64_t>(std::min<int64_t>(threads_asked, cap), 1, std::max<int64_t>(items, 1)));
     col_bytes = col_is_src(p) ? 0 : aligned(static_cast<std::size_t>(k * rows * p.ow()) * 4);
-    blas_bytes =
-        aligned(blas().workspace_bytes(GemmShape{false, true, k, p.ocg(), rows * p.ow()}, 1));
+    const GemmShape shape = weights ? GemmShape{false, true, k, p.ocg(), rows * p.ow()}
+                                    : GemmShape{true, false, k, rows * p.ow(), p.ocg()};
+    blas_bytes = aligned(blas().workspace_bytes(shape, 1));
     table_bytes = col_is_src(p) ? 0 : conv_tap_table_bytes(p);
   }
   std::size_t per_thread() const { return col_bytes + blas_bytes + partial_bytes; }
@@ -337,7 +334,7 @@ void tiled_band(const ConvProblem& p, const ConvBackwardArgs& a, const TiledLayo
 
 void tiled_weights_run(const ConvBackwardArgs& a) {
   const ConvProblem& p = *a.p;
-  const TiledLayout l(p, a.threads);
+  const TiledLayout l(p, a.threads, ConvPass::kBackwardWeights);
   auto* base = static_cast<char*>(a.workspace);
   auto* table = reinterpret_cast<int32_t*>(base);
   if (l.table_bytes > 0) conv_fill_tap_table(p, table);
@@ -383,29 +380,104 @@ void tiled_weights_run(const ConvBackwardArgs& a) {
   if (a.bias_grad != nullptr) bias_grad(p, a.dst_grad, a.bias_grad, a.threads);
 }
 
-std::size_t tiled_ws(const ConvProblem& p, int threads) { return TiledLayout(p, threads).total(); }
+std::size_t tiled_weights_ws(const ConvProblem& p, int threads) {
+  return TiledLayout(p, threads, ConvPass::kBackwardWeights).total();
+}
 
-// OpenBLAS's rate at the band GEMM's shape on the threads that take bands, plus im2col into L2
-// (kTiledIm2colSeconds per element on the fitted core: ResNet-50's stride-2 stem measured 0.22 ns
-// on a Zen 4 core at 116 GFLOP/s, 3.2 ms for 8 images, scaled by 116 / 102) and the transposed
-// sum of the partials. A band over kTiledCachedBandBytes (K >= 2304 at 256 columns) leaves the
-// cache as gemm's whole patch matrix does and is charged as gemm charges it: over VGG-16's and
-// ResNet-50's layers at batch 8 (one Zen 4 core, 1 MiB L2) bands up to 1008 KiB ran 4-29%
-// faster than gemm's patch matrix, bands of 1.7-4.4 MiB 1-7% slower.
+// dX of image img, group grp (dx: its first channel), output rows [oy0, oy1): dcol = W_g^T .
+// dY_band [K x cols], then added into the dX planes where its entries were read from.
+void tiled_data_band(const ConvProblem& p, const ConvBackwardArgs& a, const TiledLayout& l,
+                     const int32_t* table, int64_t img, int64_t grp, int64_t oy0, int64_t oy1,
+                     float* dcol, void* blas_ws) {
+  const int64_t ow = p.ow(), plane = p.ih * p.iw, cols = (oy1 - oy0) * ow, taps = p.kh * p.kw;
+  const float* w = a.wei + grp * p.ocg() * l.k;
+  const float* dy = a.dst_grad + (img * p.oc + grp * p.ocg()) * l.n + oy0 * ow;
+  float* dx = a.src_grad + (img * p.ic + grp * p.icg()) * plane;
+  if (col_is_src(p)) {  // 1x1 stride 1 unpadded: the band's dX rows are dcol itself
+    blas().run(gemm_args({true, false, l.k, cols, p.ocg()}, w, l.k, dy, l.n, dx + oy0 * ow, plane,
+                         blas_ws, 1));
+    return;
+  }
+  blas().run(gemm_args({true, false, l.k, cols, p.ocg()}, w, l.k, dy, l.n, dcol, cols, blas_ws, 1));
+  for (int64_t c = 0; c < p.icg(); ++c) {
+    const float* rows = dcol + c * taps * cols;
+    if (table != nullptr) {
+      conv_col2im_plane_table(p, table, rows, cols, oy0 * ow, oy1 * ow, dx + c * plane);
+    } else {
+      conv_col2im_band(p, rows, cols, oy0, oy1, dx + c * plane);
+    }
+  }
+}
+
+void tiled_data_run(const ConvBackwardArgs& a) {
+  const ConvProblem& p = *a.p;
+  const TiledLayout l(p, a.threads, ConvPass::kBackwardData);
+  auto* base = static_cast<char*>(a.workspace);
+  auto* table = reinterpret_cast<int32_t*>(base);
+  if (l.table_bytes > 0) conv_fill_tap_table(p, table);
+  char* per_thread = base + l.table_bytes;
+  const int64_t plane = p.ih * p.iw;
+#pragma omp parallel num_threads(l.threads) if (l.threads > 1)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    char* mine = per_thread + t * l.per_thread();
+    const int64_t lo = l.items * t / nt, hi = l.items * (t + 1) / nt;
+    for (int64_t item = lo; item < hi; ++item) {
+      const int64_t img = item / p.g, grp = item % p.g;
+      if (!col_is_src(p)) {
+        float* dx = a.src_grad + (img * p.ic + grp * p.icg()) * plane;
+        std::fill(dx, dx + p.icg() * plane, 0.0f);
+      }
+      for (int64_t b = 0; b < l.bands; ++b) {
+        const int64_t oy0 = b * l.rows, oy1 = std::min(p.oh(), oy0 + l.rows);
+        tiled_data_band(p, a, l, l.table_bytes > 0 ? table : nullptr, img, grp, oy0, oy1,
+                        reinterpret_cast<float*>(mine), mine + l.col_bytes);
+      }
+    }
+  }
+}
+
+std::size_t tiled_data_ws(const ConvProblem& p, int threads) {
+  return TiledLayout(p, threads, ConvPass::kBackwardData).total();
+}
+
+// OpenBLAS's rate at the band GEMM's shape on the threads that take items, plus im2col (col2im)
+// of each band in L2 (kTiledIm2colSeconds per element on the fitted core: ResNet-50's stride-2
+// stem measured 0.22 ns on a Zen 4 core at 116 GFLOP/s, 3.2 ms for 8 images, scaled by 116 / 102)
+// and, for the weights, the transposed sum of the partials. The bands save only where gemm's
+// patch matrix of one image leaves the cache and the band does not: a band over
+// kTiledCachedBandBytes (K >= 2304 at 256 columns), or an image's whole patch matrix within it,
+// is charged as gemm charges its patch matrix. Over VGG-16's and ResNet-50's layers at batch 8
+// (backward-weights, one Zen 4 core, 1 MiB L2) bands up to 1008 KiB ran 4-29% faster than gemm
+// where an image's patch matrix took 2-115 MB, bands of 1.7-4.4 MiB 1-7% slower; backward-data
+// on 2 threads took 1.13x gemm's time on mb8ic256ih56oc512kh1sh2, whose patch matrix of 0.8 MB
+// per image stays in L2 for gemm too.
 constexpr double kTiledIm2colSeconds = 0.25e-9;
 constexpr double kTiledCachedBandBytes = 4.0 * kBandBytes;
-double tiled_weights_cost(const ConvProblem& p, int threads) {
+double tiled_cost(const ConvProblem& p, int threads, ConvPass pass) {
   const ConvMachine m = conv_machine();
-  const TiledLayout l(p, threads);
-  const double eff = std::max(0.05, conv_gemm_shape_efficiency(l.k, p.ocg(), l.rows * p.ow()));
+  const TiledLayout l(p, threads, pass);
+  const int64_t cols = l.rows * p.ow();
+  const double eff = std::max(0.05, pass == ConvPass::kBackwardData
+                                        ? conv_gemm_shape_efficiency(l.k, cols, p.ocg())
+                                        : conv_gemm_shape_efficiency(l.k, p.ocg(), cols));
   const double col = col_is_src(p) ? 0.0 : static_cast<double>(l.k * l.n * p.mb * p.g);
+  const double image_col_bytes = static_cast<double>(l.k * l.n) * sizeof(float);
   const double col_cost =
-      static_cast<double>(l.col_bytes) <= kTiledCachedBandBytes
+      static_cast<double>(l.col_bytes) <= kTiledCachedBandBytes &&
+              image_col_bytes > kTiledCachedBandBytes
           ? col * m.seconds(kTiledIm2colSeconds) / l.threads
           : 2.0 * col * sizeof(float) / ((15.0 / conv_fit::kDramGbps) * m.dram_at(l.threads));
-  const double partial_bytes = (l.threads + 1.0) * static_cast<double>(l.partial_bytes);
+  const double partial_bytes =
+      l.partial_bytes > 0 ? (l.threads + 1.0) * static_cast<double>(l.partial_bytes) : 0.0;
   return p.flops() / ((86.0 / conv_fit::kFmaGflops) * m.blas_flops_per_s * eff * l.threads) +
          col_cost + partial_bytes / m.dram_at(l.threads);
+}
+double tiled_data_cost(const ConvProblem& p, int t) {
+  return tiled_cost(p, t, ConvPass::kBackwardData);
+}
+double tiled_weights_cost(const ConvProblem& p, int t) {
+  return tiled_cost(p, t, ConvPass::kBackwardWeights);
 }
 
 // ---- transposed_forward ----
@@ -530,6 +602,10 @@ const ConvBackwardAlgorithm kData[] = {
      // The inner forward algorithm's bound: the largest of the forward rows' (Winograd's).
      ConvPass::kBackwardData, transposed_why_not, transposed_ws, transposed_run,
      std::max(kConvWinogradTolerance, kConvFftTolerance), transposed_cost},
+    {"gemm_tiled",
+     "one L2-sized band of output rows at a time: dcol_band = W^T . dY_band (OpenBLAS, one "
+     "thread), col2im of the band; the threads take whole images and groups",
+     ConvPass::kBackwardData, conv_serves_any, tiled_data_ws, tiled_data_run, 1.0, tiled_data_cost},
 };
 const ConvBackwardAlgorithm kWeights[] = {
     {"gemm", "per image and group: dW += dY . col^T (OpenBLAS) after im2col",
@@ -543,7 +619,7 @@ const ConvBackwardAlgorithm kWeights[] = {
     {"gemm_tiled",
      "im2col one L2-sized band of output rows at a time, dW^T += col_band . dY_band^T (OpenBLAS, "
      "one thread per band); the threads' partial dW^T transposed and summed at the end",
-     ConvPass::kBackwardWeights, conv_serves_any, tiled_ws, tiled_weights_run, 1.0,
+     ConvPass::kBackwardWeights, conv_serves_any, tiled_weights_ws, tiled_weights_run, 1.0,
      tiled_weights_cost},
 };
 

@@ -69,18 +69,23 @@ inline void conv_im2col_row_table(const ConvProblem& p, const int32_t* table, co
   conv_im2col_row_table(p, table, src, k, 0, p.oh() * p.ow(), row);
 }
 // dx plane of one channel += every dcol row of that channel at the pixel its entries were read
-// from (the adjoint of the rows above; `rows` points at row (c, 0, 0), row stride ld).
+// from (the adjoint of the rows above; `rows` points at row (c, 0, 0), row stride ld), for
+// columns [j0, j1) of those rows (rows[j - j0]); the whole rows are [0, oh*ow).
 inline void conv_col2im_plane_table(const ConvProblem& p, const int32_t* table, const float* rows,
-                                    int64_t ld, float* plane) {
+                                    int64_t ld, int64_t j0, int64_t j1, float* plane) {
   const int64_t taps = p.kh * p.kw, n = p.oh() * p.ow();
   for (int64_t tap = 0; tap < taps; ++tap) {
     const int32_t* t = table + tap * n;
-    const float* in = rows + tap * ld;
-    for (int64_t j = 0; j < n; ++j) {
+    const float* in = rows + tap * ld - j0;
+    for (int64_t j = j0; j < j1; ++j) {
       if (t[j] >= 0) plane[t[j]] += in[j];
     }
   }
 }
+// The same without a table, for output rows [oy0, oy1) (rows[(oy - oy0)*ow + ox]): the adjoint
+// of conv_im2col_row_band over the kh*kw rows of one channel. im2col_gemm.cc.
+void conv_col2im_band(const ConvProblem& p, const float* rows, int64_t ld, int64_t oy0, int64_t oy1,
+                      float* plane);
 // Images whose patch matrices go side by side into one GEMM (gemm, gemm_batched): enough for
 // ~256 columns, at most the batch, the chunk's K x (c*N) floats within 64 MiB unless one image
 // alone needs more; 1 for maps of 256+ positions. A 1x1 stride-1 unpadded layer, whose input

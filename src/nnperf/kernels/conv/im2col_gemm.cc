@@ -103,6 +103,32 @@ void conv_im2col_row_band(const ConvProblem& p, const float* src, int64_t k, int
   }
 }
 
+void conv_col2im_band(const ConvProblem& p, const float* rows, int64_t ld, int64_t oy0, int64_t oy1,
+                      float* plane) {
+  const int64_t ow = p.ow();
+  for (int64_t r = 0; r < p.kh; ++r) {
+    for (int64_t s = 0; s < p.kw; ++s) {
+      const float* in = rows + (r * p.kw + s) * ld;
+      const int64_t w0 = s * p.dw - p.pw;  // input column of ox = 0, as conv_im2col_row_band
+      const int64_t ox_lo = std::min(ow, w0 >= 0 ? 0 : conv_ceil_div(-w0, p.sw));
+      const int64_t ox_hi =
+          std::max(ox_lo, std::min(ow, w0 >= p.iw ? 0 : (p.iw - 1 - w0) / p.sw + 1));
+      for (int64_t oy = oy0; oy < oy1; ++oy) {
+        const int64_t h = oy * p.sh - p.ph + r * p.dh;
+        if (h < 0 || h >= p.ih) continue;
+        float* out = plane + h * p.iw;
+        const float* src = in + (oy - oy0) * ow;
+        if (p.sw == 1) {
+          float* o = out + (w0 + ox_lo);
+          for (int64_t j = 0; j < ox_hi - ox_lo; ++j) o[j] += src[ox_lo + j];
+        } else {
+          for (int64_t ox = ox_lo; ox < ox_hi; ++ox) out[w0 + ox * p.sw] += src[ox];
+        }
+      }
+    }
+  }
+}
+
 std::size_t conv_tap_table_bytes(const ConvProblem& p) {
   const int64_t entries = p.kh * p.kw * p.oh() * p.ow();
   if (p.ow() > 16 || entries > 16384 || p.ih * p.iw > (int64_t{1} << 30)) return 0;
