@@ -49,6 +49,10 @@ const char* kProblems[] = {
     "g2mb2ic64ih20oc6kh3ph1",
     "mb2ic32ih20iw16oc8kh3ph1",
     "mb2ic300ih24oc4kh1",
+    // winograd_nonfused's F(3x3, 2x2) tiles: 2700 tiles in chunks of 2048 that span images; odd
+    // output sides (the last tile row and column half empty) with unequal padding.
+    "mb3ic4ih60oc4kh3ph1",
+    "mb2ic4ih9iw12oc5kh3ph0pw2",
 };
 
 struct Grads {
@@ -77,7 +81,7 @@ Grads run(const ConvBackwardAlgorithm& a, const ConvProblem& p, const std::vecto
 }
 
 TEST(ConvBackward, EveryRowMatchesTheFloat64Reference) {
-  int checked = 0, transposed = 0;
+  int checked = 0, transposed = 0, winograd = 0;
   for (const char* text : kProblems) {
     const ConvProblem p = parse_conv_problem(text);
     const auto x = test::random_vector(p.src_numel(), 1);
@@ -94,6 +98,7 @@ TEST(ConvBackward, EveryRowMatchesTheFloat64Reference) {
           const Grads g = run(a, p, x, w, dy, threads);
           ++checked;
           transposed += std::string(a.name) == "transposed_forward";
+          winograd += std::string(a.name) == "winograd_nonfused";
           const bool data = pass == ConvPass::kBackwardData;
           const double k = data ? static_cast<double>(p.ocg() * p.kh * p.kw)
                                 : static_cast<double>(p.mb * p.oh() * p.ow());
@@ -118,9 +123,11 @@ TEST(ConvBackward, EveryRowMatchesTheFloat64Reference) {
     }
   }
   constexpr int kCount = static_cast<int>(std::size(kProblems));
-  // Everywhere: gemm, gemm_batched and gemm_tiled for both passes.
-  EXPECT_EQ(checked, 2 * (kCount * 6 + transposed / 2));
-  EXPECT_GE(transposed, 2 * 6);  // stride 1, groups 1: 6 of the 12 problems
+  // Everywhere: gemm, gemm_batched and gemm_tiled for both passes; transposed_forward (data) at
+  // stride 1 without groups, winograd_nonfused (weights) for the 3x3 stride-1 undilated ones.
+  EXPECT_EQ(checked, 2 * (kCount * 6 + transposed / 2 + winograd / 2));
+  EXPECT_GE(transposed, 2 * 6);
+  EXPECT_GE(winograd, 2 * 12);
 }
 
 // gemm_tiled holds one band of the patch matrix per thread, where gemm holds a whole image's:

@@ -180,27 +180,6 @@ void gemm_data(const ConvBackwardArgs& a, bool batched) {
   }
 }
 
-// db[o] = sum over images and positions of dY, in float64. Eight independent partial sums per
-// plane: one running sum is a chain of dependent adds (4 cycles each), which made this sum a
-// fifth of ResNet-50's stem backward-weights pass (6.4M terms at batch 8).
-void bias_grad(const ConvProblem& p, const float* dy, float* db, int threads) {
-  const int64_t n = p.oh() * p.ow();
-  const int t = conv_useful_copy_threads(threads, p.dst_numel(), p.oc);
-#pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
-  for (int64_t o = 0; o < p.oc; ++o) {
-    double s[8] = {};
-    for (int64_t img = 0; img < p.mb; ++img) {
-      const float* d = dy + (img * p.oc + o) * n;
-      int64_t i = 0;
-      for (; i + 8 <= n; i += 8) {
-        for (int u = 0; u < 8; ++u) s[u] += d[i + u];
-      }
-      for (; i < n; ++i) s[i % 8] += d[i];
-    }
-    db[o] = static_cast<float>(((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])));
-  }
-}
-
 void gemm_weights(const ConvBackwardArgs& a, bool batched) {
   const ConvProblem& p = *a.p;
   const GemmLayout l(p, batched, a.threads);
@@ -221,7 +200,7 @@ void gemm_weights(const ConvBackwardArgs& a, bool batched) {
                            n0 == 0 ? 0.0f : 1.0f));
     }
   }
-  if (a.bias_grad != nullptr) bias_grad(p, a.dst_grad, a.bias_grad, a.threads);
+  if (a.bias_grad != nullptr) conv_bias_grad(p, a.dst_grad, a.bias_grad, a.threads);
 }
 
 std::size_t gemm_ws(const ConvProblem& p, int threads) {
@@ -377,7 +356,7 @@ void tiled_weights_run(const ConvBackwardArgs& a) {
       }
     }
   }
-  if (a.bias_grad != nullptr) bias_grad(p, a.dst_grad, a.bias_grad, a.threads);
+  if (a.bias_grad != nullptr) conv_bias_grad(p, a.dst_grad, a.bias_grad, a.threads);
 }
 
 std::size_t tiled_weights_ws(const ConvProblem& p, int threads) {
@@ -619,6 +598,12 @@ const ConvBackwardAlgorithm kWeights[] = {
      "one GEMM",
      ConvPass::kBackwardWeights, conv_serves_any, batched_ws, batched_weights_run, 1.0,
      batched_weights_cost},
+    {"winograd_nonfused",
+     "Winograd F(3x3, 2x2): per 2x2 output tile U = A dY A^T and V = B^T X B, 16 GEMMs M += U . "
+     "V^T "
+     "over chunks of tiles (OpenBLAS), dW = G^T M G; 3x3, stride 1, no dilation",
+     ConvPass::kBackwardWeights, conv_winograd_bw_why_not, conv_winograd_bw_workspace_bytes,
+     conv_winograd_bw_run, kConvWinogradBwTolerance, conv_winograd_bw_cost},
     {"gemm_tiled",
      "im2col one L2-sized band of output rows at a time, dW^T += col_band . dY_band^T (OpenBLAS, "
      "one thread per band); the threads' partial dW^T transposed and summed at the end",
@@ -627,6 +612,27 @@ const ConvBackwardAlgorithm kWeights[] = {
 };
 
 }  // namespace
+
+// db[o] = sum over images and positions of dY, in float64. Eight independent partial sums per
+// plane: one running sum is a chain of dependent adds (4 cycles each), which made this sum a
+// fifth of ResNet-50's stem backward-weights pass (6.4M terms at batch 8).
+void conv_bias_grad(const ConvProblem& p, const float* dy, float* db, int threads) {
+  const int64_t n = p.oh() * p.ow();
+  const int t = conv_useful_copy_threads(threads, p.dst_numel(), p.oc);
+#pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
+  for (int64_t o = 0; o < p.oc; ++o) {
+    double s[8] = {};
+    for (int64_t img = 0; img < p.mb; ++img) {
+      const float* d = dy + (img * p.oc + o) * n;
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8) {
+        for (int u = 0; u < 8; ++u) s[u] += d[i + u];
+      }
+      for (; i < n; ++i) s[i % 8] += d[i];
+    }
+    db[o] = static_cast<float>(((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])));
+  }
+}
 
 const char* to_string(ConvPass pass) {
   switch (pass) {

@@ -97,6 +97,20 @@ void conv_col2im_band(const ConvProblem& p, const float* rows, int64_t ld, int64
 int64_t conv_chunk_images(const ConvProblem& p);
 inline int64_t conv_round_up(int64_t a, int64_t b) { return conv_ceil_div(a, b) * b; }
 
+// ---- backward-weights helpers and rows outside conv_backward.cc ----
+struct ConvBackwardArgs;
+// db[o] = sum over images and positions of dY, in float64 (conv_backward.cc).
+void conv_bias_grad(const ConvProblem& p, const float* dy, float* db, int threads);
+// winograd_nonfused: F(3x3, 2x2) for 3x3 stride-1 undilated kernels (winograd_backward_weights.cc).
+// Worst measured |dW - ref| / (K*eps*sum|x*dy| + eps*|ref|) over
+// tests/kernels/conv_backward_test.cc and ResNet/VGG-like shapes up to mb8ic64ih56: 0.17 (gemm's
+// 0.17), at K = 4 (1x1 output maps).
+inline constexpr double kConvWinogradBwTolerance = 1.0;
+std::string conv_winograd_bw_why_not(const ConvProblem& p);
+std::size_t conv_winograd_bw_workspace_bytes(const ConvProblem& p, int threads);
+void conv_winograd_bw_run(const ConvBackwardArgs& a);
+double conv_winograd_bw_cost(const ConvProblem& p, int threads);
+
 // ---- the cost models' machine (docs/machine-model.md) ----
 // Every rate in the cost functions was measured with bench/conv_bench.cc on one machine, the
 // "fitted" one: one Zen 3 core of an AMD EPYC VM (2.45 GHz nominal, ~3.2 GHz sustained), whose
