@@ -40,7 +40,7 @@ ls "$tmp/out"/layers/mb2/*.onednn.json > /dev/null 2>&1 && fail "a oneDNN peer r
 [[ ! -e $tmp/out/models ]] || fail "whole models ran for a backward pass"
 grep -q '^### Conv layers (backward-weights), batch 2, 1 thread(s)' "$tmp/out/table.md" ||
   { cat "$tmp/out/table.md"; fail "no table headed by the pass"; }
-rows=$(grep -cE '^\| tiny \| conv_[ab] \| [12] \| `mb2[a-z0-9]+` \| [0-9.]+ \| gemm(_batched|_tiled)? \| [0-9.]+ \| .*\| [0-9.]+ \(nchw|channels_last\) \| – \| [0-9.]+ \|' "$tmp/out/table.md")
+rows=$(grep -cE '^\| tiny \| conv_[ab] \| [12] \| `mb2[a-z0-9]+` \| [0-9.]+ \| (gemm(_batched|_tiled)?|winograd_nonfused) \| [0-9.]+ \| .*\| [0-9.]+ \((nchw|channels_last)\) \| – \| [0-9.]+ \|' "$tmp/out/table.md")
 [[ $rows -eq 2 ]] || { cat "$tmp/out/table.md"; fail "$rows layer rows with ours and torch, not 2"; }
 grep -q '^- ours best ≤ torch best: [0-2] of 2$' "$tmp/out/table.md" &&
   ! grep -q 'oneDNN best:' "$tmp/out/table.md" || { cat "$tmp/out/table.md"; fail "targets"; }
