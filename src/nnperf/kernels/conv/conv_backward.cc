@@ -287,6 +287,22 @@ struct TiledLayout {
   }
 };
 
+// The workspace as the layout says: the tap table (filled; null when the layout has none), then
+// each thread's buffers.
+struct TiledBuffers {
+  const int32_t* table = nullptr;
+  char* per_thread;
+  TiledBuffers(const ConvProblem& p, const TiledLayout& l, void* workspace) {
+    auto* base = static_cast<char*>(workspace);
+    if (l.table_bytes > 0) {
+      auto* t = reinterpret_cast<int32_t*>(base);
+      conv_fill_tap_table(p, t);
+      table = t;
+    }
+    per_thread = base + l.table_bytes;
+  }
+};
+
 // dW^T of one group (acc: K x ocg) += col . dY^T over output rows [oy0, oy1) of image img.
 void tiled_band(const ConvProblem& p, const ConvBackwardArgs& a, const TiledLayout& l,
                 const int32_t* table, int64_t img, int64_t grp, int64_t oy0, int64_t oy1,
@@ -314,10 +330,9 @@ void tiled_band(const ConvProblem& p, const ConvBackwardArgs& a, const TiledLayo
 void tiled_weights_run(const ConvBackwardArgs& a) {
   const ConvProblem& p = *a.p;
   const TiledLayout l(p, a.threads, ConvPass::kBackwardWeights);
-  auto* base = static_cast<char*>(a.workspace);
-  auto* table = reinterpret_cast<int32_t*>(base);
-  if (l.table_bytes > 0) conv_fill_tap_table(p, table);
-  char* per_thread = base + l.table_bytes;
+  const TiledBuffers b(p, l, a.workspace);
+  const int32_t* table = b.table;
+  char* per_thread = b.per_thread;
   const int64_t wn = p.wei_numel();
   auto partial = [&](int t) {
     return reinterpret_cast<float*>(per_thread + t * l.per_thread() + l.col_bytes + l.blas_bytes);
@@ -332,8 +347,8 @@ void tiled_weights_run(const ConvBackwardArgs& a) {
     for (int64_t item = lo; item < hi; ++item) {
       const int64_t img = item / (p.g * l.bands), grp = item / l.bands % p.g;
       const int64_t oy0 = item % l.bands * l.rows, oy1 = std::min(p.oh(), oy0 + l.rows);
-      tiled_band(p, a, l, l.table_bytes > 0 ? table : nullptr, img, grp, oy0, oy1,
-                 reinterpret_cast<float*>(mine), mine + l.col_bytes, acc);
+      tiled_band(p, a, l, table, img, grp, oy0, oy1, reinterpret_cast<float*>(mine),
+                 mine + l.col_bytes, acc);
     }
   }
   // wei_grad[g][o][k] = sum over threads of acc[g][k][o], 16 channels at a time: each k reads
@@ -391,10 +406,9 @@ void tiled_data_band(const ConvProblem& p, const ConvBackwardArgs& a, const Tile
 void tiled_data_run(const ConvBackwardArgs& a) {
   const ConvProblem& p = *a.p;
   const TiledLayout l(p, a.threads, ConvPass::kBackwardData);
-  auto* base = static_cast<char*>(a.workspace);
-  auto* table = reinterpret_cast<int32_t*>(base);
-  if (l.table_bytes > 0) conv_fill_tap_table(p, table);
-  char* per_thread = base + l.table_bytes;
+  const TiledBuffers b(p, l, a.workspace);
+  const int32_t* table = b.table;
+  char* per_thread = b.per_thread;
   const int64_t plane = p.ih * p.iw;
 #pragma omp parallel num_threads(l.threads) if (l.threads > 1)
   {
@@ -407,10 +421,10 @@ void tiled_data_run(const ConvBackwardArgs& a) {
         float* dx = a.src_grad + (img * p.ic + grp * p.icg()) * plane;
         std::fill(dx, dx + p.icg() * plane, 0.0f);
       }
-      for (int64_t b = 0; b < l.bands; ++b) {
-        const int64_t oy0 = b * l.rows, oy1 = std::min(p.oh(), oy0 + l.rows);
-        tiled_data_band(p, a, l, l.table_bytes > 0 ? table : nullptr, img, grp, oy0, oy1,
-                        reinterpret_cast<float*>(mine), mine + l.col_bytes);
+      for (int64_t band = 0; band < l.bands; ++band) {
+        const int64_t oy0 = band * l.rows, oy1 = std::min(p.oh(), oy0 + l.rows);
+        tiled_data_band(p, a, l, table, img, grp, oy0, oy1, reinterpret_cast<float*>(mine),
+                        mine + l.col_bytes);
       }
     }
   }

@@ -20,7 +20,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "nnperf/kernels/conv/conv_backward.h"
 #include "nnperf/kernels/conv/conv_internal.h"
