@@ -101,6 +101,13 @@ inline int64_t conv_round_up(int64_t a, int64_t b) { return conv_ceil_div(a, b) 
 struct ConvBackwardArgs;
 // db[o] = sum over images and positions of dY, in float64 (conv_backward.cc).
 void conv_bias_grad(const ConvProblem& p, const float* dy, float* db, int threads);
+// gemm_tiled, both passes (conv_backward_tiled.cc).
+std::size_t conv_tiled_data_workspace_bytes(const ConvProblem& p, int threads);
+void conv_tiled_data_run(const ConvBackwardArgs& a);
+double conv_tiled_data_cost(const ConvProblem& p, int threads);
+std::size_t conv_tiled_weights_workspace_bytes(const ConvProblem& p, int threads);
+void conv_tiled_weights_run(const ConvBackwardArgs& a);
+double conv_tiled_weights_cost(const ConvProblem& p, int threads);
 // winograd_nonfused: F(3x3, 2x2) for 3x3 stride-1 undilated kernels (winograd_backward_weights.cc).
 // Worst measured |dW - ref| / (K*eps*sum|x*dy| + eps*|ref|) over
 // tests/kernels/conv_backward_test.cc and ResNet/VGG-like shapes up to mb8ic64ih56: 0.17 (gemm's
