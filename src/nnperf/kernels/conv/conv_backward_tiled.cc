@@ -29,7 +29,8 @@ bool col_is_src(const ConvProblem& p) {
 // group whose K x cols patch rows fill about kBandBytes, so that the GEMM reads (backward-data:
 // col2im reads) them from L2 right after they were written; gemm writes a whole image's K x N
 // rows first: 7.4 MB for ResNet-50's stem, 115 MB for VGG-16's second layer, out to DRAM and
-// back. Each band is one OpenBLAS call on one thread over 256+ columns (its full rate from ~128).
+// back. Each band is one OpenBLAS call over 256+ columns (its full rate from ~128), on one
+// thread (with fewer bands, or images, than threads: on all of them, see TiledLayout).
 // Backward-weights runs in the transposed orientation dW_g^T [K x ocg] += col_band [K x cols] .
 // dY_band^T: with the patch rows as A, OpenBLAS ran ResNet-50's stem band (m147n64k336) at 95
 // GFLOP/s against 80 for dY . col^T (m64n147k336), one Zen 4 core. Its bands, of all images, are
