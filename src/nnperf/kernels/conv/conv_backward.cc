@@ -36,12 +36,6 @@ const GemmAlgorithm& blas() {
   return g;
 }
 
-std::size_t aligned(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
-
-bool col_is_src(const ConvProblem& p) {
-  return p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.ph == 0 && p.pw == 0;
-}
-
 int64_t chunk_images(const ConvProblem& p, bool batched) {
   return batched ? conv_chunk_images(p) : 1;
 }
@@ -52,9 +46,10 @@ struct GemmLayout {
   std::size_t col_bytes, dy_bytes, table_bytes, blas_bytes;
   GemmLayout(const ConvProblem& p, bool batched, int threads)
       : c(chunk_images(p, batched)), k(p.icg() * p.kh * p.kw), n(p.oh() * p.ow()), cols(c * n) {
-    col_bytes = aligned(static_cast<std::size_t>(k * cols) * sizeof(float));
-    dy_bytes = c > 1 ? aligned(static_cast<std::size_t>(p.ocg() * cols) * sizeof(float)) : 0;
-    table_bytes = col_is_src(p) ? 0 : conv_tap_table_bytes(p);
+    col_bytes = conv_aligned_bytes(static_cast<std::size_t>(k * cols) * sizeof(float));
+    dy_bytes =
+        c > 1 ? conv_aligned_bytes(static_cast<std::size_t>(p.ocg() * cols) * sizeof(float)) : 0;
+    table_bytes = conv_patches_are_input(p) ? 0 : conv_tap_table_bytes(p);
     blas_bytes =
         std::max(blas().workspace_bytes(GemmShape{false, true, p.ocg(), k, cols}, threads),
                  blas().workspace_bytes(GemmShape{true, false, k, cols, p.ocg()}, threads));
@@ -99,14 +94,14 @@ const float* gather_dy(const ConvProblem& p, const float* dy, int64_t n0, int64_
 const float* build_col(const ConvProblem& p, const float* x, int64_t n0, int64_t c, int64_t g,
                        const GemmLayout& l, const int32_t* table, float* col, int threads) {
   const int64_t plane = p.ih * p.iw;
-  if (c == 1 && col_is_src(p)) return x + (n0 * p.ic + g * p.icg()) * plane;
+  if (c == 1 && conv_patches_are_input(p)) return x + (n0 * p.ic + g * p.icg()) * plane;
   const int t = conv_useful_copy_threads(threads, l.k * l.cols, l.k);
 #pragma omp parallel for num_threads(t) if (t > 1) schedule(static) collapse(2)
   for (int64_t i = 0; i < c; ++i) {
     for (int64_t r = 0; r < l.k; ++r) {
       const float* src = x + ((n0 + i) * p.ic + g * p.icg()) * plane;
       float* row = col + r * l.cols + i * l.n;
-      if (col_is_src(p)) {
+      if (conv_patches_are_input(p)) {
         std::memcpy(row, src + r * plane, static_cast<std::size_t>(l.n) * sizeof(float));
       } else if (table != nullptr) {
         conv_im2col_row_table(p, table, src, r, row);
@@ -142,7 +137,7 @@ void scatter_dcol(const ConvProblem& p, const float* dcol, const GemmLayout& l,
   for (int64_t i = 0; i < l.c; ++i) {
     for (int64_t c = 0; c < icg; ++c) {
       float* dx = dx0 + (i * p.ic + c) * plane;
-      if (col_is_src(p)) {  // row c of dcol is the plane
+      if (conv_patches_are_input(p)) {  // row c of dcol is the plane
         std::memcpy(dx, dcol + c * l.cols + i * l.n, static_cast<std::size_t>(l.n) * sizeof(float));
       } else {
         col2im_plane(p, dcol, l, table, i, c, dx);
@@ -168,7 +163,7 @@ void gemm_data(const ConvBackwardArgs& a, bool batched) {
       const float* dy = gather_dy(p, a.dst_grad, n0, c, g, lc, dy_buf, a.threads);
       const float* w = a.wei + g * p.ocg() * l.k;
       float* dx0 = a.src_grad + (n0 * p.ic + g * p.icg()) * plane;
-      if (c == 1 && col_is_src(p)) {  // dX is dcol itself
+      if (c == 1 && conv_patches_are_input(p)) {  // dX is dcol itself
         blas().run(
             gemm_args({true, false, l.k, l.n, p.ocg()}, w, l.k, dy, l.n, dx0, l.n, ws, a.threads));
         continue;
@@ -222,7 +217,8 @@ double gemm_cost(const ConvProblem& p, int threads, bool batched, ConvPass pass)
   const double eff = std::max(0.05, pass == ConvPass::kBackwardData
                                         ? conv_gemm_shape_efficiency(l.k, l.cols, p.ocg())
                                         : conv_gemm_shape_efficiency(p.ocg(), l.k, l.cols));
-  const double col = col_is_src(p) ? 0.0 : static_cast<double>(l.k * l.n * p.mb * p.g) * 4.0;
+  const double col =
+      conv_patches_are_input(p) ? 0.0 : static_cast<double>(l.k * l.n * p.mb * p.g) * 4.0;
   return p.flops() /
              ((86.0 / conv_fit::kFmaGflops) * m.blas_flops_per_s * eff * std::max(1, threads)) +
          2.0 * col / ((15.0 / conv_fit::kDramGbps) * m.dram_at(threads));
@@ -296,9 +292,9 @@ struct TransposedLayout {
   std::size_t wt_bytes, packed_bytes, inner_bytes;
   TransposedLayout(const ConvProblem& p, int threads) : f(inner_forward(transposed(p), threads)) {
     const ConvProblem q = transposed(p);
-    wt_bytes = aligned(static_cast<std::size_t>(p.wei_numel()) * sizeof(float));
+    wt_bytes = conv_aligned_bytes(static_cast<std::size_t>(p.wei_numel()) * sizeof(float));
     packed_bytes = f->packed_weights_floats != nullptr
-                       ? aligned(f->packed_weights_floats(q) * sizeof(float))
+                       ? conv_aligned_bytes(f->packed_weights_floats(q) * sizeof(float))
                        : 0;
     inner_bytes = f->workspace_bytes(q, threads);
   }

@@ -18,13 +18,6 @@ const GemmAlgorithm& blas() {
   return g;
 }
 
-std::size_t aligned(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
-
-// A 1x1 stride-1 unpadded problem: its patch rows are the input planes themselves.
-bool col_is_src(const ConvProblem& p) {
-  return p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.ph == 0 && p.pw == 0;
-}
-
 // The patch matrix, or its gradient, one band at a time: whole output rows of one image and
 // group whose K x cols patch rows fill about kBandBytes, so that the GEMM reads (backward-data:
 // col2im reads) them from L2 right after they were written; gemm writes a whole image's K x N
@@ -57,7 +50,8 @@ struct TiledLayout {
     rows = std::clamp<int64_t>(fit / p.ow(), 1, p.oh());
     bands = conv_ceil_div(p.oh(), rows);
     items = p.mb * p.g * (weights ? bands : 1);
-    partial_bytes = weights ? aligned(static_cast<std::size_t>(p.wei_numel()) * sizeof(float)) : 0;
+    partial_bytes =
+        weights ? conv_aligned_bytes(static_cast<std::size_t>(p.wei_numel()) * sizeof(float)) : 0;
     const auto cap =
         weights ? static_cast<int64_t>(std::max<std::size_t>(1, kMaxPartialBytes / partial_bytes))
                 : int64_t{threads_asked};
@@ -65,11 +59,13 @@ struct TiledLayout {
         std::clamp<int64_t>(std::min<int64_t>(threads_asked, cap), 1, std::max<int64_t>(items, 1)));
     inner = items < threads_asked ? std::max(1, threads_asked) : 1;
     if (inner > 1) threads = 1;
-    col_bytes = col_is_src(p) ? 0 : aligned(static_cast<std::size_t>(k * rows * p.ow()) * 4);
+    col_bytes = conv_patches_are_input(p)
+                    ? 0
+                    : conv_aligned_bytes(static_cast<std::size_t>(k * rows * p.ow()) * 4);
     const GemmShape shape = weights ? GemmShape{false, true, k, p.ocg(), rows * p.ow()}
                                     : GemmShape{true, false, k, rows * p.ow(), p.ocg()};
-    blas_bytes = aligned(blas().workspace_bytes(shape, inner));
-    table_bytes = col_is_src(p) ? 0 : conv_tap_table_bytes(p);
+    blas_bytes = conv_aligned_bytes(blas().workspace_bytes(shape, inner));
+    table_bytes = conv_patches_are_input(p) ? 0 : conv_tap_table_bytes(p);
   }
   std::size_t per_thread() const { return col_bytes + blas_bytes + partial_bytes; }
   std::size_t total() const {
@@ -115,7 +111,7 @@ void tiled_band(const ConvProblem& p, const ConvBackwardArgs& a, const TiledLayo
   const float* src = a.src + (img * p.ic + grp * p.icg()) * plane;
   const float* rows = src + oy0 * ow;  // 1x1 stride 1 unpadded: the input rows are the patches
   int64_t ld = plane;
-  if (!col_is_src(p)) {
+  if (!conv_patches_are_input(p)) {
     const int t = conv_useful_copy_threads(l.inner, l.k * cols, l.k);
 #pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
     for (int64_t r = 0; r < l.k; ++r) {
@@ -196,7 +192,7 @@ void tiled_data_band(const ConvProblem& p, const ConvBackwardArgs& a, const Tile
   const float* w = a.wei + grp * p.ocg() * l.k;
   const float* dy = a.dst_grad + (img * p.oc + grp * p.ocg()) * l.n + oy0 * ow;
   float* dx = a.src_grad + (img * p.ic + grp * p.icg()) * plane;
-  if (col_is_src(p)) {  // 1x1 stride 1 unpadded: the band's dX rows are dcol itself
+  if (conv_patches_are_input(p)) {  // 1x1 stride 1 unpadded: the band's dX rows are dcol itself
     blas().run(gemm_args({true, false, l.k, cols, p.ocg()}, w, l.k, dy, l.n, dx + oy0 * ow, plane,
                          blas_ws, l.inner));
     return;
@@ -229,7 +225,7 @@ void conv_tiled_data_run(const ConvBackwardArgs& a) {
     const int64_t lo = l.items * t / nt, hi = l.items * (t + 1) / nt;
     for (int64_t item = lo; item < hi; ++item) {
       const int64_t img = item / p.g, grp = item % p.g;
-      if (!col_is_src(p)) {
+      if (!conv_patches_are_input(p)) {
         float* dx = a.src_grad + (img * p.ic + grp * p.icg()) * plane;
         std::fill(dx, dx + p.icg() * plane, 0.0f);
       }
@@ -276,7 +272,7 @@ double tiled_cost(const ConvProblem& p, int threads, ConvPass pass) {
   // regions (ResNet-50's stem at batch 1 on 2 threads: dX 2.6 ms against gemm's 1.9, dW 1.6
   // against 1.9), so the model counts those as one thread and guess keeps gemm there.
   const int par = l.threads;
-  const double col = col_is_src(p) ? 0.0 : static_cast<double>(l.k * l.n * p.mb * p.g);
+  const double col = conv_patches_are_input(p) ? 0.0 : static_cast<double>(l.k * l.n * p.mb * p.g);
   const double image_col_bytes = static_cast<double>(l.k * l.n) * sizeof(float);
   const double col_cost =
       static_cast<double>(l.col_bytes) <= kTiledCachedBandBytes &&

@@ -23,6 +23,14 @@ int conv_useful_copy_threads(int threads, int64_t elements, int64_t jobs);
 // dst[n][o][:] += bias[o] for every image and output channel (no-op when bias is null).
 void conv_add_bias(const ConvProblem& p, const float* bias, float* dst, int threads);
 inline int64_t conv_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// Bytes rounded up to whole 64-byte lines, so that the pieces a workspace is carved into stay
+// aligned.
+inline std::size_t conv_aligned_bytes(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
+// A 1x1 stride-1 unpadded problem: its patch matrix is its input (rows = channel planes), so the
+// GEMM algorithms read the input instead of building one.
+inline bool conv_patches_are_input(const ConvProblem& p) {
+  return p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.ph == 0 && p.pw == 0;
+}
 // Fraction of its large-shape rate a GEMM keeps at m x n x k (for the cost models): short
 // reductions and narrow panels leave the micro-kernel in its prologue/epilogue and edge tiles.
 // Fitted on the VGG16/ResNet-50 layers (bench/conv_bench.cc): OpenBLAS needs k >= ~128 for its

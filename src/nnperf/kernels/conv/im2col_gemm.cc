@@ -28,10 +28,6 @@ const GemmAlgorithm& conv_gemm() {
   return algo;
 }
 
-bool needs_no_im2col(const ConvProblem& p) {
-  return p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.ph == 0 && p.pw == 0;
-}
-
 // Images per GEMM (conv_chunk_images): a chunk's patch matrices sit side by side, K x (c*N).
 struct Layout {
   int64_t c, k, n, cols;
@@ -49,22 +45,22 @@ GemmShape gemm_shape(const ConvProblem& p) {
   return GemmShape{false, false, p.ocg(), l.cols, l.k};
 }
 
-std::size_t aligned(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
-
 // The patch matrix (none for a 1x1/s1/p0 layer one image at a time) and, for chunks, the GEMM's
 // ocg x (c*N) output before it is scattered into NCHW.
 std::size_t col_bytes(const ConvProblem& p) {
   const Layout l = layout(p);
-  if (needs_no_im2col(p) && !l.chunked()) return 0;
-  return aligned(static_cast<std::size_t>(l.k * l.cols) * sizeof(float));
+  if (conv_patches_are_input(p) && !l.chunked()) return 0;
+  return conv_aligned_bytes(static_cast<std::size_t>(l.k * l.cols) * sizeof(float));
 }
 std::size_t out_bytes(const ConvProblem& p) {
   const Layout l = layout(p);
-  return l.chunked() ? aligned(static_cast<std::size_t>(p.ocg() * l.cols) * sizeof(float)) : 0;
+  return l.chunked()
+             ? conv_aligned_bytes(static_cast<std::size_t>(p.ocg() * l.cols) * sizeof(float))
+             : 0;
 }
 // The tap table (conv_internal.h) where the patch matrix is built from one.
 std::size_t table_bytes(const ConvProblem& p) {
-  return needs_no_im2col(p) ? 0 : conv_tap_table_bytes(p);
+  return conv_patches_are_input(p) ? 0 : conv_tap_table_bytes(p);
 }
 
 }  // namespace
@@ -158,7 +154,7 @@ int64_t conv_chunk_images(const ConvProblem& p) {
   constexpr int64_t kTargetColumns = 256;
   constexpr int64_t kMaxChunkBytes = int64_t{64} << 20;
   const int64_t n = p.oh() * p.ow(), k = p.icg() * p.kh * p.kw;
-  const int64_t target = needs_no_im2col(p) ? kConvGemmFullColumns : kTargetColumns;
+  const int64_t target = conv_patches_are_input(p) ? kConvGemmFullColumns : kTargetColumns;
   int64_t c = std::min(p.mb, conv_ceil_div(target, n));
   while (c > 1 && c * n * k * 4 > kMaxChunkBytes) c /= 2;
   return std::max<int64_t>(c, 1);
@@ -175,7 +171,7 @@ namespace {
 void fill_col(const ConvProblem& p, const ConvArgs& args, const Layout& l, int64_t n0, int64_t c,
               int64_t grp, int64_t ld, const int32_t* table, float* col) {
   const int64_t plane_in = p.ih * p.iw;
-  const bool copy = needs_no_im2col(p);
+  const bool copy = conv_patches_are_input(p);
   const int t = conv_useful_copy_threads(args.threads, l.k * c * l.n, l.k);
 #pragma omp parallel for num_threads(t) if (t > 1) schedule(static) collapse(2)
   for (int64_t i = 0; i < c; ++i) {
@@ -214,7 +210,7 @@ void conv_gemm_run(const ConvArgs& args) {
     const int64_t c = std::min(l.c, p.mb - n0), cols = c * l.n;
     for (int64_t grp = 0; grp < p.g; ++grp) {
       const float* b = args.src + (n0 * p.ic + grp * p.icg()) * p.ih * p.iw;
-      if (!(needs_no_im2col(p) && !l.chunked())) {
+      if (!(conv_patches_are_input(p) && !l.chunked())) {
         fill_col(p, args, l, n0, c, grp, cols, table, col);
         b = col;
       }

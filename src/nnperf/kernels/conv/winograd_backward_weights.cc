@@ -41,8 +41,6 @@ const GemmAlgorithm& blas() {
   return g;
 }
 
-std::size_t aligned(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
-
 // Floats from one transform position's U (or V, or M) to the next: channels x tiles (or
 // channels), plus a cache line, so that the 16 streams the transforms write (or the inverse
 // transform reads) are never a multiple of 4 KiB apart. They were, at 64 channels x 128 tiles,
@@ -71,13 +69,14 @@ struct Layout {
     chunks = conv_ceil_div(tiles, chunk);
     const double flops = 2.0 * kXi * static_cast<double>(p.g * p.ocg() * p.icg() * tiles);
     threads = conv_useful_threads(threads_asked, flops, kXi);
-    m_bytes = aligned(static_cast<std::size_t>(kXi * p.g * xi_stride(p.ocg(), p.icg())) * 4);
-    uv_bytes = aligned(
+    m_bytes =
+        conv_aligned_bytes(static_cast<std::size_t>(kXi * p.g * xi_stride(p.ocg(), p.icg())) * 4);
+    uv_bytes = conv_aligned_bytes(
         static_cast<std::size_t>(kXi * (xi_stride(p.ocg(), chunk) + xi_stride(p.icg(), chunk))) *
         4);
-    tile_bytes = aligned(static_cast<std::size_t>(chunk) * sizeof(Tile));
-    blas_bytes =
-        aligned(blas().workspace_bytes(GemmShape{false, true, p.ocg(), p.icg(), chunk}, 1));
+    tile_bytes = conv_aligned_bytes(static_cast<std::size_t>(chunk) * sizeof(Tile));
+    blas_bytes = conv_aligned_bytes(
+        blas().workspace_bytes(GemmShape{false, true, p.ocg(), p.icg(), chunk}, 1));
   }
   std::size_t total() const {
     return uv_bytes + m_bytes + tile_bytes + static_cast<std::size_t>(threads) * blas_bytes;
