@@ -105,7 +105,7 @@ void conv_col2im_band(const ConvProblem& p, const float* rows, int64_t ld, int64
 int64_t conv_chunk_images(const ConvProblem& p);
 inline int64_t conv_round_up(int64_t a, int64_t b) { return conv_ceil_div(a, b) * b; }
 
-// ---- backward-weights helpers and rows outside conv_backward.cc ----
+// ---- backward rows and helpers outside conv_backward.cc ----
 struct ConvBackwardArgs;
 // db[o] = sum over images and positions of dY, in float64 (conv_backward.cc).
 void conv_bias_grad(const ConvProblem& p, const float* dy, float* db, int threads);
