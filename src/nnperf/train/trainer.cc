@@ -68,14 +68,13 @@ std::string Trainer::divergence_cause() const {
     return "the input batch holds non-finite values (corrupt or badly normalised data), not a "
            "learning-rate problem";
   }
-  bool weights_finite = true;
-  for (const Param& p : params_)
-    weights_finite = weights_finite && all_finite(p.value->data(), p.value->numel());
-  if (!weights_finite && updates_ == 0) {
-    return "the weights held non-finite values before any update of this run (as initialised or "
-           "loaded), not a learning-rate problem";
-  }
   if (updates_ == 0) {
+    for (const Param& p : params_) {
+      if (!all_finite(p.value->data(), p.value->numel())) {
+        return "the weights held non-finite values before any update of this run (as "
+               "initialised or loaded), not a learning-rate problem";
+      }
+    }
     return "this happened before any update, so the initial weights or the model overflow (not "
            "the learning rate)";
   }

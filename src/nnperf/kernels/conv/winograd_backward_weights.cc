@@ -185,10 +185,11 @@ void conv_winograd_bw_run(const ConvBackwardArgs& a) {
   auto* m = reinterpret_cast<float*>(base + l.uv_bytes);  // [g][xi][ocg][icg]
   auto* tiles = reinterpret_cast<Tile*>(base + l.uv_bytes + l.m_bytes);
   char* blas_ws = base + l.uv_bytes + l.m_bytes + l.tile_bytes;
-  std::fill(m, m + p.g * kXi * mg, 0.0f);
 #pragma omp parallel num_threads(l.threads) if (l.threads > 1)
   {
     void* ws = blas_ws + omp_get_thread_num() * l.blas_bytes;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < p.g * kXi; ++i) std::fill(m + i * mg, m + (i + 1) * mg, 0.0f);
     for (int64_t item = 0; item < p.g * l.chunks; ++item) {
       const int64_t grp = item / l.chunks, t0 = item % l.chunks * l.chunk;
       const int64_t n = std::min(l.chunk, l.tiles - t0);
