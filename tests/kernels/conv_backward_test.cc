@@ -9,13 +9,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <iterator>
 #include <vector>
 
+#include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
 #include "nnperf/core/workspace.h"
 #include "nnperf/kernels/conv/conv_crop.h"
 #include "nnperf/kernels/conv/conv_dispatch.h"
+#include "nnperf/kernels/conv/conv_internal.h"
+#include "nnperf/kernels/conv/winograd_bw_internal.h"
 #include "test_util.h"
 
 namespace nnperf {
@@ -53,6 +57,11 @@ const char* kProblems[] = {
     // output sides (the last tile row and column half empty) with unequal padding.
     "mb3ic4ih60oc4kh3ph1",
     "mb2ic4ih9iw12oc5kh3ph0pw2",
+    // Its transforms gather kPiece = 256 tiles at a time (winograd_bw_impl.h): a tile row of 265
+    // tiles split between two pieces, and 2x2 and 1x3 maps, one tile per tile row.
+    "mb1ic2ih3iw530oc3kh3ph1",
+    "mb5ic6ih2oc7kh3ph1",
+    "mb3ic3ih1iw3oc2kh3ph1",
 };
 
 struct Grads {
@@ -128,6 +137,61 @@ TEST(ConvBackward, EveryRowMatchesTheFloat64Reference) {
   EXPECT_EQ(checked, 2 * (kCount * 6 + transposed / 2 + winograd / 2));
   EXPECT_GE(transposed, 2 * 6);
   EXPECT_GE(winograd, 2 * 12);
+}
+
+// winograd_nonfused's transforms per SIMD level (winograd_bw_impl.h) only add and subtract, and
+// the inverse's halvings are exact, so every path gives the same bits on any thread count; the
+// portable path is held to the float64 reference too (EveryRowMatchesTheFloat64Reference runs the
+// active one). Shapes: several chunks and pieces, tile rows split between pieces, one tile per
+// tile row, odd output sides, groups, unequal padding, 1 to 3 threads.
+TEST(ConvBackward, WinogradWeightsGiveTheSameBitsOnEveryPath) {
+  // The last two are big enough for 2 and 3 threads (conv_useful_threads); the last has 4 chunks
+  // and 17 input channels (a partial vector in the inverse transform).
+  const char* problems[] = {"mb3ic4ih60oc4kh3ph1",       "mb1ic2ih3iw530oc3kh3ph1",
+                            "mb5ic6ih2oc7kh3ph1",        "g2mb3ic6ih6oc4kh3ph1",
+                            "mb2ic4ih9iw12oc5kh3ph0pw2", "mb8ic32ih12oc24kh3ph1",
+                            "mb4ic17ih40oc16kh3ph1"};
+  std::vector<const winograd_bw::Transforms*> paths = {&winograd_bw::kTransformsPortable};
+  if (cpu_info().simd >= SimdLevel::kAvx2) paths.push_back(&winograd_bw::kTransformsAvx2);
+  const auto& row = find_conv_backward(ConvPass::kBackwardWeights, "winograd_nonfused");
+  for (const char* text : problems) {
+    const ConvProblem p = parse_conv_problem(text);
+    ASSERT_EQ(conv_winograd_bw_why_not(p), "") << text;
+    const auto x = test::random_vector(p.src_numel(), 11);
+    const auto w = test::random_vector(p.wei_numel(), 12);
+    const auto dy = test::random_vector(p.dst_numel(), 13);
+    std::vector<double> dx(x.size()), dw(w.size()), abs_dw(w.size());
+    conv2d_backward_reference(p, x.data(), w.data(), dy.data(), dx.data(), dw.data(), nullptr,
+                              nullptr, abs_dw.data());
+    std::vector<float> first;
+    for (const winograd_bw::Transforms* path : paths) {
+      for (int threads : {1, 2, 3}) {
+        std::vector<float> got(static_cast<std::size_t>(p.wei_numel()), -7.0f);
+        Workspace ws;
+        ws.reserve(row.workspace_bytes(p, threads));
+        ConvBackwardArgs args;
+        args.p = &p;
+        args.src = x.data();
+        args.dst_grad = dy.data();
+        args.wei_grad = got.data();
+        args.workspace = ws.data();
+        args.threads = threads;
+        conv_winograd_bw_run_with(*path, args);
+        if (first.empty()) {
+          const double k = static_cast<double>(p.mb * p.oh() * p.ow());
+          for (std::size_t i = 0; i < got.size(); ++i) {
+            ASSERT_LE(std::abs(got[i] - dw[i]), row.tolerance_factor * k * test::kEps * abs_dw[i] +
+                                                    test::kEps * std::abs(dw[i]) + 1e-30)
+                << text << " portable at " << i;
+          }
+          first = got;
+        } else {
+          ASSERT_EQ(std::memcmp(got.data(), first.data(), got.size() * sizeof(float)), 0)
+              << text << (path == paths.front() ? " portable" : " avx2") << " t" << threads;
+        }
+      }
+    }
+  }
 }
 
 // gemm_tiled holds one band of the patch matrix per thread, where gemm holds a whole image's:

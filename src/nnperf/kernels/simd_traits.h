@@ -4,7 +4,8 @@
 // (gemm/blocked*.cc) and the FMA peak loop (peak/peak_impl.h).
 //   K::V, K::kWidth lanes; zero, set1; load (aligned), loadu, storeu; load_partial /
 //   store_partial (the first `count` lanes, the others read as zero / left alone); fmadd
-//   (a*b + c), add, mul.
+//   (a*b + c), add, sub, mul; load_even_odd (the 2 * kWidth floats from p split into the
+//   even-indexed and the odd-indexed ones, in order: stride-2 reads).
 // Portable<V>: GCC vector extensions (lowered to SSE2 on baseline x86-64); -std=c++20 does not
 // contract a*b+c, so it rounds twice. Avx2 in files built with -mavx2 -mfma, Avx512 with
 // -mavx512f. Internal linkage only and no standard-library inline code, so instructions of one
@@ -51,7 +52,18 @@ struct Portable {
   }
   static V fmadd(V a, V b, V c) { return a * b + c; }
   static V add(V a, V b) { return a + b; }
+  static V sub(V a, V b) { return a - b; }
   static V mul(V a, V b) { return a * b; }
+  static void load_even_odd(const float* p, V& even, V& odd) {
+    const V a = loadu(p), b = loadu(p + kWidth);
+    if constexpr (kWidth == 4) {
+      even = __builtin_shufflevector(a, b, 0, 2, 4, 6);
+      odd = __builtin_shufflevector(a, b, 1, 3, 5, 7);
+    } else {
+      even = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+      odd = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+    }
+  }
 };
 
 #if defined(__AVX2__)
@@ -73,7 +85,17 @@ struct Avx2 {
   static V set1(float x) { return _mm256_set1_ps(x); }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  // In-lane shuffles give [a0 a2 b0 b2 | a4 a6 b4 b6]; swapping the middle 64-bit pairs orders
+  // them.
+  static void load_even_odd(const float* p, V& even, V& odd) {
+    const V a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
+    even = _mm256_castpd_ps(
+        _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8));
+    odd = _mm256_castpd_ps(
+        _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8));
+  }
 };
 #endif
 
@@ -91,7 +113,15 @@ struct Avx512 {
   static V set1(float x) { return _mm512_set1_ps(x); }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static void load_even_odd(const float* p, V& even, V& odd) {
+    const V a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
+    const __m512i evens =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    even = _mm512_permutex2var_ps(a, evens, b);
+    odd = _mm512_permutex2var_ps(a, _mm512_add_epi32(evens, _mm512_set1_epi32(1)), b);
+  }
 };
 #endif
 

@@ -18,14 +18,19 @@
 // chunk left the second thread spinning while the first ran, 8.8-11.9 ms where one thread took 1.2,
 // and 512x512 channels cost each thread 16.8 MB of M). The last tile row or column of an odd output
 // takes zeros for the dY it lacks, so the X it reads there (also zero outside the image) adds
-// nothing.
+// nothing. The two input transforms (winograd_bw_impl.h) take a vector of tiles at a time, per
+// SIMD level (winograd_bw::transforms_for); the scalar loops they replaced, one tile at a time,
+// took 0.45 ns per transformed value.
 #include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
 
+#include "nnperf/core/cpu.h"
 #include "nnperf/kernels/conv/conv_backward.h"
 #include "nnperf/kernels/conv/conv_internal.h"
+#include "nnperf/kernels/conv/winograd_bw_impl.h"
+#include "nnperf/kernels/conv/winograd_bw_internal.h"
 #include "nnperf/kernels/gemm/gemm.h"
 
 namespace nnperf {
@@ -47,19 +52,14 @@ const GemmAlgorithm& blas() {
 // and shared one L1 set: 30 of a layer's 41 ms went to the transforms.
 int64_t xi_stride(int64_t channels, int64_t n) { return conv_round_up(channels * n, 16) + 16; }
 
-// Where tile t0 + j of a chunk reads: its image's first channel of the group in X and dY, the
-// first input row and column of its 4x4 patch, and whether the patch lies inside the image.
-struct Tile {
-  const float* x;
-  const float* dy;
-  int64_t y0, x0;
-  bool inside, row2, col2;  // inside: no padding read; row2/col2: the tile's second dY row/column
-};
+// Floats per channel row of U and V for n tiles: the transforms write whole vectors, up to 15
+// floats past the last tile (winograd_bw_internal.h).
+int64_t row_floats(int64_t n) { return conv_round_up(n + 15, 16); }
 
 struct Layout {
   int64_t th, tw, tiles, chunk, chunks;  // tiles over the batch; chunk: tiles per chunk
   int threads;                           // the team: at most one per GEMM of a chunk
-  std::size_t uv_bytes, m_bytes, tile_bytes, blas_bytes;  // blas_bytes: per thread
+  std::size_t uv_bytes, m_bytes, blas_bytes;  // blas_bytes: per thread
   Layout(const ConvProblem& p, int threads_asked) {
     th = conv_ceil_div(p.oh(), 2);
     tw = conv_ceil_div(p.ow(), 2);
@@ -71,93 +71,16 @@ struct Layout {
     threads = conv_useful_threads(threads_asked, flops, kXi);
     m_bytes =
         conv_aligned_bytes(static_cast<std::size_t>(kXi * p.g * xi_stride(p.ocg(), p.icg())) * 4);
+    const int64_t ld = row_floats(chunk);
     uv_bytes = conv_aligned_bytes(
-        static_cast<std::size_t>(kXi * (xi_stride(p.ocg(), chunk) + xi_stride(p.icg(), chunk))) *
-        4);
-    tile_bytes = conv_aligned_bytes(static_cast<std::size_t>(chunk) * sizeof(Tile));
+        static_cast<std::size_t>(kXi * (xi_stride(p.ocg(), ld) + xi_stride(p.icg(), ld))) * 4);
     blas_bytes = conv_aligned_bytes(
         blas().workspace_bytes(GemmShape{false, true, p.ocg(), p.icg(), chunk}, 1));
   }
   std::size_t total() const {
-    return uv_bytes + m_bytes + tile_bytes + static_cast<std::size_t>(threads) * blas_bytes;
+    return uv_bytes + m_bytes + static_cast<std::size_t>(threads) * blas_bytes;
   }
 };
-
-// V[xi][c][j] = (B^T X B)[xi] of tile j for input channel c, j over the chunk's n tiles, so that
-// each of the 16 outputs is written as one stream.
-void transform_x(const ConvProblem& p, const Tile* tiles, int64_t n, int64_t c, float* v) {
-  const int64_t stride = xi_stride(p.icg(), n), plane = p.ih * p.iw;
-  float* out = v + c * n;
-  for (int64_t j = 0; j < n; ++j) {
-    const Tile& t = tiles[j];
-    const float* xp = t.x + c * plane;
-    float d[4][4];
-    if (t.inside) {
-      const float* q = xp + t.y0 * p.iw + t.x0;
-      for (int r = 0; r < 4; ++r) {
-        for (int s = 0; s < 4; ++s) d[r][s] = q[r * p.iw + s];
-      }
-    } else {
-      for (int r = 0; r < 4; ++r) {
-        const int64_t y = t.y0 + r;
-        for (int s = 0; s < 4; ++s) {
-          const int64_t x = t.x0 + s;
-          d[r][s] = y >= 0 && y < p.ih && x >= 0 && x < p.iw ? xp[y * p.iw + x] : 0.0f;
-        }
-      }
-    }
-    float e[4][4];  // B^T d
-    for (int s = 0; s < 4; ++s) {
-      e[0][s] = d[0][s] - d[2][s];
-      e[1][s] = d[1][s] + d[2][s];
-      e[2][s] = d[2][s] - d[1][s];
-      e[3][s] = d[1][s] - d[3][s];
-    }
-    for (int r = 0; r < 4; ++r) {  // (B^T d) B
-      out[(r * 4 + 0) * stride + j] = e[r][0] - e[r][2];
-      out[(r * 4 + 1) * stride + j] = e[r][1] + e[r][2];
-      out[(r * 4 + 2) * stride + j] = e[r][2] - e[r][1];
-      out[(r * 4 + 3) * stride + j] = e[r][1] - e[r][3];
-    }
-  }
-}
-
-// U[xi][o][j] = (A dY A^T)[xi] of tile j for output channel o.
-void transform_dy(const ConvProblem& p, const Tile* tiles, int64_t n, int64_t o, float* u) {
-  const int64_t stride = xi_stride(p.ocg(), n), ow = p.ow(), oplane = p.oh() * ow;
-  float* out = u + o * n;
-  for (int64_t j = 0; j < n; ++j) {
-    const Tile& t = tiles[j];
-    const float* g = t.dy + o * oplane;
-    const float g00 = g[0], g01 = t.col2 ? g[1] : 0.0f;
-    const float g10 = t.row2 ? g[ow] : 0.0f, g11 = t.row2 && t.col2 ? g[ow + 1] : 0.0f;
-    // A g: rows g0, g0 + g1, g0 - g1, -g1 of each column, then the same along the rows.
-    const float c0[4] = {g00, g00 + g10, g00 - g10, -g10};
-    const float c1[4] = {g01, g01 + g11, g01 - g11, -g11};
-    for (int r = 0; r < 4; ++r) {
-      out[(r * 4 + 0) * stride + j] = c0[r];
-      out[(r * 4 + 1) * stride + j] = c0[r] + c1[r];
-      out[(r * 4 + 2) * stride + j] = c0[r] - c1[r];
-      out[(r * 4 + 3) * stride + j] = -c1[r];
-    }
-  }
-}
-
-// Tile t (numbered over the batch) of group grp.
-Tile locate_tile(const ConvProblem& p, const ConvBackwardArgs& a, const Layout& l, int64_t grp,
-                 int64_t t) {
-  const int64_t plane = p.ih * p.iw, oplane = p.oh() * p.ow();
-  const int64_t img = t / (l.th * l.tw), ty = t / l.tw % l.th, tx = t % l.tw;
-  Tile tile;
-  tile.x = a.src + (img * p.ic + grp * p.icg()) * plane;
-  tile.dy = a.dst_grad + (img * p.oc + grp * p.ocg()) * oplane + 2 * ty * p.ow() + 2 * tx;
-  tile.y0 = 2 * ty - p.ph;
-  tile.x0 = 2 * tx - p.pw;
-  tile.inside = tile.y0 >= 0 && tile.y0 + 4 <= p.ih && tile.x0 >= 0 && tile.x0 + 4 <= p.iw;
-  tile.row2 = 2 * ty + 1 < p.oh();
-  tile.col2 = 2 * tx + 1 < p.ow();
-  return tile;
-}
 
 }  // namespace
 
@@ -174,17 +97,45 @@ std::size_t conv_winograd_bw_workspace_bytes(const ConvProblem& p, int threads) 
   return Layout(p, threads).total();
 }
 
+namespace winograd_bw {
+
+const Transforms kTransformsPortable{&input_transform<simd::Portable<simd::F32x4>>,
+                                     &grad_transform<simd::Portable<simd::F32x4>>,
+                                     &inverse_transform<simd::Portable<simd::F32x4>>};
+
+const Transforms& transforms_for(SimdLevel level) {
+  const SimdLevel cpu = cpu_info().simd;
+  const SimdLevel use = static_cast<int>(level) < static_cast<int>(cpu) ? level : cpu;
+  return use >= SimdLevel::kAvx2 ? kTransformsAvx2 : kTransformsPortable;
+}
+
+}  // namespace winograd_bw
+
 void conv_winograd_bw_run(const ConvBackwardArgs& a) {
+  conv_winograd_bw_run_with(winograd_bw::transforms_for(active_simd()), a);
+}
+
+void conv_winograd_bw_run_with(const winograd_bw::Transforms& tf, const ConvBackwardArgs& a) {
   const ConvProblem& p = *a.p;
   const Layout l(p, a.threads);
+  const winograd_bw::Geometry geo{p.ih,
+                                  p.iw,
+                                  p.oh(),
+                                  p.ow(),
+                                  p.ph,
+                                  p.pw,
+                                  l.th,
+                                  l.tw,
+                                  p.ic * p.ih * p.iw,
+                                  p.oc * p.oh() * p.ow()};
   // One transform position's M of one group (ocg x icg), padded as U and V are: the inverse
   // transform reads the 16 of every (o, c).
   const int64_t ocg = p.ocg(), icg = p.icg(), mg = xi_stride(ocg, icg);
+  const int64_t plane = p.ih * p.iw, oplane = p.oh() * p.ow();
   auto* base = static_cast<char*>(a.workspace);
-  auto* u = reinterpret_cast<float*>(base);               // [xi][ocg][n], xi_stride apart, then V
+  auto* u = reinterpret_cast<float*>(base);               // [xi][ocg][ld], xi_stride apart, then V
   auto* m = reinterpret_cast<float*>(base + l.uv_bytes);  // [g][xi][ocg][icg]
-  auto* tiles = reinterpret_cast<Tile*>(base + l.uv_bytes + l.m_bytes);
-  char* blas_ws = base + l.uv_bytes + l.m_bytes + l.tile_bytes;
+  char* blas_ws = base + l.uv_bytes + l.m_bytes;
 #pragma omp parallel num_threads(l.threads) if (l.threads > 1)
   {
     void* ws = blas_ws + omp_get_thread_num() * l.blas_bytes;
@@ -192,23 +143,22 @@ void conv_winograd_bw_run(const ConvBackwardArgs& a) {
     for (int64_t i = 0; i < p.g * kXi; ++i) std::fill(m + i * mg, m + (i + 1) * mg, 0.0f);
     for (int64_t item = 0; item < p.g * l.chunks; ++item) {
       const int64_t grp = item / l.chunks, t0 = item % l.chunks * l.chunk;
-      const int64_t n = std::min(l.chunk, l.tiles - t0);
-      float* v = u + kXi * xi_stride(ocg, n);  // [xi][icg][n]
-#pragma omp for schedule(static)
-      for (int64_t j = 0; j < n; ++j) tiles[j] = locate_tile(p, a, l, grp, t0 + j);
+      const int64_t n = std::min(l.chunk, l.tiles - t0), ld = row_floats(n);
+      const int64_t su = xi_stride(ocg, ld), sv = xi_stride(icg, ld);
+      float* v = u + kXi * su;  // [xi][icg][ld]
 #pragma omp for schedule(static)
       for (int64_t ch = 0; ch < icg + ocg; ++ch) {
         if (ch < icg) {
-          transform_x(p, tiles, n, ch, v);
+          tf.input(geo, a.src + (grp * icg + ch) * plane, t0, n, v + ch * ld, sv);
         } else {
-          transform_dy(p, tiles, n, ch - icg, u);
+          const int64_t o = ch - icg;
+          tf.grad(geo, a.dst_grad + (grp * ocg + o) * oplane, t0, n, u + o * ld, su);
         }
       }
 #pragma omp for schedule(static)
       for (int64_t xi = 0; xi < kXi; ++xi) {
-        blas().run(gemm_args({false, true, ocg, icg, n}, u + xi * xi_stride(ocg, n), n,
-                             v + xi * xi_stride(icg, n), n, m + (grp * kXi + xi) * mg, icg, ws, 1,
-                             1.0f));
+        blas().run(gemm_args({false, true, ocg, icg, n}, u + xi * su, ld, v + xi * sv, ld,
+                             m + (grp * kXi + xi) * mg, icg, ws, 1, 1.0f));
       }
     }
   }
@@ -217,43 +167,33 @@ void conv_winograd_bw_run(const ConvBackwardArgs& a) {
 #pragma omp parallel for num_threads(t) if (t > 1) schedule(static) collapse(2)
   for (int64_t grp = 0; grp < p.g; ++grp) {
     for (int64_t o = 0; o < ocg; ++o) {
-      for (int64_t c = 0; c < icg; ++c) {
-        float s[4][4];
-        const float* mo = m + grp * kXi * mg + o * icg + c;
-        for (int xi = 0; xi < kXi; ++xi) s[xi / 4][xi % 4] = mo[xi * mg];
-        float h[3][4];  // G^T s
-        for (int q = 0; q < 4; ++q) {
-          h[0][q] = s[0][q] + 0.5f * (s[1][q] + s[2][q]);
-          h[1][q] = 0.5f * (s[1][q] - s[2][q]);
-          h[2][q] = 0.5f * (s[1][q] + s[2][q]) + s[3][q];
-        }
-        float* w = a.wei_grad + ((grp * ocg + o) * icg + c) * 9;
-        for (int r = 0; r < 3; ++r) {  // (G^T s) G
-          w[r * 3 + 0] = h[r][0] + 0.5f * (h[r][1] + h[r][2]);
-          w[r * 3 + 1] = 0.5f * (h[r][1] - h[r][2]);
-          w[r * 3 + 2] = 0.5f * (h[r][1] + h[r][2]) + h[r][3];
-        }
-      }
+      tf.inverse(m + grp * kXi * mg + o * icg, mg, icg, a.wei_grad + (grp * ocg + o) * icg * 9);
     }
   }
   if (a.bias_grad != nullptr) conv_bias_grad(p, a.dst_grad, a.bias_grad, a.threads);
 }
 
 // OpenBLAS's rate over the 16 GEMMs at their shape, ceil(16 / threads) of them per thread, plus
-// the transforms split over the threads (kTransformSeconds per transformed value on the fitted
-// core: measured 0.45 ns on a Zen 4 core at 116 GFLOP/s, 12.8M values of mb8ic64ih56oc64kh3ph1
-// in 5.7 ms, scaled by 116 / 102) and M, zeroed and read back by the inverse transform at DRAM
-// speed.
+// the transforms split over the threads and M, zeroed and read back by the inverse transform at
+// DRAM speed. The GEMMs' reduction is the chunk's tiles; OpenBLAS runs them at full rate from 32
+// (mb32ic256ih2oc256kh3ph1: m256 n256 k32 at 97 GFLOP/s on a 116 GFLOP/s Zen 4 core, from
+// perf's share of a run), where the generic shape model, made for im2col's GEMMs, wants 128. The
+// transforms cost kValueSeconds per transformed value and kStripSeconds per tile row and channel
+// (each row's copies into the gather arrays), fitted on the same core from perf's shares of two
+// runs: 3.4 ms for 12.8M values in 29K rows (mb8ic64ih56oc64kh3ph1) and 0.32 ms for 0.26M values
+// in 16K rows (mb32ic256ih2oc256kh3ph1), scaled by 116 / 102 to the fitted core.
 double conv_winograd_bw_cost(const ConvProblem& p, int threads) {
-  constexpr double kTransformSeconds = 0.5e-9;
+  constexpr double kValueSeconds = 0.24e-9, kStripSeconds = 18e-9;
   const ConvMachine m = conv_machine();
   const Layout l(p, threads);
   const double gemm_flops = 2.0 * static_cast<double>(p.g * p.ocg() * p.icg() * l.tiles);
   const double per_thread = static_cast<double>(conv_ceil_div(kXi, l.threads));
-  const double eff = std::max(0.05, conv_gemm_shape_efficiency(p.ocg(), p.icg(), l.chunk));
-  const double values = static_cast<double>(kXi * p.g * (p.ocg() + p.icg()) * l.tiles);
+  const double eff = std::max(0.05, conv_gemm_shape_efficiency(p.ocg(), p.icg(), l.chunk, 32.0));
+  const double channels = static_cast<double>(p.g * (p.ocg() + p.icg()));
+  const double values = static_cast<double>(kXi * l.tiles) * channels;
+  const double strips = static_cast<double>(p.mb * l.th + l.chunks) * channels;
   return gemm_flops * per_thread / ((86.0 / conv_fit::kFmaGflops) * m.blas_flops_per_s * eff) +
-         values * m.seconds(kTransformSeconds) / l.threads +
+         (values * m.seconds(kValueSeconds) + strips * m.seconds(kStripSeconds)) / l.threads +
          2.0 * static_cast<double>(l.m_bytes) / m.dram_at(l.threads);
 }
 
