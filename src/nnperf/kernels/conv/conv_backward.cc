@@ -83,8 +83,9 @@ const float* gather_dy(const ConvProblem& p, const float* dy, int64_t n0, int64_
 #pragma omp parallel for num_threads(t) if (t > 1) schedule(static) collapse(2)
   for (int64_t i = 0; i < c; ++i) {
     for (int64_t o = 0; o < ocg; ++o) {
-      std::memcpy(buf + o * l.cols + i * l.n, dy + ((n0 + i) * p.oc + g * ocg + o) * l.n,
-                  static_cast<std::size_t>(l.n) * sizeof(float));
+      float* out = buf + o * l.cols + i * l.n;
+      const float* in = dy + ((n0 + i) * p.oc + g * ocg + o) * l.n;
+      for (int64_t j = 0; j < l.n; ++j) out[j] = in[j];  // a loop: l.n is a few floats
     }
   }
   return buf;
@@ -95,21 +96,7 @@ const float* build_col(const ConvProblem& p, const float* x, int64_t n0, int64_t
                        const GemmLayout& l, const int32_t* table, float* col, int threads) {
   const int64_t plane = p.ih * p.iw;
   if (c == 1 && conv_patches_are_input(p)) return x + (n0 * p.ic + g * p.icg()) * plane;
-  const int t = conv_useful_copy_threads(threads, l.k * l.cols, l.k);
-#pragma omp parallel for num_threads(t) if (t > 1) schedule(static) collapse(2)
-  for (int64_t i = 0; i < c; ++i) {
-    for (int64_t r = 0; r < l.k; ++r) {
-      const float* src = x + ((n0 + i) * p.ic + g * p.icg()) * plane;
-      float* row = col + r * l.cols + i * l.n;
-      if (conv_patches_are_input(p)) {
-        std::memcpy(row, src + r * plane, static_cast<std::size_t>(l.n) * sizeof(float));
-      } else if (table != nullptr) {
-        conv_im2col_row_table(p, table, src, r, row);
-      } else {
-        conv_im2col_row(p, src, r, row);
-      }
-    }
-  }
+  conv_im2col_images(p, x + (n0 * p.ic + g * p.icg()) * plane, c, l.cols, table, col, threads);
   return col;
 }
 

@@ -94,6 +94,14 @@ inline void conv_col2im_plane_table(const ConvProblem& p, const int32_t* table, 
 // of conv_im2col_row_band over the kh*kw rows of one channel. im2col_gemm.cc.
 void conv_col2im_band(const ConvProblem& p, const float* rows, int64_t ld, int64_t oy0, int64_t oy1,
                       float* plane);
+// The patch matrices of images [0, c) side by side (gemm and gemm_batched): col[k][i*N + j], row
+// stride ld, from src (image 0's first channel of the group; images p.ic planes apart); from the
+// tap table where there is one (table != nullptr). One image and input channel (its kh*kw rows)
+// per step: on small maps a row is a few floats (4 at 2x2, 1 at 1x1), and a step per row spent
+// more on the step than on the row (26% of a 2x2 layer's forward time, 2.4 ns per float).
+// im2col_gemm.cc.
+void conv_im2col_images(const ConvProblem& p, const float* src, int64_t c, int64_t ld,
+                        const int32_t* table, float* col, int threads);
 // Images whose patch matrices go side by side into one GEMM (gemm, gemm_batched): enough for
 // ~256 columns, at most the batch, the chunk's K x (c*N) floats within 64 MiB unless one image
 // alone needs more; 1 for maps of 256+ positions. A 1x1 stride-1 unpadded layer, whose input

@@ -148,6 +148,34 @@ void conv_fill_tap_table(const ConvProblem& p, int32_t* table) {
   }
 }
 
+void conv_im2col_images(const ConvProblem& p, const float* src, int64_t c, int64_t ld,
+                        const int32_t* table, float* col, int threads) {
+  const int64_t plane_in = p.ih * p.iw, taps = p.kh * p.kw, n = p.oh() * p.ow();
+  const bool copy = conv_patches_are_input(p);
+  const int t = conv_useful_copy_threads(threads, p.icg() * taps * c * n, c * p.icg());
+#pragma omp parallel for num_threads(t) if (t > 1) schedule(static) collapse(2)
+  for (int64_t i = 0; i < c; ++i) {
+    for (int64_t ch = 0; ch < p.icg(); ++ch) {
+      const float* image = src + i * p.ic * plane_in;
+      const float* plane = image + ch * plane_in;
+      float* out = col + ch * taps * ld + i * n;
+      if (copy) {
+        for (int64_t j = 0; j < n; ++j) out[j] = plane[j];
+      } else if (table != nullptr) {  // conv_im2col_row_table's gather, every tap in one pass
+        for (int64_t tap = 0; tap < taps; ++tap) {
+          const int32_t* tt = table + tap * n;
+          float* o = out + tap * ld;
+          for (int64_t j = 0; j < n; ++j) o[j] = tt[j] >= 0 ? plane[tt[j]] : 0.0f;
+        }
+      } else {
+        for (int64_t tap = 0; tap < taps; ++tap) {
+          conv_im2col_row(p, image, ch * taps + tap, out + tap * ld);
+        }
+      }
+    }
+  }
+}
+
 std::string conv_gemm_why_not(const ConvProblem& p) { return conv_serves_any(p); }
 
 int64_t conv_chunk_images(const ConvProblem& p) {
@@ -165,41 +193,7 @@ std::size_t conv_gemm_workspace_bytes(const ConvProblem& p, int threads) {
          conv_gemm().workspace_bytes(gemm_shape(p), threads);
 }
 
-namespace {
-
-// Images [n0, n0 + c) of group grp into columns [i*N, (i+1)*N) of col (row stride c*N), one
-// image and input channel (its kh*kw rows) per step: on small maps a row is a few floats (4 at
-// 2x2, 1 at 1x1), and a step per row spent more on the step than on the row (26% of a 2x2 layer's
-// forward time went to fill_col at 2.4 ns per float; ResNet-18 at 32x32 input has such layers).
-void fill_col(const ConvProblem& p, const ConvArgs& args, const Layout& l, int64_t n0, int64_t c,
-              int64_t grp, int64_t ld, const int32_t* table, float* col) {
-  const int64_t plane_in = p.ih * p.iw, taps = p.kh * p.kw, n = l.n;
-  const bool copy = conv_patches_are_input(p);
-  const int t = conv_useful_copy_threads(args.threads, l.k * c * n, c * p.icg());
-#pragma omp parallel for num_threads(t) if (t > 1) schedule(static) collapse(2)
-  for (int64_t i = 0; i < c; ++i) {
-    for (int64_t ch = 0; ch < p.icg(); ++ch) {
-      const float* src = args.src + ((n0 + i) * p.ic + grp * p.icg()) * plane_in;
-      float* out = col + ch * taps * ld + i * n;
-      const float* plane = src + ch * plane_in;
-      if (copy) {
-        for (int64_t j = 0; j < n; ++j) out[j] = plane[j];
-      } else if (table != nullptr) {  // conv_im2col_row_table's gather, every tap in one pass
-        for (int64_t tap = 0; tap < taps; ++tap) {
-          const int32_t* tt = table + tap * n;
-          float* o = out + tap * ld;
-          for (int64_t j = 0; j < n; ++j) o[j] = tt[j] >= 0 ? plane[tt[j]] : 0.0f;
-        }
-      } else {
-        for (int64_t tap = 0; tap < taps; ++tap) {
-          conv_im2col_row(p, src, ch * taps + tap, out + tap * ld);
-        }
-      }
-    }
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 
 // Per chunk of images and group: col = the chunk's patch matrices side by side, one GEMM
 // dst[ocg x c*N] = wei[ocg x K] * col[K x c*N], then (for c > 1) each image's columns copied to
@@ -221,7 +215,8 @@ void conv_gemm_run(const ConvArgs& args) {
     for (int64_t grp = 0; grp < p.g; ++grp) {
       const float* b = args.src + (n0 * p.ic + grp * p.icg()) * p.ih * p.iw;
       if (!(conv_patches_are_input(p) && !l.chunked())) {
-        fill_col(p, args, l, n0, c, grp, cols, table, col);
+        conv_im2col_images(p, args.src + (n0 * p.ic + grp * p.icg()) * p.ih * p.iw, c, cols, table,
+                           col, args.threads);
         b = col;
       }
       const float* a = args.wei + grp * p.ocg() * l.k;
