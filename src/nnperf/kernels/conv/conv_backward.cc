@@ -125,7 +125,8 @@ void scatter_dcol(const ConvProblem& p, const float* dcol, const GemmLayout& l,
     for (int64_t c = 0; c < icg; ++c) {
       float* dx = dx0 + (i * p.ic + c) * plane;
       if (conv_patches_are_input(p)) {  // row c of dcol is the plane
-        std::memcpy(dx, dcol + c * l.cols + i * l.n, static_cast<std::size_t>(l.n) * sizeof(float));
+        const float* row = dcol + c * l.cols + i * l.n;
+        for (int64_t j = 0; j < l.n; ++j) dx[j] = row[j];  // a loop: l.n is a few floats
       } else {
         col2im_plane(p, dcol, l, table, i, c, dx);
       }
