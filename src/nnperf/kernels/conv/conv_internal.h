@@ -96,10 +96,12 @@ void conv_col2im_band(const ConvProblem& p, const float* rows, int64_t ld, int64
                       float* plane);
 // The patch matrices of images [0, c) side by side (gemm and gemm_batched): col[k][i*N + j], row
 // stride ld, from src (image 0's first channel of the group; images p.ic planes apart); from the
-// tap table where there is one (table != nullptr). One image and input channel (its kh*kw rows)
-// per step: on small maps a row is a few floats (4 at 2x2, 1 at 1x1), and a step per row spent
-// more on the step than on the row (26% of a 2x2 layer's forward time, 2.4 ns per float).
-// im2col_gemm.cc.
+// tap table where there is one (table != nullptr). Maps of fewer than kRowsAlone positions take
+// one image and input channel (its kh*kw rows) per step: there a row is a few floats (4 at 2x2,
+// 1 at 1x1), and a step per row spent more on the step than on the row (26% of a 2x2 layer's
+// forward time, 2.4 ns per float). Larger maps take a row per step, the finer split between
+// threads (a 3-channel stem has 3 channels but 147 rows). im2col_gemm.cc.
+inline constexpr int64_t kRowsAlone = 64;
 void conv_im2col_images(const ConvProblem& p, const float* src, int64_t c, int64_t ld,
                         const int32_t* table, float* col, int threads);
 // Images whose patch matrices go side by side into one GEMM (gemm, gemm_batched): enough for

@@ -150,29 +150,40 @@ void conv_fill_tap_table(const ConvProblem& p, int32_t* table) {
 
 void conv_im2col_images(const ConvProblem& p, const float* src, int64_t c, int64_t ld,
                         const int32_t* table, float* col, int threads) {
-  const int64_t plane_in = p.ih * p.iw, taps = p.kh * p.kw, n = p.oh() * p.ow();
+  const int64_t plane_in = p.ih * p.iw, taps = p.kh * p.kw, n = p.oh() * p.ow(), k = p.icg() * taps;
   const bool copy = conv_patches_are_input(p);
-  const int t = conv_useful_copy_threads(threads, p.icg() * taps * c * n, c * p.icg());
-#pragma omp parallel for num_threads(t) if (t > 1) schedule(static) collapse(2)
-  for (int64_t i = 0; i < c; ++i) {
-    for (int64_t ch = 0; ch < p.icg(); ++ch) {
-      const float* image = src + i * p.ic * plane_in;
-      const float* plane = image + ch * plane_in;
-      float* out = col + ch * taps * ld + i * n;
-      if (copy) {
-        for (int64_t j = 0; j < n; ++j) out[j] = plane[j];
-      } else if (table != nullptr) {  // conv_im2col_row_table's gather, every tap in one pass
-        for (int64_t tap = 0; tap < taps; ++tap) {
-          const int32_t* tt = table + tap * n;
-          float* o = out + tap * ld;
-          for (int64_t j = 0; j < n; ++j) o[j] = tt[j] >= 0 ? plane[tt[j]] : 0.0f;
-        }
-      } else {
-        for (int64_t tap = 0; tap < taps; ++tap) {
-          conv_im2col_row(p, image, ch * taps + tap, out + tap * ld);
-        }
+  // Rows [tap0, tap1) of channel ch of image i: copies of the plane (1x1 stride 1 unpadded),
+  // gathers by the tap table, or conv_im2col_row.
+  auto rows = [=, &p](int64_t i, int64_t ch, int64_t tap0, int64_t tap1) {
+    const float* image = src + i * p.ic * plane_in;
+    const float* plane = image + ch * plane_in;
+    float* out = col + ch * taps * ld + i * n;
+    if (copy) {
+      for (int64_t j = 0; j < n; ++j) out[j] = plane[j];
+    } else if (table != nullptr) {
+      for (int64_t tap = tap0; tap < tap1; ++tap) {
+        const int32_t* tt = table + tap * n;
+        float* o = out + tap * ld;
+        for (int64_t j = 0; j < n; ++j) o[j] = tt[j] >= 0 ? plane[tt[j]] : 0.0f;
+      }
+    } else {
+      for (int64_t tap = tap0; tap < tap1; ++tap) {
+        conv_im2col_row(p, image, ch * taps + tap, out + tap * ld);
       }
     }
+  };
+  if (n >= kRowsAlone) {  // a row is worth a step: the most steps to split between threads
+    const int t = conv_useful_copy_threads(threads, k * c * n, c * k);
+#pragma omp parallel for num_threads(t) if (t > 1) schedule(static) collapse(2)
+    for (int64_t i = 0; i < c; ++i) {
+      for (int64_t kk = 0; kk < k; ++kk) rows(i, kk / taps, kk % taps, kk % taps + 1);
+    }
+    return;
+  }
+  const int t = conv_useful_copy_threads(threads, k * c * n, c * p.icg());
+#pragma omp parallel for num_threads(t) if (t > 1) schedule(static) collapse(2)
+  for (int64_t i = 0; i < c; ++i) {
+    for (int64_t ch = 0; ch < p.icg(); ++ch) rows(i, ch, 0, taps);
   }
 }
 
@@ -192,8 +203,6 @@ std::size_t conv_gemm_workspace_bytes(const ConvProblem& p, int threads) {
   return col_bytes(p) + out_bytes(p) + table_bytes(p) +
          conv_gemm().workspace_bytes(gemm_shape(p), threads);
 }
-
-namespace {}  // namespace
 
 // Per chunk of images and group: col = the chunk's patch matrices side by side, one GEMM
 // dst[ocg x c*N] = wei[ocg x K] * col[K x c*N], then (for c > 1) each image's columns copied to
@@ -215,8 +224,7 @@ void conv_gemm_run(const ConvArgs& args) {
     for (int64_t grp = 0; grp < p.g; ++grp) {
       const float* b = args.src + (n0 * p.ic + grp * p.icg()) * p.ih * p.iw;
       if (!(conv_patches_are_input(p) && !l.chunked())) {
-        conv_im2col_images(p, args.src + (n0 * p.ic + grp * p.icg()) * p.ih * p.iw, c, cols, table,
-                           col, args.threads);
+        conv_im2col_images(p, b, c, cols, table, col, args.threads);
         b = col;
       }
       const float* a = args.wei + grp * p.ocg() * l.k;
@@ -230,7 +238,7 @@ void conv_gemm_run(const ConvArgs& args) {
         for (int64_t o = 0; o < p.ocg(); ++o) {
           float* d = args.dst + ((n0 + i) * p.oc + grp * p.ocg() + o) * l.n;
           const float* q = out + o * cols + i * l.n;
-          for (int64_t j = 0; j < l.n; ++j) d[j] = q[j];  // a loop: l.n is a few floats
+          for (int64_t j = 0; j < l.n; ++j) d[j] = q[j];  // a loop: chunked maps have l.n < 256
         }
       }
     }
