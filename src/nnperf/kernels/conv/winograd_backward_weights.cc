@@ -139,8 +139,6 @@ void conv_winograd_bw_run_with(const winograd_bw::Transforms& tf, const ConvBack
 #pragma omp parallel num_threads(l.threads) if (l.threads > 1)
   {
     void* ws = blas_ws + omp_get_thread_num() * l.blas_bytes;
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < p.g * kXi; ++i) std::fill(m + i * mg, m + (i + 1) * mg, 0.0f);
     for (int64_t item = 0; item < p.g * l.chunks; ++item) {
       const int64_t grp = item / l.chunks, t0 = item % l.chunks * l.chunk;
       const int64_t n = std::min(l.chunk, l.tiles - t0), ld = row_floats(n);
@@ -157,8 +155,9 @@ void conv_winograd_bw_run_with(const winograd_bw::Transforms& tf, const ConvBack
       }
 #pragma omp for schedule(static)
       for (int64_t xi = 0; xi < kXi; ++xi) {
+        // A group's first chunk writes M (beta 0: no zeroing pass, no read of 16 MB at 512x512).
         blas().run(gemm_args({false, true, ocg, icg, n}, u + xi * su, ld, v + xi * sv, ld,
-                             m + (grp * kXi + xi) * mg, icg, ws, 1, 1.0f));
+                             m + (grp * kXi + xi) * mg, icg, ws, 1, t0 == 0 ? 0.0f : 1.0f));
       }
     }
   }
@@ -174,14 +173,14 @@ void conv_winograd_bw_run_with(const winograd_bw::Transforms& tf, const ConvBack
 }
 
 // OpenBLAS's rate over the 16 GEMMs at their shape, ceil(16 / threads) of them per thread, plus
-// the transforms split over the threads and M, zeroed and read back by the inverse transform at
-// DRAM speed. The GEMMs' reduction is the chunk's tiles; OpenBLAS runs them at full rate from 32
-// (mb32ic256ih2oc256kh3ph1: m256 n256 k32 at 97 GFLOP/s on a 116 GFLOP/s Zen 4 core, from
-// perf's share of a run), where the generic shape model, made for im2col's GEMMs, wants 128. The
-// transforms cost kValueSeconds per transformed value and kStripSeconds per tile row and channel
-// (each row's copies into the gather arrays), fitted on the same core from perf's shares of two
-// runs: 3.4 ms for 12.8M values in 29K rows (mb8ic64ih56oc64kh3ph1) and 0.32 ms for 0.26M values
-// in 16K rows (mb32ic256ih2oc256kh3ph1), scaled by 116 / 102 to the fitted core.
+// the transforms split over the threads and M, written by the GEMMs and read back by the inverse
+// transform at DRAM speed. The GEMMs' reduction is the chunk's tiles; OpenBLAS runs them at full
+// rate from 32 (mb32ic256ih2oc256kh3ph1: m256 n256 k32 at 97 GFLOP/s on a 116 GFLOP/s Zen 4 core,
+// from perf's share of a run), where the generic shape model, made for im2col's GEMMs, wants 128.
+// The transforms cost kValueSeconds per transformed value and kStripSeconds per tile row and
+// channel (each row's copies into the gather arrays), fitted on the same core from perf's shares of
+// two runs: 3.4 ms for 12.8M values in 29K rows (mb8ic64ih56oc64kh3ph1) and 0.32 ms for 0.26M
+// values in 16K rows (mb32ic256ih2oc256kh3ph1), scaled by 116 / 102 to the fitted core.
 double conv_winograd_bw_cost(const ConvProblem& p, int threads) {
   constexpr double kValueSeconds = 0.24e-9, kStripSeconds = 18e-9;
   const ConvMachine m = conv_machine();
