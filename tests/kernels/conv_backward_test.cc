@@ -62,6 +62,10 @@ const char* kProblems[] = {
     "mb1ic2ih3iw530oc3kh3ph1",
     "mb5ic6ih2oc7kh3ph1",
     "mb3ic3ih1iw3oc2kh3ph1",
+    // Stride-2 col2im of rows wider than 16 outputs (4 columns per step, odd input widths: the
+    // step must stop before the row's end).
+    "mb2ic3ih37iw35oc4kh3sh2ph1",
+    "mb1ic2ih21iw42oc3kh3sh2ph0",
 };
 
 struct Grads {

@@ -16,6 +16,7 @@
 
 #include "nnperf/kernels/conv/conv_internal.h"
 #include "nnperf/kernels/gemm/gemm.h"
+#include "nnperf/kernels/simd_traits.h"
 
 namespace nnperf {
 
@@ -99,6 +100,34 @@ void conv_im2col_row_band(const ConvProblem& p, const float* src, int64_t k, int
   }
 }
 
+namespace {
+
+// row[w0 + 2 * ox] += src[ox] for ox in [lo, hi) (w0 + 2 * lo >= 0), in a row of `width` floats: 4
+// columns per step, src's 4 floats spread over the even lanes of the row's 8 (the odd lanes add
+// +0, which leaves every float as it was: no -0 arises in a plane that starts at +0) while those
+// 8 floats stay in the row; the rest one by one. A strided scatter-add otherwise: 13% of a 3x3
+// stride-2 layer's backward-data time (mb8ic128ih56oc128kh3sh2ph1, perf).
+void col2im_stride2(float* row, int64_t w0, const float* src, int64_t lo, int64_t hi,
+                    int64_t width) {
+  using V = simd::F32x4;
+  const V zero{};
+  int64_t ox = lo;
+  for (; ox + 4 <= hi && w0 + 2 * ox + 8 <= width; ox += 4) {
+    float* o = row + (w0 + 2 * ox);
+    V s, a, b;
+    __builtin_memcpy(&s, src + ox, sizeof(V));
+    __builtin_memcpy(&a, o, sizeof(V));
+    __builtin_memcpy(&b, o + 4, sizeof(V));
+    a += __builtin_shufflevector(s, zero, 0, 4, 1, 5);
+    b += __builtin_shufflevector(s, zero, 2, 6, 3, 7);
+    __builtin_memcpy(o, &a, sizeof(V));
+    __builtin_memcpy(o + 4, &b, sizeof(V));
+  }
+  for (; ox < hi; ++ox) row[w0 + 2 * ox] += src[ox];
+}
+
+}  // namespace
+
 void conv_col2im_band(const ConvProblem& p, const float* rows, int64_t ld, int64_t oy0, int64_t oy1,
                       float* plane) {
   const int64_t ow = p.ow();
@@ -117,6 +146,8 @@ void conv_col2im_band(const ConvProblem& p, const float* rows, int64_t ld, int64
         if (p.sw == 1) {
           float* o = out + (w0 + ox_lo);
           for (int64_t j = 0; j < ox_hi - ox_lo; ++j) o[j] += src[ox_lo + j];
+        } else if (p.sw == 2) {
+          col2im_stride2(out, w0, src, ox_lo, ox_hi, p.iw);
         } else {
           for (int64_t ox = ox_lo; ox < ox_hi; ++ox) out[w0 + ox * p.sw] += src[ox];
         }
