@@ -23,6 +23,7 @@ const PoolShape kShapes[] = {
     {4, 8, 8, 4, 4, 2, 2, 0},     {2, 9, 11, 5, 6, 3, 2, 1}, {1, 5, 5, 3, 3, 3, 2, 1},
     {2, 4, 6, 2, 3, 3, 2, 1},  // ceil mode: the last window starts in the input
     {2, 32, 32, 16, 16, 3, 2, 1}, {1, 6, 7, 5, 6, 2, 1, 0},  {1, 13, 17, 4, 5, 5, 3, 2},
+    {3, 7, 7, 1, 1, 7, 7, 0},  // global pooling: the adaptive backward's fast path
 };
 
 TEST(PoolKernels, ForwardMatchesReferences) {

@@ -134,6 +134,18 @@ int64_t adaptive_window_end(int64_t i, int64_t in, int64_t out) {
 void adaptive_avgpool2d_forward(const PoolShape& s, const float* x, float* y, int threads) {
   const int64_t in_plane = s.ih * s.iw, out_plane = s.oh * s.ow;
   const int t = useful_threads(threads, s.planes * std::max(in_plane, out_plane), s.planes);
+  if (out_plane == 1) {
+    // Global pooling: the window is the plane, summed in the same order as below, without the
+    // window arithmetic (four divisions per output).
+#pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
+    for (int64_t pl = 0; pl < s.planes; ++pl) {
+      const float* xp = x + pl * in_plane;
+      float sum = 0.0f;
+      for (int64_t i = 0; i < in_plane; ++i) sum += xp[i];
+      y[pl] = sum / static_cast<float>(in_plane);
+    }
+    return;
+  }
 #pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
   for (int64_t pl = 0; pl < s.planes; ++pl) {
     const float* xp = x + pl * in_plane;
@@ -156,6 +168,19 @@ void adaptive_avgpool2d_forward(const PoolShape& s, const float* x, float* y, in
 void adaptive_avgpool2d_backward(const PoolShape& s, const float* dy, float* dx, int threads) {
   const int64_t in_plane = s.ih * s.iw, out_plane = s.oh * s.ow;
   const int t = useful_threads(threads, s.planes * std::max(in_plane, out_plane), s.planes);
+  if (out_plane == 1) {
+    // Global pooling (ResNets' head): every input gets its plane's dy / (ih * iw). The same
+    // floats as the windows' path below (0 + g: a -0 comes out +0 there too), without its
+    // zeroing pass, window arithmetic and memset call per plane: 0.22 ms against PyTorch's
+    // 0.04 for ResNet-18's 16384 planes of one pixel.
+#pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
+    for (int64_t pl = 0; pl < s.planes; ++pl) {
+      const float g = 0.0f + dy[pl] / static_cast<float>(in_plane);
+      float* dxp = dx + pl * in_plane;
+      for (int64_t i = 0; i < in_plane; ++i) dxp[i] = g;
+    }
+    return;
+  }
 #pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
   for (int64_t pl = 0; pl < s.planes; ++pl) {
     float* dxp = dx + pl * in_plane;
