@@ -109,19 +109,14 @@ namespace {
 // stride-2 layer's backward-data time (mb8ic128ih56oc128kh3sh2ph1, perf).
 void col2im_stride2(float* row, int64_t w0, const float* src, int64_t lo, int64_t hi,
                     int64_t width) {
-  using V = simd::F32x4;
-  const V zero{};
+  using K = simd::Portable<simd::F32x4>;
+  const K::V zero = K::zero();
   int64_t ox = lo;
   for (; ox + 4 <= hi && w0 + 2 * ox + 8 <= width; ox += 4) {
     float* o = row + (w0 + 2 * ox);
-    V s, a, b;
-    __builtin_memcpy(&s, src + ox, sizeof(V));
-    __builtin_memcpy(&a, o, sizeof(V));
-    __builtin_memcpy(&b, o + 4, sizeof(V));
-    a += __builtin_shufflevector(s, zero, 0, 4, 1, 5);
-    b += __builtin_shufflevector(s, zero, 2, 6, 3, 7);
-    __builtin_memcpy(o, &a, sizeof(V));
-    __builtin_memcpy(o + 4, &b, sizeof(V));
+    const K::V s = K::loadu(src + ox);
+    K::storeu(o, K::add(K::loadu(o), __builtin_shufflevector(s, zero, 0, 4, 1, 5)));
+    K::storeu(o + 4, K::add(K::loadu(o + 4), __builtin_shufflevector(s, zero, 2, 6, 3, 7)));
   }
   for (; ox < hi; ++ox) row[w0 + 2 * ox] += src[ox];
 }

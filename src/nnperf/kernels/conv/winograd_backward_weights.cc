@@ -104,9 +104,8 @@ const Transforms kTransformsPortable{&input_transform<simd::Portable<simd::F32x4
                                      &inverse_transform<simd::Portable<simd::F32x4>>};
 
 const Transforms& transforms_for(SimdLevel level) {
-  const SimdLevel cpu = cpu_info().simd;
-  const SimdLevel use = static_cast<int>(level) < static_cast<int>(cpu) ? level : cpu;
-  return use >= SimdLevel::kAvx2 ? kTransformsAvx2 : kTransformsPortable;
+  return std::min(level, cpu_info().simd) >= SimdLevel::kAvx2 ? kTransformsAvx2
+                                                              : kTransformsPortable;
 }
 
 }  // namespace winograd_bw

@@ -18,6 +18,7 @@
 #pragma once
 #include <cstdint>
 
+#include "nnperf/kernels/conv/conv_simd.h"
 #include "nnperf/kernels/conv/winograd_bw_internal.h"
 #include "nnperf/kernels/simd_traits.h"
 
@@ -28,8 +29,8 @@ constexpr int64_t kPiece = 256;                         // tiles per gather: 2 K
 constexpr int64_t kMaxWidth = 16;                       // the widest K::kWidth
 constexpr int64_t kPairs = 2 * kPiece + 2 * kMaxWidth;  // floats per array, with the overrun
 
-inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
-inline int64_t max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+using conv_simd::max_i64;
+using conv_simd::min_i64;
 
 // Walks tiles [t, end) tile row by tile row: img, ty, tx of the current one; len tiles from it
 // lie in its tile row. One division at the start, none per row (ResNet-18's 2x2 maps at 32x32
