@@ -76,8 +76,10 @@ TEST(ConvCli, BenchWritesRecordsForSupportedAlgorithms) {
 TEST(ConvCli, BenchBackwardPassesTimeTheirOwnRegistry) {
   test::TempDir dir;
   const std::map<std::string, std::set<std::string>> rows{
-      {"backward-data", {"gemm", "gemm_batched", "transposed_forward", "gemm_tiled"}},
-      {"backward-weights", {"gemm", "gemm_batched", "winograd_nonfused", "gemm_tiled"}}};
+      {"backward-data",
+       {"gemm", "gemm_batched", "transposed_forward", "gemm_tiled", "gemm_live_taps"}},
+      {"backward-weights",
+       {"gemm", "gemm_batched", "winograd_nonfused", "gemm_tiled", "gemm_live_taps"}}};
   for (const auto& [pass, names] : rows) {
     const fs::path json = dir / (pass + ".json");
     const auto r = run_nnperf(

@@ -66,6 +66,12 @@ const char* kProblems[] = {
     // step must stop before the row's end).
     "mb2ic3ih37iw35oc4kh3sh2ph1",
     "mb1ic2ih21iw42oc3kh3sh2ph0",
+    // gemm_live_taps: a 2x2 map at an odd batch and channel counts; taps dilated across the row
+    // (one GEMM per tap); stride 2 with padding 2; outputs whose every tap reads padding.
+    "mb17ic5ih2oc9kh3ph1",
+    "mb3ic4ih7oc5kh3ph2dh2dw3",
+    "mb4ic6ih3oc40kh3sh2ph2",
+    "mb3ic3ih2oc5kh1ph1",
 };
 
 struct Grads {
@@ -94,9 +100,10 @@ Grads run(const ConvBackwardAlgorithm& a, const ConvProblem& p, const std::vecto
 }
 
 TEST(ConvBackward, EveryRowMatchesTheFloat64Reference) {
-  int checked = 0, transposed = 0, winograd = 0;
+  int checked = 0, transposed = 0, winograd = 0, live = 0, ungrouped = 0;
   for (const char* text : kProblems) {
     const ConvProblem p = parse_conv_problem(text);
+    ungrouped += p.g == 1;
     const auto x = test::random_vector(p.src_numel(), 1);
     const auto w = test::random_vector(p.wei_numel(), 2);
     const auto dy = test::random_vector(p.dst_numel(), 3);
@@ -112,6 +119,7 @@ TEST(ConvBackward, EveryRowMatchesTheFloat64Reference) {
           ++checked;
           transposed += std::string(a.name) == "transposed_forward";
           winograd += std::string(a.name) == "winograd_nonfused";
+          live += std::string(a.name) == "gemm_live_taps";
           const bool data = pass == ConvPass::kBackwardData;
           const double k = data ? static_cast<double>(p.ocg() * p.kh * p.kw)
                                 : static_cast<double>(p.mb * p.oh() * p.ow());
@@ -136,9 +144,11 @@ TEST(ConvBackward, EveryRowMatchesTheFloat64Reference) {
     }
   }
   constexpr int kCount = static_cast<int>(std::size(kProblems));
-  // Everywhere: gemm, gemm_batched and gemm_tiled for both passes; transposed_forward (data) at
-  // stride 1 without groups, winograd_nonfused (weights) for the 3x3 stride-1 undilated ones.
-  EXPECT_EQ(checked, 2 * (kCount * 6 + transposed / 2 + winograd / 2));
+  // Everywhere: gemm, gemm_batched and gemm_tiled for both passes; gemm_live_taps for both
+  // without groups; transposed_forward (data) at stride 1 without groups, winograd_nonfused
+  // (weights) for the 3x3 stride-1 undilated ones.
+  EXPECT_EQ(live, 2 * 2 * ungrouped);
+  EXPECT_EQ(checked, 2 * (kCount * 6 + transposed / 2 + winograd / 2 + live / 2));
   EXPECT_GE(transposed, 2 * 6);
   EXPECT_GE(winograd, 2 * 12);
 }

@@ -351,6 +351,12 @@ const ConvBackwardAlgorithm kData[] = {
      "thread), col2im of the band; the threads take whole images and groups",
      ConvPass::kBackwardData, conv_serves_any, conv_tiled_data_workspace_bytes, conv_tiled_data_run,
      1.0, conv_tiled_data_cost},
+    {"gemm_live_taps",
+     "per output position and kernel row, dXt[images, live taps' pixels] += dYt . W'_taps "
+     "(OpenBLAS) over only the taps inside the image, into a channels-last dX per thread; small "
+     "maps; groups 1",
+     ConvPass::kBackwardData, conv_live_taps_why_not, conv_live_taps_data_workspace_bytes,
+     conv_live_taps_data_run, 1.0, conv_live_taps_data_cost},
 };
 const ConvBackwardAlgorithm kWeights[] = {
     {"gemm", "per image and group: dW += dY . col^T (OpenBLAS) after im2col",
@@ -372,6 +378,12 @@ const ConvBackwardAlgorithm kWeights[] = {
      "one thread per band); the threads' partial dW^T transposed and summed at the end",
      ConvPass::kBackwardWeights, conv_serves_any, conv_tiled_weights_workspace_bytes,
      conv_tiled_weights_run, 1.0, conv_tiled_weights_cost},
+    {"gemm_live_taps",
+     "per output position and kernel row, dW'_taps += dYt^T . Xt[images, live taps' pixels] "
+     "(OpenBLAS) over only the taps inside the image, channels-last; the threads take blocks "
+     "of output channels; small maps; groups 1",
+     ConvPass::kBackwardWeights, conv_live_taps_why_not, conv_live_taps_weights_workspace_bytes,
+     conv_live_taps_weights_run, 1.0, conv_live_taps_weights_cost},
 };
 
 }  // namespace

@@ -31,7 +31,9 @@ namespace {
 // 115 GFLOP/s of AVX2 FMA (2026-11-27), scaled to the fitted core's clock (x 115 / 102): the
 // weight-panel packs 0.4-0.8 ns there, Winograd's fused layout 0.66-0.83 (16 filters transformed
 // at a time), its non-fused layout 0.75-1.45 (stores strided by the output channels), the FFT
-// spectra 1.3-2.4 (a real 2-D FFT per filter).
+// spectra 1.3-2.4 (a real 2-D FFT per filter). gemm_live_taps' [oc][kh][kw][ic] transpose
+// (transpose.h, 8 x 8 blocks in AVX2): 0.25, by perf's share of a training step's forward on
+// ResNet-18's 2x2 layer on a Zen 4 core (2026-11-29).
 constexpr ConvAlgorithm kConvAlgorithms[] = {
     {"direct",
      "direct loops over output rows, vectorised over output width, register tile of output "
@@ -75,6 +77,12 @@ constexpr ConvAlgorithm kConvAlgorithms[] = {
      conv_fft_tiling_why_not, conv_fft_tiling_workspace_bytes, conv_fft_tiling_packed_floats,
      conv_fft_tiling_pack, conv_fft_tiling_run, kConvFftTolerance, conv_fft_tiling_cost, 2.0,
      false},
+    {"gemm_live_taps",
+     "per output position and kernel row, one OpenBLAS GEMM over the batch whose reduction runs "
+     "over only the taps inside the image (no padding products), on channels-last copies; "
+     "small maps at batch >= ~16; groups 1",
+     conv_live_taps_why_not, conv_live_taps_workspace_bytes, conv_live_taps_packed_floats,
+     conv_live_taps_pack, conv_live_taps_run, 1.0, conv_live_taps_cost, 0.3, true},
 };
 // ===================== end of registry table =================================================
 

@@ -26,6 +26,7 @@
 #endif
 
 #include "nnperf/kernels/gemm/blocked_internal.h"
+#include "nnperf/kernels/simd_transpose.h"
 
 namespace nnperf::blocked_gemm {
 namespace {
@@ -69,28 +70,7 @@ void pack_a(const Plan& pl, int64_t ic, int64_t mc, int64_t pc, int64_t kc, floa
 }
 
 #if defined(__AVX2__)
-// dst[p*ld_dst + j] = src[j*ld_src + p] for an 8 x 8 block: 8 row loads, 24 shuffles, 8 stores
-// instead of 64 scalar moves (packing op(B) = B^T is otherwise a large share of small GEMMs).
-inline void transpose_8x8(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
-  __m256 r[8];
-  for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(src + j * ld_src);
-  __m256 t[8];
-  for (int j = 0; j < 8; j += 2) {
-    t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
-    t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
-  }
-  __m256 u[8];
-  for (int j = 0; j < 8; j += 4) {
-    u[j] = _mm256_shuffle_ps(t[j], t[j + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    u[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    u[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    u[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int p = 0; p < 4; ++p) {
-    _mm256_storeu_ps(dst + p * ld_dst, _mm256_permute2f128_ps(u[p], u[p + 4], 0x20));
-    _mm256_storeu_ps(dst + (p + 4) * ld_dst, _mm256_permute2f128_ps(u[p], u[p + 4], 0x31));
-  }
-}
+using simd::transpose_8x8;  // packing op(B) = B^T is otherwise a large share of small GEMMs
 #endif
 
 // Micro-panels [q0, q1) of op(B)[pc:pc+kc, jc:jc+nc] (nr columns each); element (p, j) of panel q
