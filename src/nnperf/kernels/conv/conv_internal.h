@@ -154,6 +154,7 @@ struct ConvMachine {
   double blas_flops_per_s = 0;  // one core's FMA peak at the width OpenBLAS uses
   double dram_bytes_per_s = 0;  // one core
   double dram_total_bytes_per_s = 0;
+  double l2_bytes = 0;  // one core's
   double l3_bytes = 0;
   // Seconds of a per-element overhead measured on the fitted core, on this one: they scale with
   // the clock, i.e. with the FMA peak at a fixed width (32 FLOPs per cycle at AVX2 width).

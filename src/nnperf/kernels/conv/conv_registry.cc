@@ -32,8 +32,7 @@ namespace {
 // weight-panel packs 0.4-0.8 ns there, Winograd's fused layout 0.66-0.83 (16 filters transformed
 // at a time), its non-fused layout 0.75-1.45 (stores strided by the output channels), the FFT
 // spectra 1.3-2.4 (a real 2-D FFT per filter). gemm_live_taps' [oc][kh][kw][ic] transpose
-// (transpose.h, 8 x 8 blocks in AVX2): 0.25, by perf's share of a training step's forward on
-// ResNet-18's 2x2 layer on a Zen 4 core (2026-11-29).
+// (transpose.h, 8 x 8 blocks in AVX2): 0.4, the copy rate of its cost model (gemm_live_taps.cc).
 constexpr ConvAlgorithm kConvAlgorithms[] = {
     {"direct",
      "direct loops over output rows, vectorised over output width, register tile of output "
@@ -82,7 +81,7 @@ constexpr ConvAlgorithm kConvAlgorithms[] = {
      "over only the taps inside the image (no padding products), on channels-last copies; "
      "small maps at batch >= ~16; groups 1",
      conv_live_taps_why_not, conv_live_taps_workspace_bytes, conv_live_taps_packed_floats,
-     conv_live_taps_pack, conv_live_taps_run, 1.0, conv_live_taps_cost, 0.3, true},
+     conv_live_taps_pack, conv_live_taps_run, 1.0, conv_live_taps_cost, 0.4, true},
 };
 // ===================== end of registry table =================================================
 
@@ -150,6 +149,7 @@ ConvMachine conv_machine() {
   c.blas_flops_per_s = fma_gflops_at(m, m.blas_simd) * 1e9;
   c.dram_bytes_per_s = m.dram_gbps_per_core * 1e9;
   c.dram_total_bytes_per_s = std::max(m.dram_gbps_total, m.dram_gbps_per_core) * 1e9;
+  c.l2_bytes = static_cast<double>(m.l2_bytes > 0 ? m.l2_bytes : 512L << 10);
   c.l3_bytes = static_cast<double>(m.l3_bytes);
   return c;
 }

@@ -349,20 +349,25 @@ double conv_live_taps_weights_cost(const ConvProblem& p, int threads) {
 
 namespace {
 
-// OpenBLAS's rate on these GEMMs at a batch of 32+, per pass, on the fitted core: measured on
-// this row's GEMMs on ResNet-18's 2x2, 4x4 and 8x8 layers at batch 32 (1 thread, a Zen 4 core
-// at 116.7 GFLOP/s FMA, scaled by 102 / 116.7): forward 63-65 GFLOP/s, backward-data 68-74,
-// backward-weights 75-83. Below a batch of 32 the GEMMs' m (forward, data) or k (weights) is
-// short: batch 8 ran at about half the rate (36 and 49), modelled as sqrt(batch / 32). Plus a
-// fixed cost per GEMM call, and the copies per float: the transposes to and from channels-last
-// and of the weights (transpose.h; 0.2-0.25 ns per float of a 3x3 layer's weights there, by
-// perf's shares), zeroing (0.1 ns).
-constexpr double kForwardRate = 65.0 / conv_fit::kFmaGflops;
-constexpr double kDataRate = 72.0 / conv_fit::kFmaGflops;
-constexpr double kWeightsRate = 80.0 / conv_fit::kFmaGflops;
-constexpr double kCallSeconds = 1e-6;
-constexpr double kTransposeSeconds = 0.3e-9;
-constexpr double kZeroSeconds = 0.1e-9;
+// Fitted by least squares to this row's times on 18 problems, each pass (1 thread, a Zen 4 core
+// at 116.7 GFLOP/s FMA, scaled to the fitted core by 102 / 116.7; the forward timed with its
+// weight transform): ResNet-18's layers at batch 32 (2x2 to 8x8 maps, 64-512 channels, 1x1 and
+// stride 2 included), batch 8 and 16 layers, and batches 1-4 on 7x7 to 56x56 maps. The terms:
+//  - the live multiply-adds at OpenBLAS's rate on these GEMMs (forward 80 GFLOP/s there,
+//    backward 100);
+//  - W' read (forward, data) or updated (weights) by every GEMM: the live taps x ic x oc floats,
+//    i.e. once per image of the batch's worth of FLOPs (0.02 ns per float), and more (0.2) for
+//    the share of W' beyond one core's L2;
+//  - a fixed 0.2 us per GEMM call;
+//  - the transposes and the weights' repack, 0.35 ns per float moved.
+// Within 25% of the times at batch 8-32 but on the 2x2 maps of 512 channels (W' 9.4 MB: 0.58-0.8
+// of the time); pessimistic at batch 1-4 (up to 2.6x on 14x14 maps), where `gemm` serves better.
+constexpr double kForwardRate = 70.0 / conv_fit::kFmaGflops;
+constexpr double kBackwardRate = 87.0 / conv_fit::kFmaGflops;
+constexpr double kTrafficSeconds = 0.023e-9;
+constexpr double kBeyondL2Seconds = 0.23e-9;
+constexpr double kCallSeconds = 0.23e-6;
+constexpr double kCopySeconds = 0.4e-9;
 
 double cost_of(const ConvProblem& p, ConvPass pass, int threads) {
   const ConvMachine m = conv_machine();
@@ -370,31 +375,25 @@ double cost_of(const ConvProblem& p, ConvPass pass, int threads) {
   const LiveCount live = live_count(p);
   const auto x = static_cast<double>(p.src_numel()), y = static_cast<double>(p.dst_numel()),
              w = static_cast<double>(p.wei_numel());
-  const double taps = live.gemms > 0 ? live.taps / live.gemms : 0;  // per GEMM
-  const auto k = std::max<int64_t>(1, static_cast<int64_t>(taps * static_cast<double>(p.ic)));
-  const double batch = __builtin_sqrt(std::min(1.0, static_cast<double>(p.mb) / 32.0));
-  double rate = 0, copies = x + y, zeroed = 0, calls = live.gemms;
-  switch (pass) {
-    case ConvPass::kForward:
-      rate = kForwardRate * batch * conv_gemm_shape_efficiency(48, p.oc / l.blocks, k);
-      calls *= static_cast<double>(l.blocks);
-      break;
-    case ConvPass::kBackwardData:
-      rate = kDataRate * batch * conv_gemm_shape_efficiency(48, k, p.oc);
-      copies += w + x * (l.threads - 1);  // the weights' repack; the threads' dXt copies summed
-      zeroed = x * l.threads;
-      break;
-    case ConvPass::kBackwardWeights:
-      rate = kWeightsRate * conv_gemm_shape_efficiency(p.oc / l.blocks, k, p.mb, 32.0);
-      copies += w;  // W' back to OIHW
-      zeroed = w;
-      calls *= static_cast<double>(l.blocks);
-      break;
-  }
   const double flops = 2.0 * static_cast<double>(p.mb * p.oc * p.ic) * live.taps;
-  const double gemm = flops > 0 ? flops / (rate * m.blas_flops_per_s * l.threads * l.inner) : 0;
-  return gemm + m.seconds(kCallSeconds * calls / l.threads + kTransposeSeconds * copies +
-                          kZeroSeconds * zeroed);
+  const double traffic = live.taps * static_cast<double>(p.ic * p.oc);
+  const double beyond = std::max(0.0, 1.0 - m.l2_bytes / (w * sizeof(float)));
+  const bool forward = pass == ConvPass::kForward;
+  const double calls =
+      live.gemms * static_cast<double>(pass == ConvPass::kBackwardData ? 1 : l.blocks);
+  double copies = x + y;
+  if (pass == ConvPass::kBackwardData) copies += w + x * (l.threads - 1);  // repack; dXt sums
+  if (pass == ConvPass::kBackwardWeights) copies += 2 * w;  // zeroed, then back to OIHW
+  // Short GEMM rows (a 3-channel stem's 7 taps: 21 floats) run below the rate: OpenBLAS's
+  // edge kernels (ResNet-18's 7x7 stride-2 stem at 32x32, backward-weights: 4.1 ms, where the
+  // terms above give 1.9).
+  const double width = live.gemms > 0 ? live.taps / live.gemms * static_cast<double>(p.ic) : 1;
+  const double rate = (forward ? kForwardRate : kBackwardRate) * m.blas_flops_per_s *
+                      __builtin_sqrt(std::min(1.0, width / 96.0));
+  const double t = static_cast<double>(l.threads * l.inner);
+  return flops / (rate * t) +
+         m.seconds((kTrafficSeconds + kBeyondL2Seconds * beyond) * traffic / t +
+                   kCallSeconds * calls / l.threads + kCopySeconds * copies / l.threads);
 }
 
 }  // namespace
