@@ -388,8 +388,14 @@ double cost_of(const ConvProblem& p, ConvPass pass, int threads) {
   // edge kernels (ResNet-18's 7x7 stride-2 stem at 32x32, backward-weights: 4.1 ms, where the
   // terms above give 1.9).
   const double width = live.gemms > 0 ? live.taps / live.gemms * static_cast<double>(p.ic) : 1;
+  // And below a batch of 32 (the GEMMs' m, or k for backward-weights) the fit above holds on
+  // small maps but not on large ones: ResNet-50's 56x56 stride-2 layer at batch 8 ran 8-15%
+  // slower than `gemm` (1.3x the model; no padding products to skip there), where the batch-8
+  // 2x2 layers ran level with it. Charged as a rate of sqrt(batch / 32), which leaves this row
+  // to batches of 16+.
+  const double batch = std::min(1.0, static_cast<double>(p.mb) / 32.0);
   const double rate = (forward ? kForwardRate : kBackwardRate) * m.blas_flops_per_s *
-                      __builtin_sqrt(std::min(1.0, width / 96.0));
+                      __builtin_sqrt(std::min(1.0, width / 96.0) * batch);
   const double t = static_cast<double>(l.threads * l.inner);
   return flops / (rate * t) +
          m.seconds((kTrafficSeconds + kBeyondL2Seconds * beyond) * traffic / t +
