@@ -38,11 +38,12 @@ const GemmAlgorithm& blas() {
   return g;
 }
 
-// The live taps of output position (oy, ox): f(ky, kx0, taps, pixel) for each run of taps whose
-// input pixels are neighbours in a row (a kernel row's live taps at dilation 1, else one tap),
-// `pixel` the input pixel (iy*iw + ix) of the run's first tap.
+// The live taps of output position (oy, ox) = (position / ow, position % ow): f(ky, kx0, taps,
+// pixel) for each run of taps whose input pixels are neighbours in a row (a kernel row's live taps
+// at dilation 1, else one tap), `pixel` the input pixel (iy*iw + ix) of the run's first tap.
 template <class F>
-void for_live_runs(const ConvProblem& p, int64_t oy, int64_t ox, const F& f) {
+void for_live_runs(const ConvProblem& p, int64_t position, const F& f) {
+  const int64_t oy = position / p.ow(), ox = position % p.ow();
   const int64_t x0 = ox * p.sw - p.pw;  // input column of kx = 0
   const int64_t kx_lo = x0 >= 0 ? 0 : conv_ceil_div(-x0, p.dw);
   const int64_t kx_hi = x0 >= p.iw ? 0 : std::min(p.kw, (p.iw - 1 - x0) / p.dw + 1);
@@ -213,6 +214,16 @@ struct Buffers {
   }
 };
 
+// The GEMMs' leading dimensions: a row of Xt (one image), of Yt, of W' (one output channel).
+struct Strides {
+  int64_t positions, ldx, ldy, ldw;
+  explicit Strides(const ConvProblem& p)
+      : positions(p.oh() * p.ow()),
+        ldx(p.ih * p.iw * p.ic),
+        ldy(positions * p.oc),
+        ldw(p.kh * p.kw * p.ic) {}
+};
+
 // Runs body(job, thread) for jobs [0, jobs) on the layout's threads, each a contiguous share; on
 // one thread outside any parallel region, so that a GEMM's own threads (inner) are a top-level
 // team (conv_backward_tiled.cc's tiled_team says why).
@@ -257,26 +268,25 @@ void conv_live_taps_run(const ConvArgs& a) {
   const ConvProblem& p = *a.p;
   const Layout l(p, ConvPass::kForward, a.threads);
   const Buffers b(l, a.workspace);
-  const int64_t ow = p.ow(), positions = p.oh() * ow, taps = p.kh * p.kw;
-  const int64_t ldx = p.ih * p.iw * p.ic, ldy = positions * p.oc, ldw = taps * p.ic;
+  const Strides d(p);
   to_channels_last(a.src, p.mb, p.ic, p.ih * p.iw, b.x, a.threads);
-  for_jobs(l.threads, positions * l.blocks, [=, &p](int64_t job, int t) {
+  for_jobs(l.threads, d.positions * l.blocks, [=, &p](int64_t job, int t) {
     const int64_t pos = job / l.blocks, blk = job % l.blocks;
     const int64_t o0 = p.oc * blk / l.blocks, o1 = p.oc * (blk + 1) / l.blocks;
     float* c = b.y + pos * p.oc + o0;
     void* ws = b.blas + static_cast<std::size_t>(t) * l.blas_bytes;
     float beta = 0.0f;
-    for_live_runs(p, pos / ow, pos % ow, [&](int64_t ky, int64_t kx0, int64_t n, int64_t pixel) {
-      blas().run(gemm_args(run_shape(p, ConvPass::kForward, n, o1 - o0), b.x + pixel * p.ic, ldx,
-                           a.packed + o0 * ldw + (ky * p.kw + kx0) * p.ic, ldw, c, ldy, ws, l.inner,
-                           beta));
+    for_live_runs(p, pos, [&](int64_t ky, int64_t kx0, int64_t n, int64_t pixel) {
+      blas().run(gemm_args(run_shape(p, ConvPass::kForward, n, o1 - o0), b.x + pixel * p.ic, d.ldx,
+                           a.packed + o0 * d.ldw + (ky * p.kw + kx0) * p.ic, d.ldw, c, d.ldy, ws,
+                           l.inner, beta));
       beta = 1.0f;
     });
     if (beta == 0.0f) {  // no live tap: the output is the bias alone
-      for (int64_t n = 0; n < p.mb; ++n) std::fill(c + n * ldy, c + n * ldy + (o1 - o0), 0.0f);
+      for (int64_t n = 0; n < p.mb; ++n) std::fill(c + n * d.ldy, c + n * d.ldy + (o1 - o0), 0.0f);
     }
   });
-  from_channels_last(b.y, 1, 0, p.mb, p.oc, positions, a.bias, a.dst, a.threads);
+  from_channels_last(b.y, 1, 0, p.mb, p.oc, d.positions, a.bias, a.dst, a.threads);
 }
 
 std::size_t conv_live_taps_data_workspace_bytes(const ConvProblem& p, int threads) {
@@ -289,19 +299,18 @@ void conv_live_taps_data_run(const ConvBackwardArgs& a) {
   const ConvProblem& p = *a.p;
   const Layout l(p, ConvPass::kBackwardData, a.threads);
   const Buffers b(l, a.workspace);
-  const int64_t ow = p.ow(), positions = p.oh() * ow, taps = p.kh * p.kw;
-  const int64_t ldx = p.ih * p.iw * p.ic, ldy = positions * p.oc, ldw = taps * p.ic;
+  const Strides d(p);
   const int64_t part = static_cast<int64_t>(l.x_bytes / sizeof(float)) / l.threads;
   pack_taps_last(p, a.wei, b.w, a.threads);
-  to_channels_last(a.dst_grad, p.mb, p.oc, positions, b.y, a.threads);
+  to_channels_last(a.dst_grad, p.mb, p.oc, d.positions, b.y, a.threads);
   std::memset(b.x, 0, l.x_bytes);
-  for_jobs(l.threads, positions, [=, &p](int64_t pos, int t) {
+  for_jobs(l.threads, d.positions, [=, &p](int64_t pos, int t) {
     float* dx = b.x + t * part;
     void* ws = b.blas + static_cast<std::size_t>(t) * l.blas_bytes;
-    for_live_runs(p, pos / ow, pos % ow, [&](int64_t ky, int64_t kx0, int64_t n, int64_t pixel) {
-      blas().run(gemm_args(run_shape(p, ConvPass::kBackwardData, n, p.oc), b.y + pos * p.oc, ldy,
-                           b.w + (ky * p.kw + kx0) * p.ic, ldw, dx + pixel * p.ic, ldx, ws, l.inner,
-                           1.0f));
+    for_live_runs(p, pos, [&](int64_t ky, int64_t kx0, int64_t n, int64_t pixel) {
+      blas().run(gemm_args(run_shape(p, ConvPass::kBackwardData, n, p.oc), b.y + pos * p.oc, d.ldy,
+                           b.w + (ky * p.kw + kx0) * p.ic, d.ldw, dx + pixel * p.ic, d.ldx, ws,
+                           l.inner, 1.0f));
     });
   });
   from_channels_last(b.x, l.threads, part, p.mb, p.ic, p.ih * p.iw, nullptr, a.src_grad, a.threads);
@@ -316,20 +325,19 @@ void conv_live_taps_weights_run(const ConvBackwardArgs& a) {
   const ConvProblem& p = *a.p;
   const Layout l(p, ConvPass::kBackwardWeights, a.threads);
   const Buffers b(l, a.workspace);
-  const int64_t ow = p.ow(), positions = p.oh() * ow, taps = p.kh * p.kw;
-  const int64_t ldx = p.ih * p.iw * p.ic, ldy = positions * p.oc, ldw = taps * p.ic;
+  const Strides d(p);
   to_channels_last(a.src, p.mb, p.ic, p.ih * p.iw, b.x, a.threads);
-  to_channels_last(a.dst_grad, p.mb, p.oc, positions, b.y, a.threads);
+  to_channels_last(a.dst_grad, p.mb, p.oc, d.positions, b.y, a.threads);
   for_jobs(l.threads, l.blocks, [=, &p](int64_t blk, int t) {
     const int64_t o0 = p.oc * blk / l.blocks, o1 = p.oc * (blk + 1) / l.blocks;
-    float* dw = b.w + o0 * ldw;
-    std::memset(dw, 0, static_cast<std::size_t>((o1 - o0) * ldw) * sizeof(float));
+    float* dw = b.w + o0 * d.ldw;
+    std::memset(dw, 0, static_cast<std::size_t>((o1 - o0) * d.ldw) * sizeof(float));
     void* ws = b.blas + static_cast<std::size_t>(t) * l.blas_bytes;
-    for (int64_t pos = 0; pos < positions; ++pos) {
-      for_live_runs(p, pos / ow, pos % ow, [&](int64_t ky, int64_t kx0, int64_t n, int64_t pixel) {
+    for (int64_t pos = 0; pos < d.positions; ++pos) {
+      for_live_runs(p, pos, [&](int64_t ky, int64_t kx0, int64_t n, int64_t pixel) {
         blas().run(gemm_args(run_shape(p, ConvPass::kBackwardWeights, n, o1 - o0),
-                             b.y + pos * p.oc + o0, ldy, b.x + pixel * p.ic, ldx,
-                             dw + (ky * p.kw + kx0) * p.ic, ldw, ws, l.inner, 1.0f));
+                             b.y + pos * p.oc + o0, d.ldy, b.x + pixel * p.ic, d.ldx,
+                             dw + (ky * p.kw + kx0) * p.ic, d.ldw, ws, l.inner, 1.0f));
       });
     }
   });
