@@ -67,11 +67,13 @@ const char* kProblems[] = {
     "mb2ic3ih37iw35oc4kh3sh2ph1",
     "mb1ic2ih21iw42oc3kh3sh2ph0",
     // gemm_live_taps: a 2x2 map at an odd batch and channel counts; taps dilated across the row
-    // (one GEMM per tap); stride 2 with padding 2; outputs whose every tap reads padding.
+    // (one GEMM per tap); stride 2 with padding 2; outputs whose every tap reads padding; ...
     "mb17ic5ih2oc9kh3ph1",
     "mb3ic4ih7oc5kh3ph2dh2dw3",
     "mb4ic6ih3oc40kh3sh2ph2",
     "mb3ic3ih2oc5kh1ph1",
+    // and a 1x1 map: one position, so backward-data's one GEMM takes both threads.
+    "mb32ic128ih1oc256kh3ph1",
 };
 
 struct Grads {

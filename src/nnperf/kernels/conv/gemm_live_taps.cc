@@ -16,7 +16,8 @@
 // so it pays at batch >= ~16, and the transposes to and from channels-last. Groups: 1 only.
 // The GEMMs are OpenBLAS's, one thread each; the threads take positions (forward), positions
 // into private dXt copies summed at the end (data: positions overlap in dX), or blocks of
-// output channels (weights). tolerance_factor 1: plain float32 sums.
+// output channels (weights). With fewer jobs than threads (a 1x1 map) one thread takes them and
+// each GEMM uses them all. tolerance_factor 1: plain float32 sums.
 #include <omp.h>
 
 #include <algorithm>
