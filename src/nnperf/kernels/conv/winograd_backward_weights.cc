@@ -179,9 +179,16 @@ void conv_winograd_bw_run_with(const winograd_bw::Transforms& tf, const ConvBack
 // The transforms cost kValueSeconds per transformed value and kStripSeconds per tile row and
 // channel (each row's copies into the gather arrays), fitted on the same core from perf's shares of
 // two runs: 3.4 ms for 12.8M values in 29K rows (mb8ic64ih56oc64kh3ph1) and 0.32 ms for 0.26M
-// values in 16K rows (mb32ic256ih2oc256kh3ph1), scaled by 116 / 102 to the fitted core.
+// values in 16K rows (mb32ic256ih2oc256kh3ph1), scaled by 116 / 102 to the fitted core; that
+// gave 18 ns per row. A third point, 4x4 maps (mb32ic128ih4oc128kh3ph1: 0.52M values in 16.6K
+// rows), had the transforms at 36% of 2.3 ms, about twice what 18 ns gives, and with it this
+// row's modelled-to-measured ratio on ResNet-18's 4x4 and 8x8 layers sat 25-35% below the other
+// rows' (guess kept it there where gemm_live_taps ran dW 12-35% faster). 40 ns per row: 17%
+// under the 4x4 point, 8% over the 56x56 one, 1.9x the 2x2 one (where the row is not the fastest);
+// scored on the bench_guess runs of 2026-11-29, it changes guess's picks on those four
+// ResNet-18 problems only, none of ResNet-50's.
 double conv_winograd_bw_cost(const ConvProblem& p, int threads) {
-  constexpr double kValueSeconds = 0.24e-9, kStripSeconds = 18e-9;
+  constexpr double kValueSeconds = 0.24e-9, kStripSeconds = 40e-9;
   const ConvMachine m = conv_machine();
   const Layout l(p, threads);
   const double gemm_flops = 2.0 * static_cast<double>(p.g * p.ocg() * p.icg() * l.tiles);
