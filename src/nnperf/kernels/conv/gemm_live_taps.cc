@@ -39,6 +39,9 @@ const GemmAlgorithm& blas() {
   return g;
 }
 
+// A 1x1 kernel's OIHW weights already are W' ([oc][1][1][ic]): no transform.
+bool weights_are_taps_last(const ConvProblem& p) { return p.kh * p.kw == 1; }
+
 // The live taps of output position (oy, ox) = (position / ow, position % ow): f(ky, kx0, taps,
 // pixel) for each run of taps whose input pixels are neighbours in a row (a kernel row's live taps
 // at dilation 1, else one tap), `pixel` the input pixel (iy*iw + ix) of the run's first tap.
@@ -190,8 +193,8 @@ struct Layout {
               static_cast<std::size_t>(parts);
     y_bytes = conv_aligned_bytes(static_cast<std::size_t>(y_floats) * sizeof(float));
     // Forward's W' is the row's packed weights; the backward passes pack it (data) or sum into
-    // it (weights) here.
-    w_bytes = pass == ConvPass::kForward
+    // it (weights) here, but for 1x1 kernels, whose OIHW weights are W'.
+    w_bytes = pass == ConvPass::kForward || weights_are_taps_last(p)
                   ? 0
                   : conv_aligned_bytes(static_cast<std::size_t>(p.wei_numel()) * sizeof(float));
     const int64_t widest = p.dw == 1 ? std::min(p.kw, p.iw) : 1;
@@ -258,11 +261,11 @@ std::size_t conv_live_taps_workspace_bytes(const ConvProblem& p, int threads) {
 }
 
 std::size_t conv_live_taps_packed_floats(const ConvProblem& p) {
-  return static_cast<std::size_t>(p.wei_numel());
+  return weights_are_taps_last(p) ? 0 : static_cast<std::size_t>(p.wei_numel());
 }
 
 void conv_live_taps_pack(const ConvProblem& p, const float* wei, float* packed, int threads) {
-  pack_taps_last(p, wei, packed, threads);
+  if (!weights_are_taps_last(p)) pack_taps_last(p, wei, packed, threads);
 }
 
 void conv_live_taps_run(const ConvArgs& a) {
@@ -270,6 +273,7 @@ void conv_live_taps_run(const ConvArgs& a) {
   const Layout l(p, ConvPass::kForward, a.threads);
   const Buffers b(l, a.workspace);
   const Strides d(p);
+  const float* w = weights_are_taps_last(p) ? a.wei : a.packed;
   to_channels_last(a.src, p.mb, p.ic, p.ih * p.iw, b.x, a.threads);
   for_jobs(l.threads, d.positions * l.blocks, [=, &p](int64_t job, int t) {
     const int64_t pos = job / l.blocks, blk = job % l.blocks;
@@ -279,8 +283,8 @@ void conv_live_taps_run(const ConvArgs& a) {
     float beta = 0.0f;
     for_live_runs(p, pos, [&](int64_t ky, int64_t kx0, int64_t n, int64_t pixel) {
       blas().run(gemm_args(run_shape(p, ConvPass::kForward, n, o1 - o0), b.x + pixel * p.ic, d.ldx,
-                           a.packed + o0 * d.ldw + (ky * p.kw + kx0) * p.ic, d.ldw, c, d.ldy, ws,
-                           l.inner, beta));
+                           w + o0 * d.ldw + (ky * p.kw + kx0) * p.ic, d.ldw, c, d.ldy, ws, l.inner,
+                           beta));
       beta = 1.0f;
     });
     if (beta == 0.0f) {  // no live tap: the output is the bias alone
@@ -302,7 +306,12 @@ void conv_live_taps_data_run(const ConvBackwardArgs& a) {
   const Buffers b(l, a.workspace);
   const Strides d(p);
   const int64_t part = static_cast<int64_t>(l.x_bytes / sizeof(float)) / l.threads;
-  pack_taps_last(p, a.wei, b.w, a.threads);
+  const float* w = b.w;
+  if (weights_are_taps_last(p)) {
+    w = a.wei;
+  } else {
+    pack_taps_last(p, a.wei, b.w, a.threads);
+  }
   to_channels_last(a.dst_grad, p.mb, p.oc, d.positions, b.y, a.threads);
   std::memset(b.x, 0, l.x_bytes);
   for_jobs(l.threads, d.positions, [=, &p](int64_t pos, int t) {
@@ -310,7 +319,7 @@ void conv_live_taps_data_run(const ConvBackwardArgs& a) {
     void* ws = b.blas + static_cast<std::size_t>(t) * l.blas_bytes;
     for_live_runs(p, pos, [&](int64_t ky, int64_t kx0, int64_t n, int64_t pixel) {
       blas().run(gemm_args(run_shape(p, ConvPass::kBackwardData, n, p.oc), b.y + pos * p.oc, d.ldy,
-                           b.w + (ky * p.kw + kx0) * p.ic, d.ldw, dx + pixel * p.ic, d.ldx, ws,
+                           w + (ky * p.kw + kx0) * p.ic, d.ldw, dx + pixel * p.ic, d.ldx, ws,
                            l.inner, 1.0f));
     });
   });
@@ -331,7 +340,7 @@ void conv_live_taps_weights_run(const ConvBackwardArgs& a) {
   to_channels_last(a.dst_grad, p.mb, p.oc, d.positions, b.y, a.threads);
   for_jobs(l.threads, l.blocks, [=, &p](int64_t blk, int t) {
     const int64_t o0 = p.oc * blk / l.blocks, o1 = p.oc * (blk + 1) / l.blocks;
-    float* dw = b.w + o0 * d.ldw;
+    float* dw = (weights_are_taps_last(p) ? a.wei_grad : b.w) + o0 * d.ldw;
     std::memset(dw, 0, static_cast<std::size_t>((o1 - o0) * d.ldw) * sizeof(float));
     void* ws = b.blas + static_cast<std::size_t>(t) * l.blas_bytes;
     for (int64_t pos = 0; pos < d.positions; ++pos) {
@@ -342,7 +351,7 @@ void conv_live_taps_weights_run(const ConvBackwardArgs& a) {
       });
     }
   });
-  unpack_taps_last(p, b.w, a.wei_grad, a.threads);
+  if (!weights_are_taps_last(p)) unpack_taps_last(p, b.w, a.wei_grad, a.threads);
   if (a.bias_grad != nullptr) conv_bias_grad(p, a.dst_grad, a.bias_grad, a.threads);
 }
 
@@ -391,8 +400,9 @@ double cost_of(const ConvProblem& p, ConvPass pass, int threads) {
   const double calls =
       live.gemms * static_cast<double>(pass == ConvPass::kBackwardData ? 1 : l.blocks);
   double copies = x + y;
-  if (pass == ConvPass::kBackwardData) copies += w + x * (l.threads - 1);  // repack; dXt sums
-  if (pass == ConvPass::kBackwardWeights) copies += 2 * w;  // zeroed, then back to OIHW
+  const double repack = weights_are_taps_last(p) ? 0 : w;
+  if (pass == ConvPass::kBackwardData) copies += repack + x * (l.threads - 1);  // dXt sums
+  if (pass == ConvPass::kBackwardWeights) copies += w + repack;  // zeroed, back to OIHW
   // Short GEMM rows (a 3-channel stem's 7 taps: 21 floats) run below the rate: OpenBLAS's
   // edge kernels (ResNet-18's 7x7 stride-2 stem at 32x32, backward-weights: 4.1 ms, where the
   // terms above give 1.9).
