@@ -179,8 +179,8 @@ struct Layout {
       // Private dXt copies: at most 64 MiB of them.
       const int64_t cap =
           std::max<int64_t>(1, (int64_t{16} << 20) / std::max<int64_t>(1, x_floats));
-      threads = conv_useful_threads(static_cast<int>(std::min<int64_t>(asked, cap)), flops,
-                                    std::max(1.0, live.gemms));
+      threads =
+          conv_useful_threads(static_cast<int>(std::min<int64_t>(asked, cap)), flops, positions);
     } else {
       // Enough channel blocks of >= 32 channels that every thread has two jobs.
       blocks = std::clamp<int64_t>(conv_ceil_div(2 * asked, std::max<int64_t>(1, positions)), 1,
