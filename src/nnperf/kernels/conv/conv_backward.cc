@@ -31,11 +31,6 @@ namespace nnperf {
 
 namespace {
 
-const GemmAlgorithm& blas() {
-  static const GemmAlgorithm& g = find_gemm("blas");
-  return g;
-}
-
 int64_t chunk_images(const ConvProblem& p, bool batched) {
   return batched ? conv_chunk_images(p) : 1;
 }
@@ -51,8 +46,8 @@ struct GemmLayout {
         c > 1 ? conv_aligned_bytes(static_cast<std::size_t>(p.ocg() * cols) * sizeof(float)) : 0;
     table_bytes = conv_patches_are_input(p) ? 0 : conv_tap_table_bytes(p);
     blas_bytes =
-        std::max(blas().workspace_bytes(GemmShape{false, true, p.ocg(), k, cols}, threads),
-                 blas().workspace_bytes(GemmShape{true, false, k, cols, p.ocg()}, threads));
+        std::max(conv_blas().workspace_bytes(GemmShape{false, true, p.ocg(), k, cols}, threads),
+                 conv_blas().workspace_bytes(GemmShape{true, false, k, cols, p.ocg()}, threads));
   }
   std::size_t total() const { return col_bytes + dy_bytes + table_bytes + blas_bytes; }
 };
@@ -152,12 +147,12 @@ void gemm_data(const ConvBackwardArgs& a, bool batched) {
       const float* w = a.wei + g * p.ocg() * l.k;
       float* dx0 = a.src_grad + (n0 * p.ic + g * p.icg()) * plane;
       if (c == 1 && conv_patches_are_input(p)) {  // dX is dcol itself
-        blas().run(
+        conv_blas().run(
             gemm_args({true, false, l.k, l.n, p.ocg()}, w, l.k, dy, l.n, dx0, l.n, ws, a.threads));
         continue;
       }
-      blas().run(gemm_args({true, false, l.k, lc.cols, p.ocg()}, w, l.k, dy, lc.cols, dcol, lc.cols,
-                           ws, a.threads));
+      conv_blas().run(gemm_args({true, false, l.k, lc.cols, p.ocg()}, w, l.k, dy, lc.cols, dcol,
+                                lc.cols, ws, a.threads));
       scatter_dcol(p, dcol, lc, b.table, dx0, a.threads);
     }
   }
@@ -178,9 +173,9 @@ void gemm_weights(const ConvBackwardArgs& a, bool batched) {
     for (int64_t g = 0; g < p.g; ++g) {
       const float* dy = gather_dy(p, a.dst_grad, n0, c, g, lc, dy_buf, a.threads);
       const float* cols = build_col(p, a.src, n0, c, g, lc, b.table, col, a.threads);
-      blas().run(gemm_args({false, true, p.ocg(), l.k, lc.cols}, dy, lc.cols, cols, lc.cols,
-                           a.wei_grad + g * p.ocg() * l.k, l.k, ws, a.threads,
-                           n0 == 0 ? 0.0f : 1.0f));
+      conv_blas().run(gemm_args({false, true, p.ocg(), l.k, lc.cols}, dy, lc.cols, cols, lc.cols,
+                                a.wei_grad + g * p.ocg() * l.k, l.k, ws, a.threads,
+                                n0 == 0 ? 0.0f : 1.0f));
     }
   }
   if (a.bias_grad != nullptr) conv_bias_grad(p, a.dst_grad, a.bias_grad, a.threads);
@@ -355,8 +350,8 @@ const ConvBackwardAlgorithm kData[] = {
      "per output position and kernel row, dXt[images, live taps' pixels] += dYt . W'_taps "
      "(OpenBLAS) over only the taps inside the image, into a channels-last dX per thread; small "
      "maps; groups 1",
-     ConvPass::kBackwardData, conv_live_taps_why_not, conv_live_taps_data_workspace_bytes,
-     conv_live_taps_data_run, 1.0, conv_live_taps_data_cost},
+     ConvPass::kBackwardData, conv_gemm_live_taps_why_not, conv_gemm_live_taps_data_workspace_bytes,
+     conv_gemm_live_taps_data_run, 1.0, conv_gemm_live_taps_data_cost},
 };
 const ConvBackwardAlgorithm kWeights[] = {
     {"gemm", "per image and group: dW += dY . col^T (OpenBLAS) after im2col",
@@ -382,8 +377,9 @@ const ConvBackwardAlgorithm kWeights[] = {
      "per output position and kernel row, dW'_taps += dYt^T . Xt[images, live taps' pixels] "
      "(OpenBLAS) over only the taps inside the image, channels-last; the threads take blocks "
      "of output channels; small maps; groups 1",
-     ConvPass::kBackwardWeights, conv_live_taps_why_not, conv_live_taps_weights_workspace_bytes,
-     conv_live_taps_weights_run, 1.0, conv_live_taps_weights_cost},
+     ConvPass::kBackwardWeights, conv_gemm_live_taps_why_not,
+     conv_gemm_live_taps_weights_workspace_bytes, conv_gemm_live_taps_weights_run, 1.0,
+     conv_gemm_live_taps_weights_cost},
 };
 
 }  // namespace

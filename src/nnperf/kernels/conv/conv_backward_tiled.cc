@@ -13,11 +13,6 @@ namespace nnperf {
 
 namespace {
 
-const GemmAlgorithm& blas() {
-  static const GemmAlgorithm& g = find_gemm("blas");
-  return g;
-}
-
 // The patch matrix, or its gradient, one band at a time: whole output rows of one image and
 // group whose K x cols patch rows fill about kBandBytes, so that the GEMM reads (backward-data:
 // col2im reads) them from L2 right after they were written; gemm writes a whole image's K x N
@@ -64,7 +59,7 @@ struct TiledLayout {
                     : conv_aligned_bytes(static_cast<std::size_t>(k * rows * p.ow()) * 4);
     const GemmShape shape = weights ? GemmShape{false, true, k, p.ocg(), rows * p.ow()}
                                     : GemmShape{true, false, k, rows * p.ow(), p.ocg()};
-    blas_bytes = conv_aligned_bytes(blas().workspace_bytes(shape, inner));
+    blas_bytes = conv_aligned_bytes(conv_blas().workspace_bytes(shape, inner));
     table_bytes = conv_patches_are_input(p) ? 0 : conv_tap_table_bytes(p);
   }
   std::size_t per_thread() const { return col_bytes + blas_bytes + partial_bytes; }
@@ -125,8 +120,8 @@ void tiled_band(const ConvProblem& p, const ConvBackwardArgs& a, const TiledLayo
     ld = cols;
   }
   const float* dy = a.dst_grad + (img * p.oc + grp * p.ocg()) * l.n + oy0 * ow;
-  blas().run(gemm_args({false, true, l.k, p.ocg(), cols}, rows, ld, dy, l.n,
-                       acc + grp * l.k * p.ocg(), p.ocg(), blas_ws, l.inner, 1.0f));
+  conv_blas().run(gemm_args({false, true, l.k, p.ocg(), cols}, rows, ld, dy, l.n,
+                            acc + grp * l.k * p.ocg(), p.ocg(), blas_ws, l.inner, 1.0f));
 }
 
 }  // namespace
@@ -193,11 +188,11 @@ void tiled_data_band(const ConvProblem& p, const ConvBackwardArgs& a, const Tile
   const float* dy = a.dst_grad + (img * p.oc + grp * p.ocg()) * l.n + oy0 * ow;
   float* dx = a.src_grad + (img * p.ic + grp * p.icg()) * plane;
   if (conv_patches_are_input(p)) {  // 1x1 stride 1 unpadded: the band's dX rows are dcol itself
-    blas().run(gemm_args({true, false, l.k, cols, p.ocg()}, w, l.k, dy, l.n, dx + oy0 * ow, plane,
-                         blas_ws, l.inner));
+    conv_blas().run(gemm_args({true, false, l.k, cols, p.ocg()}, w, l.k, dy, l.n, dx + oy0 * ow,
+                              plane, blas_ws, l.inner));
     return;
   }
-  blas().run(
+  conv_blas().run(
       gemm_args({true, false, l.k, cols, p.ocg()}, w, l.k, dy, l.n, dcol, cols, blas_ws, l.inner));
   const int t = conv_useful_copy_threads(l.inner, l.k * cols, p.icg());
 #pragma omp parallel for num_threads(t) if (t > 1) schedule(static)

@@ -10,7 +10,11 @@
 
 namespace nnperf {
 
+struct GemmAlgorithm;  // kernels/gemm/gemm.h
+
 // ---- shared helpers (conv_registry.cc) ----
+// The GEMM registry's `blas` row (OpenBLAS SGEMM), which the GEMM-based rows call.
+const GemmAlgorithm& conv_blas();
 // "" for any well-formed problem, else its invalid_reason() (algorithms that serve everything).
 std::string conv_serves_any(const ConvProblem& p);
 std::size_t conv_no_workspace(const ConvProblem& p, int threads);
@@ -249,18 +253,18 @@ double conv_implicit_precomp_gemm_cost(const ConvProblem& p, int threads);
 // ---- other algorithm files: add one block each below ----
 
 // ---- gemm_live_taps.cc: forward, backward-data and backward-weights ----
-std::string conv_live_taps_why_not(const ConvProblem& p);
-std::size_t conv_live_taps_workspace_bytes(const ConvProblem& p, int threads);
-std::size_t conv_live_taps_packed_floats(const ConvProblem& p);
-void conv_live_taps_pack(const ConvProblem& p, const float* wei, float* packed, int threads);
-void conv_live_taps_run(const ConvArgs& args);
-double conv_live_taps_cost(const ConvProblem& p, int threads);
-std::size_t conv_live_taps_data_workspace_bytes(const ConvProblem& p, int threads);
-void conv_live_taps_data_run(const ConvBackwardArgs& a);
-double conv_live_taps_data_cost(const ConvProblem& p, int threads);
-std::size_t conv_live_taps_weights_workspace_bytes(const ConvProblem& p, int threads);
-void conv_live_taps_weights_run(const ConvBackwardArgs& a);
-double conv_live_taps_weights_cost(const ConvProblem& p, int threads);
+std::string conv_gemm_live_taps_why_not(const ConvProblem& p);
+std::size_t conv_gemm_live_taps_workspace_bytes(const ConvProblem& p, int threads);
+std::size_t conv_gemm_live_taps_packed_floats(const ConvProblem& p);
+void conv_gemm_live_taps_pack(const ConvProblem& p, const float* wei, float* packed, int threads);
+void conv_gemm_live_taps_run(const ConvArgs& args);
+double conv_gemm_live_taps_cost(const ConvProblem& p, int threads);
+std::size_t conv_gemm_live_taps_data_workspace_bytes(const ConvProblem& p, int threads);
+void conv_gemm_live_taps_data_run(const ConvBackwardArgs& a);
+double conv_gemm_live_taps_data_cost(const ConvProblem& p, int threads);
+std::size_t conv_gemm_live_taps_weights_workspace_bytes(const ConvProblem& p, int threads);
+void conv_gemm_live_taps_weights_run(const ConvBackwardArgs& a);
+double conv_gemm_live_taps_weights_cost(const ConvProblem& p, int threads);
 
 // ---- fft.cc, fft_tiling.cc (shared pipeline in fft_engine.cc, internals in fft_internal.h) ----
 // tolerance_factor of both rows. An FFT's rounding error is normwise (~eps log2(th*tw) times the

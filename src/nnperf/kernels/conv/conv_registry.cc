@@ -17,6 +17,7 @@
 #include "nnperf/core/workspace.h"
 #include "nnperf/kernels/conv/conv.h"
 #include "nnperf/kernels/conv/conv_internal.h"
+#include "nnperf/kernels/gemm/gemm.h"
 
 namespace nnperf {
 
@@ -80,8 +81,9 @@ constexpr ConvAlgorithm kConvAlgorithms[] = {
      "per output position and kernel row, one OpenBLAS GEMM over the batch whose reduction runs "
      "over only the taps inside the image (no padding products), on channels-last copies; "
      "small maps at batch >= ~16; groups 1",
-     conv_live_taps_why_not, conv_live_taps_workspace_bytes, conv_live_taps_packed_floats,
-     conv_live_taps_pack, conv_live_taps_run, 1.0, conv_live_taps_cost, 0.4, true},
+     conv_gemm_live_taps_why_not, conv_gemm_live_taps_workspace_bytes,
+     conv_gemm_live_taps_packed_floats, conv_gemm_live_taps_pack, conv_gemm_live_taps_run, 1.0,
+     conv_gemm_live_taps_cost, 0.4, true},
 };
 // ===================== end of registry table =================================================
 
@@ -134,6 +136,11 @@ ConvArgs conv_prepare(const ConvAlgorithm& algo, const ConvProblem& p, const flo
 }
 
 // ---- helpers shared by the algorithm files ----
+
+const GemmAlgorithm& conv_blas() {
+  static const GemmAlgorithm& g = find_gemm("blas");
+  return g;
+}
 
 std::string conv_serves_any(const ConvProblem& p) { return p.invalid_reason(); }
 

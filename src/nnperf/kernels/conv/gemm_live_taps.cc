@@ -34,11 +34,6 @@ namespace nnperf {
 
 namespace {
 
-const GemmAlgorithm& blas() {
-  static const GemmAlgorithm& g = find_gemm("blas");
-  return g;
-}
-
 // A 1x1 kernel's OIHW weights already are W' ([oc][1][1][ic]): no transform.
 bool weights_are_taps_last(const ConvProblem& p) { return p.kh * p.kw == 1; }
 
@@ -199,7 +194,7 @@ struct Layout {
                   : conv_aligned_bytes(static_cast<std::size_t>(p.wei_numel()) * sizeof(float));
     const int64_t widest = p.dw == 1 ? std::min(p.kw, p.iw) : 1;
     blas_bytes =
-        conv_aligned_bytes(blas().workspace_bytes(run_shape(p, pass, widest, p.oc), inner));
+        conv_aligned_bytes(conv_blas().workspace_bytes(run_shape(p, pass, widest, p.oc), inner));
   }
   std::size_t total() const {
     return x_bytes + y_bytes + w_bytes + blas_bytes * static_cast<std::size_t>(threads);
@@ -249,26 +244,26 @@ double cost_of(const ConvProblem& p, ConvPass pass, int threads);
 
 }  // namespace
 
-std::string conv_live_taps_why_not(const ConvProblem& p) {
+std::string conv_gemm_live_taps_why_not(const ConvProblem& p) {
   const std::string invalid = p.invalid_reason();
   if (!invalid.empty()) return invalid;
   if (p.g != 1) return "gemm_live_taps: groups > 1 not supported";
   return "";
 }
 
-std::size_t conv_live_taps_workspace_bytes(const ConvProblem& p, int threads) {
+std::size_t conv_gemm_live_taps_workspace_bytes(const ConvProblem& p, int threads) {
   return Layout(p, ConvPass::kForward, threads).total();
 }
 
-std::size_t conv_live_taps_packed_floats(const ConvProblem& p) {
+std::size_t conv_gemm_live_taps_packed_floats(const ConvProblem& p) {
   return weights_are_taps_last(p) ? 0 : static_cast<std::size_t>(p.wei_numel());
 }
 
-void conv_live_taps_pack(const ConvProblem& p, const float* wei, float* packed, int threads) {
+void conv_gemm_live_taps_pack(const ConvProblem& p, const float* wei, float* packed, int threads) {
   if (!weights_are_taps_last(p)) pack_taps_last(p, wei, packed, threads);
 }
 
-void conv_live_taps_run(const ConvArgs& a) {
+void conv_gemm_live_taps_run(const ConvArgs& a) {
   const ConvProblem& p = *a.p;
   const Layout l(p, ConvPass::kForward, a.threads);
   const Buffers b(l, a.workspace);
@@ -282,9 +277,9 @@ void conv_live_taps_run(const ConvArgs& a) {
     void* ws = b.blas + static_cast<std::size_t>(t) * l.blas_bytes;
     float beta = 0.0f;
     for_live_runs(p, pos, [&](int64_t ky, int64_t kx0, int64_t n, int64_t pixel) {
-      blas().run(gemm_args(run_shape(p, ConvPass::kForward, n, o1 - o0), b.x + pixel * p.ic, d.ldx,
-                           w + o0 * d.ldw + (ky * p.kw + kx0) * p.ic, d.ldw, c, d.ldy, ws, l.inner,
-                           beta));
+      conv_blas().run(gemm_args(run_shape(p, ConvPass::kForward, n, o1 - o0), b.x + pixel * p.ic,
+                                d.ldx, w + o0 * d.ldw + (ky * p.kw + kx0) * p.ic, d.ldw, c, d.ldy,
+                                ws, l.inner, beta));
       beta = 1.0f;
     });
     if (beta == 0.0f) {  // no live tap: the output is the bias alone
@@ -294,13 +289,13 @@ void conv_live_taps_run(const ConvArgs& a) {
   from_channels_last(b.y, 1, 0, p.mb, p.oc, d.positions, a.bias, a.dst, a.threads);
 }
 
-std::size_t conv_live_taps_data_workspace_bytes(const ConvProblem& p, int threads) {
+std::size_t conv_gemm_live_taps_data_workspace_bytes(const ConvProblem& p, int threads) {
   return Layout(p, ConvPass::kBackwardData, threads).total();
 }
 
 // Each thread sums its positions' products into its own dXt; the copies are summed on the way
 // back to NCHW.
-void conv_live_taps_data_run(const ConvBackwardArgs& a) {
+void conv_gemm_live_taps_data_run(const ConvBackwardArgs& a) {
   const ConvProblem& p = *a.p;
   const Layout l(p, ConvPass::kBackwardData, a.threads);
   const Buffers b(l, a.workspace);
@@ -318,20 +313,20 @@ void conv_live_taps_data_run(const ConvBackwardArgs& a) {
     float* dx = b.x + t * part;
     void* ws = b.blas + static_cast<std::size_t>(t) * l.blas_bytes;
     for_live_runs(p, pos, [&](int64_t ky, int64_t kx0, int64_t n, int64_t pixel) {
-      blas().run(gemm_args(run_shape(p, ConvPass::kBackwardData, n, p.oc), b.y + pos * p.oc, d.ldy,
-                           w + (ky * p.kw + kx0) * p.ic, d.ldw, dx + pixel * p.ic, d.ldx, ws,
-                           l.inner, 1.0f));
+      conv_blas().run(gemm_args(run_shape(p, ConvPass::kBackwardData, n, p.oc), b.y + pos * p.oc,
+                                d.ldy, w + (ky * p.kw + kx0) * p.ic, d.ldw, dx + pixel * p.ic,
+                                d.ldx, ws, l.inner, 1.0f));
     });
   });
   from_channels_last(b.x, l.threads, part, p.mb, p.ic, p.ih * p.iw, nullptr, a.src_grad, a.threads);
 }
 
-std::size_t conv_live_taps_weights_workspace_bytes(const ConvProblem& p, int threads) {
+std::size_t conv_gemm_live_taps_weights_workspace_bytes(const ConvProblem& p, int threads) {
   return Layout(p, ConvPass::kBackwardWeights, threads).total();
 }
 
 // Each thread takes a block of output channels and every position, summing into its rows of W'.
-void conv_live_taps_weights_run(const ConvBackwardArgs& a) {
+void conv_gemm_live_taps_weights_run(const ConvBackwardArgs& a) {
   const ConvProblem& p = *a.p;
   const Layout l(p, ConvPass::kBackwardWeights, a.threads);
   const Buffers b(l, a.workspace);
@@ -345,9 +340,9 @@ void conv_live_taps_weights_run(const ConvBackwardArgs& a) {
     void* ws = b.blas + static_cast<std::size_t>(t) * l.blas_bytes;
     for (int64_t pos = 0; pos < d.positions; ++pos) {
       for_live_runs(p, pos, [&](int64_t ky, int64_t kx0, int64_t n, int64_t pixel) {
-        blas().run(gemm_args(run_shape(p, ConvPass::kBackwardWeights, n, o1 - o0),
-                             b.y + pos * p.oc + o0, d.ldy, b.x + pixel * p.ic, d.ldx,
-                             dw + (ky * p.kw + kx0) * p.ic, d.ldw, ws, l.inner, 1.0f));
+        conv_blas().run(gemm_args(run_shape(p, ConvPass::kBackwardWeights, n, o1 - o0),
+                                  b.y + pos * p.oc + o0, d.ldy, b.x + pixel * p.ic, d.ldx,
+                                  dw + (ky * p.kw + kx0) * p.ic, d.ldw, ws, l.inner, 1.0f));
       });
     }
   });
@@ -355,13 +350,13 @@ void conv_live_taps_weights_run(const ConvBackwardArgs& a) {
   if (a.bias_grad != nullptr) conv_bias_grad(p, a.dst_grad, a.bias_grad, a.threads);
 }
 
-double conv_live_taps_cost(const ConvProblem& p, int threads) {
+double conv_gemm_live_taps_cost(const ConvProblem& p, int threads) {
   return cost_of(p, ConvPass::kForward, threads);
 }
-double conv_live_taps_data_cost(const ConvProblem& p, int threads) {
+double conv_gemm_live_taps_data_cost(const ConvProblem& p, int threads) {
   return cost_of(p, ConvPass::kBackwardData, threads);
 }
-double conv_live_taps_weights_cost(const ConvProblem& p, int threads) {
+double conv_gemm_live_taps_weights_cost(const ConvProblem& p, int threads) {
   return cost_of(p, ConvPass::kBackwardWeights, threads);
 }
 

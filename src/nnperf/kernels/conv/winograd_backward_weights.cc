@@ -41,11 +41,6 @@ constexpr int64_t kXi = 16;                   // transform positions (4x4)
 constexpr int64_t kChunkBytes = 1024 * 1024;  // U and V of one chunk
 constexpr int64_t kMinChunkTiles = 128;       // the GEMMs' reduction: OpenBLAS full rate
 
-const GemmAlgorithm& blas() {
-  static const GemmAlgorithm& g = find_gemm("blas");
-  return g;
-}
-
 // Floats from one transform position's U (or V, or M) to the next: channels x tiles (or
 // channels), plus a cache line, so that the 16 streams the transforms write (or the inverse
 // transform reads) are never a multiple of 4 KiB apart. They were, at 64 channels x 128 tiles,
@@ -75,7 +70,7 @@ struct Layout {
     uv_bytes = conv_aligned_bytes(
         static_cast<std::size_t>(kXi * (xi_stride(p.ocg(), ld) + xi_stride(p.icg(), ld))) * 4);
     blas_bytes = conv_aligned_bytes(
-        blas().workspace_bytes(GemmShape{false, true, p.ocg(), p.icg(), chunk}, 1));
+        conv_blas().workspace_bytes(GemmShape{false, true, p.ocg(), p.icg(), chunk}, 1));
   }
   std::size_t total() const {
     return uv_bytes + m_bytes + static_cast<std::size_t>(threads) * blas_bytes;
@@ -155,8 +150,8 @@ void conv_winograd_bw_run_with(const winograd_bw::Transforms& tf, const ConvBack
 #pragma omp for schedule(static)
       for (int64_t xi = 0; xi < kXi; ++xi) {
         // A group's first chunk writes M (beta 0: no zeroing pass, no read of 16 MB at 512x512).
-        blas().run(gemm_args({false, true, ocg, icg, n}, u + xi * su, ld, v + xi * sv, ld,
-                             m + (grp * kXi + xi) * mg, icg, ws, 1, t0 == 0 ? 0.0f : 1.0f));
+        conv_blas().run(gemm_args({false, true, ocg, icg, n}, u + xi * su, ld, v + xi * sv, ld,
+                                  m + (grp * kXi + xi) * mg, icg, ws, 1, t0 == 0 ? 0.0f : 1.0f));
       }
     }
   }
