@@ -311,10 +311,12 @@ TEST(ConvDispatch, EveryPassChoosesByItsOwnRegistry) {
 }
 
 // The crop copies the live taps of every OIHW plane and the un-crop writes them back with exact
-// zeros in the dead taps, the same on one thread as on several (planes split between threads).
+// zeros in the dead taps, the same on one thread as on several (blocks of 1024 planes split
+// between threads: 8 whole blocks, 3 with a partial last, under one; one live tap, a 1x3 and a
+// 2x2 rectangle).
 TEST(ConvCrop, CopiesTheLiveTapsOnAnyThreadCount) {
-  for (const char* desc :
-       {"mb2ic64ih1oc128kh3ph1", "mb1ic40ih1iw5oc70kh3ph1", "mb2ic3ih2oc5kh3sh2ph1"}) {
+  for (const char* desc : {"mb2ic64ih1oc128kh3ph1", "mb1ic40ih1iw5oc70kh3ph1",
+                           "mb2ic3ih2oc5kh3sh2ph1", "mb1ic48ih2oc64kh3sh2ph1"}) {
     const ConvProblem p = parse_conv_problem(desc);
     const ConvCrop c = conv_live_taps(p);
     ASSERT_TRUE(c.active) << desc;

@@ -1,9 +1,6 @@
 #include "nnperf/kernels/conv/conv_crop.h"
 
-#include <omp.h>
-
 #include <algorithm>
-#include <cstring>
 
 #include "nnperf/kernels/conv/conv_internal.h"
 
@@ -51,40 +48,60 @@ ConvCrop conv_live_taps(const ConvProblem& p) {
   return c;
 }
 
-// Both copy whole OIHW planes in parallel; a plane's live taps are a few floats (one for a 3x3
-// convolution of a 1x1 map), so they are copied element by element rather than by memcpy calls.
+namespace {
+
+// Planes per step of both copies: a block's full planes (9 floats each for 3x3) stay in L1/L2
+// while each live tap makes its strided pass over them.
+constexpr int64_t kPlaneBlock = 1024;
+
+// Calls body(n0, n1) for blocks of planes [0, planes), split between up to `threads` threads.
+template <typename Body>
+void for_plane_blocks(int64_t planes, int64_t floats, int threads, const Body& body) {
+  const int64_t blocks = conv_ceil_div(planes, kPlaneBlock);
+  const int t = conv_useful_copy_threads(threads, floats, blocks);
+#pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    body(b * kPlaneBlock, std::min(planes, (b + 1) * kPlaneBlock));
+  }
+}
+
+}  // namespace
+
+// Both run tap by tap over a block of planes: one strided loop per live tap (dst[n * kc + t] =
+// src[n * khw + off]), which the compiler keeps free of per-plane loop set-up. A plane's live taps
+// are a few floats (one for a 3x3 convolution of a 1x1 map), and a loop per plane over them cost
+// 5x the strided loops: 0.59-0.63 ms against 0.11-0.12 for ResNet-18's 512x512 3x3 weights, and
+// the uncrop's zeroing pass over all planes before the copy as much again (one Zen 4 core, data
+// in L3).
 void conv_crop_weights(const ConvProblem& p, const ConvCrop& c, const float* w, float* wc,
                        int threads) {
-  const int64_t kh = c.i1 - c.i0, kw = c.j1 - c.j0, planes = p.oc * p.icg();
-  const int t = conv_useful_copy_threads(threads, planes * p.kh * p.kw, planes);
-#pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
-  for (int64_t n = 0; n < planes; ++n) {
-    const float* src = w + (n * p.kh + c.i0) * p.kw + c.j0;
-    float* dst = wc + n * kh * kw;
+  const int64_t kh = c.i1 - c.i0, kw = c.j1 - c.j0, kc = kh * kw, khw = p.kh * p.kw;
+  const int64_t planes = p.oc * p.icg();
+  for_plane_blocks(planes, planes * khw, threads, [&](int64_t n0, int64_t n1) {
     for (int64_t i = 0; i < kh; ++i) {
-      for (int64_t j = 0; j < kw; ++j) dst[i * kw + j] = src[i * p.kw + j];
+      for (int64_t j = 0; j < kw; ++j) {
+        const float* src = w + (c.i0 + i) * p.kw + c.j0 + j;
+        float* dst = wc + i * kw + j;
+        for (int64_t n = n0; n < n1; ++n) dst[n * kc] = src[n * khw];
+      }
     }
-  }
+  });
 }
 
 void conv_uncrop_weight_grad(const ConvProblem& p, const ConvCrop& c, const float* dwc, float* dw,
                              int threads) {
-  const int64_t kh = c.i1 - c.i0, kw = c.j1 - c.j0, planes = p.oc * p.icg(), khw = p.kh * p.kw;
-  const int t = conv_useful_copy_threads(threads, planes * khw, planes);
-#pragma omp parallel num_threads(t) if (t > 1)
-  {
-    // This thread's planes: zeroed in one pass, then the live taps written over the zeros.
-    const int64_t id = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t n0 = planes * id / nt, n1 = planes * (id + 1) / nt;
-    std::fill(dw + n0 * khw, dw + n1 * khw, 0.0f);
-    for (int64_t n = n0; n < n1; ++n) {
-      const float* src = dwc + n * kh * kw;
-      float* dst = dw + (n * p.kh + c.i0) * p.kw + c.j0;
-      for (int64_t i = 0; i < kh; ++i) {
-        for (int64_t j = 0; j < kw; ++j) dst[i * p.kw + j] = src[i * kw + j];
+  const int64_t kh = c.i1 - c.i0, kw = c.j1 - c.j0, kc = kh * kw, khw = p.kh * p.kw;
+  const int64_t planes = p.oc * p.icg();
+  for_plane_blocks(planes, planes * khw, threads, [&](int64_t n0, int64_t n1) {
+    std::fill(dw + n0 * khw, dw + n1 * khw, 0.0f);  // the block's dead taps: exactly 0
+    for (int64_t i = 0; i < kh; ++i) {
+      for (int64_t j = 0; j < kw; ++j) {
+        const float* src = dwc + i * kw + j;
+        float* dst = dw + (c.i0 + i) * p.kw + c.j0 + j;
+        for (int64_t n = n0; n < n1; ++n) dst[n * khw] = src[n * kc];
       }
     }
-  }
+  });
 }
 
 }  // namespace nnperf
