@@ -346,5 +346,78 @@ TEST(ConvCrop, CopiesTheLiveTapsOnAnyThreadCount) {
   }
 }
 
+// Every row of the patch matrix, by the band function (stride 2: the 4-wide shuffles, whose
+// loads stop 8 floats before the row's end) and by the tap table, equals a plain loop over the
+// definition; col2im by both adds each entry back where the plain loop reads it. Odd widths,
+// padding past a kernel's reach, dilation, rows of 1 to 20 outputs.
+TEST(Im2col, RowsAndTheirAdjointMatchAPlainLoop) {
+  for (const char* desc :
+       {"mb1ic2ih32oc1kh7sh2ph3", "mb1ic3ih9iw33oc1kh3sh2ph1", "mb1ic2ih7iw40oc1kh5sh2ph4",
+        "mb1ic2ih8iw23oc1kh3sh2ph2dh2dw2", "mb1ic1ih6iw2oc1kh3sh2ph1", "mb1ic2ih5iw17oc1kh1sh2",
+        "mb1ic2ih6iw25oc1kh2sh2", "mb1ic2ih9iw13oc1kh3ph1", "mb1ic2ih7iw19oc1kh3sh3ph1"}) {
+    const ConvProblem p = parse_conv_problem(desc);
+    const int64_t k = p.ic * p.kh * p.kw, n = p.oh() * p.ow(), plane = p.ih * p.iw;
+    std::vector<float> x(static_cast<std::size_t>(p.ic * plane));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) + 0.5f;
+    std::vector<float> want(static_cast<std::size_t>(k * n));
+    for (int64_t r = 0; r < k; ++r) {
+      const int64_t c = r / (p.kh * p.kw), ky = r / p.kw % p.kh, kx = r % p.kw;
+      for (int64_t oy = 0; oy < p.oh(); ++oy) {
+        for (int64_t ox = 0; ox < p.ow(); ++ox) {
+          const int64_t iy = oy * p.sh - p.ph + ky * p.dh, ix = ox * p.sw - p.pw + kx * p.dw;
+          const bool in = iy >= 0 && iy < p.ih && ix >= 0 && ix < p.iw;
+          want[static_cast<std::size_t>(r * n + oy * p.ow() + ox)] =
+              in ? x[static_cast<std::size_t>(c * plane + iy * p.iw + ix)] : 0.0f;
+        }
+      }
+    }
+    std::vector<int32_t> table(static_cast<std::size_t>(p.kh * p.kw * n));
+    conv_fill_tap_table(p, table.data());
+    for (const bool by_table : {false, true}) {
+      std::vector<float> row(static_cast<std::size_t>(n) + 1, -3.0f);  // +1: no write past n
+      std::vector<float> back(x.size(), 0.0f), want_back(x.size(), 0.0f);
+      for (int64_t r = 0; r < k; ++r) {
+        if (by_table) {
+          conv_im2col_row_table(p, table.data(), x.data(), r, row.data());
+        } else {
+          conv_im2col_row_band(p, x.data(), r, 0, p.oh(), row.data());
+        }
+        for (int64_t j = 0; j < n; ++j) {
+          ASSERT_EQ(row[static_cast<std::size_t>(j)], want[static_cast<std::size_t>(r * n + j)])
+              << desc << (by_table ? " table" : " band") << " row " << r << " column " << j;
+        }
+        ASSERT_EQ(row[static_cast<std::size_t>(n)], -3.0f) << desc;
+      }
+      // col2im of an all-distinct dcol: each pixel receives the entries that read it.
+      std::vector<float> dcol(static_cast<std::size_t>(k * n));
+      for (std::size_t i = 0; i < dcol.size(); ++i) dcol[i] = static_cast<float>(i % 31) + 0.25f;
+      for (int64_t r = 0; r < k; ++r) {
+        const int64_t c = r / (p.kh * p.kw), ky = r / p.kw % p.kh, kx = r % p.kw;
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t iy = j / p.ow() * p.sh - p.ph + ky * p.dh;
+          const int64_t ix = j % p.ow() * p.sw - p.pw + kx * p.dw;
+          if (iy >= 0 && iy < p.ih && ix >= 0 && ix < p.iw) {
+            want_back[static_cast<std::size_t>(c * plane + iy * p.iw + ix)] +=
+                dcol[static_cast<std::size_t>(r * n + j)];
+          }
+        }
+      }
+      for (int64_t c = 0; c < p.ic; ++c) {
+        const float* rows = dcol.data() + c * p.kh * p.kw * n;
+        float* out = back.data() + c * plane;
+        if (by_table) {
+          conv_col2im_plane_table(p, table.data(), rows, n, 0, n, out);
+        } else {
+          conv_col2im_band(p, rows, n, 0, p.oh(), out);
+        }
+      }
+      for (std::size_t i = 0; i < back.size(); ++i) {
+        ASSERT_FLOAT_EQ(back[i], want_back[i])
+            << desc << (by_table ? " table" : " band") << " " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nnperf
