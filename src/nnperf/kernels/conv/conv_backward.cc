@@ -26,6 +26,7 @@
 #include "nnperf/core/name_registry.h"
 #include "nnperf/kernels/conv/conv_internal.h"
 #include "nnperf/kernels/gemm/gemm.h"
+#include "nnperf/kernels/transpose.h"
 
 namespace nnperf {
 
@@ -35,21 +36,38 @@ int64_t chunk_images(const ConvProblem& p, bool batched) {
   return batched ? conv_chunk_images(p) : 1;
 }
 
-// Workspace of the gemm methods: col (K x cN), dY chunk (ocg x cN), the tap table, BLAS's own.
+// Backward-weights with at most 64 output channels per group and more patch rows than that:
+// the product runs as dW^T [K x ocg] = col . dY^T into the workspace, transposed into dW at the
+// end. OpenBLAS runs a GEMM with the larger dimension as its rows faster, the more so the fewer
+// channels: m147n64k256 at 92 GFLOP/s against 83 for m64n147k256 (ResNet-18's stem), m576n64k256
+// 94 against 87, m432n48k256 92 against 84, m576n32k256 85 against 74, m576n16k1024 69 against
+// 31 (`nnperf bench gemm --problem mMnNkK_tb`, one Zen 4 core). From 128 channels the gap is 2-4%
+// (m576n128k64 93 against 89, m2304n256k256 90 against 88), less than the transpose of larger
+// weights costs.
+bool weights_transposed(const ConvProblem& p) {
+  return p.ocg() <= 64 && p.icg() * p.kh * p.kw > p.ocg();
+}
+
+// Workspace of the gemm methods: col (K x cN), dY chunk (ocg x cN), the tap table, BLAS's own,
+// and backward-weights' dW^T where weights_transposed.
 struct GemmLayout {
   int64_t c, k, n, cols;
-  std::size_t col_bytes, dy_bytes, table_bytes, blas_bytes;
-  GemmLayout(const ConvProblem& p, bool batched, int threads)
+  std::size_t col_bytes, dy_bytes, table_bytes, blas_bytes, dwt_bytes;
+  GemmLayout(const ConvProblem& p, bool batched, int threads, ConvPass pass)
       : c(chunk_images(p, batched)), k(p.icg() * p.kh * p.kw), n(p.oh() * p.ow()), cols(c * n) {
     col_bytes = conv_aligned_bytes(static_cast<std::size_t>(k * cols) * sizeof(float));
     dy_bytes =
         c > 1 ? conv_aligned_bytes(static_cast<std::size_t>(p.ocg() * cols) * sizeof(float)) : 0;
     table_bytes = conv_patches_are_input(p) ? 0 : conv_tap_table_bytes(p);
     blas_bytes =
-        std::max(conv_blas().workspace_bytes(GemmShape{false, true, p.ocg(), k, cols}, threads),
-                 conv_blas().workspace_bytes(GemmShape{true, false, k, cols, p.ocg()}, threads));
+        std::max({conv_blas().workspace_bytes(GemmShape{false, true, p.ocg(), k, cols}, threads),
+                  conv_blas().workspace_bytes(GemmShape{false, true, k, p.ocg(), cols}, threads),
+                  conv_blas().workspace_bytes(GemmShape{true, false, k, cols, p.ocg()}, threads)});
+    dwt_bytes = pass == ConvPass::kBackwardWeights && weights_transposed(p)
+                    ? conv_aligned_bytes(static_cast<std::size_t>(p.wei_numel()) * sizeof(float))
+                    : 0;
   }
-  std::size_t total() const { return col_bytes + dy_bytes + table_bytes + blas_bytes; }
+  std::size_t total() const { return col_bytes + dy_bytes + table_bytes + blas_bytes + dwt_bytes; }
 };
 
 // The workspace carved as the layout says; the tap table (if any) filled.
@@ -58,6 +76,7 @@ struct GemmBuffers {
   float* dy;
   const int32_t* table;
   void* blas;
+  float* dwt;  // null without dW^T
   GemmBuffers(const ConvProblem& p, const GemmLayout& l, void* workspace) {
     auto* base = static_cast<char*>(workspace);
     col = reinterpret_cast<float*>(base);
@@ -66,6 +85,8 @@ struct GemmBuffers {
     if (l.table_bytes > 0) conv_fill_tap_table(p, t);
     table = l.table_bytes > 0 ? t : nullptr;
     blas = base + l.col_bytes + l.dy_bytes + l.table_bytes;
+    dwt = l.dwt_bytes > 0 ? reinterpret_cast<float*>(static_cast<char*>(blas) + l.blas_bytes)
+                          : nullptr;
   }
 };
 
@@ -131,7 +152,7 @@ void scatter_dcol(const ConvProblem& p, const float* dcol, const GemmLayout& l,
 
 void gemm_data(const ConvBackwardArgs& a, bool batched) {
   const ConvProblem& p = *a.p;
-  const GemmLayout l(p, batched, a.threads);
+  const GemmLayout l(p, batched, a.threads, ConvPass::kBackwardData);
   const GemmBuffers b(p, l, a.workspace);
   float* dcol = b.col;
   float* dy_buf = b.dy;
@@ -160,7 +181,7 @@ void gemm_data(const ConvBackwardArgs& a, bool batched) {
 
 void gemm_weights(const ConvBackwardArgs& a, bool batched) {
   const ConvProblem& p = *a.p;
-  const GemmLayout l(p, batched, a.threads);
+  const GemmLayout l(p, batched, a.threads, ConvPass::kBackwardWeights);
   const GemmBuffers b(p, l, a.workspace);
   float* col = b.col;
   float* dy_buf = b.dy;
@@ -173,19 +194,36 @@ void gemm_weights(const ConvBackwardArgs& a, bool batched) {
     for (int64_t g = 0; g < p.g; ++g) {
       const float* dy = gather_dy(p, a.dst_grad, n0, c, g, lc, dy_buf, a.threads);
       const float* cols = build_col(p, a.src, n0, c, g, lc, b.table, col, a.threads);
-      conv_blas().run(gemm_args({false, true, p.ocg(), l.k, lc.cols}, dy, lc.cols, cols, lc.cols,
-                                a.wei_grad + g * p.ocg() * l.k, l.k, ws, a.threads,
-                                n0 == 0 ? 0.0f : 1.0f));
+      const float beta = n0 == 0 ? 0.0f : 1.0f;
+      if (b.dwt != nullptr) {
+        conv_blas().run(gemm_args({false, true, l.k, p.ocg(), lc.cols}, cols, lc.cols, dy, lc.cols,
+                                  b.dwt + g * l.k * p.ocg(), p.ocg(), ws, a.threads, beta));
+      } else {
+        conv_blas().run(gemm_args({false, true, p.ocg(), l.k, lc.cols}, dy, lc.cols, cols, lc.cols,
+                                  a.wei_grad + g * p.ocg() * l.k, l.k, ws, a.threads, beta));
+      }
+    }
+  }
+  if (b.dwt != nullptr) {  // dW_g [ocg x K] = (dW^T_g)^T, a few hundred KB at most
+    for (int64_t g = 0; g < p.g; ++g) {
+      transpose_floats(b.dwt + g * l.k * p.ocg(), l.k, p.ocg(), p.ocg(),
+                       a.wei_grad + g * p.ocg() * l.k, l.k);
     }
   }
   if (a.bias_grad != nullptr) conv_bias_grad(p, a.dst_grad, a.bias_grad, a.threads);
 }
 
-std::size_t gemm_ws(const ConvProblem& p, int threads) {
-  return GemmLayout(p, false, threads).total();
+std::size_t gemm_data_ws(const ConvProblem& p, int threads) {
+  return GemmLayout(p, false, threads, ConvPass::kBackwardData).total();
 }
-std::size_t batched_ws(const ConvProblem& p, int threads) {
-  return GemmLayout(p, true, threads).total();
+std::size_t batched_data_ws(const ConvProblem& p, int threads) {
+  return GemmLayout(p, true, threads, ConvPass::kBackwardData).total();
+}
+std::size_t gemm_weights_ws(const ConvProblem& p, int threads) {
+  return GemmLayout(p, false, threads, ConvPass::kBackwardWeights).total();
+}
+std::size_t batched_weights_ws(const ConvProblem& p, int threads) {
+  return GemmLayout(p, true, threads, ConvPass::kBackwardWeights).total();
 }
 void gemm_data_run(const ConvBackwardArgs& a) { gemm_data(a, false); }
 void batched_data_run(const ConvBackwardArgs& a) { gemm_data(a, true); }
@@ -196,10 +234,12 @@ void batched_weights_run(const ConvBackwardArgs& a) { gemm_weights(a, true); }
 // efficiency of the pass's GEMM, plus writing and reading the patch matrices.
 double gemm_cost(const ConvProblem& p, int threads, bool batched, ConvPass pass) {
   const ConvMachine m = conv_machine();
-  const GemmLayout l(p, batched, 1);
-  const double eff = std::max(0.05, pass == ConvPass::kBackwardData
-                                        ? conv_gemm_shape_efficiency(l.k, l.cols, p.ocg())
-                                        : conv_gemm_shape_efficiency(p.ocg(), l.k, l.cols));
+  const GemmLayout l(p, batched, 1, pass);
+  // dW^T's GEMM (weights_transposed) at its shape as gemm_tiled's: full rate from 64 columns.
+  const double eff = std::max(
+      0.05, pass == ConvPass::kBackwardData ? conv_gemm_shape_efficiency(l.k, l.cols, p.ocg())
+            : l.dwt_bytes > 0 ? conv_gemm_shape_efficiency(l.k, p.ocg(), l.cols, 128.0, 64)
+                              : conv_gemm_shape_efficiency(p.ocg(), l.k, l.cols));
   const double col =
       conv_patches_are_input(p) ? 0.0 : static_cast<double>(l.k * l.n * p.mb * p.g) * 4.0;
   return p.flops() /
@@ -329,11 +369,11 @@ double transposed_cost(const ConvProblem& p, int threads) {
 // {name, description, pass, why_not, workspace_bytes, run, tolerance_factor, cost}
 const ConvBackwardAlgorithm kData[] = {
     {"gemm", "per image and group: dcol = W^T . dY (OpenBLAS), then col2im",
-     ConvPass::kBackwardData, conv_serves_any, gemm_ws, gemm_data_run, 1.0, gemm_data_cost},
+     ConvPass::kBackwardData, conv_serves_any, gemm_data_ws, gemm_data_run, 1.0, gemm_data_cost},
     {"gemm_batched",
      "as gemm over chunks of images side by side (~256 columns per GEMM): wide GEMMs for small "
      "maps",
-     ConvPass::kBackwardData, conv_serves_any, batched_ws, batched_data_run, 1.0,
+     ConvPass::kBackwardData, conv_serves_any, batched_data_ws, batched_data_run, 1.0,
      batched_data_cost},
     {"transposed_forward",
      "dX as a forward convolution of dY with the flipped, transposed weights, by the cheapest "
@@ -355,12 +395,12 @@ const ConvBackwardAlgorithm kData[] = {
 };
 const ConvBackwardAlgorithm kWeights[] = {
     {"gemm", "per image and group: dW += dY . col^T (OpenBLAS) after im2col",
-     ConvPass::kBackwardWeights, conv_serves_any, gemm_ws, gemm_weights_run, 1.0,
+     ConvPass::kBackwardWeights, conv_serves_any, gemm_weights_ws, gemm_weights_run, 1.0,
      gemm_weights_cost},
     {"gemm_batched",
      "as gemm over chunks of images side by side: the reduction runs over images x positions in "
      "one GEMM",
-     ConvPass::kBackwardWeights, conv_serves_any, batched_ws, batched_weights_run, 1.0,
+     ConvPass::kBackwardWeights, conv_serves_any, batched_weights_ws, batched_weights_run, 1.0,
      batched_weights_cost},
     {"winograd_nonfused",
      "Winograd F(3x3, 2x2): per 2x2 output tile U = A dY A^T and V = B^T X B, 16 GEMMs M += U . "
