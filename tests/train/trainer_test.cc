@@ -1,13 +1,16 @@
 // Tests for train/trainer beyond the single step: gradient accumulation (two micro-batches of 4,
 // applied, equal one SGD step on the batch of 8 they make, within float rounding of the summed
 // gradients) and evaluation planned for inference (BatchNorm running statistics used and left
-// unchanged; the next step plans for training again and updates them).
+// unchanged; the next step plans for training again and updates them), and a gradient that is
+// not finite stopping the step before its update.
 #include "nnperf/train/trainer.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "nnperf/core/error.h"
 #include "nnperf/kernels/activations.h"
@@ -108,6 +111,40 @@ TEST(Trainer, EvaluationUsesRunningStatisticsAndLeavesThem) {
   t.step(x, y);  // planned for training again: the running mean moves
   EXPECT_FALSE(std::equal(mean.begin(), mean.end(), bn->running_mean().data()));
   EXPECT_THROW(t.apply_accumulated(), Error);
+}
+
+// A gradient that overflows while the logits and the loss stay finite: inputs at 3e38, the
+// first layer's weights 0 (its output, and the logits, 0), the second's +-100, so each sample's
+// first-layer delta is about 17 and delta x input overflows. The step stops in the backward that
+// wrote it, names that gradient and the step, and leaves every weight as it was.
+TEST(Trainer, ANonFiniteGradientStopsTheStepBeforeTheUpdate) {
+  Graph g = build_mlp(kFeatures, {7}, kClasses, find_activation("Tanh"), false);
+  Rng rng(9);
+  g.init(rng);
+  for (const Param& p : g.params()) {
+    float* v = p.value->data();
+    // Linear weights are [in, out]: the second layer's is 7 x kClasses, class c in column c.
+    const bool last = p.value->shape().rank() == 2 && p.value->size(1) == kClasses;
+    for (int64_t i = 0; i < p.value->numel(); ++i) {
+      v[i] = last ? (i % kClasses == 0 ? 100.0f : -100.0f) : 0.0f;
+    }
+  }
+  const std::vector<float> before = weights(g);
+  Trainer t(g, make_optimizer(sgd()), PlanContext{});
+  Tensor x({8, kFeatures});
+  std::fill(x.data(), x.data() + x.numel(), 3e38f);
+  const std::vector<int32_t> y{0, 1, 2, 0, 1, 2, 2, 1};
+  try {
+    t.step(x, y);
+    FAIL() << "a step with an overflowing gradient did not throw";
+  } catch (const DivergenceError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("training diverged at step 1: gradient of "), std::string::npos) << what;
+    EXPECT_NE(what.find(".weight is not finite"), std::string::npos) << what;
+    EXPECT_EQ(what.find("bias"), std::string::npos) << what;  // the first layer's bias is finite
+  }
+  EXPECT_EQ(t.optimizer().steps(), 0);
+  EXPECT_EQ(weights(g), before);
 }
 
 }  // namespace

@@ -290,7 +290,7 @@ const Tensor& Graph::forward(const Tensor& x) {
   return g.nodes.back().value;
 }
 
-void Graph::backward(const Tensor& d_output) {
+void Graph::backward(const Tensor& d_output, const std::function<void(int node)>& node_done) {
   Impl& g = *impl_;
   g.require_storage("backward()");
   if (!g.training) throw Error("graph: backward() on a graph planned for inference (training off)");
@@ -309,6 +309,7 @@ void Graph::backward(const Tensor& d_output) {
       add_inplace(a.dst->data(), a.src->data(), a.dst->numel());
     }
     if (g.hook != nullptr) g.hook->after(i, Phase::kBackward);
+    if (node_done) node_done(i);
   }
 }
 
@@ -330,6 +331,7 @@ std::vector<Param> Graph::params() {
     Impl::Node& node = impl_->nodes[i];
     for (Param p : node.layer->params()) {
       p.name = node.name + "." + p.name;
+      p.node = i;
       all.push_back(std::move(p));
     }
   }

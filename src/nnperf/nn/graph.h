@@ -2,6 +2,7 @@
 // already), forward runs in that order, backward in reverse with gradient accumulation where a
 // node feeds several consumers (residual and dense connections in the CNN work).
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,8 +67,10 @@ class Graph {
 
   // Runs forward; `x` must have the planned shape and stay alive until backward.
   const Tensor& forward(const Tensor& x);
-  // Runs backward from dL/d output; fills every parameter's grad.
-  void backward(const Tensor& d_output);
+  // Runs backward from dL/d output; fills every parameter's grad. node_done(i), if given, runs
+  // after node i's backward (and the hook's after()): node i's parameter gradients are final
+  // then, and just written (the Trainer checks them there, while they are still in cache).
+  void backward(const Tensor& d_output, const std::function<void(int node)>& node_done = {});
 
   void init(Rng& rng);
   std::vector<Param> params();

@@ -21,6 +21,7 @@ struct Param {
   std::string name;  // a layer returns "weight"; Graph::params() prefixes the node: "fc1.weight"
   Tensor* value = nullptr;
   Tensor* grad = nullptr;
+  int node = 0;  // the graph node whose layer owns it (set by Graph::params())
 };
 
 struct ConvAlgorithm;  // kernels/conv/conv.h

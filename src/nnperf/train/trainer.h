@@ -6,6 +6,8 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "nnperf/data/dataset.h"
 #include "nnperf/nn/graph.h"
@@ -85,13 +87,15 @@ class Trainer {
   }
   BatchResult loss_and_grad(std::span<const int32_t> labels, bool want_grad);
   BatchResult forward_backward(const Tensor& x, std::span<const int32_t> labels);
-  void check_grads() const;
+  // Throws DivergenceError naming the first parameter of `node` whose gradient is not finite.
+  void check_grads(int node) const;
   void update();
   Graph& graph_;
   std::unique_ptr<Optimizer> optimizer_;
   PlanContext plan_;
   float label_smoothing_;
   std::vector<Param> params_;
+  std::vector<std::pair<std::size_t, std::size_t>> node_params_;  // per node: [first, last)
   Tensor d_logits_;
   Tensor eval_x_;
   std::vector<int32_t> eval_labels_;
