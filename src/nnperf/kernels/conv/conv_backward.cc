@@ -1,7 +1,8 @@
 // The backward registries (conv_backward.h). Five methods:
 //  - gemm: per image and group, im2col + two BLAS GEMMs + col2im (Caffe's backward):
 //      dW_g [ocg x K] += dY_g [ocg x N] . col^T        dcol [K x N] = W_g^T . dY_g, col2im
-//    with K = icg*kh*kw, N = oh*ow.
+//    with K = icg*kh*kw, N = oh*ow; dW as dW_g^T [K x ocg] += col . dY_g^T where ocg <= 64 < K
+//    (weights_transposed).
 //  - gemm_batched: the same over chunks of images side by side (N -> images x N columns), so the
 //    small maps of deep layers (N = 1..49) make wide GEMMs instead of matrix-vector products;
 //    dY is gathered into the chunk's layout first.
@@ -204,7 +205,7 @@ void gemm_weights(const ConvBackwardArgs& a, bool batched) {
       }
     }
   }
-  if (b.dwt != nullptr) {  // dW_g [ocg x K] = (dW^T_g)^T, a few hundred KB at most
+  if (b.dwt != nullptr) {  // dW_g [ocg x K] = (dW^T_g)^T: at most 64 rows of K floats a group
     for (int64_t g = 0; g < p.g; ++g) {
       transpose_floats(b.dwt + g * l.k * p.ocg(), l.k, p.ocg(), p.ocg(),
                        a.wei_grad + g * p.ocg() * l.k, l.k);
@@ -394,7 +395,9 @@ const ConvBackwardAlgorithm kData[] = {
      conv_gemm_live_taps_data_run, 1.0, conv_gemm_live_taps_data_cost},
 };
 const ConvBackwardAlgorithm kWeights[] = {
-    {"gemm", "per image and group: dW += dY . col^T (OpenBLAS) after im2col",
+    {"gemm",
+     "per image and group: dW += dY . col^T (OpenBLAS) after im2col; dW^T += col . dY^T for "
+     "groups of at most 64 output channels",
      ConvPass::kBackwardWeights, conv_serves_any, gemm_weights_ws, gemm_weights_run, 1.0,
      gemm_weights_cost},
     {"gemm_batched",

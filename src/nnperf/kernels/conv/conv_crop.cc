@@ -67,12 +67,12 @@ void for_plane_blocks(int64_t planes, int64_t floats, int threads, const Body& b
 
 }  // namespace
 
-// Both run tap by tap over a block of planes: one strided loop per live tap (dst[n * kc + t] =
-// src[n * khw + off]), which the compiler keeps free of per-plane loop set-up. A plane's live taps
-// are a few floats (one for a 3x3 convolution of a 1x1 map), and a loop per plane over them cost
-// 5x the strided loops: 0.59-0.63 ms against 0.11-0.12 for ResNet-18's 512x512 3x3 weights, and
-// the uncrop's zeroing pass over all planes before the copy as much again (one Zen 4 core, data
-// in L3).
+// Both go tap by tap over a block of planes: one strided loop per live tap (dst[n * kc + t] =
+// src[n * khw + off]). A plane's live taps are a few floats (one for a 3x3 convolution of a 1x1
+// map), and a loop per plane over them took 5x as long: crop 0.59-0.63 ms against 0.12 for
+// ResNet-18's 512x512 3x3 weights, un-crop (all planes zeroed in one pass, then the copy) 0.58-0.62
+// against 0.22 (one Zen 4 core, data in L3). The un-crop zeroes a block right before its copies,
+// while the block is in cache.
 void conv_crop_weights(const ConvProblem& p, const ConvCrop& c, const float* w, float* wc,
                        int threads) {
   const int64_t kh = c.i1 - c.i0, kw = c.j1 - c.j0, kc = kh * kw, khw = p.kh * p.kw;

@@ -74,10 +74,10 @@ namespace {
 
 // out[ox] = in[w0 + 2 * ox] for ox in [lo, hi), zero elsewhere in [0, ow), for an input row of
 // `width` floats: 4 columns per step, the even lanes of two 4-float loads, while those 8 floats
-// lie inside the row; the rest one by one. The zeros are vector stores, not memset calls: the
-// rows are a few dozen floats, where the calls and a scalar loop's remainder cost more than the
-// copy. 0.39-0.55 ns per float against 0.59-0.81 for the plain strided loop with memsets (3x3
-// and 7x7 kernels, ow 12-16), 0.24 against 0.44 at ow 112 (one Zen 4 core).
+// lie inside the row; the rest one by one. The zeros are vector stores, not memset calls: on
+// short rows (16 floats for ResNet-18's stem at 32x32) the calls and a scalar loop's remainder
+// cost more than the copy. 0.39-0.55 ns per float against 0.59-0.81 for the plain strided loop with
+// memsets (3x3 and 7x7 kernels, ow 12-16), 0.24 against 0.44 at ow 112 (one Zen 4 core).
 void im2col_stride2(float* out, const float* in, int64_t w0, int64_t lo, int64_t hi, int64_t ow,
                     int64_t width) {
   using K = simd::Portable<simd::F32x4>;
