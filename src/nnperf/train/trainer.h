@@ -54,8 +54,10 @@ class Trainer {
   Trainer(Graph& graph, std::unique_ptr<Optimizer> optimizer, PlanContext plan,
           float label_smoothing = 0.0f);
   // Forward, loss (mean over the batch), backward, update. Replans the graph when the batch size
-  // changes (the tensors keep their capacity). Throws DivergenceError when the loss or the
-  // logits are not finite; the parameters are then left as they were before the update.
+  // changes (the tensors keep their capacity). Throws DivergenceError when the loss, the
+  // logits or a parameter's gradient are not finite (gradients are checked node by node during
+  // the backward, nearest the output first); the parameters are then left as they were before
+  // the update.
   BatchResult step(const Tensor& x, std::span<const int32_t> labels);
   // Gradient accumulation (--grad-accum-steps): forward, loss and backward of one micro-batch,
   // its gradients summed into buffers; apply_accumulated() then updates once with their mean
