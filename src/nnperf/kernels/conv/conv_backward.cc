@@ -60,13 +60,15 @@ struct GemmLayout {
     dy_bytes =
         c > 1 ? conv_aligned_bytes(static_cast<std::size_t>(p.ocg() * cols) * sizeof(float)) : 0;
     table_bytes = conv_patches_are_input(p) ? 0 : conv_tap_table_bytes(p);
-    blas_bytes =
-        std::max({conv_blas().workspace_bytes(GemmShape{false, true, p.ocg(), k, cols}, threads),
-                  conv_blas().workspace_bytes(GemmShape{false, true, k, p.ocg(), cols}, threads),
-                  conv_blas().workspace_bytes(GemmShape{true, false, k, cols, p.ocg()}, threads)});
-    dwt_bytes = pass == ConvPass::kBackwardWeights && weights_transposed(p)
-                    ? conv_aligned_bytes(static_cast<std::size_t>(p.wei_numel()) * sizeof(float))
-                    : 0;
+    const bool dwt = pass == ConvPass::kBackwardWeights && weights_transposed(p);
+    // The one product the pass runs.
+    const GemmShape shape = pass == ConvPass::kBackwardData
+                                ? GemmShape{true, false, k, cols, p.ocg()}
+                            : dwt ? GemmShape{false, true, k, p.ocg(), cols}
+                                  : GemmShape{false, true, p.ocg(), k, cols};
+    blas_bytes = conv_blas().workspace_bytes(shape, threads);
+    dwt_bytes =
+        dwt ? conv_aligned_bytes(static_cast<std::size_t>(p.wei_numel()) * sizeof(float)) : 0;
   }
   std::size_t total() const { return col_bytes + dy_bytes + table_bytes + blas_bytes + dwt_bytes; }
 };
