@@ -1,7 +1,9 @@
 // Tests for kernels/batchnorm: training forward (output, saved statistics, running statistics)
 // and backward against the float64 references at odd shapes (1x1 planes, batch 1 with a plane of
 // 2, 3 and 5 channels, planes not a multiple of the 8 accumulators, a large mean), on 1 and 3
-// threads; the backward reference against central differences of the forward reference.
+// threads, by blocks of channels (planes of up to 1024 values) and channel by channel (larger
+// ones); the blocks' results whatever the split; the inference map; the backward reference
+// against central differences of the forward reference.
 // Tolerances: outputs are float32 roundings of float64 results: 1e-5 relative to the largest
 // magnitude of the tensor (a few float ulps of its scale); statistics 1e-9 relative (float64
 // sums in another order). The SIMD copies of the loops give the portable loops' bits.
@@ -23,7 +25,10 @@
 namespace nnperf {
 namespace {
 
-const BatchNormShape kShapes[] = {{2, 3, 25}, {1, 5, 2}, {4, 3, 1}, {3, 2, 67}, {2, 4, 9}};
+// Planes up to 1024 values go by blocks of channels (70 channels of 33: more than one block),
+// larger ones channel by channel.
+const BatchNormShape kShapes[] = {{2, 3, 25}, {1, 5, 2},   {4, 3, 1},    {3, 2, 67},
+                                  {2, 4, 9},  {2, 70, 33}, {2, 3, 1025}, {1, 2, 1300}};
 
 double max_abs(const std::vector<double>& v) {
   double m = 0;
@@ -101,7 +106,7 @@ TEST(BatchNormKernels, EverySimdPathGivesThePortableBits) {
   };
   const auto run = [](const BatchNormShape& s, const std::vector<float>& x,
                       const std::vector<float>& dy, const std::vector<float>& g,
-                      const std::vector<float>& b, const detail::BatchNormPaths& p) {
+                      const std::vector<float>& b, const detail::BatchNormPaths& p, bool blocks) {
     const auto c = static_cast<std::size_t>(s.channels);
     Run r{std::vector<float>(x.size()), std::vector<float>(x.size()), std::vector<float>(c),
           std::vector<float>(c),        std::vector<float>(c, 0.5f),  std::vector<float>(c, 2.0f),
@@ -111,13 +116,25 @@ TEST(BatchNormKernels, EverySimdPathGivesThePortableBits) {
     const BatchNormBackwardArgs k{
         s,           x.data(),    dy.data(), r.dx.data(), g.data(), r.mean.data(), r.inv.data(),
         r.dg.data(), r.db.data(), 1};
-    for (int64_t ch = 0; ch < s.channels; ++ch) p.train_forward_channel(f, ch);
-    for (int64_t ch = 0; ch < s.channels; ++ch) p.backward_channel(k, ch);
-    p.apply_rows(s, x.data(), g.data(), b.data(), r.applied.data(), 0, s.mb * s.channels);
+    if (blocks) {
+      p.train_forward_block(f, 0, s.channels);
+      p.backward_block(k, 0, s.channels);
+      std::vector<float> sv, hv;
+      for (int64_t v = 0; v < s.channels * s.plane; ++v) {
+        sv.push_back(g[v / s.plane]);
+        hv.push_back(b[v / s.plane]);
+      }
+      p.apply_images(s, x.data(), sv.data(), hv.data(), r.applied.data(), 0, s.mb);
+    } else {
+      for (int64_t ch = 0; ch < s.channels; ++ch) p.train_forward_channel(f, ch);
+      for (int64_t ch = 0; ch < s.channels; ++ch) p.backward_channel(k, ch);
+      p.apply_rows(s, x.data(), g.data(), b.data(), r.applied.data(), 0, s.mb * s.channels);
+    }
     return r;
   };
-  const detail::BatchNormPaths portable{&detail::train_forward_channel, &detail::backward_channel,
-                                        &detail::apply_rows};
+  const detail::BatchNormPaths portable{
+      &detail::train_forward_channel, &detail::backward_channel, &detail::apply_rows,
+      &detail::train_forward_block,   &detail::backward_block,   &detail::apply_images};
   const auto same = [](const auto& a, const auto& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
   };
@@ -130,19 +147,97 @@ TEST(BatchNormKernels, EverySimdPathGivesThePortableBits) {
       const std::vector<float> dy = test::random_vector(n, 8);
       const std::vector<float> g = test::random_vector(s.channels, 9, 0.5f, 1.5f);
       const std::vector<float> b = test::random_vector(s.channels, 10);
-      const Run want = run(s, x, dy, g, b, portable);
-      for (const auto& [name, p] : paths) {
-        const Run got = run(s, x, dy, g, b, *p);
-        SCOPED_TRACE(testing::Message() << name << " plane " << plane << " offset " << offset);
-        EXPECT_TRUE(same(got.y, want.y));
-        EXPECT_TRUE(same(got.mean, want.mean));
-        EXPECT_TRUE(same(got.inv, want.inv));
-        EXPECT_TRUE(same(got.rm, want.rm));
-        EXPECT_TRUE(same(got.rv, want.rv));
-        EXPECT_TRUE(same(got.dx, want.dx));
-        EXPECT_TRUE(same(got.dg, want.dg));
-        EXPECT_TRUE(same(got.db, want.db));
-        EXPECT_TRUE(same(got.applied, want.applied));
+      for (const bool blocks : {false, true}) {
+        const Run want = run(s, x, dy, g, b, portable, blocks);
+        for (const auto& [name, p] : paths) {
+          const Run got = run(s, x, dy, g, b, *p, blocks);
+          SCOPED_TRACE(testing::Message() << name << " plane " << plane << " offset " << offset
+                                          << (blocks ? " blocks" : " channels"));
+          EXPECT_TRUE(same(got.y, want.y));
+          EXPECT_TRUE(same(got.mean, want.mean));
+          EXPECT_TRUE(same(got.inv, want.inv));
+          EXPECT_TRUE(same(got.rm, want.rm));
+          EXPECT_TRUE(same(got.rv, want.rv));
+          EXPECT_TRUE(same(got.dx, want.dx));
+          EXPECT_TRUE(same(got.dg, want.dg));
+          EXPECT_TRUE(same(got.db, want.db));
+          EXPECT_TRUE(same(got.applied, want.applied));
+        }
+      }
+    }
+  }
+}
+
+// The blocks' results do not depend on how the channels are split: one block of all channels,
+// one channel per block and uneven blocks give the same bits (the sums run over images, then
+// over each channel's plane, in one order); with a dx, without it d_gamma and d_beta stay the same.
+TEST(BatchNormKernels, BlocksGiveTheSameBitsWhateverTheSplit) {
+  const BatchNormShape s{3, 7, 5};
+  const int64_t n = s.mb * s.channels * s.plane;
+  const std::vector<float> x = test::random_vector(n, 11), dy = test::random_vector(n, 12);
+  const std::vector<float> g = test::random_vector(s.channels, 13, 0.5f, 1.5f);
+  const std::vector<float> b = test::random_vector(s.channels, 14);
+  const auto c = static_cast<std::size_t>(s.channels);
+  struct Out {
+    std::vector<float> y, dx, dg, db, rm, rv;
+    std::vector<double> mean, inv;
+  };
+  const auto run = [&](const std::vector<int64_t>& cuts, bool with_dx) {
+    Out o{std::vector<float>(x.size()), std::vector<float>(x.size()), std::vector<float>(c),
+          std::vector<float>(c),        std::vector<float>(c, 0.5f),  std::vector<float>(c, 2.0f),
+          std::vector<double>(c),       std::vector<double>(c)};
+    const BatchNormTrainArgs f{s,   x.data(),    o.y.data(),  g.data(),      b.data(),     1e-5,
+                               0.1, o.rm.data(), o.rv.data(), o.mean.data(), o.inv.data(), 1};
+    const BatchNormBackwardArgs k{s,
+                                  x.data(),
+                                  dy.data(),
+                                  with_dx ? o.dx.data() : nullptr,
+                                  g.data(),
+                                  o.mean.data(),
+                                  o.inv.data(),
+                                  o.dg.data(),
+                                  o.db.data(),
+                                  1};
+    for (std::size_t i = 0; i + 1 < cuts.size(); ++i)
+      detail::train_forward_block(f, cuts[i], cuts[i + 1]);
+    for (std::size_t i = 0; i + 1 < cuts.size(); ++i)
+      detail::backward_block(k, cuts[i], cuts[i + 1]);
+    return o;
+  };
+  const Out whole = run({0, 7}, true);
+  for (const auto& cuts :
+       std::vector<std::vector<int64_t>>{{0, 1, 2, 3, 4, 5, 6, 7}, {0, 3, 4, 7}}) {
+    const Out split = run(cuts, true);
+    EXPECT_EQ(split.y, whole.y);
+    EXPECT_EQ(split.dx, whole.dx);
+    EXPECT_EQ(split.dg, whole.dg);
+    EXPECT_EQ(split.db, whole.db);
+    EXPECT_EQ(split.rm, whole.rm);
+    EXPECT_EQ(split.rv, whole.rv);
+    EXPECT_EQ(split.mean, whole.mean);
+    EXPECT_EQ(split.inv, whole.inv);
+  }
+  const Out no_dx = run({0, 2, 7}, false);
+  EXPECT_EQ(no_dx.dg, whole.dg);
+  EXPECT_EQ(no_dx.db, whole.db);
+}
+
+// The inference map y = x * scale[c] + shift[c], by images (small planes) and by rows, against
+// float64 within a float rounding of each value's scale, on 1 and 3 threads.
+TEST(BatchNormKernels, ApplyMatchesTheReference) {
+  for (const BatchNormShape& s : kShapes) {
+    const int64_t n = s.mb * s.channels * s.plane;
+    const std::vector<float> x = test::random_vector(n, 15);
+    const std::vector<float> scale = test::random_vector(s.channels, 16, 0.5f, 1.5f);
+    const std::vector<float> shift = test::random_vector(s.channels, 17);
+    for (int threads : {1, 3}) {
+      std::vector<float> y(static_cast<std::size_t>(n), -7.0f);
+      batchnorm_apply(s, x.data(), scale.data(), shift.data(), y.data(), threads);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t c = (i / s.plane) % s.channels;
+        const double want = static_cast<double>(x[i]) * scale[c] + shift[c];
+        ASSERT_NEAR(y[i], want, 2e-7 * (std::abs(x[i] * scale[c]) + std::abs(shift[c])))
+            << "mb" << s.mb << " c" << s.channels << " p" << s.plane << " at " << i;
       }
     }
   }

@@ -5,10 +5,12 @@
 // s = gamma/sqrt(var + eps), per element in float64; the running statistics move by `momentum`
 // towards the batch's (the variance unbiased, N*H*W / (N*H*W - 1)). Backward: with xhat = (x -
 // mean) * inv, d_gamma = sum dy*xhat, d_beta = sum dy, dx = gamma*inv*(dy - d_beta/M -
-// xhat*d_gamma/M), M = N*H*W, sums in float64. Each plane's sums run in 8 independent float64
-// accumulators (one serial chain would cost an add latency per element), combined in a fixed order:
-// the result does not depend on the thread count. The *_reference functions are plain float64 loops
-// for the tests.
+// xhat*d_gamma/M), M = N*H*W, sums in float64. Planes of more than 1024 values go channel by
+// channel: each plane's sums run in 8 independent float64 accumulators (one serial chain would cost
+// an add latency per element), combined in a fixed order. Smaller planes go by blocks of whole
+// channels: one float64 sum per value of the block over the images, then each channel's plane in
+// the same 8 accumulators. Either way the result does not depend on the thread count. The
+// *_reference functions are plain float64 loops for the tests.
 #pragma once
 #include <cstdint>
 

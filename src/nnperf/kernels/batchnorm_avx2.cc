@@ -5,6 +5,7 @@
 
 namespace nnperf::detail {
 
-const BatchNormPaths kBatchNormPathsAvx2{&train_forward_channel, &backward_channel, &apply_rows};
+const BatchNormPaths kBatchNormPathsAvx2{&train_forward_channel, &backward_channel, &apply_rows,
+                                         &train_forward_block,   &backward_block,   &apply_images};
 
 }  // namespace nnperf::detail

@@ -5,6 +5,8 @@
 
 namespace nnperf::detail {
 
-const BatchNormPaths kBatchNormPathsAvx512{&train_forward_channel, &backward_channel, &apply_rows};
+const BatchNormPaths kBatchNormPathsAvx512{
+    &train_forward_channel, &backward_channel, &apply_rows,
+    &train_forward_block,   &backward_block,   &apply_images};
 
 }  // namespace nnperf::detail

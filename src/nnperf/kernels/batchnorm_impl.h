@@ -5,10 +5,12 @@
 // TUs (CMakeLists.txt), so every path gives the same bits. Everything here has internal linkage:
 // no AVX-compiled copy can be picked by the linker for the portable path.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include "nnperf/kernels/batchnorm.h"
+#include "nnperf/kernels/batchnorm_internal.h"
 
 namespace nnperf::detail {
 namespace {
@@ -106,6 +108,138 @@ void apply_rows(const BatchNormShape& s, const float* x, const float* scale, con
     const float* xr = x + r * s.plane;
     float* yr = y + r * s.plane;
     for (int64_t i = 0; i < s.plane; ++i) yr[i] = xr[i] * sc + sh;
+  }
+}
+
+// ---- small planes: whole channels side by side ----
+// With a plane of a few values (ResNet's last stages: 7x7 at 224, 1x1 at 32) the loops above
+// spend their time on each plane's loop and reduction and on strided reads. These take a block of
+// whole channels [c0, c1), at most kBlockValues values of each image (channels * plane), and walk
+// each image's row of the block: one float64 accumulator per value, summed over the images in
+// image order, then each channel's plane added up in order. The arithmetic per value is the
+// per-channel loops' (float64, the same formulas); only the order of the sums differs, and it does
+// not depend on how the channels are split into blocks or threads.
+constexpr int64_t kBlockValues = kBatchNormBlockValues;
+
+// N sums per value k < values over the images, each added in image order: acc[i][k] starts at 0,
+// then add(t, n, k) adds image n's terms for value k into t[0..N). Four images per sweep over k
+// keep the partial sums in registers across them.
+template <int N, class Add>
+void sums_over_images(int64_t mb, int64_t values, double* const (&acc)[N], Add add) {
+  for (int i = 0; i < N; ++i) std::fill(acc[i], acc[i] + values, 0.0);
+  const auto sweep = [&](int64_t n0, int images) {
+    for (int64_t k = 0; k < values; ++k) {
+      double t[N];
+      for (int i = 0; i < N; ++i) t[i] = acc[i][k];
+      for (int u = 0; u < images; ++u) add(t, n0 + u, k);
+      for (int i = 0; i < N; ++i) acc[i][k] = t[i];
+    }
+  };
+  int64_t n = 0;
+  for (; n + 4 <= mb; n += 4) sweep(n, 4);
+  for (; n < mb; ++n) sweep(n, 1);
+}
+
+// The sum of channel j's plane in acc (plane_sum's lanes and order).
+double plane_total(const double* acc, int64_t plane, int64_t j) {
+  const double* a = acc + j * plane;
+  return plane_sum(plane, [a](int64_t i) { return a[i]; });
+}
+
+// Sets channel j's plane of e to v.
+void spread(double* e, int64_t plane, int64_t j, double v) {
+  for (int64_t i = 0; i < plane; ++i) e[j * plane + i] = v;
+}
+
+// Channels [c0, c1) of the training forward, (c1 - c0) * plane <= kBlockValues.
+void train_forward_block(const BatchNormTrainArgs& a, int64_t c0, int64_t c1) {
+  const BatchNormShape& s = a.shape;
+  const int64_t p = s.plane, values = (c1 - c0) * p, row = s.channels * p;
+  const double count = static_cast<double>(s.mb * p);
+  const float* x = a.x + c0 * p;
+  float* y = a.y + c0 * p;
+  double acc[kBlockValues], mean[kBlockValues], scale[kBlockValues];
+  sums_over_images<1>(s.mb, values, {acc}, [x, row](double* t, int64_t n, int64_t k) {
+    t[0] += static_cast<double>(x[n * row + k]);
+  });
+  for (int64_t j = 0; j < c1 - c0; ++j) spread(mean, p, j, plane_total(acc, p, j) / count);
+  sums_over_images<1>(s.mb, values, {acc}, [x, row, &mean](double* t, int64_t n, int64_t k) {
+    const double d = x[n * row + k] - mean[k];
+    t[0] += d * d;
+  });
+  for (int64_t j = 0; j < c1 - c0; ++j) {
+    const int64_t c = c0 + j;
+    const double m = mean[j * p], var = plane_total(acc, p, j) / count;
+    const double inv = 1.0 / std::sqrt(var + a.eps);
+    a.save_mean[c] = m;
+    a.save_inv[c] = inv;
+    a.running_mean[c] = static_cast<float>((1.0 - a.momentum) * a.running_mean[c] + a.momentum * m);
+    a.running_var[c] = static_cast<float>((1.0 - a.momentum) * a.running_var[c] +
+                                          a.momentum * var * count / (count - 1.0));
+    spread(scale, p, j, a.gamma[c] * inv);
+    spread(acc, p, j, a.beta[c]);
+  }
+  for (int64_t n = 0; n < s.mb; ++n) {
+    const float* xr = x + n * row;
+    float* yr = y + n * row;
+    for (int64_t k = 0; k < values; ++k) {
+      yr[k] = static_cast<float>((xr[k] - mean[k]) * scale[k] + acc[k]);
+    }
+  }
+}
+
+// Channels [c0, c1) of the backward, (c1 - c0) * plane <= kBlockValues.
+void backward_block(const BatchNormBackwardArgs& a, int64_t c0, int64_t c1) {
+  const BatchNormShape& s = a.shape;
+  const int64_t p = s.plane, values = (c1 - c0) * p, row = s.channels * p;
+  const double count = static_cast<double>(s.mb * p);
+  const float* x = a.x + c0 * p;
+  const float* dy = a.dy + c0 * p;
+  double mean[kBlockValues], sum_dy[kBlockValues], sum_dy_x[kBlockValues], q[kBlockValues];
+  for (int64_t j = 0; j < c1 - c0; ++j) spread(mean, p, j, a.save_mean[c0 + j]);
+  // Both sums in one sweep over the images.
+  sums_over_images<2>(s.mb, values, {sum_dy, sum_dy_x},
+                      [x, dy, row, &mean](double* t, int64_t n, int64_t k) {
+                        const double g = dy[n * row + k];
+                        t[0] += g;
+                        t[1] += g * (x[n * row + k] - mean[k]);
+                      });
+  // dx = k * dy + p * (x - mean) + q per channel (the per-channel loops' terms), spread over the
+  // plane in place of the sums once they are added up.
+  for (int64_t j = 0; j < c1 - c0; ++j) {
+    const int64_t c = c0 + j;
+    const double inv = a.save_inv[c];
+    const double total_dy = plane_total(sum_dy, p, j);
+    const double total_dy_xhat = plane_total(sum_dy_x, p, j) * inv;
+    a.d_gamma[c] = static_cast<float>(total_dy_xhat);
+    a.d_beta[c] = static_cast<float>(total_dy);
+    if (a.dx == nullptr) continue;
+    const double k = a.gamma[c] * inv;
+    spread(sum_dy, p, j, k);
+    spread(sum_dy_x, p, j, -k * inv * (total_dy_xhat / count));
+    spread(q, p, j, -k * (total_dy / count));
+  }
+  if (a.dx == nullptr) return;
+  float* dx = a.dx + c0 * p;
+  for (int64_t n = 0; n < s.mb; ++n) {
+    const float* xr = x + n * row;
+    const float* dyr = dy + n * row;
+    float* dxr = dx + n * row;
+    for (int64_t k = 0; k < values; ++k) {
+      dxr[k] = static_cast<float>(sum_dy[k] * dyr[k] + sum_dy_x[k] * (xr[k] - mean[k]) + q[k]);
+    }
+  }
+}
+
+// Images n0 <= n < n1 of the inference map with the scale and shift spread over each plane
+// (channels * plane values each): apply_rows's arithmetic, one loop per image.
+void apply_images(const BatchNormShape& s, const float* x, const float* scale_values,
+                  const float* shift_values, float* y, int64_t n0, int64_t n1) {
+  const int64_t row = s.channels * s.plane;
+  for (int64_t n = n0; n < n1; ++n) {
+    const float* xr = x + n * row;
+    float* yr = y + n * row;
+    for (int64_t k = 0; k < row; ++k) yr[k] = xr[k] * scale_values[k] + shift_values[k];
   }
 }
 
