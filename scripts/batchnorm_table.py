@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Markdown table of BatchNorm's training pass, nnperf against PyTorch: every JSON of a folder
-written by `nnperf bench batchnorm` (algorithms own, and on the GPU cudnn) or by
+written by `nnperf bench batchnorm` (algorithms own, channels and blocks on the CPU; own and
+cudnn on the GPU) or by
 bench/peers/batchnorm_torch.py (algorithm torch), as scripts/bench_batchnorm.sh and the `bn`
 stage of scripts/gpu_run.sh leave them.
 
@@ -97,7 +98,7 @@ def main(argv=None):
     print(f"# BatchNorm training pass, nnperf and PyTorch (median of {'/'.join(map(str, runs))} "
           "run(s) each)\n")
     print("\n".join(lines))
-    for (problem, alg, reason) in skipped:
+    for (problem, alg, reason) in dict.fromkeys(skipped):  # once per shape, not per pass or round
         print(f"\nskipped: {alg} on {problem}: {reason}")
     print()
     for (pass_, n), rs in sorted(ratios.items(), key=lambda kv: (PASSES.index(kv[0][0]), kv[0][1])):

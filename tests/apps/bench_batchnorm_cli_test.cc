@@ -1,8 +1,9 @@
 // `nnperf bench batchnorm` end to end: the CPU row of both passes, checked against the float64
 // reference (within float32 rounding of float64 sums), its bandwidth and share of --peak-bw in
-// the table and the JSON; the GPU rows (own and cudnn, each checked the same way) with a device,
-// else one line; bad problems, flags of other ops, and sizes beyond memory refused in one line
-// before anything is allocated or written.
+// the table and the JSON; the CPU's three rows (own with the layout it ran, channels, and blocks,
+// skipped with the reason on a plane larger than a block); the GPU rows (own and cudnn, each
+// checked the same way) with a device, else one line; bad problems, flags of other ops, and sizes
+// beyond memory refused in one line before anything is allocated or written.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -45,7 +46,46 @@ TEST(BenchBatchNormCli, TimesTheCpuRowOfBothPassesAndChecksIt) {
     EXPECT_NEAR(rec["percent_of_peak_bw"].get<double>(), 5 * rec["gb_per_s"].get<double>(),
                 1e-9 * rec["gb_per_s"].get<double>());
     EXPECT_LT(rec["max_rel_err"].get<double>(), 1e-6);  // float64 sums, one float32 rounding
+    EXPECT_EQ(rec["layout"], "blocks");                 // a plane of 63 values fits a block
     EXPECT_EQ(j["context"]["threads"], 2);
+  }
+}
+
+// Without --algorithms the CPU times own, channels and blocks, each checked; own names the layout
+// it ran. A plane of more than 1024 values: own runs channels, blocks is skipped with the reason.
+TEST(BenchBatchNormCli, TheCpuRowsAreOwnAndEachLayout) {
+  test::TempDir dir;
+  for (const auto& [problem, own_layout] : std::vector<std::pair<std::string, std::string>>{
+           {"mb3c5h4", "blocks"}, {"mb2c3h33w33", "channels"}}) {
+    SCOPED_TRACE(problem);
+    const std::string json = (dir.path() / (problem + ".json")).string();
+    const auto r = run_nnperf(fmt::format(
+        "bench batchnorm --problem {} --pass backward --measure 2 --warmup 1 --json '{}'", problem,
+        json));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = read_json(json);
+    std::vector<std::string> ran;
+    for (const nlohmann::json& rec : j["records"]) {
+      const std::string name = rec["algorithm"];
+      if (rec["status"] != "ok") {
+        EXPECT_EQ(name, "blocks");
+        EXPECT_EQ(own_layout, "channels");
+        EXPECT_EQ(rec["reason"],
+                  "a plane of 1089 values: more than a block of channels holds (1024)");
+        EXPECT_NE(r.out.find("blocks     skipped: a plane of 1089 values"), std::string::npos)
+            << r.out;
+        continue;
+      }
+      ran.push_back(name);
+      EXPECT_LT(rec["max_rel_err"].get<double>(), 1e-6) << name;
+      EXPECT_EQ(rec["layout"], name == "own" ? own_layout : name);
+    }
+    if (own_layout == "blocks") {
+      EXPECT_EQ(ran, (std::vector<std::string>{"own", "channels", "blocks"}));
+    } else {
+      EXPECT_EQ(ran, (std::vector<std::string>{"own", "channels"}));
+    }
+    EXPECT_NE(r.out.find("\nown "), std::string::npos) << r.out;
   }
 }
 
@@ -78,7 +118,8 @@ TEST(BenchBatchNormCli, RefusesBadProblemsOtherOpsFlagsAndSizesBeyondMemory) {
            {"batchnorm --problem mb2c3h4 --pass backward-data",
             "--pass backward-data: bench batchnorm takes forward or backward"},
            {"batchnorm --problem mb2c3h4 --algorithms cudnn",
-            "--algorithms: no BatchNorm algorithm 'cudnn' on the cpu; one of own"},
+            "--algorithms: no BatchNorm algorithm 'cudnn' on the cpu; one of own, channels, "
+            "blocks"},
            {"batchnorm --problem mb2c3h4 --engines",
             "--engines: applies to bench conv2d --device cuda only"},
            {"batchnorm --problem mb2c3h4 --peak-gflops 100",
@@ -108,7 +149,8 @@ TEST(BenchBatchNorm, ProblemsParseToTheirShape) {
   EXPECT_EQ(s.plane, 3136);
   EXPECT_EQ(parse_batchnorm_problem("mb1c7h9").plane, 81);  // square
   EXPECT_EQ(parse_batchnorm_problem("mb2c3h5w1").plane, 5);
-  EXPECT_EQ(batchnorm_bench_algorithms(Device::kCpu), std::vector<std::string>{"own"});
+  EXPECT_EQ(batchnorm_bench_algorithms(Device::kCpu),
+            (std::vector<std::string>{"own", "channels", "blocks"}));
   EXPECT_EQ(batchnorm_bench_algorithms(Device::kCuda), (std::vector<std::string>{"own", "cudnn"}));
 }
 

@@ -1,12 +1,12 @@
 // Tests for kernels/batchnorm: training forward (output, saved statistics, running statistics)
 // and backward against the float64 references at odd shapes (1x1 planes, batch 1 with a plane of
 // 2, 3 and 5 channels, planes not a multiple of the 8 accumulators, a large mean), on 1 and 3
-// threads, by blocks of channels (planes of up to 1024 values) and channel by channel (larger
-// ones); the blocks' results whatever the split; the inference map; the backward reference
-// against central differences of the forward reference.
-// Tolerances: outputs are float32 roundings of float64 results: 1e-5 relative to the largest
-// magnitude of the tensor (a few float ulps of its scale); statistics 1e-9 relative (float64
-// sums in another order). The SIMD copies of the loops give the portable loops' bits.
+// threads, in the automatic layout and in each layout that serves the shape (blocks of channels
+// for planes of up to 1024 values, channel by channel for any); the blocks' results whatever the
+// split; the inference map; the backward reference against central differences of the forward
+// reference. Tolerances: outputs are float32 roundings of float64 results: 1e-5 relative to the
+// largest magnitude of the tensor (a few float ulps of its scale); statistics 1e-9 relative
+// (float64 sums in another order). The SIMD copies of the loops give the portable loops' bits.
 #include "nnperf/kernels/batchnorm.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "nnperf/core/cpu.h"
+#include "nnperf/core/error.h"
 #include "nnperf/kernels/batchnorm_impl.h"  // the portable loops, compiled into this test
 #include "nnperf/kernels/batchnorm_internal.h"
 #include "test_util.h"
@@ -52,17 +53,22 @@ TEST(BatchNormKernels, ForwardAndBackwardMatchTheReference) {
                                         rmean.data(), rvar.data());
       batchnorm_backward_reference(s, x.data(), dy.data(), gamma.data(), 1e-5, rdx.data(),
                                    rdg.data(), rdb.data());
-      for (int threads : {1, 3}) {
+      for (const auto& [layout, threads] :
+           {std::pair{BatchNormLayout::kAuto, 1}, std::pair{BatchNormLayout::kAuto, 3},
+            std::pair{BatchNormLayout::kChannels, 3}, std::pair{BatchNormLayout::kBlocks, 3}}) {
+        if (!batchnorm_layout_why_not(layout, s).empty()) continue;
+        SCOPED_TRACE(testing::Message() << "mb" << s.mb << "c" << s.channels << "p" << s.plane
+                                        << " " << to_string(layout) << " threads " << threads);
         std::vector<float> y(static_cast<std::size_t>(n)), dx(y.size()), dg(rmean.size()),
             db(rmean.size()), run_mean(rmean.size(), 0.5f), run_var(rmean.size(), 2.0f);
         std::vector<double> mean(rmean.size()), inv(rmean.size());
         BatchNormTrainArgs f{s,          x.data(), y.data(),        gamma.data(),   beta.data(),
                              1e-5,       0.1,      run_mean.data(), run_var.data(), mean.data(),
                              inv.data(), threads};
-        batchnorm_train_forward(f);
+        batchnorm_train_forward(f, layout);
         BatchNormBackwardArgs b{s,           x.data(),   dy.data(), dx.data(), gamma.data(),
                                 mean.data(), inv.data(), dg.data(), db.data(), threads};
-        batchnorm_backward(b);
+        batchnorm_backward(b, layout);
         const double ys = max_abs(ry), dxs = max_abs(rdx), gs = max_abs(rdg) + max_abs(rdb);
         for (int64_t i = 0; i < n; ++i) {
           ASSERT_NEAR(y[i], ry[i], 1e-5 * ys) << i;
@@ -83,7 +89,7 @@ TEST(BatchNormKernels, ForwardAndBackwardMatchTheReference) {
         std::fill(dg.begin(), dg.end(), -1.0f);
         std::fill(db.begin(), db.end(), -1.0f);
         b.dx = nullptr;
-        batchnorm_backward(b);
+        batchnorm_backward(b, layout);
         EXPECT_EQ(dg, dg_with_dx);
         EXPECT_EQ(db, db_with_dx);
       }
@@ -220,6 +226,25 @@ TEST(BatchNormKernels, BlocksGiveTheSameBitsWhateverTheSplit) {
   const Out no_dx = run({0, 2, 7}, false);
   EXPECT_EQ(no_dx.dg, whole.dg);
   EXPECT_EQ(no_dx.db, whole.db);
+}
+
+// kAuto takes blocks for planes of up to 1024 values and channels above; blocks refuse a larger
+// plane with the reason, and a pass asked for them there throws.
+TEST(BatchNormKernels, TheAutomaticLayoutAndItsLimit) {
+  EXPECT_EQ(batchnorm_auto_layout({32, 512, 1}), BatchNormLayout::kBlocks);
+  EXPECT_EQ(batchnorm_auto_layout({8, 64, 1024}), BatchNormLayout::kBlocks);
+  EXPECT_EQ(batchnorm_auto_layout({8, 64, 1025}), BatchNormLayout::kChannels);
+  EXPECT_EQ(batchnorm_layout_why_not(BatchNormLayout::kBlocks, {8, 64, 1024}), "");
+  EXPECT_EQ(batchnorm_layout_why_not(BatchNormLayout::kChannels, {8, 64, 3136}), "");
+  EXPECT_EQ(batchnorm_layout_why_not(BatchNormLayout::kBlocks, {8, 64, 3136}),
+            "a plane of 3136 values: more than a block of channels holds (1024)");
+  const BatchNormShape s{2, 1, 1025};
+  std::vector<float> x(2050, 1.0f), y(x.size()), g(1, 1.0f), b(1, 0.0f), rm(1), rv(1);
+  std::vector<double> mean(1), inv(1);
+  const BatchNormTrainArgs f{s,   x.data(),  y.data(),  g.data(),    b.data(),   1e-5,
+                             0.1, rm.data(), rv.data(), mean.data(), inv.data(), 1};
+  EXPECT_THROW(batchnorm_train_forward(f, BatchNormLayout::kBlocks), Error);
+  EXPECT_STREQ(to_string(BatchNormLayout::kAuto), "auto");
 }
 
 // The inference map y = x * scale[c] + shift[c], by images (small planes) and by rows, against

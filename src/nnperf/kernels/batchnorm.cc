@@ -1,10 +1,13 @@
 #include "nnperf/kernels/batchnorm.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "nnperf/core/cpu.h"
+#include "nnperf/core/error.h"
 #include "nnperf/core/threads.h"
 #include "nnperf/kernels/batchnorm_impl.h"
 #include "nnperf/kernels/batchnorm_internal.h"
@@ -92,10 +95,42 @@ void batchnorm_apply(const BatchNormShape& s, const float* x, const float* scale
              [&](int64_t r0, int64_t r1) { apply_rows(s, x, scale, shift, y, r0, r1); });
 }
 
-void batchnorm_train_forward(const BatchNormTrainArgs& a) {
+const char* to_string(BatchNormLayout layout) {
+  switch (layout) {
+    case BatchNormLayout::kChannels:
+      return "channels";
+    case BatchNormLayout::kBlocks:
+      return "blocks";
+    case BatchNormLayout::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+BatchNormLayout batchnorm_auto_layout(const BatchNormShape& s) {
+  return s.plane <= kBlockMaxPlane ? BatchNormLayout::kBlocks : BatchNormLayout::kChannels;
+}
+
+std::string batchnorm_layout_why_not(BatchNormLayout layout, const BatchNormShape& s) {
+  if (layout != BatchNormLayout::kBlocks || s.plane <= detail::kBatchNormBlockValues) return "";
+  return fmt::format("a plane of {} values: more than a block of channels holds ({})", s.plane,
+                     detail::kBatchNormBlockValues);
+}
+
+namespace {
+// The layout a pass runs: kAuto resolved, any other checked.
+bool by_blocks(const BatchNormShape& s, BatchNormLayout layout) {
+  if (layout == BatchNormLayout::kAuto) layout = batchnorm_auto_layout(s);
+  const std::string why = batchnorm_layout_why_not(layout, s);
+  NNPERF_CHECK(why.empty(), "batchnorm: {}", why);
+  return layout == BatchNormLayout::kBlocks;
+}
+}  // namespace
+
+void batchnorm_train_forward(const BatchNormTrainArgs& a, BatchNormLayout layout) {
   const BatchNormShape& s = a.shape;
   const int t = useful_threads(a.threads, s.mb * s.channels * s.plane);
-  if (s.plane <= kBlockMaxPlane) {
+  if (by_blocks(s, layout)) {
     const auto block = paths().train_forward_block;
     for_channel_blocks(s, t, [&a, block](int64_t c0, int64_t c1) { block(a, c0, c1); });
     return;
@@ -105,10 +140,10 @@ void batchnorm_train_forward(const BatchNormTrainArgs& a) {
   for (int64_t c = 0; c < s.channels; ++c) channel(a, c);
 }
 
-void batchnorm_backward(const BatchNormBackwardArgs& a) {
+void batchnorm_backward(const BatchNormBackwardArgs& a, BatchNormLayout layout) {
   const BatchNormShape& s = a.shape;
   const int t = useful_threads(a.threads, s.mb * s.channels * s.plane);
-  if (s.plane <= kBlockMaxPlane) {
+  if (by_blocks(s, layout)) {
     const auto block = paths().backward_block;
     for_channel_blocks(s, t, [&a, block](int64_t c0, int64_t c1) { block(a, c0, c1); });
     return;

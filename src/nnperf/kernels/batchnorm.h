@@ -13,6 +13,7 @@
 // *_reference functions are plain float64 loops for the tests.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace nnperf {
 
@@ -52,11 +53,24 @@ struct BatchNormBackwardArgs {
   int threads = 1;
 };
 
+// How the training loops walk the tensor: channel by channel (one plane of each image at a time),
+// or by blocks of whole channels (each image's row of the block at once: planes of at most 1024
+// values). kAuto takes blocks where the plane fits one, channels above (batchnorm.cc: measured).
+enum class BatchNormLayout { kAuto, kChannels, kBlocks };
+const char* to_string(BatchNormLayout layout);  // "auto", "channels", "blocks"
+// The layout kAuto runs for s (kChannels or kBlocks).
+BatchNormLayout batchnorm_auto_layout(const BatchNormShape& s);
+// "" when `layout` can run s, else why not.
+std::string batchnorm_layout_why_not(BatchNormLayout layout, const BatchNormShape& s);
+
 // y = x * scale[c] + shift[c] (inference with folded running statistics).
 void batchnorm_apply(const BatchNormShape& s, const float* x, const float* scale,
                      const float* shift, float* y, int threads);
-void batchnorm_train_forward(const BatchNormTrainArgs& a);
-void batchnorm_backward(const BatchNormBackwardArgs& a);
+// `layout` other than kAuto must serve the shape (batchnorm_layout_why_not).
+void batchnorm_train_forward(const BatchNormTrainArgs& a,
+                             BatchNormLayout layout = BatchNormLayout::kAuto);
+void batchnorm_backward(const BatchNormBackwardArgs& a,
+                        BatchNormLayout layout = BatchNormLayout::kAuto);
 
 // Float64 references: y, the batch mean and biased variance per channel; dx, d_gamma, d_beta.
 void batchnorm_train_forward_reference(const BatchNormShape& s, const float* x, const float* gamma,

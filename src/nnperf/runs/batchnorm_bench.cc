@@ -71,8 +71,10 @@ struct Row {
   std::function<std::vector<std::vector<float>>()> outputs;
 };
 
-// The project's CPU kernel (threads as given); the statistics saved in float64.
-Row cpu_own(const BatchNormShape& s, const Inputs& in, bool backward, int threads) {
+// The project's CPU kernels (threads as given) in `layout` (own: kAuto); the statistics saved in
+// float64.
+Row cpu_row(const std::string& name, BatchNormLayout layout, const BatchNormShape& s,
+            const Inputs& in, bool backward, int threads) {
   struct Buffers {
     std::vector<float> y, dx, rm, rv, dg, db;
     std::vector<double> mean, inv;
@@ -86,10 +88,10 @@ Row cpu_own(const BatchNormShape& s, const Inputs& in, bool backward, int thread
       s,         in.x.data(),  b->y.data(),  in.gamma.data(), in.beta.data(), kEps,
       kMomentum, b->rm.data(), b->rv.data(), b->mean.data(),  b->inv.data(),  threads};
   if (!backward) {
-    return {"own", [f] { batchnorm_train_forward(f); },
+    return {name, [f, layout] { batchnorm_train_forward(f, layout); },
             [b] { return std::vector<std::vector<float>>{b->y}; }};
   }
-  batchnorm_train_forward(f);  // the statistics the backward reads
+  batchnorm_train_forward(f, layout);  // the statistics the backward reads
   const BatchNormBackwardArgs g{s,
                                 in.x.data(),
                                 in.dy.data(),
@@ -100,7 +102,7 @@ Row cpu_own(const BatchNormShape& s, const Inputs& in, bool backward, int thread
                                 b->dg.data(),
                                 b->db.data(),
                                 threads};
-  return {"own", [g] { batchnorm_backward(g); },
+  return {name, [g, layout] { batchnorm_backward(g, layout); },
           [b] {
             return std::vector<std::vector<float>>{b->dx, b->dg, b->db};
           }};
@@ -175,15 +177,23 @@ Row cuda_cudnn(const BatchNormShape& s, const Inputs& in, bool backward) {
   return {"cudnn", [g] { cudnn::batchnorm_backward(g); }, outputs};
 }
 
+// The CPU rows' layouts: own takes the kernels' automatic pick (batchnorm_auto_layout).
+BatchNormLayout cpu_layout(const std::string& name) {
+  if (name == "channels") return BatchNormLayout::kChannels;
+  if (name == "blocks") return BatchNormLayout::kBlocks;
+  return BatchNormLayout::kAuto;
+}
+
 // "" when `name` can run shape s on the device, else why not.
 std::string why_not(const std::string& name, Device device, const BatchNormShape& s) {
   if (device == Device::kCuda && name == "cudnn") return cudnn::batchnorm_why_not(s);
+  if (device == Device::kCpu) return batchnorm_layout_why_not(cpu_layout(name), s);
   return "";
 }
 
 Row make_row(const std::string& name, const BatchNormBenchOptions& o, const BatchNormShape& s,
              const Inputs& in, int threads) {
-  if (o.device == Device::kCpu) return cpu_own(s, in, o.backward, threads);
+  if (o.device == Device::kCpu) return cpu_row(name, cpu_layout(name), s, in, o.backward, threads);
   return name == "cudnn" ? cuda_cudnn(s, in, o.backward) : cuda_own(s, in, o.backward);
 }
 
@@ -251,6 +261,10 @@ nlohmann::json record(const Row& row, const std::vector<double>& ms, const Input
                    {"bytes", bytes},
                    {"gb_per_s", bytes / (t.median * 1e-3) * 1e-9}};
   if (o.peak_gbps > 0) r["percent_of_peak_bw"] = 100.0 * r["gb_per_s"].get<double>() / o.peak_gbps;
+  if (o.device == Device::kCpu) {  // what ran: own's automatic pick included
+    const BatchNormLayout layout = cpu_layout(row.name);
+    r["layout"] = to_string(layout == BatchNormLayout::kAuto ? batchnorm_auto_layout(s) : layout);
+  }
   const std::vector<std::vector<float>> got = row.outputs();
   double abs_err = 0, rel_err = 0;
   for (std::size_t k = 0; k < in.want.size(); ++k) {
@@ -298,7 +312,7 @@ BatchNormShape parse_batchnorm_problem(std::string_view text) {
 }
 
 std::vector<std::string> batchnorm_bench_algorithms(Device device) {
-  if (device == Device::kCpu) return {"own"};
+  if (device == Device::kCpu) return {"own", "channels", "blocks"};
   return cudnn::batchnorm_algorithms();
 }
 

@@ -1,6 +1,8 @@
 // `nnperf bench batchnorm --problem mb32c64h56w56 [--pass forward|backward] [--device cuda]`:
 // BatchNorm's training pass by every algorithm of one device on one NCHW shape (the CPU: the
-// project's kernel; the GPU: its own kernels and cuDNN's, kernels/conv/cudnn_batchnorm.h), timed
+// project's kernels in the layout they pick, `own`, and in each layout, `channels` and `blocks`,
+// each record naming the layout that ran; the GPU: its own kernels and cuDNN's,
+// kernels/conv/cudnn_batchnorm.h), timed
 // alternately (median of --measure runs after --warmup; the GPU's by CUDA events, one
 // synchronisation per round), each row's result checked against the float64 reference of
 // kernels/batchnorm.h. BatchNorm is bound by memory, so the figure is bandwidth: the bytes a
@@ -34,7 +36,8 @@ struct BatchNormBenchOptions {
   std::string problem;  // the text the shape came from, for the records
 };
 
-// The algorithms of a device, the names --algorithms takes: cpu: own; cuda: own, cudnn.
+// The algorithms of a device, the names --algorithms takes: cpu: own, channels, blocks; cuda:
+// own, cudnn.
 std::vector<std::string> batchnorm_bench_algorithms(Device device);
 
 // {"context": {device, pass, threads, warmup, measure, timer, ...}, "records": [{algorithm,
