@@ -32,9 +32,7 @@ int measured_status(const nlohmann::json& records) {
   for (const auto& r : records) {
     if (r["status"] == "ok") return 0;
   }
-  fmt::print(
-      stderr,
-      "nnperf: error: no algorithm ran on this problem: every one was skipped (reasons above)\n");
+  fmt::print(stderr, "nnperf: error: no algorithm ran on this problem: every one was skipped (reasons above)\n");
   return 1;
 }
 
@@ -51,12 +49,11 @@ int run_gemm(const Flags& f) {
   fmt::print("problem {} ({:.3f} GFLOP) on the {}{}, vendor {}\n", s.str(), s.flops() * 1e-9,
              f.device, f.device == "cuda" ? " (" + ctx["cuda_device"].get<std::string>() + ")" : "",
              ctx["vendor"].get<std::string>());
-  fmt::print("{:<10} {:>11} {:>10} {:>10} {:>9} {:>10} {:>12}\n", "algorithm", "median_ms",
-             "min_ms", "max_ms", "GFLOP/s", "vs_vendor", "max|diff|");
+  fmt::print("{:<10} {:>11} {:>10} {:>10} {:>9} {:>10} {:>12}\n", "algorithm", "median_ms", "min_ms",
+             "max_ms", "GFLOP/s", "vs_vendor", "max|diff|");
   for (const auto& r : j["records"]) {
     if (r["status"] != "ok") {
-      fmt::print("{:<10} skipped: {}\n", r["algorithm"].get<std::string>(),
-                 r["reason"].get<std::string>());
+      fmt::print("{:<10} skipped: {}\n", r["algorithm"].get<std::string>(), r["reason"].get<std::string>());
       continue;
     }
     fmt::print("{:<10} {:>11.3f} {:>10.3f} {:>10.3f} {:>9.1f} {:>10} {:>12}\n",
@@ -92,23 +89,25 @@ int run_batchnorm(const Flags& f) {
              s.mb, s.channels, s.plane, f.pass, f.device,
              f.device == "cuda" ? " (" + ctx["cuda_device"].get<std::string>() + ")" : "",
              ctx["threads"].get<int>(), ctx["bytes_rule"].get<std::string>());
-  fmt::print("{:<10} {:>11} {:>10} {:>10} {:>9} {:>9} {:>12}  {}\n", "algorithm", "median_ms",
+  fmt::print("{:<10} {:>11} {:>10} {:>10} {:>9} {:>9} {:>12}{}\n", "algorithm", "median_ms",
              "min_ms", "max_ms", "GB/s", "%peak_bw", "max_rel_err",
-             f.device == "cuda" ? "" : "layout");
+             f.device == "cuda" ? "" : "  layout");
   for (const auto& r : j["records"]) {
     if (r["status"] != "ok") {
       fmt::print("{:<10} skipped: {}\n", r["algorithm"].get<std::string>(),
                  r["reason"].get<std::string>());
       continue;
     }
-    fmt::print("{:<10} {:>11.4f} {:>10.4f} {:>10.4f} {:>9.1f} {:>9} {:>12.3g}  {}\n",
+    // The CPU's rows name the layout that ran (own: the kernels' pick).
+    const std::string layout = r.value("layout", "");
+    fmt::print("{:<10} {:>11.4f} {:>10.4f} {:>10.4f} {:>9.1f} {:>9} {:>12.3g}{}\n",
                r["algorithm"].get<std::string>(), r["time_ms_median"].get<double>(),
                r["time_ms_min"].get<double>(), r["time_ms_max"].get<double>(),
                r["gb_per_s"].get<double>(),
                r.contains("percent_of_peak_bw")
                    ? fmt::format("{:.1f}%", r["percent_of_peak_bw"].get<double>())
                    : "-",
-               r["max_rel_err"].get<double>(), r.value("layout", ""));
+               r["max_rel_err"].get<double>(), layout.empty() ? "" : "  " + layout);
   }
   if (!f.json.empty()) write_json_atomic(f.json, j);
   return measured_status(j["records"]);
@@ -227,59 +226,50 @@ int run(Flags& f) {
   return run_conv_cpu(f, p);
 }
 
-const Registrar reg{Command{
-    "bench", 75, [](CLI::App& sub) -> std::function<int()> {
-      sub.description("Time every supported algorithm of an op on one problem");
-      auto f = std::make_shared<Flags>();
-      sub.add_option("op", f->op, "Operation: conv2d, gemm or batchnorm")->required();
-      sub.add_option("--problem", f->problem,
-                     "benchdnn-style descriptor, e.g. mb1ic64ih56oc64kh3ph1 (conv2d), "
-                     "m4096n4096k4096_ta (gemm) or mb32c64h56w56 (batchnorm)")
-          ->required();
-      sub.add_option("--device", f->device,
-                     "cpu, or cuda (gemm: the cuda and cublas rows; conv2d: cuDNN's algorithms of "
-                     "--pass; batchnorm: own and cudnn)")
-          ->check(CLI::IsMember({"cpu", "cuda"}))
-          ->capture_default_str();
-      sub.add_option("--algorithms", f->algorithms, "Comma-separated subset (default: all)")
-          ->check(list_items());
-      sub.add_option("--pass", f->pass,
-                     "conv2d: forward, backward-data or backward-weights (that pass's algorithms); "
-                     "batchnorm: forward or backward (training)")
-          ->check(CLI::IsMember({"forward", "backward-data", "backward-weights", "backward"}))
-          ->capture_default_str();
-      sub.add_option("--launch", f->launch,
-                     "conv2d --device cuda: eager (cuDNN called at every run) or graph (each "
-                     "algorithm's call captured once as a CUDA graph: the GPU's time without the "
-                     "call's host work)")
-          ->check(CLI::IsMember({"eager", "graph"}))
-          ->capture_default_str();
-      sub.add_flag("--engines", f->o.engines,
-                   "conv2d --device cuda: also time the pass's FP32 engine configurations of "
-                   "cuDNN's graph API (rows engine:<index>.<n>), each checked like the legacy "
-                   "algorithms, and let find rank them too");
-      sub.add_flag("--training", f->o.training,
-                   "conv2d on the CPU, forward: each run also transforms the weights, as every "
-                   "training step does (Winograd, FFT and packed panels), and guess counts it");
-      sub.add_option("--warmup", f->o.warmup, "Untimed runs per algorithm")
-          ->check(integer_in(0, 10000))
-          ->capture_default_str();
-      sub.add_option("--measure", f->o.measure, "Timed runs per algorithm")
-          ->check(integer_in(1, 100000))
-          ->capture_default_str();
-      sub.add_option("--threads", f->o.threads, "Threads (0 = all logical CPUs)")
-          ->check(threads_count())
-          ->capture_default_str();
-      sub.add_option("--peak-gflops", f->o.peak_gflops,
-                     "conv2d on the CPU: FMA peak for %peak (0 = measure per thread x threads)")
-          ->check(number_in(0, 1e9));
-      sub.add_option(
-             "--peak-bw", f->peak_bw,
-             "batchnorm: memory bandwidth in GB/s for %peak_bw (e.g. peaks.json's DRAM figure)")
-          ->check(number_in(0, 1e9));
-      sub.add_option("--json", f->json, "Write {context, records} JSON here");
-      return [f] { return run(*f); };
-    }}};
+const Registrar reg{Command{"bench", 75, [](CLI::App& sub) -> std::function<int()> {
+  sub.description("Time every supported algorithm of an op on one problem");
+  auto f = std::make_shared<Flags>();
+  sub.add_option("op", f->op, "Operation: conv2d, gemm or batchnorm")->required();
+  sub.add_option("--problem", f->problem,
+                 "benchdnn-style descriptor, e.g. mb1ic64ih56oc64kh3ph1 (conv2d), "
+                 "m4096n4096k4096_ta (gemm) or mb32c64h56w56 (batchnorm)")
+      ->required();
+  sub.add_option("--device", f->device,
+                 "cpu, or cuda (gemm: the cuda and cublas rows; conv2d: cuDNN's algorithms of "
+                 "--pass; batchnorm: own and cudnn)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  sub.add_option("--algorithms", f->algorithms, "Comma-separated subset (default: all)")->check(list_items());
+  sub.add_option("--pass", f->pass,
+                 "conv2d: forward, backward-data or backward-weights (that pass's algorithms); "
+                 "batchnorm: forward or backward (training)")
+      ->check(CLI::IsMember({"forward", "backward-data", "backward-weights", "backward"}))
+      ->capture_default_str();
+  sub.add_option("--launch", f->launch,
+                 "conv2d --device cuda: eager (cuDNN called at every run) or graph (each "
+                 "algorithm's call captured once as a CUDA graph: the GPU's time without the "
+                 "call's host work)")
+      ->check(CLI::IsMember({"eager", "graph"}))
+      ->capture_default_str();
+  sub.add_flag("--engines", f->o.engines,
+               "conv2d --device cuda: also time the pass's FP32 engine configurations of "
+               "cuDNN's graph API (rows engine:<index>.<n>), each checked like the legacy "
+               "algorithms, and let find rank them too");
+  sub.add_flag("--training", f->o.training,
+               "conv2d on the CPU, forward: each run also transforms the weights, as every "
+               "training step does (Winograd, FFT and packed panels), and guess counts it");
+  sub.add_option("--warmup", f->o.warmup, "Untimed runs per algorithm")->check(integer_in(0, 10000))->capture_default_str();
+  sub.add_option("--measure", f->o.measure, "Timed runs per algorithm")->check(integer_in(1, 100000))->capture_default_str();
+  sub.add_option("--threads", f->o.threads, "Threads (0 = all logical CPUs)")->check(threads_count())->capture_default_str();
+  sub.add_option("--peak-gflops", f->o.peak_gflops,
+                 "conv2d on the CPU: FMA peak for %peak (0 = measure per thread x threads)")
+      ->check(number_in(0, 1e9));
+  sub.add_option("--peak-bw", f->peak_bw,
+                 "batchnorm: memory bandwidth in GB/s for %peak_bw (e.g. peaks.json's DRAM figure)")
+      ->check(number_in(0, 1e9));
+  sub.add_option("--json", f->json, "Write {context, records} JSON here");
+  return [f] { return run(*f); };
+}}};
 
 }  // namespace
 }  // namespace nnperf::app
