@@ -1,7 +1,8 @@
 // BatchNorm2d: inference with running statistics and training with batch statistics against
 // float64 loops, the momentum update of the running statistics (unbiased variance), backward by
 // central finite differences of the training-mode function (input, gamma, beta), the folding
-// helper (inference_scale_shift), init, parameter listing (buffers excluded) and shape errors.
+// helper (inference_scale_shift), init, parameter listing (buffers excluded), shape errors and
+// the training layout dispatch() names.
 #include "nnperf/nn/batchnorm.h"
 
 #include <fmt/format.h>
@@ -207,6 +208,21 @@ TEST(BatchNorm2d, ParamsInitAndErrors) {
   }
   EXPECT_THROW(BatchNorm2d(0), Error);
   EXPECT_THROW(BatchNorm2d(4, 1e-5, 1.5), Error);
+}
+
+// dispatch() names the layout the training loops run and why; nothing in inference.
+TEST(BatchNorm2d, DispatchNamesTheTrainingLayout) {
+  BatchNorm2d bn(4);
+  EXPECT_EQ(bn.dispatch(), "");  // before plan()
+  const Shape small{8, 4, 7, 7}, large{8, 4, 33, 33};
+  bn.plan(std::span<const Shape>(&small, 1), ctx_with(true));
+  EXPECT_EQ(bn.dispatch(),
+            "layout=blocks (a plane of 49 values; blocks of channels take planes up to 1024)");
+  bn.plan(std::span<const Shape>(&large, 1), ctx_with(true));
+  EXPECT_EQ(bn.dispatch(),
+            "layout=channels (a plane of 1089 values; blocks of channels take planes up to 1024)");
+  bn.plan(std::span<const Shape>(&small, 1), ctx_with(false));
+  EXPECT_EQ(bn.dispatch(), "");
 }
 
 }  // namespace

@@ -58,6 +58,13 @@ Shape BatchNorm2d::plan(std::span<const Shape> src, const PlanContext& ctx) {
   return x;
 }
 
+std::string BatchNorm2d::dispatch() const {
+  if (!training_ || plane_ == 0) return {};
+  const BatchNormLayout layout = batchnorm_auto_layout({mb_, c_, plane_});
+  return fmt::format("layout={} (a plane of {} values; blocks of channels take planes up to {})",
+                     to_string(layout), plane_, kBatchNormMaxBlockPlane);
+}
+
 std::pair<double, double> BatchNorm2d::channel_scale_shift(int64_t c) const {
   const double s =
       static_cast<double>(weight_[c]) / std::sqrt(static_cast<double>(running_var_[c]) + eps_);

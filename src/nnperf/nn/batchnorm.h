@@ -29,6 +29,9 @@ class BatchNorm2d : public Layer {
   // 2 per element (scale and shift) for inference; 5 when training (+ sum, sum of squares and
   // the centring for the batch statistics).
   double forward_flops() const override;
+  // Training: the layout the loops run (kernels/batchnorm.h) and why, e.g. "layout=blocks (a
+  // plane of 49 values; blocks of channels take planes up to 1024)"; inference: empty.
+  std::string dispatch() const override;
 
   int64_t channels() const { return c_; }
   double eps() const { return eps_; }
