@@ -1,4 +1,4 @@
-// BatchNorm's training loops (kernels/batchnorm.h) on one thread, the two layouts of the work side
+// BatchNorm's training passes (kernels/batchnorm.h) on one thread, the two layouts of the work side
 // by side on the SIMD path this CPU runs: per channel (one plane of each image at a time) and by
 // blocks of whole channels (each image's row of the block at once), which batchnorm.cc picks for
 // planes that fit a block (1024 values). Shapes: ResNet-18's at 64x64 and 32x32 (batch 32: planes
@@ -9,16 +9,12 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "bench_util.h"
-#include "nnperf/core/cpu.h"
 #include "nnperf/core/rng.h"
 #include "nnperf/kernels/batchnorm.h"
-#include "nnperf/kernels/batchnorm_impl.h"
-#include "nnperf/kernels/batchnorm_internal.h"
 
 namespace {
 
@@ -27,23 +23,6 @@ using nnperf::BatchNormShape;
 const BatchNormShape kShapes[] = {{32, 64, 1024}, {32, 64, 256}, {32, 64, 64},  {32, 128, 16},
                                   {32, 256, 4},   {32, 512, 1},  {8, 2048, 49}, {8, 1024, 196},
                                   {8, 512, 784},  {8, 256, 3136}};
-
-const nnperf::detail::BatchNormPaths& simd_paths() {
-  static const nnperf::detail::BatchNormPaths portable{&nnperf::detail::train_forward_channel,
-                                                       &nnperf::detail::backward_channel,
-                                                       &nnperf::detail::apply_rows,
-                                                       &nnperf::detail::train_forward_block,
-                                                       &nnperf::detail::backward_block,
-                                                       &nnperf::detail::apply_images};
-  switch (nnperf::active_simd()) {
-    case nnperf::SimdLevel::kAvx512:
-      return nnperf::detail::kBatchNormPathsAvx512;
-    case nnperf::SimdLevel::kAvx2:
-      return nnperf::detail::kBatchNormPathsAvx2;
-    default:
-      return portable;
-  }
-}
 
 struct Buffers {
   std::vector<float> x, y, dy, dx, gamma, beta, running_mean, running_var, d_gamma, d_beta;
@@ -83,36 +62,22 @@ struct Buffers {
   }
 };
 
-// One pass over every channel: channel by channel, or by blocks of as many whole channels as a
-// block holds.
-void run(const BatchNormShape& s, Buffers& b, bool backward, bool blocks) {
-  const auto& p = simd_paths();
-  if (!blocks) {
-    for (int64_t c = 0; c < s.channels; ++c) {
-      if (backward) {
-        p.backward_channel(b.backward, c);
-      } else {
-        p.train_forward_channel(b.forward, c);
-      }
-    }
-    return;
-  }
-  const int64_t per = std::max<int64_t>(1, nnperf::detail::kBatchNormBlockValues / s.plane);
-  for (int64_t c0 = 0; c0 < s.channels; c0 += per) {
-    const int64_t c1 = std::min(s.channels, c0 + per);
-    if (backward) {
-      p.backward_block(b.backward, c0, c1);
-    } else {
-      p.train_forward_block(b.forward, c0, c1);
-    }
+// One pass over every channel in that layout (kernels/batchnorm.h, one thread).
+void run(Buffers& b, bool backward, nnperf::BatchNormLayout layout) {
+  if (backward) {
+    nnperf::batchnorm_backward(b.backward, layout);
+  } else {
+    nnperf::batchnorm_train_forward(b.forward, layout);
   }
 }
 
 void bm_pass(benchmark::State& state, BatchNormShape s, bool backward, bool blocks) {
   Buffers b(s);
-  run(s, b, false, blocks);  // the saved statistics the backward reads
+  const auto layout =
+      blocks ? nnperf::BatchNormLayout::kBlocks : nnperf::BatchNormLayout::kChannels;
+  run(b, false, layout);  // the saved statistics the backward reads
   nnperf::bench::timed_loop(
-      state, [&] { run(s, b, backward, blocks); }, backward ? b.dx.data() : b.y.data());
+      state, [&] { run(b, backward, layout); }, backward ? b.dx.data() : b.y.data());
   const double elements = static_cast<double>(b.x.size());
   state.SetBytesProcessed(static_cast<int64_t>((backward ? 20.0 : 12.0) * elements *
                                                static_cast<double>(state.iterations())));
@@ -125,7 +90,7 @@ void register_benchmarks() {
   for (const BatchNormShape& s : kShapes) {
     for (const bool backward : {false, true}) {
       for (const bool blocks : {false, true}) {
-        if (blocks && s.plane > nnperf::detail::kBatchNormBlockValues) continue;
+        if (blocks && s.plane > nnperf::kBatchNormBlockValues) continue;
         benchmark::RegisterBenchmark(
             fmt::format("batchnorm_{}/{}/mb{}c{}p{}", backward ? "backward" : "forward",
                         blocks ? "blocks" : "channels", s.mb, s.channels, s.plane)

@@ -28,8 +28,8 @@ int useful_threads(int threads, int64_t elements) {
 // forward / backward: 0.10 / 0.10 at 1x1 planes, 0.16 / 0.22 at 2x2, 0.35 / 0.53 at 4x4, 0.74 /
 // 0.82 at 8x8, 0.88 / 0.95 at 16x16, 0.78 / 0.64 at 32x32 (batch 32); 0.70 / 0.77 at 7x7, 0.96 /
 // 0.94 at 14x14, 0.79 / 0.70 at 28x28 (batch 8). With larger blocks (16384 values) 1.0-1.5 at
-// 56x56 and 112x112, which stay with the per-channel loops.
-constexpr int64_t kBlockMaxPlane = detail::kBatchNormBlockValues;
+// 56x56 and 112x112, which stay with the per-channel loops. So kAuto takes blocks wherever the
+// plane fits one (kBatchNormBlockValues).
 
 // The inference map goes image by image, with the scale and shift spread over each plane, for
 // planes of at most this many values and batches of at least this many images (spreading costs
@@ -57,7 +57,7 @@ const detail::BatchNormPaths& paths() {
 // at least one block per thread.
 template <class F>
 void for_channel_blocks(const BatchNormShape& s, int t, F f) {
-  const int64_t fit = std::max<int64_t>(1, detail::kBatchNormBlockValues / s.plane);
+  const int64_t fit = std::max<int64_t>(1, kBatchNormBlockValues / s.plane);
   const int64_t per = std::min(fit, (s.channels + t - 1) / t);
   const int64_t blocks = (s.channels + per - 1) / per;
 #pragma omp parallel for num_threads(t) if (t > 1) schedule(static)
@@ -108,13 +108,13 @@ const char* to_string(BatchNormLayout layout) {
 }
 
 BatchNormLayout batchnorm_auto_layout(const BatchNormShape& s) {
-  return s.plane <= kBlockMaxPlane ? BatchNormLayout::kBlocks : BatchNormLayout::kChannels;
+  return s.plane <= kBatchNormBlockValues ? BatchNormLayout::kBlocks : BatchNormLayout::kChannels;
 }
 
 std::string batchnorm_layout_why_not(BatchNormLayout layout, const BatchNormShape& s) {
-  if (layout != BatchNormLayout::kBlocks || s.plane <= detail::kBatchNormBlockValues) return "";
+  if (layout != BatchNormLayout::kBlocks || s.plane <= kBatchNormBlockValues) return "";
   return fmt::format("a plane of {} values: more than a block of channels holds ({})", s.plane,
-                     detail::kBatchNormBlockValues);
+                     kBatchNormBlockValues);
 }
 
 namespace {

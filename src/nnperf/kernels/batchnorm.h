@@ -57,7 +57,9 @@ struct BatchNormBackwardArgs {
 // or by blocks of whole channels (each image's row of the block at once: planes of at most 1024
 // values). kAuto takes blocks where the plane fits one, channels above (batchnorm.cc: measured).
 enum class BatchNormLayout { kAuto, kChannels, kBlocks };
-inline constexpr int64_t kBatchNormMaxBlockPlane = 1024;  // the largest plane blocks take
+// The values (channels * plane) of one image a block of channels holds, so the largest plane
+// blocks take (the block loops keep float64 arrays of this many values on the stack).
+inline constexpr int64_t kBatchNormBlockValues = 1024;
 const char* to_string(BatchNormLayout layout);  // "auto", "channels", "blocks"
 // The layout kAuto runs for s (kChannels or kBlocks).
 BatchNormLayout batchnorm_auto_layout(const BatchNormShape& s);

@@ -7,10 +7,6 @@
 
 namespace nnperf::detail {
 
-// The most values (channels * plane) of one image a block of channels holds (float64 arrays of
-// 8 KB on the stack of the block loops).
-inline constexpr int64_t kBatchNormBlockValues = kBatchNormMaxBlockPlane;
-
 struct BatchNormPaths {
   void (*train_forward_channel)(const BatchNormTrainArgs& a, int64_t c);
   void (*backward_channel)(const BatchNormBackwardArgs& a, int64_t c);

@@ -62,7 +62,7 @@ std::string BatchNorm2d::dispatch() const {
   if (!training_ || plane_ == 0) return {};
   const BatchNormLayout layout = batchnorm_auto_layout({mb_, c_, plane_});
   return fmt::format("layout={} (a plane of {} values; blocks of channels take planes up to {})",
-                     to_string(layout), plane_, kBatchNormMaxBlockPlane);
+                     to_string(layout), plane_, kBatchNormBlockValues);
 }
 
 std::pair<double, double> BatchNorm2d::channel_scale_shift(int64_t c) const {
