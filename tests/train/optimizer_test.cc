@@ -1,6 +1,7 @@
 // Optimizers against hand-written float64 updates for 3 steps (torch.optim.SGD and Adam rules):
 // SGD plain / momentum / nesterov / weight decay, Adam with bias correction and weight decay;
-// checkpoint state round trip; bad options and bad state give clear errors.
+// checkpoint state round trip; bad options and bad state give clear errors; SGD's SIMD bodies give
+// sgd_element's bits.
 #include "nnperf/train/optimizer.h"
 
 #include <gtest/gtest.h>
@@ -10,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
+#include "nnperf/core/rng.h"
+#include "nnperf/train/optimizer_internal.h"
 #include "test_util.h"
 
 namespace nnperf {
@@ -310,6 +314,43 @@ TEST(Optimizer, ThreadsGiveTheSameFloats) {
       ASSERT_EQ(0, std::memcmp(results[0].data(), results[t].data(), results[0].size() * 4))
           << v.name << " momentum " << v.momentum << " nesterov " << v.nesterov << ": " << t + 1
           << " threads";
+    }
+  }
+}
+
+// Each SIMD body of SGD's update (those this CPU runs) against sgd_element, element by element,
+// bit for bit: lengths around the vector widths (bodies, tails, neither), no momentum, momentum
+// with a fresh buffer (keep 0) and a kept one, Nesterov, with and without weight decay.
+TEST(Sgd, EverySimdBodyGivesSgdElementsBits) {
+  using Body = void (*)(float*, const float*, float*, int64_t, const SgdCoefficients&);
+  std::vector<std::pair<const char*, Body>> bodies = {{"sse", sgd_update_sse}};
+  if (cpu_info().simd >= SimdLevel::kAvx2) bodies.emplace_back("avx2", sgd_update_avx2);
+  const std::vector<SgdCoefficients> rules = {
+      {0.05f, 0.0f, 0.0f, 0.0f, false},  {0.05f, 5e-4f, 0.9f, 0.0f, false},
+      {0.05f, 5e-4f, 0.9f, 0.9f, false}, {0.1f, 5e-4f, 0.9f, 0.9f, true},
+      {0.1f, 0.0f, 0.9f, 0.0f, true},
+  };
+  for (const auto& [name, body] : bodies) {
+    for (std::size_t r = 0; r < rules.size(); ++r) {
+      const SgdCoefficients& c = rules[r];
+      const bool momentum = c.momentum != 0.0f;
+      for (const int64_t n : {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 100}) {
+        Rng rng(static_cast<uint64_t>(1000 * r + n));
+        std::vector<float> w(static_cast<std::size_t>(n)), g(w.size()), buf(w.size());
+        rng.fill_uniform(w, -1.0f, 1.0f);
+        rng.fill_uniform(g, -1.0f, 1.0f);
+        rng.fill_uniform(buf, -1.0f, 1.0f);
+        std::vector<float> w_want = w, buf_want = buf;
+        for (int64_t j = 0; j < n; ++j) {
+          sgd_element(w_want.data(), g.data(), momentum ? buf_want.data() : nullptr, j, c);
+        }
+        body(w.data(), g.data(), momentum ? buf.data() : nullptr, n, c);
+        for (std::size_t j = 0; j < w.size(); ++j) {
+          ASSERT_EQ(w[j], w_want[j]) << name << " rule " << r << " n " << n << " w[" << j << "]";
+          ASSERT_EQ(buf[j], buf_want[j])
+              << name << " rule " << r << " n " << n << " buf[" << j << "]";
+        }
+      }
     }
   }
 }

@@ -21,6 +21,27 @@
 #endif
 
 namespace nnperf {
+
+void sgd_update_sse(float* w, const float* grad, float* buf, int64_t n, const SgdCoefficients& c) {
+  int64_t j = 0;
+#if defined(__SSE2__)
+  const __m128 wd = _mm_set1_ps(c.weight_decay), lr = _mm_set1_ps(c.lr);
+  const __m128 keep = _mm_set1_ps(c.keep), mu = _mm_set1_ps(c.momentum);
+  for (; j + 4 <= n; j += 4) {
+    const __m128 wj = _mm_loadu_ps(w + j);
+    const __m128 g = _mm_add_ps(_mm_loadu_ps(grad + j), _mm_mul_ps(wd, wj));
+    __m128 step = g;
+    if (buf != nullptr) {
+      const __m128 b = _mm_add_ps(_mm_mul_ps(keep, _mm_loadu_ps(buf + j)), g);
+      _mm_storeu_ps(buf + j, b);
+      step = c.nesterov ? _mm_add_ps(g, _mm_mul_ps(mu, b)) : b;
+    }
+    _mm_storeu_ps(w + j, _mm_sub_ps(wj, _mm_mul_ps(lr, step)));
+  }
+#endif
+  for (; j < n; ++j) sgd_element(w, grad, buf, j, c);
+}
+
 namespace {
 
 // Per-parameter buffers of one kind ("exp_avg"), created on the first step or loaded.
@@ -101,6 +122,14 @@ std::map<std::string, const Tensor*> index_state(
   return out;
 }
 
+void sgd_update(float* w, const float* grad, float* buf, int64_t n, const SgdCoefficients& c) {
+  if (active_simd() >= SimdLevel::kAvx2) {
+    sgd_update_avx2(w, grad, buf, n, c);
+  } else {
+    sgd_update_sse(w, grad, buf, n, c);
+  }
+}
+
 class Sgd : public Optimizer {
  public:
   explicit Sgd(const OptimizerOptions& o) : o_(o), momentum_buffer_("momentum_buffer") {
@@ -113,35 +142,14 @@ class Sgd : public Optimizer {
     const bool use_momentum = o_.momentum != 0.0f;
     bool first = false;
     if (use_momentum) first = momentum_buffer_.ensure(params);
-    const float lr = lr_, wd = static_cast<float>(o_.weight_decay), mu = static_cast<float>(o_.momentum);
+    // torch.optim.SGD (dampening 0): buf = g on the step that creates it, then mu * buf + g.
+    const SgdCoefficients c = sgd_coefficients(o_, lr_, first);
     for (std::size_t i = 0; i < params.size(); ++i) {
       float* w = params[i].value->data();
       const float* grad = params[i].grad->data();
-      const int64_t n = params[i].value->numel();
-      if (!use_momentum) {
-        for_slices(n, threads_, [=](int64_t lo, int64_t hi) {
-          for (int64_t j = lo; j < hi; ++j) w[j] -= lr * (grad[j] + wd * w[j]);
-        });
-        continue;
-      }
-      float* buf = momentum_buffer_[i].data();
-      // torch.optim.SGD (dampening 0): buf = g on the first step, then mu * buf + g.
-      const float keep = first ? 0.0f : mu;
-      const bool nesterov = o_.nesterov;
-      for_slices(n, threads_, [=](int64_t lo, int64_t hi) {
-        if (nesterov) {
-          for (int64_t j = lo; j < hi; ++j) {
-            const float g = grad[j] + wd * w[j];
-            buf[j] = keep * buf[j] + g;
-            w[j] -= lr * (g + mu * buf[j]);
-          }
-        } else {
-          for (int64_t j = lo; j < hi; ++j) {
-            const float g = grad[j] + wd * w[j];
-            buf[j] = keep * buf[j] + g;
-            w[j] -= lr * buf[j];
-          }
-        }
+      float* buf = use_momentum ? momentum_buffer_[i].data() : nullptr;
+      for_slices(params[i].value->numel(), threads_, [&](int64_t lo, int64_t hi) {
+        sgd_update(w + lo, grad + lo, buf != nullptr ? buf + lo : nullptr, hi - lo, c);
       });
     }
     ++steps_;

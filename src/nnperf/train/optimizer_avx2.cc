@@ -33,4 +33,22 @@ void adam_update_avx2(float* w, const float* grad, float* m, float* v, int64_t n
   }
 }
 
+void sgd_update_avx2(float* w, const float* grad, float* buf, int64_t n, const SgdCoefficients& c) {
+  int64_t j = 0;
+  const __m256 wd = _mm256_set1_ps(c.weight_decay), lr = _mm256_set1_ps(c.lr);
+  const __m256 keep = _mm256_set1_ps(c.keep), mu = _mm256_set1_ps(c.momentum);
+  for (; j + 8 <= n; j += 8) {
+    const __m256 wj = _mm256_loadu_ps(w + j);
+    const __m256 g = _mm256_add_ps(_mm256_loadu_ps(grad + j), _mm256_mul_ps(wd, wj));
+    __m256 step = g;
+    if (buf != nullptr) {
+      const __m256 b = _mm256_add_ps(_mm256_mul_ps(keep, _mm256_loadu_ps(buf + j)), g);
+      _mm256_storeu_ps(buf + j, b);
+      step = c.nesterov ? _mm256_add_ps(g, _mm256_mul_ps(mu, b)) : b;
+    }
+    _mm256_storeu_ps(w + j, _mm256_sub_ps(wj, _mm256_mul_ps(lr, step)));
+  }
+  for (; j < n; ++j) sgd_element(w, grad, buf, j, c);
+}
+
 }  // namespace nnperf
