@@ -1,5 +1,5 @@
 // Element-wise kernels against plain double loops: bias add and row sums with a leading dimension
-// larger than the row (a sub-matrix), add_inplace, all_finite on inf/NaN at every position.
+// larger than the row (a sub-matrix), add_inplace, scale, all_finite on inf/NaN at every position.
 #include "nnperf/kernels/elementwise.h"
 
 #include <gtest/gtest.h>
@@ -57,6 +57,19 @@ TEST(Elementwise, AddInplace) {
     const std::vector<float> a0 = a;
     add_inplace(a.data(), b.data(), n);
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(a[i], a0[i] + b[i]);
+  }
+}
+
+TEST(Elementwise, ScaleMultipliesEachValueAlsoInPlace) {
+  for (int64_t n : {0, 1, 7, 8, 1001}) {
+    const std::vector<float> x = test::random_vector(n, 50 + n);
+    std::vector<float> y(static_cast<std::size_t>(n)), in_place = x;
+    scale(x.data(), 0.25f, y.data(), n);
+    scale(in_place.data(), 0.25f, in_place.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(y[i], x[i] * 0.25f) << i;
+      ASSERT_EQ(in_place[i], y[i]) << i;
+    }
   }
 }
 

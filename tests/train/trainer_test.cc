@@ -1,8 +1,8 @@
 // Tests for train/trainer beyond the single step: gradient accumulation (two micro-batches of 4,
 // applied, equal one SGD step on the batch of 8 they make, within float rounding of the summed
 // gradients) and evaluation planned for inference (BatchNorm running statistics used and left
-// unchanged; the next step plans for training again and updates them), and a gradient that is
-// not finite stopping the step before its update.
+// unchanged; the next step plans for training again and updates them), a gradient that is not
+// finite stopping the step before its update, and accumulation on any number of threads.
 #include "nnperf/train/trainer.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 
 #include "nnperf/core/error.h"
 #include "nnperf/kernels/activations.h"
+#include "nnperf/kernels/gemm/gemm.h"
 #include "nnperf/models/mlp.h"
 #include "nnperf/models/registry.h"
 #include "nnperf/nn/batchnorm.h"
@@ -78,6 +79,34 @@ TEST(Trainer, AccumulatedMicroBatchesEqualOneBigStep) {
     // lr 0.1 x a gradient summed in another order: a few float ulps of the gradient.
     EXPECT_NEAR(acc[i], big[i], 1e-6 * (1 + std::abs(big[i]))) << i;
   }
+}
+
+// The sums of micro-batches' gradients and their mean are element-wise: the same floats on any
+// number of threads. A first layer of 300 x 300 weights is long enough to be split (32768 values
+// a thread at least); the naive GEMM runs on one thread whatever the plan says.
+TEST(Trainer, AccumulationGivesTheSameFloatsOnAnyThreads) {
+  constexpr int64_t kWide = 300;
+  const Tensor x = test::random_tensor({8, kWide}, 4);
+  const std::vector<int32_t> y{0, 1, 2, 0, 1, 2, 2, 1};
+  const auto run = [&](int threads) {
+    Graph g = build_mlp(kWide, {kWide}, kClasses, find_activation("Tanh"), false);
+    Rng rng(9);
+    g.init(rng);
+    PlanContext ctx;
+    ctx.threads = threads;
+    ctx.gemm = &find_gemm("naive");
+    Trainer t(g, make_optimizer(sgd()), ctx);
+    for (int step = 0; step < 2; ++step) {
+      for (int64_t part = 0; part < 4; ++part) {
+        t.accumulate(rows(x, 2 * part, 2), std::span<const int32_t>(y.data() + 2 * part, 2));
+      }
+      t.apply_accumulated();
+    }
+    return weights(g);
+  };
+  const std::vector<float> one = run(1), three = run(3);
+  ASSERT_EQ(one.size(), three.size());
+  for (std::size_t i = 0; i < one.size(); ++i) ASSERT_EQ(one[i], three[i]) << i;
 }
 
 TEST(Trainer, EvaluationUsesRunningStatisticsAndLeavesThem) {

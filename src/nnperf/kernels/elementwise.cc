@@ -50,6 +50,10 @@ void multiply(const float* a, const float* b, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
 }
 
+void scale(const float* x, float s, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * s;
+}
+
 bool all_finite(const float* x, int64_t n, int threads) {
   // Exponent all ones = inf or NaN. An OR over the loop (no early exit) vectorises.
   constexpr uint32_t kExponent = 0x7F800000u;

@@ -24,6 +24,8 @@ void clamp(const float* x, float* y, int64_t n, float lo, float hi);
 void clamp_backward(const float* x, const float* dy, float* dx, int64_t n, float lo, float hi);
 // y[i] = a[i] * b[i] (Dropout's mask, forward and backward); y may alias a or b.
 void multiply(const float* a, const float* b, float* y, int64_t n);
+// y[i] = x[i] * s (the mean of accumulated gradients); y may alias x.
+void scale(const float* x, float s, float* y, int64_t n);
 // True when every element is finite; up to `threads` threads on long arrays.
 bool all_finite(const float* x, int64_t n, int threads = 1);
 

@@ -166,15 +166,18 @@ BatchResult Trainer::accumulate(const Tensor& x, std::span<const int32_t> labels
     grad_sums_.clear();
     for (const Param& p : params_) grad_sums_.emplace_back(p.grad->shape());
   }
+  // Element-wise on the step's threads: the same floats on any count.
+  const bool first = accumulated_ == 0;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const float* g = params_[i].grad->data();
     float* sum = grad_sums_[i].data();
-    const int64_t n = params_[i].grad->numel();
-    if (accumulated_ == 0) {
-      std::copy(g, g + n, sum);
-    } else {
-      for (int64_t k = 0; k < n; ++k) sum[k] += g[k];
-    }
+    for_slices(params_[i].grad->numel(), plan_.threads, [&](int64_t lo, int64_t hi) {
+      if (first) {
+        std::copy(g + lo, g + hi, sum + lo);
+      } else {
+        add_inplace(sum + lo, g + lo, hi - lo);
+      }
+    });
   }
   ++accumulated_;
   return r;
@@ -182,11 +185,12 @@ BatchResult Trainer::accumulate(const Tensor& x, std::span<const int32_t> labels
 
 void Trainer::apply_accumulated() {
   NNPERF_CHECK(accumulated_ > 0, "apply_accumulated() without accumulated micro-batches");
-  const float scale = 1.0f / static_cast<float>(accumulated_);
+  const float mean = 1.0f / static_cast<float>(accumulated_);
   for (std::size_t i = 0; i < params_.size(); ++i) {
     float* g = params_[i].grad->data();
     const float* sum = grad_sums_[i].data();
-    for (int64_t k = 0; k < params_[i].grad->numel(); ++k) g[k] = sum[k] * scale;
+    for_slices(params_[i].grad->numel(), plan_.threads,
+               [&](int64_t lo, int64_t hi) { scale(sum + lo, mean, g + lo, hi - lo); });
   }
   accumulated_ = 0;
   update();
