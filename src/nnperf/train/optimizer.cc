@@ -1,6 +1,6 @@
 // SGD (momentum, nesterov, weight decay) and Adam with torch.optim's update rules, one fused
-// loop per parameter tensor (split into slices between the threads of set_threads on long
-// tensors). Checkpoint state: "momentum_buffer.<i>" (SGD), "exp_avg.<i>" and "exp_avg_sq.<i>"
+// loop per parameter tensor, written with SSE and AVX2 intrinsics (optimizer_internal.h), split
+// into slices between the threads of set_threads on long tensors. Checkpoint state: "momentum_buffer.<i>" (SGD), "exp_avg.<i>" and "exp_avg_sq.<i>"
 // (Adam), i = parameter index, plus the step counter.
 #include "nnperf/train/optimizer.h"
 

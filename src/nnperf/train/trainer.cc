@@ -185,12 +185,12 @@ BatchResult Trainer::accumulate(const Tensor& x, std::span<const int32_t> labels
 
 void Trainer::apply_accumulated() {
   NNPERF_CHECK(accumulated_ > 0, "apply_accumulated() without accumulated micro-batches");
-  const float mean = 1.0f / static_cast<float>(accumulated_);
+  const float one_over_n = 1.0f / static_cast<float>(accumulated_);  // the mean of the sums
   for (std::size_t i = 0; i < params_.size(); ++i) {
     float* g = params_[i].grad->data();
     const float* sum = grad_sums_[i].data();
     for_slices(params_[i].grad->numel(), plan_.threads,
-               [&](int64_t lo, int64_t hi) { scale(sum + lo, mean, g + lo, hi - lo); });
+               [&](int64_t lo, int64_t hi) { scale(sum + lo, one_over_n, g + lo, hi - lo); });
   }
   accumulated_ = 0;
   update();
