@@ -71,10 +71,9 @@ void run(Buffers& b, bool backward, nnperf::BatchNormLayout layout) {
   }
 }
 
-void bm_pass(benchmark::State& state, BatchNormShape s, bool backward, bool blocks) {
+void bm_pass(benchmark::State& state, BatchNormShape s, bool backward,
+             nnperf::BatchNormLayout layout) {
   Buffers b(s);
-  const auto layout =
-      blocks ? nnperf::BatchNormLayout::kBlocks : nnperf::BatchNormLayout::kChannels;
   run(b, false, layout);  // the saved statistics the backward reads
   nnperf::bench::timed_loop(
       state, [&] { run(b, backward, layout); }, backward ? b.dx.data() : b.y.data());
@@ -89,13 +88,14 @@ void register_benchmarks() {
   nnperf::bench::add_context(false);
   for (const BatchNormShape& s : kShapes) {
     for (const bool backward : {false, true}) {
-      for (const bool blocks : {false, true}) {
-        if (blocks && s.plane > nnperf::kBatchNormBlockValues) continue;
+      for (const auto layout :
+           {nnperf::BatchNormLayout::kChannels, nnperf::BatchNormLayout::kBlocks}) {
+        if (!nnperf::batchnorm_layout_why_not(layout, s).empty()) continue;
         benchmark::RegisterBenchmark(
             fmt::format("batchnorm_{}/{}/mb{}c{}p{}", backward ? "backward" : "forward",
-                        blocks ? "blocks" : "channels", s.mb, s.channels, s.plane)
+                        nnperf::to_string(layout), s.mb, s.channels, s.plane)
                 .c_str(),
-            bm_pass, s, backward, blocks)
+            bm_pass, s, backward, layout)
             ->Unit(benchmark::kMicrosecond);
       }
     }

@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
 """Markdown table of BatchNorm's training pass, nnperf against PyTorch: every JSON of a folder
 written by `nnperf bench batchnorm` (algorithms own, channels and blocks on the CPU; own and
-cudnn on the GPU) or by
-bench/peers/batchnorm_torch.py (algorithm torch), as scripts/bench_batchnorm.sh and the `bn`
-stage of scripts/gpu_run.sh leave them.
+cudnn on the GPU) or by bench/peers/batchnorm_torch.py (algorithm torch), as
+scripts/bench_batchnorm.sh and the `bn` stage of scripts/gpu_run.sh leave them.
 
   batchnorm_table.py DIR
 

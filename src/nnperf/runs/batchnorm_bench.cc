@@ -177,10 +177,12 @@ Row cuda_cudnn(const BatchNormShape& s, const Inputs& in, bool backward) {
   return {"cudnn", [g] { cudnn::batchnorm_backward(g); }, outputs};
 }
 
-// The CPU rows' layouts: own takes the kernels' automatic pick (batchnorm_auto_layout).
+// The CPU rows' layouts, by the layouts' own names (to_string); own takes the kernels' automatic
+// pick (batchnorm_auto_layout).
 BatchNormLayout cpu_layout(const std::string& name) {
-  if (name == "channels") return BatchNormLayout::kChannels;
-  if (name == "blocks") return BatchNormLayout::kBlocks;
+  for (const BatchNormLayout l : {BatchNormLayout::kChannels, BatchNormLayout::kBlocks}) {
+    if (name == to_string(l)) return l;
+  }
   return BatchNormLayout::kAuto;
 }
 

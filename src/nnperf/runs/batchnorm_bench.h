@@ -2,13 +2,13 @@
 // BatchNorm's training pass by every algorithm of one device on one NCHW shape (the CPU: the
 // project's kernels in the layout they pick, `own`, and in each layout, `channels` and `blocks`,
 // each record naming the layout that ran; the GPU: its own kernels and cuDNN's,
-// kernels/conv/cudnn_batchnorm.h), timed
-// alternately (median of --measure runs after --warmup; the GPU's by CUDA events, one
-// synchronisation per round), each row's result checked against the float64 reference of
-// kernels/batchnorm.h. BatchNorm is bound by memory, so the figure is bandwidth: the bytes a
-// two-pass algorithm must move at the least (statistics in one pass over the inputs, the outputs
-// in a second: forward reads x twice and writes y, 12 bytes an element; backward reads x and dy
-// twice and writes dx, 20) over the time, and its share of --peak-bw when one is given.
+// kernels/conv/cudnn_batchnorm.h), timed alternately (median of --measure runs after --warmup;
+// the GPU's by CUDA events, one synchronisation per round), each row's result checked against the
+// float64 reference of kernels/batchnorm.h. BatchNorm is bound by memory, so the figure is
+// bandwidth: the bytes a two-pass algorithm must move at the least (statistics in one pass over
+// the inputs, the outputs in a second: forward reads x twice and writes y, 12 bytes an element;
+// backward reads x and dy twice and writes dx, 20) over the time, and its share of --peak-bw when
+// one is given.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
