@@ -4,7 +4,10 @@
 // planes that fit a block (1024 values). Shapes: ResNet-18's at 64x64 and 32x32 (batch 32: planes
 // of 32x32 down to 1x1) and ResNet-50's at 224x224 (batch 8: 7x7 to 56x56, where only the
 // per-channel loops run). Reports GB/s at the two-pass minimum (forward 12, backward 20 bytes per
-// element) and ns per element.
+// element) and ns per element. The batchnorm_relu_* rows time BatchNorm followed by a ReLU, as
+// training runs it (the layout batchnorm.cc picks): the two kernels one after the other
+// (`separate`: BatchNorm's loops, then the activation table's ReLU over the tensor) against the
+// ReLU fused into BatchNorm's loops (`fused`), which give the same bits.
 //   batchnorm_bench    Google Benchmark run (usual --benchmark_* flags)
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
@@ -14,6 +17,7 @@
 
 #include "bench_util.h"
 #include "nnperf/core/rng.h"
+#include "nnperf/kernels/activations.h"
 #include "nnperf/kernels/batchnorm.h"
 
 namespace {
@@ -26,6 +30,7 @@ const BatchNormShape kShapes[] = {{32, 64, 1024}, {32, 64, 256}, {32, 64, 64},  
 
 struct Buffers {
   std::vector<float> x, y, dy, dx, gamma, beta, running_mean, running_var, d_gamma, d_beta;
+  std::vector<float> relu_y, relu_dx;  // the separate ReLU's output and input gradient
   std::vector<double> mean, inv;
   nnperf::BatchNormTrainArgs forward;
   nnperf::BatchNormBackwardArgs backward;
@@ -40,6 +45,8 @@ struct Buffers {
         running_var(gamma.size(), 1.0f),
         d_gamma(gamma.size()),
         d_beta(gamma.size()),
+        relu_y(x.size()),
+        relu_dx(x.size()),
         mean(gamma.size()),
         inv(gamma.size()) {
     nnperf::Rng rng(42);
@@ -59,6 +66,7 @@ struct Buffers {
                1};
     backward = {s,           x.data(),   dy.data(),      dx.data(),     gamma.data(),
                 mean.data(), inv.data(), d_gamma.data(), d_beta.data(), 1};
+    backward.y = y.data();
   }
 };
 
@@ -84,6 +92,42 @@ void bm_pass(benchmark::State& state, BatchNormShape s, bool backward,
       elements * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
+// BatchNorm then ReLU, one pass each way: the two kernels one after the other or the fused loops.
+void run_with_relu(Buffers& b, bool backward, bool fused) {
+  static const nnperf::ActivationKernel& relu = nnperf::find_activation("ReLU");
+  const auto n = static_cast<int64_t>(b.x.size());
+  b.forward.relu = fused;
+  b.backward.relu = fused;
+  if (!backward) {
+    nnperf::batchnorm_train_forward(b.forward);
+    if (!fused) relu.forward(b.y.data(), b.relu_y.data(), n);
+    return;
+  }
+  if (fused) {
+    b.backward.dy = b.dy.data();
+    nnperf::batchnorm_backward(b.backward);
+    return;
+  }
+  relu.backward(b.y.data(), b.relu_y.data(), b.dy.data(), b.relu_dx.data(), n);
+  b.backward.dy = b.relu_dx.data();
+  nnperf::batchnorm_backward(b.backward);
+}
+
+void bm_with_relu(benchmark::State& state, BatchNormShape s, bool backward, bool fused) {
+  Buffers b(s);
+  b.forward.relu = false;
+  nnperf::batchnorm_train_forward(b.forward);  // the saved statistics and the ReLU's input
+  if (!fused)
+    nnperf::find_activation("ReLU").forward(b.y.data(), b.relu_y.data(),
+                                            static_cast<int64_t>(b.x.size()));
+  nnperf::bench::timed_loop(
+      state, [&] { run_with_relu(b, backward, fused); },
+      backward ? b.dx.data() : (fused ? b.y.data() : b.relu_y.data()));
+  state.counters["ns_per_element"] = benchmark::Counter(
+      static_cast<double>(b.x.size()) * 1e-9,
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
 void register_benchmarks() {
   nnperf::bench::add_context(false);
   for (const BatchNormShape& s : kShapes) {
@@ -96,6 +140,18 @@ void register_benchmarks() {
                         nnperf::to_string(layout), s.mb, s.channels, s.plane)
                 .c_str(),
             bm_pass, s, backward, layout)
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
+  }
+  for (const BatchNormShape& s : kShapes) {
+    for (const bool backward : {false, true}) {
+      for (const bool fused : {false, true}) {
+        benchmark::RegisterBenchmark(
+            fmt::format("batchnorm_relu_{}/{}/mb{}c{}p{}", backward ? "backward" : "forward",
+                        fused ? "fused" : "separate", s.mb, s.channels, s.plane)
+                .c_str(),
+            bm_with_relu, s, backward, fused)
             ->Unit(benchmark::kMicrosecond);
       }
     }

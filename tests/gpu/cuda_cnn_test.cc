@@ -46,10 +46,13 @@ Graph built(const std::string& model, uint64_t seed) {
   return g;
 }
 
+// Every node keeps its own output (no ReLU fused into a BatchNorm): the tests compare the CPU
+// graph's outputs node by node with the GPU trainer's, which runs the ReLU nodes.
 PlanContext training_ctx() {
   PlanContext ctx;
   ctx.training = true;
   ctx.conv_algorithm = "guess";
+  ctx.fuse_relu = false;
   return ctx;
 }
 

@@ -6,7 +6,8 @@
 // split; the inference map; the backward reference against central differences of the forward
 // reference. Tolerances: outputs are float32 roundings of float64 results: 1e-5 relative to the
 // largest magnitude of the tensor (a few float ulps of its scale); statistics 1e-9 relative
-// (float64 sums in another order). The SIMD copies of the loops give the portable loops' bits.
+// (float64 sums in another order). The SIMD copies of the loops give the portable loops' bits. A
+// fused ReLU gives the bits of BatchNorm followed by the activation table's ReLU.
 #include "nnperf/kernels/batchnorm.h"
 
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 
 #include "nnperf/core/cpu.h"
 #include "nnperf/core/error.h"
+#include "nnperf/kernels/activations.h"
 #include "nnperf/kernels/batchnorm_impl.h"  // the portable loops, compiled into this test
 #include "nnperf/kernels/batchnorm_internal.h"
 #include "test_util.h"
@@ -97,6 +99,106 @@ TEST(BatchNormKernels, ForwardAndBackwardMatchTheReference) {
   }
 }
 
+// A ReLU fused into the loops gives the bits of BatchNorm, then the activation table's ReLU (both
+// ways: the table's ReLU backward on the BatchNorm output, then BatchNorm's backward on that), in
+// each layout and on 1 and 3 threads, with and without dx; and it matches the float64 reference
+// with the ReLU, at the tolerances above.
+TEST(BatchNormKernels, FusedReluGivesTheBitsOfBatchNormThenReLU) {
+  const ActivationKernel& relu = find_activation("ReLU");
+  const auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  for (const BatchNormShape& s : kShapes) {
+    const int64_t n = s.mb * s.channels * s.plane;
+    const auto c = static_cast<std::size_t>(s.channels);
+    const std::vector<float> x = test::random_vector(n, 13, -1.0f, 1.0f);
+    const std::vector<float> gamma = test::random_vector(s.channels, 14, 0.5f, 1.5f);
+    const std::vector<float> beta = test::random_vector(s.channels, 15, -0.5f, 0.5f);
+    const std::vector<float> dy = test::random_vector(n, 16);
+    std::vector<double> ry(static_cast<std::size_t>(n)), rmean(c), rvar(c), rdx(ry.size()), rdg(c),
+        rdb(c);
+    batchnorm_train_forward_reference(s, x.data(), gamma.data(), beta.data(), 1e-5, ry.data(),
+                                      rmean.data(), rvar.data(), true);
+    batchnorm_backward_reference(s, x.data(), dy.data(), gamma.data(), 1e-5, rdx.data(), rdg.data(),
+                                 rdb.data(), beta.data(), true);
+    for (const auto& [layout, threads] :
+         {std::pair{BatchNormLayout::kAuto, 1}, std::pair{BatchNormLayout::kChannels, 3},
+          std::pair{BatchNormLayout::kBlocks, 3}}) {
+      if (!batchnorm_layout_why_not(layout, s).empty()) continue;
+      SCOPED_TRACE(testing::Message() << "mb" << s.mb << "c" << s.channels << "p" << s.plane << " "
+                                      << to_string(layout) << " threads " << threads);
+      struct Run {
+        std::vector<float> y, dx, dg, db, rm, rv;
+      };
+      const auto fresh = [&] {
+        return Run{std::vector<float>(x.size()), std::vector<float>(x.size()),
+                   std::vector<float>(c),        std::vector<float>(c),
+                   std::vector<float>(c, 0.5f),  std::vector<float>(c, 2.0f)};
+      };
+      std::vector<double> mean(c), inv(c);
+      // BatchNorm, then the table's ReLU.
+      Run two = fresh();
+      std::vector<float> bn_y(x.size()), g(x.size());
+      BatchNormTrainArgs f{s,   x.data(),      bn_y.data(),   gamma.data(), beta.data(), 1e-5,
+                           0.1, two.rm.data(), two.rv.data(), mean.data(),  inv.data(),  threads};
+      batchnorm_train_forward(f, layout);
+      relu.forward(bn_y.data(), two.y.data(), n);
+      relu.backward(bn_y.data(), two.y.data(), dy.data(), g.data(), n);
+      BatchNormBackwardArgs b{s,           x.data(),   g.data(),      two.dx.data(), gamma.data(),
+                              mean.data(), inv.data(), two.dg.data(), two.db.data(), threads};
+      batchnorm_backward(b, layout);
+      // The fused loops.
+      Run one = fresh();
+      f.y = one.y.data();
+      f.running_mean = one.rm.data();
+      f.running_var = one.rv.data();
+      f.relu = true;
+      batchnorm_train_forward(f, layout);
+      b.dy = dy.data();
+      b.dx = one.dx.data();
+      b.d_gamma = one.dg.data();
+      b.d_beta = one.db.data();
+      b.y = one.y.data();
+      b.relu = true;
+      batchnorm_backward(b, layout);
+      EXPECT_TRUE(same(one.y, two.y));
+      EXPECT_TRUE(same(one.rm, two.rm));
+      EXPECT_TRUE(same(one.rv, two.rv));
+      EXPECT_TRUE(same(one.dx, two.dx));
+      EXPECT_TRUE(same(one.dg, two.dg));
+      EXPECT_TRUE(same(one.db, two.db));
+      const double ys = max_abs(ry), dxs = max_abs(rdx), gs = max_abs(rdg) + max_abs(rdb);
+      int64_t zeros = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(one.y[i], ry[i], 1e-5 * ys) << i;
+        ASSERT_NEAR(one.dx[i], rdx[i], 1e-5 * dxs) << i;
+        zeros += one.y[i] == 0.0f;
+      }
+      EXPECT_GT(zeros, 0);  // the ReLU cut something
+      EXPECT_LT(zeros, n);
+      for (std::size_t k = 0; k < c; ++k) {
+        EXPECT_NEAR(one.dg[k], rdg[k], 1e-5 * gs);
+        EXPECT_NEAR(one.db[k], rdb[k], 1e-5 * gs);
+      }
+      // Without dx: the same parameter gradients.
+      std::fill(one.dg.begin(), one.dg.end(), -1.0f);
+      b.dx = nullptr;
+      batchnorm_backward(b, layout);
+      EXPECT_TRUE(same(one.dg, two.dg));
+    }
+  }
+}
+
+TEST(BatchNormKernels, FusedReluBackwardNeedsTheOutput) {
+  const BatchNormShape s{2, 1, 4};
+  std::vector<float> x(8, 1.0f), dy(8), dx(8), gamma(1, 1.0f), dg(1), db(1);
+  std::vector<double> mean(1), inv(1, 1.0);
+  BatchNormBackwardArgs b{s,           x.data(),   dy.data(), dx.data(), gamma.data(),
+                          mean.data(), inv.data(), dg.data(), db.data(), 1};
+  b.relu = true;
+  EXPECT_THROW(batchnorm_backward(b), Error);
+}
+
 // Every SIMD path this CPU can run (batchnorm_avx2.cc, batchnorm_avx512.cc: the same loops,
 // vectorised, contraction off) gives exactly the portable loops' outputs and statistics, at planes
 // below, at and around the 8 lanes and a vector's width, and with a large mean.
@@ -112,16 +214,20 @@ TEST(BatchNormKernels, EverySimdPathGivesThePortableBits) {
   };
   const auto run = [](const BatchNormShape& s, const std::vector<float>& x,
                       const std::vector<float>& dy, const std::vector<float>& g,
-                      const std::vector<float>& b, const detail::BatchNormPaths& p, bool blocks) {
+                      const std::vector<float>& b, const detail::BatchNormPaths& p, bool blocks,
+                      bool relu) {
     const auto c = static_cast<std::size_t>(s.channels);
     Run r{std::vector<float>(x.size()), std::vector<float>(x.size()), std::vector<float>(c),
           std::vector<float>(c),        std::vector<float>(c, 0.5f),  std::vector<float>(c, 2.0f),
           std::vector<float>(x.size()), std::vector<double>(c),       std::vector<double>(c)};
-    const BatchNormTrainArgs f{s,   x.data(),    r.y.data(),  g.data(),      b.data(),     1e-5,
-                               0.1, r.rm.data(), r.rv.data(), r.mean.data(), r.inv.data(), 1};
-    const BatchNormBackwardArgs k{
+    BatchNormTrainArgs f{s,   x.data(),    r.y.data(),  g.data(),      b.data(),     1e-5,
+                         0.1, r.rm.data(), r.rv.data(), r.mean.data(), r.inv.data(), 1};
+    f.relu = relu;
+    BatchNormBackwardArgs k{
         s,           x.data(),    dy.data(), r.dx.data(), g.data(), r.mean.data(), r.inv.data(),
         r.dg.data(), r.db.data(), 1};
+    k.y = r.y.data();
+    k.relu = relu;
     if (blocks) {
       p.train_forward_block(f, 0, s.channels);
       p.backward_block(k, 0, s.channels);
@@ -153,12 +259,14 @@ TEST(BatchNormKernels, EverySimdPathGivesThePortableBits) {
       const std::vector<float> dy = test::random_vector(n, 8);
       const std::vector<float> g = test::random_vector(s.channels, 9, 0.5f, 1.5f);
       const std::vector<float> b = test::random_vector(s.channels, 10);
-      for (const bool blocks : {false, true}) {
-        const Run want = run(s, x, dy, g, b, portable, blocks);
+      for (const auto& [blocks, relu] : {std::pair{false, false}, std::pair{true, false},
+                                         std::pair{false, true}, std::pair{true, true}}) {
+        const Run want = run(s, x, dy, g, b, portable, blocks, relu);
         for (const auto& [name, p] : paths) {
-          const Run got = run(s, x, dy, g, b, *p, blocks);
-          SCOPED_TRACE(testing::Message() << name << " plane " << plane << " offset " << offset
-                                          << (blocks ? " blocks" : " channels"));
+          const Run got = run(s, x, dy, g, b, *p, blocks, relu);
+          SCOPED_TRACE(testing::Message()
+                       << name << " plane " << plane << " offset " << offset
+                       << (blocks ? " blocks" : " channels") << (relu ? " + ReLU" : ""));
           EXPECT_TRUE(same(got.y, want.y));
           EXPECT_TRUE(same(got.mean, want.mean));
           EXPECT_TRUE(same(got.inv, want.inv));

@@ -142,6 +142,7 @@ void batchnorm_train_forward(const BatchNormTrainArgs& a, BatchNormLayout layout
 
 void batchnorm_backward(const BatchNormBackwardArgs& a, BatchNormLayout layout) {
   const BatchNormShape& s = a.shape;
+  NNPERF_CHECK(!a.relu || a.y != nullptr, "batchnorm backward: the fused ReLU needs its output");
   const int t = useful_threads(a.threads, s.mb * s.channels * s.plane);
   if (by_blocks(s, layout)) {
     const auto block = paths().backward_block;
@@ -155,7 +156,7 @@ void batchnorm_backward(const BatchNormBackwardArgs& a, BatchNormLayout layout) 
 
 void batchnorm_train_forward_reference(const BatchNormShape& s, const float* x, const float* gamma,
                                        const float* beta, double eps, double* y, double* mean,
-                                       double* var) {
+                                       double* var, bool relu) {
   const double count = static_cast<double>(s.mb * s.plane);
   for (int64_t c = 0; c < s.channels; ++c) {
     double m = 0, v = 0;
@@ -174,27 +175,33 @@ void batchnorm_train_forward_reference(const BatchNormShape& s, const float* x, 
       for (int64_t i = 0; i < s.plane; ++i) {
         const int64_t k = (n * s.channels + c) * s.plane + i;
         y[k] = (x[k] - m) / std::sqrt(v + eps) * gamma[c] + beta[c];
+        if (relu && y[k] < 0.0) y[k] = 0.0;
       }
   }
 }
 
 void batchnorm_backward_reference(const BatchNormShape& s, const float* x, const float* dy,
                                   const float* gamma, double eps, double* dx, double* d_gamma,
-                                  double* d_beta) {
+                                  double* d_beta, const float* beta, bool relu) {
   const double count = static_cast<double>(s.mb * s.plane);
   std::vector<double> y(static_cast<std::size_t>(s.mb * s.channels * s.plane));
   std::vector<double> mean(static_cast<std::size_t>(s.channels)), var(mean.size());
   std::vector<float> zeros(mean.size(), 0.0f);
-  batchnorm_train_forward_reference(s, x, gamma, zeros.data(), eps, y.data(), mean.data(),
-                                    var.data());
+  NNPERF_CHECK(!relu || beta != nullptr, "batchnorm_backward_reference: relu needs beta");
+  // BatchNorm's output before the ReLU (only its sign is read, for the mask).
+  batchnorm_train_forward_reference(s, x, gamma, relu ? beta : zeros.data(), eps, y.data(),
+                                    mean.data(), var.data());
+  // dy through the ReLU: 0 where BatchNorm's output is not positive.
+  std::vector<double> g(y.size());
+  for (std::size_t k = 0; k < g.size(); ++k) g[k] = relu && !(y[k] > 0.0) ? 0.0 : dy[k];
   for (int64_t c = 0; c < s.channels; ++c) {
     const double inv = 1.0 / std::sqrt(var[c] + eps);
     double sdy = 0, sdyx = 0;
     for (int64_t n = 0; n < s.mb; ++n)
       for (int64_t i = 0; i < s.plane; ++i) {
         const int64_t k = (n * s.channels + c) * s.plane + i;
-        sdy += dy[k];
-        sdyx += dy[k] * (x[k] - mean[c]) * inv;
+        sdy += g[k];
+        sdyx += g[k] * (x[k] - mean[c]) * inv;
       }
     d_gamma[c] = sdyx;
     d_beta[c] = sdy;
@@ -202,7 +209,7 @@ void batchnorm_backward_reference(const BatchNormShape& s, const float* x, const
       for (int64_t i = 0; i < s.plane; ++i) {
         const int64_t k = (n * s.channels + c) * s.plane + i;
         const double xhat = (x[k] - mean[c]) * inv;
-        dx[k] = gamma[c] * inv * (dy[k] - sdy / count - xhat * sdyx / count);
+        dx[k] = gamma[c] * inv * (g[k] - sdy / count - xhat * sdyx / count);
       }
   }
 }

@@ -9,8 +9,11 @@
 // channel: each plane's sums run in 8 independent float64 accumulators (one serial chain would cost
 // an add latency per element), combined in a fixed order. Smaller planes go by blocks of whole
 // channels: one float64 sum per value of the block over the images, then each channel's plane in
-// the same 8 accumulators. Either way the result does not depend on the thread count. The
-// *_reference functions are plain float64 loops for the tests.
+// the same 8 accumulators. Either way the result does not depend on the thread count. With a
+// ReLU fused (the args' `relu`), y = max(0, BatchNorm(x)) as the activation table's ReLU computes
+// it, and the backward masks dy where the table's ReLU backward would: the same bits as the two
+// layers one after the other, one pass over the tensor fewer each way. The *_reference functions
+// are plain float64 loops for the tests.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -37,6 +40,9 @@ struct BatchNormTrainArgsOf {
   Stat* save_mean = nullptr;  // out: per channel, for the backward
   Stat* save_inv = nullptr;   // out: 1/sqrt(var + eps)
   int threads = 1;
+  // y = max(0, BatchNorm(x)), a ReLU fused in: the CPU loops here only (cuDNN's path refuses it,
+  // kernels/cuda_kernels.h's does not read it; nn/graph fuses only where it runs the layers).
+  bool relu = false;
 };
 using BatchNormTrainArgs = BatchNormTrainArgsOf<double>;
 
@@ -51,6 +57,10 @@ struct BatchNormBackwardArgs {
   float* d_gamma = nullptr;  // overwritten
   float* d_beta = nullptr;
   int threads = 1;
+  // dy is the gradient at the output y of a fused ReLU (the forward's `relu`): it counts only
+  // where y > 0. `y` is read only then.
+  const float* y = nullptr;
+  bool relu = false;
 };
 
 // How the training loops walk the tensor: channel by channel (one plane of each image at a time),
@@ -76,11 +86,12 @@ void batchnorm_backward(const BatchNormBackwardArgs& a,
                         BatchNormLayout layout = BatchNormLayout::kAuto);
 
 // Float64 references: y, the batch mean and biased variance per channel; dx, d_gamma, d_beta.
+// With `relu`: y = max(0, BatchNorm(x)), and dy taken only where BatchNorm(x) > 0 (in float64).
 void batchnorm_train_forward_reference(const BatchNormShape& s, const float* x, const float* gamma,
                                        const float* beta, double eps, double* y, double* mean,
-                                       double* var);
+                                       double* var, bool relu = false);
 void batchnorm_backward_reference(const BatchNormShape& s, const float* x, const float* dy,
                                   const float* gamma, double eps, double* dx, double* d_gamma,
-                                  double* d_beta);
+                                  double* d_beta, const float* beta = nullptr, bool relu = false);
 
 }  // namespace nnperf

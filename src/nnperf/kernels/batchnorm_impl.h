@@ -6,6 +6,7 @@
 // no AVX-compiled copy can be picked by the linker for the portable path.
 #pragma once
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 
@@ -29,8 +30,25 @@ double plane_sum(int64_t n, F f) {
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
+// BatchNorm's output, rounded to float (before the ReLU where one is fused). `scale` is gamma *
+// inv, `shift` beta.
+inline float normalised(float x, double mean, double scale, double shift) {
+  return static_cast<float>((x - mean) * scale + shift);
+}
+// The fused ReLU: max(0, t) as the activation table's ReLU computes it (maxps(0, t): a NaN and a
+// -0 pass through).
+inline float fused_relu(float t) { return t < 0.0f ? 0.0f : t; }
+// The fused ReLU's backward on dy, y being its output: dy where y > 0, else 0. The same as the
+// table's, which tests the ReLU's input t: y = max(0, t) is positive exactly where t is (a NaN
+// stays a NaN). A bitwise select: as `y > 0 ? dy : 0` GCC kept a branch in the block loops and
+// vectorised none of them (the fused backward took 10x the plain one).
+inline float fused_relu_grad(float y, float dy) {
+  const uint32_t keep = 0u - static_cast<uint32_t>(y > 0.0f);
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(dy) & keep);
+}
+
 // Channel c of the training forward: batch mean, biased variance (two passes), the saved and
-// running statistics, then y.
+// running statistics, then y (through a ReLU with a.relu).
 void train_forward_channel(const BatchNormTrainArgs& a, int64_t c) {
   const BatchNormShape& s = a.shape;
   const double count = static_cast<double>(s.mb * s.plane);
@@ -61,24 +79,43 @@ void train_forward_channel(const BatchNormTrainArgs& a, int64_t c) {
   for (int64_t n = 0; n < s.mb; ++n) {
     const float* xp = a.x + (n * s.channels + c) * s.plane;
     float* yp = a.y + (n * s.channels + c) * s.plane;
-    for (int64_t i = 0; i < s.plane; ++i) yp[i] = static_cast<float>((xp[i] - mean) * sc + beta);
+    if (a.relu) {
+      for (int64_t i = 0; i < s.plane; ++i) yp[i] = fused_relu(normalised(xp[i], mean, sc, beta));
+    } else {
+      for (int64_t i = 0; i < s.plane; ++i) yp[i] = normalised(xp[i], mean, sc, beta);
+    }
+  }
+}
+
+// The gradient at BatchNorm's output, value i: dy[i], or through the fused ReLU whose output y
+// is (y is read only then).
+template <bool Relu>
+inline float grad_at(const float* dy, const float* y, int64_t i) {
+  if constexpr (Relu) {
+    return fused_relu_grad(y[i], dy[i]);
+  } else {
+    return dy[i];
   }
 }
 
 // Channel c of the backward: d_gamma and d_beta (sum dy, then sum dy * (x - mean): two passes
 // over each plane measured faster than one pass with both sums, which vectorises worse), then dx
-// unless it is null.
-void backward_channel(const BatchNormBackwardArgs& a, int64_t c) {
+// unless it is null. With a.relu, dy is first masked by the fused ReLU (grad_at).
+template <bool Relu>
+void backward_channel_as(const BatchNormBackwardArgs& a, int64_t c) {
   const BatchNormShape& s = a.shape;
   const double count = static_cast<double>(s.mb * s.plane);
   const double mean = a.save_mean[c], inv = a.save_inv[c];
   double sum_dy = 0.0, sum_dy_x = 0.0;
   for (int64_t n = 0; n < s.mb; ++n) {
-    const float* xp = a.x + (n * s.channels + c) * s.plane;
-    const float* dyp = a.dy + (n * s.channels + c) * s.plane;
-    sum_dy += plane_sum(s.plane, [dyp](int64_t i) { return static_cast<double>(dyp[i]); });
-    sum_dy_x += plane_sum(s.plane, [xp, dyp, mean](int64_t i) {
-      return static_cast<double>(dyp[i]) * (xp[i] - mean);
+    const int64_t at = (n * s.channels + c) * s.plane;
+    const float* xp = a.x + at;
+    const auto grad = [dyp = a.dy + at, yp = Relu ? a.y + at : nullptr](int64_t i) {
+      return grad_at<Relu>(dyp, yp, i);
+    };
+    sum_dy += plane_sum(s.plane, [grad](int64_t i) { return static_cast<double>(grad(i)); });
+    sum_dy_x += plane_sum(s.plane, [xp, mean, grad](int64_t i) {
+      return static_cast<double>(grad(i)) * (xp[i] - mean);
     });
   }
   const double sum_dy_xhat = sum_dy_x * inv;
@@ -91,12 +128,21 @@ void backward_channel(const BatchNormBackwardArgs& a, int64_t c) {
   const double mean_dy = sum_dy / count, mean_dy_xhat = sum_dy_xhat / count;
   const double p = -k * inv * mean_dy_xhat, q = -k * mean_dy;
   for (int64_t n = 0; n < s.mb; ++n) {
-    const float* xp = a.x + (n * s.channels + c) * s.plane;
-    const float* dyp = a.dy + (n * s.channels + c) * s.plane;
-    float* dxp = a.dx + (n * s.channels + c) * s.plane;
+    const int64_t at = (n * s.channels + c) * s.plane;
+    const float* xp = a.x + at;
+    const float *dyp = a.dy + at, *yp = Relu ? a.y + at : nullptr;
+    float* dxp = a.dx + at;
     for (int64_t i = 0; i < s.plane; ++i) {
-      dxp[i] = static_cast<float>(k * dyp[i] + p * (xp[i] - mean) + q);
+      dxp[i] = static_cast<float>(k * grad_at<Relu>(dyp, yp, i) + p * (xp[i] - mean) + q);
     }
+  }
+}
+
+void backward_channel(const BatchNormBackwardArgs& a, int64_t c) {
+  if (a.relu) {
+    backward_channel_as<true>(a, c);
+  } else {
+    backward_channel_as<false>(a, c);
   }
 }
 
@@ -122,9 +168,10 @@ void apply_rows(const BatchNormShape& s, const float* x, const float* scale, con
 constexpr int64_t kBlockValues = kBatchNormBlockValues;
 
 // N sums per value k < values over the images, each added in image order: acc[i][k] starts at 0,
-// then add(t, n, k) adds image n's terms for value k into t[0..N). Four images per sweep over k
-// keep the partial sums in registers across them.
-template <int N, class Add>
+// then add(t, n, k) adds image n's terms for value k into t[0..N). `Images` images per sweep over
+// k keep the partial sums in registers across them (the order of the additions is the same
+// whatever their number).
+template <int N, int Images = 4, class Add>
 void sums_over_images(int64_t mb, int64_t values, double* const (&acc)[N], Add add) {
   for (int i = 0; i < N; ++i) std::fill(acc[i], acc[i] + values, 0.0);
   const auto sweep = [&](int64_t n0, int images) {
@@ -136,7 +183,7 @@ void sums_over_images(int64_t mb, int64_t values, double* const (&acc)[N], Add a
     }
   };
   int64_t n = 0;
-  for (; n + 4 <= mb; n += 4) sweep(n, 4);
+  for (; n + Images <= mb; n += Images) sweep(n, Images);
   for (; n < mb; ++n) sweep(n, 1);
 }
 
@@ -182,28 +229,36 @@ void train_forward_block(const BatchNormTrainArgs& a, int64_t c0, int64_t c1) {
   for (int64_t n = 0; n < s.mb; ++n) {
     const float* xr = x + n * row;
     float* yr = y + n * row;
-    for (int64_t k = 0; k < values; ++k) {
-      yr[k] = static_cast<float>((xr[k] - mean[k]) * scale[k] + acc[k]);
+    if (a.relu) {
+      for (int64_t k = 0; k < values; ++k)
+        yr[k] = fused_relu(normalised(xr[k], mean[k], scale[k], acc[k]));
+    } else {
+      for (int64_t k = 0; k < values; ++k) yr[k] = normalised(xr[k], mean[k], scale[k], acc[k]);
     }
   }
 }
 
-// Channels [c0, c1) of the backward, (c1 - c0) * plane <= kBlockValues.
-void backward_block(const BatchNormBackwardArgs& a, int64_t c0, int64_t c1) {
+// Channels [c0, c1) of the backward, (c1 - c0) * plane <= kBlockValues; with a.relu dy is first
+// masked by the fused ReLU (backward_channel_as).
+template <bool Relu>
+void backward_block_as(const BatchNormBackwardArgs& a, int64_t c0, int64_t c1) {
   const BatchNormShape& s = a.shape;
   const int64_t p = s.plane, values = (c1 - c0) * p, row = s.channels * p;
   const double count = static_cast<double>(s.mb * p);
   const float* x = a.x + c0 * p;
   const float* dy = a.dy + c0 * p;
+  const float* y = Relu ? a.y + c0 * p : nullptr;
   double mean[kBlockValues], sum_dy[kBlockValues], sum_dy_x[kBlockValues], q[kBlockValues];
   for (int64_t j = 0; j < c1 - c0; ++j) spread(mean, p, j, a.save_mean[c0 + j]);
-  // Both sums in one sweep over the images.
-  sums_over_images<2>(s.mb, values, {sum_dy, sum_dy_x},
-                      [x, dy, row, &mean](double* t, int64_t n, int64_t k) {
-                        const double g = dy[n * row + k];
-                        t[0] += g;
-                        t[1] += g * (x[n * row + k] - mean[k]);
-                      });
+  // Both sums in one sweep over the images. With the ReLU, which reads y too, two images per sweep:
+  // with four the fused backward was 1.1-1.3x BatchNorm's and the ReLU's passes apart on planes of
+  // 1 to 16 values (bench/batchnorm_bench, one Zen 4 core); with two it is 0.8-0.95x there.
+  sums_over_images<2, Relu ? 2 : 4>(s.mb, values, {sum_dy, sum_dy_x},
+                                    [x, dy, y, row, &mean](double* t, int64_t n, int64_t k) {
+                                      const double g = grad_at<Relu>(dy, y, n * row + k);
+                                      t[0] += g;
+                                      t[1] += g * (x[n * row + k] - mean[k]);
+                                    });
   // dx = k * dy + p * (x - mean) + q per channel (the per-channel loops' terms), spread over the
   // plane in place of the sums once they are added up.
   for (int64_t j = 0; j < c1 - c0; ++j) {
@@ -223,11 +278,19 @@ void backward_block(const BatchNormBackwardArgs& a, int64_t c0, int64_t c1) {
   float* dx = a.dx + c0 * p;
   for (int64_t n = 0; n < s.mb; ++n) {
     const float* xr = x + n * row;
-    const float* dyr = dy + n * row;
     float* dxr = dx + n * row;
     for (int64_t k = 0; k < values; ++k) {
-      dxr[k] = static_cast<float>(sum_dy[k] * dyr[k] + sum_dy_x[k] * (xr[k] - mean[k]) + q[k]);
+      dxr[k] = static_cast<float>(sum_dy[k] * grad_at<Relu>(dy, y, n * row + k) +
+                                  sum_dy_x[k] * (xr[k] - mean[k]) + q[k]);
     }
+  }
+}
+
+void backward_block(const BatchNormBackwardArgs& a, int64_t c0, int64_t c1) {
+  if (a.relu) {
+    backward_block_as<true>(a, c0, c1);
+  } else {
+    backward_block_as<false>(a, c0, c1);
   }
 }
 

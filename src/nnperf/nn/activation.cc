@@ -20,6 +20,11 @@ Shape Activation::plan(std::span<const Shape> src, const PlanContext& ctx) {
   return src[0];
 }
 
+std::string Activation::dispatch() const {
+  if (fused_into_.empty()) return {};
+  return fmt::format("fused into {} (its layer applies the ReLU both ways)", fused_into_);
+}
+
 void Activation::forward(std::span<const Tensor* const> src, Tensor& dst) {
   const float* x = src[0]->data();
   float* y = dst.data();

@@ -1,6 +1,9 @@
 // Activation layer: one row of the activation table (kernels/activations.h) applied element-wise
 // to a tensor of any shape. The profiler finds these nodes through is_activation().
 #pragma once
+#include <string>
+#include <utility>
+
 #include "nnperf/kernels/activations.h"
 #include "nnperf/nn/layer.h"
 
@@ -21,11 +24,18 @@ class Activation : public Layer {
   }
   bool is_activation() const override { return true; }
   const ActivationKernel& kernel() const { return *kernel_; }
+  // Set by Graph::plan: the node whose layer applies this ReLU (Layer::fuse_relu), so this one
+  // runs nothing; empty when it runs itself.
+  void set_fused_into(std::string node) { fused_into_ = std::move(node); }
+  const std::string& fused_into() const { return fused_into_; }
+  // "fused into NODE" while fused; else empty.
+  std::string dispatch() const override;
 
  private:
   const ActivationKernel* kernel_;
   int64_t n_ = 0;
   int threads_ = 1;
+  std::string fused_into_;
 };
 
 }  // namespace nnperf

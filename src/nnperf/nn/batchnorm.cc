@@ -61,8 +61,9 @@ Shape BatchNorm2d::plan(std::span<const Shape> src, const PlanContext& ctx) {
 std::string BatchNorm2d::dispatch() const {
   if (!training_ || plane_ == 0) return {};
   const BatchNormLayout layout = batchnorm_auto_layout({mb_, c_, plane_});
-  return fmt::format("layout={} (a plane of {} values; blocks of channels take planes up to {})",
-                     to_string(layout), plane_, kBatchNormBlockValues);
+  return fmt::format("layout={} (a plane of {} values; blocks of channels take planes up to {}){}",
+                     to_string(layout), plane_, kBatchNormBlockValues,
+                     relu_ ? " + ReLU fused" : "");
 }
 
 std::pair<double, double> BatchNorm2d::channel_scale_shift(int64_t c) const {
@@ -99,10 +100,11 @@ void BatchNorm2d::forward(std::span<const Tensor* const> src, Tensor& dst) {
   a.save_mean = save_mean_.data();
   a.save_inv = save_inv_.data();
   a.threads = threads_;
+  a.relu = relu_;
   batchnorm_train_forward(a);
 }
 
-void BatchNorm2d::backward(std::span<const Tensor* const> src, const Tensor& /*dst*/,
+void BatchNorm2d::backward(std::span<const Tensor* const> src, const Tensor& dst,
                            const Tensor& d_dst, std::span<Tensor* const> d_src) {
   NNPERF_CHECK(training_, "{}: backward() needs a plan for training", describe());
   BatchNormBackwardArgs a;
@@ -116,6 +118,8 @@ void BatchNorm2d::backward(std::span<const Tensor* const> src, const Tensor& /*d
   a.d_gamma = d_weight_.data();
   a.d_beta = d_bias_.data();
   a.threads = threads_;
+  a.y = dst.data();
+  a.relu = relu_;
   batchnorm_backward(a);
 }
 

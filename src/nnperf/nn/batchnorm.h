@@ -22,6 +22,13 @@ class BatchNorm2d : public Layer {
   void forward(std::span<const Tensor* const> src, Tensor& dst) override;
   void backward(std::span<const Tensor* const> src, const Tensor& dst, const Tensor& d_dst,
                 std::span<Tensor* const> d_src) override;
+  // Training plans only: the loops of kernels/batchnorm.h take the ReLU in (inference keeps the
+  // layers apart, as their per-layer times are reported).
+  bool fuse_relu(bool fuse, const PlanContext& ctx) override {
+    relu_ = fuse && ctx.training;
+    return relu_;
+  }
+  bool fused_relu() const { return relu_; }
   std::vector<Param> params() override;  // weight (gamma), bias (beta)
   int64_t num_params() const override { return weight_.numel() + bias_.numel(); }
   // gamma = 1, beta = 0, running mean 0, running var 1 (PyTorch's reset_parameters).
@@ -30,7 +37,8 @@ class BatchNorm2d : public Layer {
   // the centring for the batch statistics).
   double forward_flops() const override;
   // Training: the layout the loops run (kernels/batchnorm.h) and why, e.g. "layout=blocks (a
-  // plane of 49 values; blocks of channels take planes up to 1024)"; inference: empty.
+  // plane of 49 values; blocks of channels take planes up to 1024)", then " + ReLU fused" where
+  // it is; inference: empty.
   std::string dispatch() const override;
 
   int64_t channels() const { return c_; }
@@ -53,6 +61,7 @@ class BatchNorm2d : public Layer {
   double eps_, momentum_;
   Tensor weight_, bias_, d_weight_, d_bias_, running_mean_, running_var_;
   bool training_ = false;
+  bool relu_ = false;  // fuse_relu's answer
   int threads_ = 1;
   int64_t mb_ = 0, plane_ = 0;
   std::vector<float> scale_, shift_;          // inference: per-channel affine map

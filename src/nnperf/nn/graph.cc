@@ -2,20 +2,24 @@
 // backward writes its gradient: the first consumer to run backward (the latest node) overwrites
 // the producer's gradient, every later one writes a scratch tensor that is then added in; a
 // pass-through layer (Add) instead hands its own gradient to an input it is the only consumer
-// of (GradientRouting::kShared). So forward() and backward() allocate nothing and the hooks
-// bracket only the layer's own work (plus its gradient accumulation).
-#include "nnperf/core/interrupt.h"
+// of (GradientRouting::kShared), and so does a ReLU node whose producer applies it
+// (PlanContext::fuse_relu), which also shares the producer's output. So forward() and backward()
+// allocate nothing and the hooks bracket only the layer's own work (plus its gradient
+// accumulation).
 #include "nnperf/nn/graph.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <string_view>
 #include <utility>
 
 #include "nnperf/core/error.h"
+#include "nnperf/core/interrupt.h"
 #include "nnperf/core/verbose.h"
 #include "nnperf/kernels/elementwise.h"
+#include "nnperf/nn/activation.h"
 
 namespace nnperf {
 
@@ -30,6 +34,11 @@ struct Graph::Impl {
     std::vector<int> inputs;
     Shape shape;
     Tensor value;
+    // A ReLU its producer applies (fuse_relus): runs nothing; its output is the producer's and
+    // the producer's gradient is this node's (a kShared edge).
+    bool fused = false;
+    // Where the output is: &value, or a fused ReLU's producer's (value then holds no storage).
+    const Tensor* value_view = nullptr;
     Tensor grad;  // dL/d value; unused for the input and the output node
     // Where dL/d value is: &grad, or the gradient of the pass-through layer that is this node's
     // only consumer (route_gradients; grad then holds no storage).
@@ -80,6 +89,35 @@ struct Graph::Impl {
     }
   }
 
+  // The ReLU nodes whose producer applies them (Layer::fuse_relu), where ctx allows it: the
+  // producer's only consumer, not the graph input's, not the output node (whose gradient is
+  // backward()'s argument, stored nowhere). Every layer is asked, so none keeps an earlier
+  // plan's answer.
+  void fuse_relus(const PlanContext& ctx) {
+    const bool allowed = ctx.fuse_relu && ctx.training && ctx.node_storage;
+    const std::vector<int> consumers = consumer_counts();
+    const std::size_t last = nodes.size() - 1;
+    std::vector<std::size_t> relu_of(nodes.size(), 0);  // node k's only consumer, a ReLU
+    for (std::size_t j = 1; j < nodes.size(); ++j) {
+      nodes[j].fused = false;
+      auto* act = dynamic_cast<Activation*>(nodes[j].layer.get());
+      if (act == nullptr) continue;
+      act->set_fused_into("");
+      const int k = nodes[j].inputs[0];
+      if (j != last && nodes[j].inputs.size() == 1 && k != kInput &&
+          consumers[static_cast<std::size_t>(k)] == 1 &&
+          std::string_view(act->kernel().name) == "ReLU") {
+        relu_of[static_cast<std::size_t>(k)] = j;
+      }
+    }
+    for (std::size_t k = 1; k < nodes.size(); ++k) {
+      const std::size_t j = relu_of[k];
+      if (!nodes[k].layer->fuse_relu(allowed && j != 0, ctx) || j == 0) continue;
+      nodes[j].fused = true;
+      static_cast<Activation&>(*nodes[j].layer).set_fused_into(nodes[k].name);
+    }
+  }
+
   // Node i's layer planned on its inputs' shapes; its output (and, training, gradient) storage
   // and input pointers set.
   void plan_node(int i, const PlanContext& ctx, bool verbose_dispatch) {
@@ -98,11 +136,13 @@ struct Graph::Impl {
       fmt::print(stderr, "nnperf dispatch: node {} '{}' {} -> {}{}{}\n", i, node.name,
                  node.layer->describe(), node.shape.str(), d.empty() ? "" : ": ", d);
     }
-    if (ctx.node_storage) {
+    if (ctx.node_storage && !node.fused) {
       node.value.resize(node.shape);
     } else {
       node.value = Tensor();
     }
+    node.value_view =
+        node.fused ? nodes[static_cast<std::size_t>(node.inputs[0])].value_view : &node.value;
     if (ctx.training && ctx.node_storage && i + 1 < static_cast<int>(nodes.size())) {
       node.grad.resize(node.shape);
     } else {
@@ -112,7 +152,7 @@ struct Graph::Impl {
     node.src.assign(node.inputs.size(), nullptr);
     for (std::size_t s = 0; s < node.inputs.size(); ++s) {
       if (node.inputs[s] != kInput)
-        node.src[s] = &nodes[static_cast<std::size_t>(node.inputs[s])].value;
+        node.src[s] = nodes[static_cast<std::size_t>(node.inputs[s])].value_view;
     }
     node.d_src.assign(node.inputs.size(), nullptr);
     node.accumulate.clear();
@@ -142,14 +182,15 @@ struct Graph::Impl {
     share_pass_through_gradients(r);
     return r;
   }
-  // GradientRouting's kShared edges and storage: latest node first, so a chain of pass-through
-  // nodes resolves to the last one's storage; the output node (j = size - 1) keeps its own.
+  // GradientRouting's kShared edges and storage (pass-through layers and fused ReLUs): latest
+  // node first, so a chain of them resolves to the last one's storage; the output node (j = size
+  // - 1) keeps its own.
   void share_pass_through_gradients(GradientRouting& r) const {
     r.storage.resize(nodes.size());
     for (std::size_t i = 0; i < nodes.size(); ++i) r.storage[i] = static_cast<int>(i);
     const std::vector<int> consumers = consumer_counts();
     for (std::size_t j = nodes.size() - 1; j-- > 1;) {
-      if (!nodes[j].layer->passes_gradient_through()) continue;
+      if (!nodes[j].layer->passes_gradient_through() && !nodes[j].fused) continue;
       for (std::size_t s = 0; s < nodes[j].inputs.size(); ++s) {
         const int k = nodes[j].inputs[s];
         if (k == kInput || consumers[static_cast<std::size_t>(k)] != 1 ||
@@ -254,6 +295,7 @@ void Graph::plan(const Shape& input_shape, const PlanContext& ctx) {
   g.storage = ctx.node_storage;
   // NNPERF_VERBOSE=dispatch prints each layer's plan-time choice.
   const bool verbose_dispatch = verbose_enabled("dispatch");
+  g.fuse_relus(ctx);
   for (int i = 1; i < size(); ++i) g.plan_node(i, ctx, verbose_dispatch);
   g.scratch.clear();
   if (ctx.training && ctx.node_storage) g.route_gradients();
@@ -284,10 +326,10 @@ const Tensor& Graph::forward(const Tensor& x) {
     }
     check_interrupt();  // Ctrl-C: a safe point between nodes
     if (g.hook != nullptr) g.hook->before(i, Phase::kForward);
-    node.layer->forward(node.src, node.value);
+    if (!node.fused) node.layer->forward(node.src, node.value);
     if (g.hook != nullptr) g.hook->after(i, Phase::kForward);
   }
-  return g.nodes.back().value;
+  return *g.nodes.back().value_view;
 }
 
 void Graph::backward(const Tensor& d_output, const std::function<void(int node)>& node_done) {
@@ -304,7 +346,7 @@ void Graph::backward(const Tensor& d_output, const std::function<void(int node)>
     Impl::Node& node = g.nodes[i];
     const Tensor& d_dst = i == size() - 1 ? d_output : *node.grad_view;
     if (g.hook != nullptr) g.hook->before(i, Phase::kBackward);
-    node.layer->backward(node.src, node.value, d_dst, node.d_src);
+    if (!node.fused) node.layer->backward(node.src, *node.value_view, d_dst, node.d_src);
     for (const Impl::Accumulate& a : node.accumulate) {
       add_inplace(a.dst->data(), a.src->data(), a.dst->numel());
     }
@@ -383,7 +425,7 @@ const Shape& Graph::output_shape(int node) const {
 
 const Tensor& Graph::output() const {
   impl_->require_planned("output()");
-  return impl_->nodes.back().value;
+  return *impl_->nodes.back().value_view;
 }
 
 const Tensor& Graph::grad(int node) const {
@@ -398,7 +440,9 @@ const Tensor& Graph::value(int node) const {
     if (impl_->input == nullptr) throw Error("graph: value(0) before forward()");
     return *impl_->input;
   }
-  return impl_->nodes[node].value;
+  // Unplanned (never, or add() since): the views may point into moved nodes.
+  const Impl::Node& n = impl_->nodes[node];
+  return impl_->planned ? *n.value_view : n.value;
 }
 
 void Graph::set_hook(GraphHook* hook) { impl_->hook = hook; }

@@ -30,7 +30,9 @@ class GraphHook {
 // A pass-through layer (Add) hands its own gradient to each input it is the only consumer of:
 // that edge is kShared (nothing written: the input's backward reads the Add's gradient, and the
 // input needs no gradient storage of its own), through chains of them to the last one's; never
-// the output node's, whose gradient is the loss's.
+// the output node's, whose gradient is the loss's. A ReLU fused into its producer (PlanContext::
+// fuse_relu) is such a pass-through too: the producer's backward takes the gradient at the ReLU's
+// output.
 struct GradientRouting {
   static constexpr int kShared = -3;    // the producer's gradient is this node's: nothing to write
   static constexpr int kNone = -2;      // edge from the graph input: no gradient
@@ -84,7 +86,9 @@ class Graph {
   const std::vector<int>& inputs(int node) const;
   const Shape& output_shape(int node) const;
   const Tensor& output() const;
-  const Tensor& value(int node) const;  // the node's output from the last forward
+  // The node's output from the last forward. A ReLU fused into its producer (PlanContext::
+  // fuse_relu) shares the producer's output: both nodes' value is the ReLU's.
+  const Tensor& value(int node) const;
   // dL/d (node's output) from the last backward, for 1 <= node < size() - 1 (the output node's
   // gradient is backward()'s argument).
   const Tensor& grad(int node) const;

@@ -53,6 +53,11 @@ struct PlanContext {
   // over 8x the best time measured so far (the models are within ~2x; fft on a 1x1 layer is
   // 20x). true times every supported algorithm, as cudnnFind does.
   bool find_exhaustive = false;
+  // Training plans with node storage: a layer followed by a ReLU that is its only consumer applies
+  // the ReLU itself where it can (Layer::fuse_relu; BatchNorm2d does), and the ReLU node runs
+  // nothing. false keeps every node's own output (tests comparing outputs node by node with a
+  // device that runs the ReLU nodes).
+  bool fuse_relu = true;
 };
 
 class Layer {
@@ -71,6 +76,11 @@ class Layer {
   // input whose only consumer this layer is read this node's gradient instead of a copy (its
   // d_src slot null).
   virtual bool passes_gradient_through() const { return false; }
+  // Graph::plan calls this before plan() with true where the node's only consumer is a ReLU that
+  // the layer may apply itself (forward: its output is max(0, output); backward: d_dst is the
+  // gradient at the ReLU's output), false otherwise. Returns whether the layer will, for a plan
+  // with `ctx`; one that does gives the same bits as itself followed by the ReLU node.
+  virtual bool fuse_relu(bool /*fuse*/, const PlanContext& /*ctx*/) { return false; }
   virtual std::vector<Param> params() { return {}; }
   // Number of parameter values (the sum of params()' numel) without handing out writable
   // pointers: params() may have side effects (Conv2d marks its packed weights stale). Every

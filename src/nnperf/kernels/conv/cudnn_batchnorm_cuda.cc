@@ -102,6 +102,7 @@ std::string batchnorm_why_not(const BatchNormShape& s) {
 
 void batchnorm_train_forward(const BatchNormForward& a) {
   const BatchNormShape& s = a.shape;
+  NNPERF_CHECK(!a.relu, "cuDNN batchnorm: a fused ReLU is not supported");
   require(s);
   if (s.channels <= 0 || s.mb * s.plane <= 0) return;
   const Descs d(s);
