@@ -106,10 +106,26 @@ void backward_channel_as(const BatchNormBackwardArgs& a, int64_t c) {
   const BatchNormShape& s = a.shape;
   const double count = static_cast<double>(s.mb * s.plane);
   const double mean = a.save_mean[c], inv = a.save_inv[c];
+  // With the ReLU and a dx: the masked dy is written to dx on the first pass and read from there
+  // (the channel's planes stay in L2 between the passes), so the later passes read one array
+  // where they would read dy and y and mask again.
+  const bool masked_in_dx = Relu && a.dx != nullptr;
   double sum_dy = 0.0, sum_dy_x = 0.0;
   for (int64_t n = 0; n < s.mb; ++n) {
     const int64_t at = (n * s.channels + c) * s.plane;
     const float* xp = a.x + at;
+    if (masked_in_dx) {
+      float* gp = a.dx + at;
+      sum_dy += plane_sum(s.plane, [gp, dyp = a.dy + at, yp = a.y + at](int64_t i) {
+        const float g = fused_relu_grad(yp[i], dyp[i]);
+        gp[i] = g;
+        return static_cast<double>(g);
+      });
+      sum_dy_x += plane_sum(s.plane, [xp, mean, gp](int64_t i) {
+        return static_cast<double>(gp[i]) * (xp[i] - mean);
+      });
+      continue;
+    }
     const auto grad = [dyp = a.dy + at, yp = Relu ? a.y + at : nullptr](int64_t i) {
       return grad_at<Relu>(dyp, yp, i);
     };
@@ -130,10 +146,16 @@ void backward_channel_as(const BatchNormBackwardArgs& a, int64_t c) {
   for (int64_t n = 0; n < s.mb; ++n) {
     const int64_t at = (n * s.channels + c) * s.plane;
     const float* xp = a.x + at;
-    const float *dyp = a.dy + at, *yp = Relu ? a.y + at : nullptr;
     float* dxp = a.dx + at;
+    if (masked_in_dx) {
+      for (int64_t i = 0; i < s.plane; ++i) {
+        dxp[i] = static_cast<float>(k * dxp[i] + p * (xp[i] - mean) + q);
+      }
+      continue;
+    }
+    const float* dyp = a.dy + at;
     for (int64_t i = 0; i < s.plane; ++i) {
-      dxp[i] = static_cast<float>(k * grad_at<Relu>(dyp, yp, i) + p * (xp[i] - mean) + q);
+      dxp[i] = static_cast<float>(k * dyp[i] + p * (xp[i] - mean) + q);
     }
   }
 }
