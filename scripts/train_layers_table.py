@@ -11,7 +11,10 @@ side also what no leaf module does, in models the peer does not patch); then the
 nnperf spends the most time over PyTorch's; then one summary line (`train layers: ...`) for
 gpu_run.sh's summary.txt and bench_train_cnn.sh's summary.md. Both sides' figures are hooked
 steps (a mark around every layer; on the CPU PyTorch's hooks run on the timed thread, so its rows
-carry their cost); the JSON's unhooked step time is quoted when given.
+carry their cost); the JSON's unhooked step time is quoted when given. nnperf's ReLU rows with a
+`fused_into` (a ReLU run inside the BatchNorm before it) form their own group, "activation (in
+batchnorm)", and each phase then gets a "batchnorm + activation" row: those ReLUs' time is in
+nnperf's batchnorm rows, so the two kinds compare only together.
 """
 
 import argparse
@@ -26,6 +29,7 @@ KINDS = {  # layer classes (nnperf's kinds, torch's class names) to the table's 
     "Add": "add", "Concat": "concat", "Dropout": "dropout", "Flatten": "flatten",
 }
 PHASES = ("forward", "backward")
+FUSED = "activation (in batchnorm)"
 
 
 def read_rows(path):
@@ -38,7 +42,8 @@ def read_rows(path):
             if r["kind"] == "step":
                 phases[r["phase"]] = ms
             elif r["phase"] in PHASES:
-                layers[(r["name"], r["phase"])] = (KINDS.get(r["kind"], r["kind"]), ms)
+                kind = FUSED if r.get("fused_into") else KINDS.get(r["kind"], r["kind"])
+                layers[(r["name"], r["phase"])] = (kind, ms)
     return layers, phases
 
 
@@ -66,6 +71,12 @@ def phase_table(ours, torch, ours_phases, torch_phases):
             lines.append(f"| {phase} | {kind} | {on} | {om:.3f} | {tn} | {tm:.3f} | {ratio(om, tm)} |")
             if kind in ("conv", "batchnorm"):
                 summary.append(f"{phase} {kind} {om:.2f} vs {tm:.2f} ms")
+        if FUSED in o:
+            group = ("batchnorm", "activation", FUSED)
+            om = sum(o.get(k, (0, 0.0))[1] for k in group)
+            tm = sum(t.get(k, (0, 0.0))[1] for k in group)
+            lines.append(f"| {phase} | batchnorm + activation | | {om:.3f} | | {tm:.3f} | {ratio(om, tm)} |")
+            summary.append(f"{phase} batchnorm+activation {om:.2f} vs {tm:.2f} ms")
         o_total, t_total = sum(v[1] for v in o.values()), sum(v[1] for v in t.values())
         if phase in ours_phases and phase in torch_phases:
             o_out, t_out = ours_phases[phase] - o_total, torch_phases[phase] - t_total

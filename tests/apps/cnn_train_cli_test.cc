@@ -446,13 +446,22 @@ TEST(CnnTrainCli, ProfileOneStepWritesTraceAndLayers) {
   }
   const CsvTable t = read_csv(out / "one_step_layers.csv");
   int forward = 0, backward = 0;
+  std::map<std::string, std::string> fused;  // ReLU node -> the BatchNorm that ran it
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
     forward += t.cell(i, t.require("phase")) == "forward" && t.cell(i, t.require("node")) != "-1";
     backward += t.cell(i, t.require("phase")) == "backward";
     EXPECT_GE(t.number(i, t.require("ms")), 0);
+    const std::string into = t.cell(i, t.require("fused_into"));
+    if (!into.empty()) fused[t.cell(i, t.require("name"))] = into;
   }
   EXPECT_GT(forward, 20);
   EXPECT_GT(backward, 20);
+  // The stem's ReLU and each basic block's first run inside the BatchNorm before them; the ReLUs
+  // after the residual Adds run themselves.
+  EXPECT_EQ(fused.size(), 9u);
+  EXPECT_EQ(fused["relu"], "bn1");
+  EXPECT_EQ(fused["layer1.0.relu"], "layer1.0.bn1");
+  EXPECT_EQ(fused.count("layer1.0.relu_1"), 0u);
   EXPECT_FALSE(fs::exists(out / "training_metrics.csv"));  // the run ends after the step
   EXPECT_EQ(read_json(out / "one_step.json")["clock"], "cpu-steady-clock");
 }

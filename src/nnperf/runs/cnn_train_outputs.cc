@@ -6,6 +6,7 @@
 
 #include "nnperf/io/run_info.h"
 #include "nnperf/io/trace.h"
+#include "nnperf/nn/activation.h"
 #include "nnperf/nn/graph.h"
 
 namespace nnperf {
@@ -129,7 +130,12 @@ nlohmann::json one_step_spans(const Graph& graph, StepRecorder& rec) {
                         {"phase", s.phase},
                         {"begin_ns", s.begin_ns - origin},
                         {"end_ns", s.end_ns - origin}};
-    if (node) j["layer"] = graph.layer(s.node).describe();
+    if (node) {
+      j["layer"] = graph.layer(s.node).describe();
+      // A ReLU fused into the layer before it ran nothing of its own: its time is that layer's.
+      const auto* act = dynamic_cast<const Activation*>(&graph.layer(s.node));
+      if (act != nullptr && !act->fused_into().empty()) j["fused_into"] = act->fused_into();
+    }
     out.push_back(std::move(j));
   }
   return out;
@@ -156,7 +162,8 @@ void render_one_step_profile(const nlohmann::json& doc, const fs::path& dir) {
   trace.set_thread_name(0, "step phases");
   trace.set_thread_name(1, "layers");
   trace.set_metadata("context", doc.at("context"));
-  CsvWriter csv(dir / "one_step_layers.csv", {"node", "name", "kind", "phase", "start_ms", "ms"});
+  CsvWriter csv(dir / "one_step_layers.csv",
+                {"node", "name", "kind", "phase", "start_ms", "ms", "fused_into"});
   for (const nlohmann::json& s : doc.at("spans")) {
     const int node = s.at("node").get<int>();
     const std::string name = s.at("name").get<std::string>();
@@ -167,7 +174,8 @@ void render_one_step_profile(const nlohmann::json& doc, const fs::path& dir) {
         node >= 0 ? 1 : 0,
         node >= 0 ? nlohmann::json{{"layer", s.at("layer")}} : nlohmann::json::object());
     csv.row({std::to_string(node), name, s.at("kind").get<std::string>(), phase,
-             csv_number(us(begin) * 1e-3, 6), csv_number(span_ms(s), 6)});
+             csv_number(us(begin) * 1e-3, 6), csv_number(span_ms(s), 6),
+             s.value("fused_into", std::string())});
   }
   trace.write(dir / "one_step_trace.json");
 }

@@ -45,12 +45,13 @@ class CnnTrainOutputs {
 
 // One recorded step's spans as one_step.json keeps them, in end order:
 // [{node (-1 for a step phase), name, kind, layer (the layer's describe(); absent for a phase),
-//   phase, begin_ns, end_ns}] with times from the step's first mark.
+//   fused_into (a ReLU whose work its producer did: that node's name; absent otherwise), phase,
+//   begin_ns, end_ns}] with times from the step's first mark.
 nlohmann::json one_step_spans(const Graph& graph, StepRecorder& rec);
 // The per-phase milliseconds {forward, loss, backward, optimizer} of those spans.
 nlohmann::json one_step_phases(const nlohmann::json& spans);
 // one_step_trace.json (Chrome trace: one track for the step's phases, one for the layers) and
-// one_step_layers.csv (node, name, kind, phase, start_ms, ms) in `dir`, rendered from a
+// one_step_layers.csv (node, name, kind, phase, start_ms, ms, fused_into) in `dir`, rendered from a
 // one_step.json document ({"spans", "context", ...}): what the run writes, and what `nnperf
 // report` rebuilds when they are missing.
 void render_one_step_profile(const nlohmann::json& doc, const std::filesystem::path& dir);
