@@ -262,25 +262,40 @@ void train_forward_block(const BatchNormTrainArgs& a, int64_t c0, int64_t c1) {
 
 // Channels [c0, c1) of the backward, (c1 - c0) * plane <= kBlockValues; with a.relu dy is first
 // masked by the fused ReLU (backward_channel_as).
-template <bool Relu>
+// Masked (with the ReLU and a dx): the masked dy is written to dx first and the rest reads it
+// there, as BatchNorm's backward alone reads dy.
+template <bool Relu, bool Masked>
 void backward_block_as(const BatchNormBackwardArgs& a, int64_t c0, int64_t c1) {
+  static_assert(Relu || !Masked);
   const BatchNormShape& s = a.shape;
   const int64_t p = s.plane, values = (c1 - c0) * p, row = s.channels * p;
   const double count = static_cast<double>(s.mb * p);
   const float* x = a.x + c0 * p;
   const float* dy = a.dy + c0 * p;
   const float* y = Relu ? a.y + c0 * p : nullptr;
+  if constexpr (Masked) {
+    float* g = a.dx + c0 * p;
+    for (int64_t n = 0; n < s.mb; ++n) {
+      for (int64_t k = 0; k < values; ++k) {
+        g[n * row + k] = fused_relu_grad(y[n * row + k], dy[n * row + k]);
+      }
+    }
+    dy = g;
+  }
+  constexpr bool kMaskHere = Relu && !Masked;  // the ReLU's mask applied on every read
   double mean[kBlockValues], sum_dy[kBlockValues], sum_dy_x[kBlockValues], q[kBlockValues];
   for (int64_t j = 0; j < c1 - c0; ++j) spread(mean, p, j, a.save_mean[c0 + j]);
-  // Both sums in one sweep over the images. With the ReLU, which reads y too, two images per sweep:
-  // with four the fused backward was 1.1-1.3x BatchNorm's and the ReLU's passes apart on planes of
-  // 1 to 16 values (bench/batchnorm_bench, one Zen 4 core); with two it is 0.8-0.95x there.
-  sums_over_images<2, Relu ? 2 : 4>(s.mb, values, {sum_dy, sum_dy_x},
-                                    [x, dy, y, row, &mean](double* t, int64_t n, int64_t k) {
-                                      const double g = grad_at<Relu>(dy, y, n * row + k);
-                                      t[0] += g;
-                                      t[1] += g * (x[n * row + k] - mean[k]);
-                                    });
+  // Both sums in one sweep over the images. Masking on every read (no dx), two images per sweep:
+  // when this was also the path with a dx, four made it 1.1-1.3x BatchNorm's and the ReLU's
+  // passes apart on planes of 1 to 16 values (bench/batchnorm_bench, one Zen 4 core), two
+  // 0.8-0.95x. Masking into dx first measured 0.87-0.96x of that on ResNet-18's planes of 4 to
+  // 1024 values at batch 32 (1.09x on 784 values at batch 8), so it is the path with a dx.
+  sums_over_images<2, kMaskHere ? 2 : 4>(s.mb, values, {sum_dy, sum_dy_x},
+                                         [x, dy, y, row, &mean](double* t, int64_t n, int64_t k) {
+                                           const double g = grad_at<kMaskHere>(dy, y, n * row + k);
+                                           t[0] += g;
+                                           t[1] += g * (x[n * row + k] - mean[k]);
+                                         });
   // dx = k * dy + p * (x - mean) + q per channel (the per-channel loops' terms), spread over the
   // plane in place of the sums once they are added up.
   for (int64_t j = 0; j < c1 - c0; ++j) {
@@ -301,18 +316,26 @@ void backward_block_as(const BatchNormBackwardArgs& a, int64_t c0, int64_t c1) {
   for (int64_t n = 0; n < s.mb; ++n) {
     const float* xr = x + n * row;
     float* dxr = dx + n * row;
-    for (int64_t k = 0; k < values; ++k) {
-      dxr[k] = static_cast<float>(sum_dy[k] * grad_at<Relu>(dy, y, n * row + k) +
-                                  sum_dy_x[k] * (xr[k] - mean[k]) + q[k]);
+    if constexpr (Masked) {  // dx holds the masked dy: one pointer, read then written
+      for (int64_t k = 0; k < values; ++k) {
+        dxr[k] = static_cast<float>(sum_dy[k] * dxr[k] + sum_dy_x[k] * (xr[k] - mean[k]) + q[k]);
+      }
+    } else {
+      for (int64_t k = 0; k < values; ++k) {
+        dxr[k] = static_cast<float>(sum_dy[k] * grad_at<Relu>(dy, y, n * row + k) +
+                                    sum_dy_x[k] * (xr[k] - mean[k]) + q[k]);
+      }
     }
   }
 }
 
 void backward_block(const BatchNormBackwardArgs& a, int64_t c0, int64_t c1) {
-  if (a.relu) {
-    backward_block_as<true>(a, c0, c1);
+  if (a.relu && a.dx != nullptr) {
+    backward_block_as<true, true>(a, c0, c1);
+  } else if (a.relu) {
+    backward_block_as<true, false>(a, c0, c1);
   } else {
-    backward_block_as<false>(a, c0, c1);
+    backward_block_as<false, false>(a, c0, c1);
   }
 }
 
