@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -161,12 +162,9 @@ TEST(BatchNormKernels, FusedReluGivesTheBitsOfBatchNormThenReLU) {
       b.y = one.y.data();
       b.relu = true;
       batchnorm_backward(b, layout);
-      EXPECT_TRUE(same(one.y, two.y));
-      EXPECT_TRUE(same(one.rm, two.rm));
-      EXPECT_TRUE(same(one.rv, two.rv));
-      EXPECT_TRUE(same(one.dx, two.dx));
-      EXPECT_TRUE(same(one.dg, two.dg));
-      EXPECT_TRUE(same(one.db, two.db));
+      const std::vector<float>* got[] = {&one.y, &one.rm, &one.rv, &one.dx, &one.dg, &one.db};
+      const std::vector<float>* want[] = {&two.y, &two.rm, &two.rv, &two.dx, &two.dg, &two.db};
+      for (std::size_t i = 0; i < std::size(got); ++i) EXPECT_TRUE(same(*got[i], *want[i])) << i;
       const double ys = max_abs(ry), dxs = max_abs(rdx), gs = max_abs(rdg) + max_abs(rdb);
       int64_t zeros = 0;
       for (int64_t i = 0; i < n; ++i) {
