@@ -12,8 +12,9 @@
 // the same 8 accumulators. Either way the result does not depend on the thread count. With a
 // ReLU fused (the args' `relu`), y = max(0, BatchNorm(x)) as the activation table's ReLU computes
 // it, and the backward masks dy where the table's ReLU backward would: the same bits as the two
-// layers one after the other, one pass over the tensor fewer each way. The *_reference functions
-// are plain float64 loops for the tests.
+// layers one after the other. The forward makes one pass over the tensor fewer; the backward
+// masks into dx while a channel's (or a block's) data is in cache, instead of a pass over the
+// whole tensor. The *_reference functions are plain float64 loops for the tests.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -260,10 +260,9 @@ void train_forward_block(const BatchNormTrainArgs& a, int64_t c0, int64_t c1) {
   }
 }
 
-// Channels [c0, c1) of the backward, (c1 - c0) * plane <= kBlockValues; with a.relu dy is first
-// masked by the fused ReLU (backward_channel_as).
-// Masked (with the ReLU and a dx): the masked dy is written to dx first and the rest reads it
-// there, as BatchNorm's backward alone reads dy.
+// Channels [c0, c1) of the backward, (c1 - c0) * plane <= kBlockValues. With the fused ReLU
+// (Relu), dy is masked by it: with a dx (Masked) once, into dx, which the sums and the dx loop
+// then read as BatchNorm's backward alone reads dy; without one on every read.
 template <bool Relu, bool Masked>
 void backward_block_as(const BatchNormBackwardArgs& a, int64_t c0, int64_t c1) {
   static_assert(Relu || !Masked);
