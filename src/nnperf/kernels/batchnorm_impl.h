@@ -285,10 +285,11 @@ void backward_block_as(const BatchNormBackwardArgs& a, int64_t c0, int64_t c1) {
   double mean[kBlockValues], sum_dy[kBlockValues], sum_dy_x[kBlockValues], q[kBlockValues];
   for (int64_t j = 0; j < c1 - c0; ++j) spread(mean, p, j, a.save_mean[c0 + j]);
   // Both sums in one sweep over the images. Masking on every read (no dx), two images per sweep:
-  // when this was also the path with a dx, four made it 1.1-1.3x BatchNorm's and the ReLU's
-  // passes apart on planes of 1 to 16 values (bench/batchnorm_bench, one Zen 4 core), two
-  // 0.8-0.95x. Masking into dx first measured 0.87-0.96x of that on ResNet-18's planes of 4 to
-  // 1024 values at batch 32 (1.09x on 784 values at batch 8), so it is the path with a dx.
+  // when this was also the path with a dx, four made it 1.09-1.26x BatchNorm's and the ReLU's
+  // passes apart on planes of 4 to 256 values at batch 32 (bench/batchnorm_bench, one Zen 4
+  // core), two 0.76-0.94x on planes of 1 to 16 (1.05-1.13x at 64 and 256). Masking into dx first
+  // measured 0.87-0.96x of two's time on ResNet-18's planes of 4 to 1024 values (1.09x on 784
+  // values at batch 8), so it is the path with a dx.
   sums_over_images<2, kMaskHere ? 2 : 4>(s.mb, values, {sum_dy, sum_dy_x},
                                          [x, dy, y, row, &mean](double* t, int64_t n, int64_t k) {
                                            const double g = grad_at<kMaskHere>(dy, y, n * row + k);
