@@ -439,9 +439,14 @@ TEST(CnnTrainCli, ProfileOneStepWritesTraceAndLayers) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json trace = read_json(out / "one_step_trace.json");
   std::set<std::string> names;
-  for (const auto& e : trace["traceEvents"]) names.insert(e.value("name", ""));
+  for (const auto& e : trace["traceEvents"]) {
+    names.insert(e.value("name", ""));
+    if (e.value("name", "") == "relu.forward") {
+      EXPECT_EQ(e["args"]["fused_into"], "bn1");  // the stem's ReLU ran inside bn1
+    }
+  }
   for (const char* n : {"forward", "loss", "backward", "optimizer", "conv1.forward",
-                        "conv1.backward", "fc.forward"}) {
+                        "conv1.backward", "fc.forward", "relu.forward"}) {
     EXPECT_TRUE(names.count(n)) << n;
   }
   const CsvTable t = read_csv(out / "one_step_layers.csv");

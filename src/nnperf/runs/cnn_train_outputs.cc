@@ -169,10 +169,11 @@ void render_one_step_profile(const nlohmann::json& doc, const fs::path& dir) {
     const std::string name = s.at("name").get<std::string>();
     const std::string phase = s.at("phase").get<std::string>();
     const int64_t begin = s.at("begin_ns").get<int64_t>(), end = s.at("end_ns").get<int64_t>();
-    trace.add_complete(
-        node >= 0 ? name + "." + phase : phase, phase, us(begin), us(end) - us(begin),
-        node >= 0 ? 1 : 0,
-        node >= 0 ? nlohmann::json{{"layer", s.at("layer")}} : nlohmann::json::object());
+    nlohmann::json args = nlohmann::json::object();
+    if (node >= 0) args["layer"] = s.at("layer");
+    if (s.contains("fused_into")) args["fused_into"] = s.at("fused_into");
+    trace.add_complete(node >= 0 ? name + "." + phase : phase, phase, us(begin),
+                       us(end) - us(begin), node >= 0 ? 1 : 0, args);
     csv.row({std::to_string(node), name, s.at("kind").get<std::string>(), phase,
              csv_number(us(begin) * 1e-3, 6), csv_number(span_ms(s), 6),
              s.value("fused_into", std::string())});

@@ -50,7 +50,8 @@ class CnnTrainOutputs {
 nlohmann::json one_step_spans(const Graph& graph, StepRecorder& rec);
 // The per-phase milliseconds {forward, loss, backward, optimizer} of those spans.
 nlohmann::json one_step_phases(const nlohmann::json& spans);
-// one_step_trace.json (Chrome trace: one track for the step's phases, one for the layers) and
+// one_step_trace.json (Chrome trace: one track for the step's phases, one for the layers; a
+// layer's args are its `layer` and, for a fused ReLU, `fused_into`) and
 // one_step_layers.csv (node, name, kind, phase, start_ms, ms, fused_into) in `dir`, rendered from a
 // one_step.json document ({"spans", "context", ...}): what the run writes, and what `nnperf
 // report` rebuilds when they are missing.
