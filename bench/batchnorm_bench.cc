@@ -92,15 +92,21 @@ void bm_pass(benchmark::State& state, BatchNormShape s, bool backward,
       elements * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
+// The activation table's ReLU, looked up once (on first use: no static-initialisation order).
+const nnperf::ActivationKernel& relu_kernel() {
+  static const nnperf::ActivationKernel& k = nnperf::find_activation("ReLU");
+  return k;
+}
+
 // BatchNorm then ReLU, one pass each way: the two kernels one after the other or the fused loops.
 void run_with_relu(Buffers& b, bool backward, bool fused) {
-  static const nnperf::ActivationKernel& relu = nnperf::find_activation("ReLU");
+  const nnperf::ActivationKernel& relu = relu_kernel();
   const auto n = static_cast<int64_t>(b.x.size());
   b.forward.relu = fused;
   b.backward.relu = fused;
   if (!backward) {
     nnperf::batchnorm_train_forward(b.forward);
-    if (!fused) relu.forward(b.y.data(), b.relu_y.data(), n);
+    if (!fused) relu_kernel().forward(b.y.data(), b.relu_y.data(), n);
     return;
   }
   if (fused) {
@@ -117,9 +123,7 @@ void bm_with_relu(benchmark::State& state, BatchNormShape s, bool backward, bool
   Buffers b(s);
   b.forward.relu = false;
   nnperf::batchnorm_train_forward(b.forward);  // the saved statistics and the ReLU's input
-  if (!fused)
-    nnperf::find_activation("ReLU").forward(b.y.data(), b.relu_y.data(),
-                                            static_cast<int64_t>(b.x.size()));
+  if (!fused) relu_kernel().forward(b.y.data(), b.relu_y.data(), static_cast<int64_t>(b.x.size()));
   nnperf::bench::timed_loop(
       state, [&] { run_with_relu(b, backward, fused); },
       backward ? b.dx.data() : (fused ? b.y.data() : b.relu_y.data()));
